@@ -1,0 +1,1 @@
+"""Green: hosts ARVO tasks in per-task containers, serves the agent's commands, judges answers."""

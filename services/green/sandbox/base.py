@@ -1,0 +1,87 @@
+"""The sandbox seam: one isolated container per task.
+
+The orchestrator only sees these protocols; :mod:`services.green.sandbox.docker` implements
+them with the Docker Engine API (local socket or remote ``DOCKER_HOST``); a Kubernetes
+implementation would plug in here too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from services.shared.commands import CommandResult
+
+
+class SandboxError(RuntimeError):
+    """The sandbox could not do what was asked (image missing, container gone, API error)."""
+
+
+class ImageNotFound(SandboxError):
+    """The task image is neither present locally nor pullable."""
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    """How to create one task container."""
+
+    image: str
+    task_id: str
+    arvo_id: str
+    memory: str = "4g"
+    """Memory limit (docker syntax: 512m, 4g)."""
+    cpus: float = 1.0
+    pids_limit: int = 512
+    network: bool = False
+    """False: the container has no network at all (network_mode=none)."""
+    output_limit: int = 64 * 1024
+    """Bytes of output kept per command (head and tail halves)."""
+    workdir: str = "/workspace"
+    """Where commands run."""
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Sandbox(Protocol):
+    """A running task container. Thread-safe: concurrent calls are serialized."""
+
+    @property
+    def name(self) -> str: ...
+
+    def exec(self, command: str, timeout: float) -> CommandResult:
+        """Run ``command`` with ``bash -c`` semantics. Never raises for a failing or hanging
+        command: a timeout kills the command's processes and returns ``timed_out=True``."""
+        ...
+
+    def put_files(self, dest_dir: str, files: Mapping[str, bytes]) -> None:
+        """Create ``dest_dir/<relpath>`` for each entry (parents created)."""
+        ...
+
+    def put_archive(self, dest_dir: str, tar_bytes: bytes) -> None:
+        """Extract an (uncompressed or gzip) tar archive into ``dest_dir`` (created if needed)."""
+        ...
+
+    def read_file(self, path: str, max_bytes: int = 1 << 20) -> bytes:
+        """Read one regular file out of the container. Raises FileNotFoundError, or
+        SandboxError when it is larger than ``max_bytes``."""
+        ...
+
+    def remove(self) -> None:
+        """Kill and delete the container. Idempotent."""
+        ...
+
+
+@runtime_checkable
+class SandboxProvider(Protocol):
+    """Creates sandboxes and cleans up after crashes."""
+
+    def create(self, spec: SandboxSpec) -> Sandbox: ...
+
+    def reap(self) -> list[str]:
+        """Remove every container this provider labelled and that is still around; return names."""
+        ...
+
+    def ping(self) -> bool:
+        """True when the engine answers."""
+        ...

@@ -1,0 +1,82 @@
+"""The submission format (``loc.json``): ranked code locations that name the root cause.
+
+```json
+{"reasoning": "why",
+ "locations": [{"file": "magick/render.c", "function": "DrawImage",
+                "line_start": 6357, "line_end": 6363, "description": "why here"}]}
+```
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+
+from pydantic import BaseModel, Field, ValidationError, model_validator
+
+MAX_LOCATIONS = 50
+"""A submission may list more, but it is refused: the judge only reads the top 5 anyway."""
+
+
+class Location(BaseModel):
+    file: str = Field(min_length=1, description="Path relative to the project root")
+    function: str | None = Field(None, description="Enclosing function name")
+    line_start: int = Field(ge=1, description="First line (1-based, inclusive)")
+    line_end: int = Field(ge=1, description="Last line (1-based, inclusive)")
+    description: str = ""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Location:
+        if self.line_end < self.line_start:
+            raise ValueError(f"line_end ({self.line_end}) is before line_start ({self.line_start})")
+        return self
+
+
+class LocJson(BaseModel):
+    reasoning: str = ""
+    locations: list[Location] = Field(min_length=1, max_length=MAX_LOCATIONS)
+
+
+def parse_loc_json(raw: bytes | str) -> tuple[LocJson | None, list[str]]:
+    """Parse and validate a submission. Returns the model, or None and human-readable errors."""
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return None, [f"loc.json is not UTF-8: {exc}"]
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return None, [f"loc.json is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"]
+    try:
+        return LocJson.model_validate(data), []
+    except ValidationError as exc:
+        errors = []
+        for err in exc.errors():
+            where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+            errors.append(f"{where}: {err['msg']}")
+        return None, errors
+
+
+def normalize_path(path: str, project: str | None = None) -> str:
+    """Map any of the path conventions that meet in a task to one repo-relative form.
+
+    Frames say ``/src/<project>/lib/x.c``, patches say ``a/lib/x.c``, the tarball extracts to
+    ``src-vul/<project>/lib/x.c``, agents write ``./lib/x.c`` or ``/workspace/src-vul/<project>/lib/x.c``.
+    All become ``lib/x.c``. Matching is then on the whole normalized path, never the basename.
+    """
+    p = path.strip().replace("\\", "/")
+    for prefix in ("/workspace/src-vul/", "workspace/src-vul/", "src-vul/", "/src/"):
+        if p.startswith(prefix):
+            p = p[len(prefix) :]
+            # strip the project folder that follows these prefixes
+            if project and p.startswith(project + "/"):
+                p = p[len(project) + 1 :]
+            elif not project and "/" in p:
+                p = p.split("/", 1)[1]
+            break
+    else:
+        if project and p.startswith(project + "/"):
+            p = p[len(project) + 1 :]
+    p = posixpath.normpath(p.lstrip("/"))
+    return "" if p == "." else p

@@ -1,0 +1,131 @@
+"""The green <-> purple protocol: the structured data parts and their plain-text twins.
+
+Every A2A message of a task carries a human-readable text part and a data part with the same
+content; ``kind`` tells the data parts apart. A minimal third-party purple that only sends text
+(``execute: ls /workspace``, ``submit``) is served too: :func:`parse_text_request` reads it.
+See docs/protocol.md.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, TypeAdapter
+
+from services.shared.commands import CommandResult
+
+
+class TaskPaths(BaseModel):
+    workspace: str = "/workspace"
+    source_dir: str = "/workspace/src-vul"
+    error_report: str = "/workspace/error.txt"
+    submission: str = "/workspace/shared/loc.json"
+
+
+class TaskLimits(BaseModel):
+    max_steps: int
+    command_timeout_s: float
+    deadline: datetime
+    """Absolute time (UTC) after which green ends the task."""
+
+
+class RcaTask(BaseModel):
+    """green -> purple: start working on a task."""
+
+    kind: Literal["rca_task"] = "rca_task"
+    task_id: str
+    token: str
+    """Per-task secret; every execute/submit must carry it."""
+    green_url: str
+    paths: TaskPaths = TaskPaths()
+    limits: TaskLimits
+
+
+class Execute(BaseModel):
+    """purple -> green: run one shell command in the task container."""
+
+    kind: Literal["execute"] = "execute"
+    command: str = Field(min_length=1)
+    timeout: float | None = Field(None, gt=0)
+    token: str | None = None
+
+
+class Result(CommandResult):
+    """green -> purple: the reply to :class:`Execute`."""
+
+    kind: Literal["result"] = "result"
+
+
+class Submit(BaseModel):
+    """purple -> green: loc.json is written; judge it."""
+
+    kind: Literal["submit"] = "submit"
+    token: str | None = None
+    steps: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float = 0.0
+
+
+class SubmitResult(BaseModel):
+    """green -> purple: the reply to :class:`Submit`."""
+
+    kind: Literal["submit_result"] = "submit_result"
+    accepted: bool
+    errors: list[str] = []
+
+
+class ErrorReply(BaseModel):
+    """green -> purple: the request was refused (wrong token, task not running, ...)."""
+
+    kind: Literal["error"] = "error"
+    message: str
+
+
+ProtocolData = Annotated[
+    RcaTask | Execute | Result | Submit | SubmitResult | ErrorReply, Field(discriminator="kind")
+]
+_adapter: TypeAdapter[Any] = TypeAdapter(ProtocolData)
+
+
+def parse_data(data: dict[str, Any]) -> BaseModel:
+    """Validate a data part by its ``kind``. Numbers that crossed A2A as floats are coerced."""
+    return _adapter.validate_python(data)
+
+
+# ---- plain-text forms -------------------------------------------------------------------
+
+_EXECUTE_RE = re.compile(r"^\s*execute:\s?(?P<cmd>.+)\Z", re.DOTALL | re.IGNORECASE)
+_SUBMIT_RE = re.compile(r"^\s*submit\s*\Z", re.IGNORECASE)
+
+
+def parse_text_request(text: str) -> Execute | Submit | None:
+    """Read the seed's plain-text requests: ``execute: <cmd>`` or ``submit``."""
+    if m := _EXECUTE_RE.match(text):
+        cmd = m.group("cmd").strip()
+        return Execute(command=cmd) if cmd else None
+    if _SUBMIT_RE.match(text):
+        return Submit()
+    return None
+
+
+def execute_text(command: str) -> str:
+    return f"execute: {command}"
+
+
+def result_text(result: CommandResult) -> str:
+    notes = []
+    if result.timed_out:
+        notes.append("[command timed out and was killed]")
+    if result.truncated:
+        notes.append(f"[{result.bytes_cut} bytes of output cut from the middle]")
+    suffix = ("\n" + "\n".join(notes)) if notes else ""
+    return f"<returncode>{result.exit_code}</returncode>\n<output>{result.output}</output>{suffix}"
+
+
+def submit_result_text(reply: SubmitResult) -> str:
+    if reply.accepted:
+        return "Submission accepted."
+    return "Submission refused:\n" + "\n".join(f"- {e}" for e in reply.errors)
