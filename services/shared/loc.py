@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+import re
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
@@ -58,25 +59,41 @@ def parse_loc_json(raw: bytes | str) -> tuple[LocJson | None, list[str]]:
         return None, errors
 
 
+_ROOT_PREFIXES = ("/workspace/src-vul/", "workspace/src-vul/", "./src-vul/", "src-vul/", "/src/")
+_LINE_SUFFIX = re.compile(r"(?::\d+){1,2}$")
+
+
 def normalize_path(path: str, project: str | None = None) -> str:
     """Map any of the path conventions that meet in a task to one repo-relative form.
 
-    Frames say ``/src/<project>/lib/x.c``, patches say ``a/lib/x.c``, the tarball extracts to
-    ``src-vul/<project>/lib/x.c``, agents write ``./lib/x.c`` or ``/workspace/src-vul/<project>/lib/x.c``.
+    Frames say ``/src/<project>/lib/x.c``, the tarball extracts to ``src-vul/<project>/lib/x.c``,
+    agents write ``./lib/x.c``, ``lib/x.c:42`` or ``/workspace/src-vul/<project>/lib/x.c``.
     All become ``lib/x.c``. Matching is then on the whole normalized path, never the basename.
+
+    Rules: surrounding quotes/backticks and a trailing ``:line[:col]`` are dropped; backslashes
+    become ``/``; after one of the roots ``/workspace/src-vul/``, ``src-vul/`` or ``/src/`` the
+    project folder is dropped (``project`` when given; without it, the first folder);
+    the rest is normalized (``./``, ``a//b``, ``a/./b``, ``a/x/../b``) and leading ``/`` removed.
+    A *relative* path that starts with the project's name is left alone: ``libass/ass_render.c``
+    is a real file of the libass repository (the scorer tries the stripped form as a second
+    candidate, see ``services.green.scoring.metrics.path_candidates``).
     """
-    p = path.strip().replace("\\", "/")
-    for prefix in ("/workspace/src-vul/", "workspace/src-vul/", "src-vul/", "/src/"):
+    p = path.strip().strip("`'\"").strip().replace("\\", "/")
+    p = _LINE_SUFFIX.sub("", p)
+    while p.startswith("./"):
+        p = p[2:]
+    for prefix in _ROOT_PREFIXES:
         if p.startswith(prefix):
-            p = p[len(prefix) :]
-            # strip the project folder that follows these prefixes
-            if project and p.startswith(project + "/"):
-                p = p[len(project) + 1 :]
-            elif not project and "/" in p:
-                p = p.split("/", 1)[1]
+            rest = p[len(prefix) :].lstrip("/")
+            if project:
+                if rest == project:
+                    rest = ""
+                elif rest.startswith(project + "/"):
+                    rest = rest[len(project) + 1 :]
+                # else: another tree under /src (a dependency): keep it qualified
+            else:
+                rest = rest.split("/", 1)[1] if "/" in rest else rest
+            p = rest
             break
-    else:
-        if project and p.startswith(project + "/"):
-            p = p[len(project) + 1 :]
-    p = posixpath.normpath(p.lstrip("/"))
+    p = posixpath.normpath(p.lstrip("/")) if p else ""
     return "" if p == "." else p

@@ -1,0 +1,22 @@
+# The two entry points of the README (both work on a fresh machine), plus helpers.
+.PHONY: demo test setup lint bench down
+
+demo:            ## build the demo task, start green + purple with docker compose, run one task
+	bash scripts/demo.sh
+
+test: setup      ## the full test suite (unit + integration with real containers and services)
+	uv run --frozen pytest
+
+setup:
+	bash scripts/setup.sh
+
+lint:
+	uv run --frozen ruff check . && uv run --frozen ruff format --check .
+
+bench: setup
+	uv run --frozen python bench/bench_sandbox_exec.py
+	uv run --frozen python bench/bench_green_exec.py
+	uv run --frozen python bench/bench_agent_loop.py
+
+down:
+	docker compose -f deploy/docker-compose.yml down -v --remove-orphans

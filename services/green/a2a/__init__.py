@@ -1,0 +1,1 @@
+"""Green's A2A face: the agent card and the executor that routes every incoming message."""

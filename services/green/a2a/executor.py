@@ -1,0 +1,103 @@
+"""Routes every message that reaches green's A2A endpoint.
+
+- inside a running task's context: ``execute``/``submit`` from purple -> one reply Message;
+- ``Task ID: arvo:<n>`` or an AgentBeats assessment request -> an A2A Task that streams a status
+  update per task event and ends with a ``Result`` artifact (JSON scores);
+- anything else -> one Message that says what green understands.
+"""
+
+from __future__ import annotations
+
+import json
+
+from a2a.helpers import new_data_part, new_text_part
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.tasks import TaskUpdater
+from a2a.types import Task, TaskState, TaskStatus
+
+from services.green.a2a.requests import Assessment, ProtocolRequest, StartTask, Unknown, classify
+from services.green.assessment import AssessmentRequest, AssessmentRunner
+from services.green.orchestrator import Orchestrator, RequestRefused, TaskNotFound
+from services.shared.a2a import message_parts, new_protocol_message
+from services.shared.logging import get_logger
+from services.shared.protocol import ErrorReply, Execute, Result, result_text, submit_result_text
+
+log = get_logger("services.green.a2a")
+
+
+class GreenExecutor(AgentExecutor):
+    def __init__(self, orchestrator: Orchestrator, assessments: AssessmentRunner) -> None:
+        self.orchestrator = orchestrator
+        self.assessments = assessments
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        payload = message_parts(context.message)
+        match classify(payload):
+            case ProtocolRequest() as req:
+                await self._serve(context, event_queue, req)
+            case StartTask(arvo_ids=ids):
+                purple = payload.metadata.get("purple_url")
+                request = AssessmentRequest(task_ids=ids, purple_url=purple)
+                await self._assess(context, event_queue, request)
+            case Assessment(participants=participants, config=config):
+                try:
+                    request = AssessmentRequest.from_agentbeats(participants, config)
+                except ValueError as exc:
+                    await self._reply(context, event_queue, f"Bad assessment request: {exc}",
+                                      ErrorReply(message=str(exc)).model_dump())
+                    return
+                await self._assess(context, event_queue, request)
+            case Unknown(why=why):
+                await self._reply(context, event_queue, why, ErrorReply(message=why).model_dump())
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        # The framework cancels execute(); the runner's own cancellation ends the green tasks.
+        if context.task_id:
+            updater = TaskUpdater(event_queue, context.task_id, context.context_id or "")
+            await updater.cancel()
+
+    async def _reply(self, context: RequestContext, queue: EventQueue, text: str,
+                     data: dict) -> None:
+        await queue.enqueue_event(new_protocol_message(text, data, context_id=context.context_id))
+
+    async def _serve(self, context: RequestContext, queue: EventQueue, req: ProtocolRequest) -> None:
+        task_id = context.context_id or ""
+        try:
+            if isinstance(req.request, Execute):
+                result = await self.orchestrator.execute(
+                    task_id, req.token, req.request.command, req.request.timeout
+                )
+                await self._reply(context, queue, result_text(result),
+                                  Result(**result.model_dump()).model_dump())
+            else:
+                reply = await self.orchestrator.submit(task_id, req.token, req.request)
+                await self._reply(context, queue, submit_result_text(reply), reply.model_dump())
+        except (RequestRefused, TaskNotFound) as exc:
+            why = f"unknown task {task_id}" if isinstance(exc, TaskNotFound) else str(exc)
+            log.info("request.refused", context_id=task_id, reason=why)
+            await self._reply(context, queue, f"Refused: {why}", ErrorReply(message=why).model_dump())
+
+    async def _assess(self, context: RequestContext, queue: EventQueue,
+                      request: AssessmentRequest) -> None:
+        task = Task(id=context.task_id, context_id=context.context_id,
+                    status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED))
+        await queue.enqueue_event(task)
+        updater = TaskUpdater(queue, context.task_id or "", context.context_id or "")
+        await updater.start_work()
+
+        async def progress(text: str) -> None:
+            await updater.update_status(
+                TaskState.TASK_STATE_WORKING, updater.new_agent_message([new_text_part(text)])
+            )
+
+        try:
+            result = await self.assessments.run(request, progress)
+        except ValueError as exc:  # e.g. an unknown task id: the request itself is wrong
+            await updater.failed(updater.new_agent_message([new_text_part(str(exc))]))
+            return
+        await updater.add_artifact(
+            [new_text_part(result.summary()), new_data_part(json.loads(result.model_dump_json()))],
+            name="Result",
+        )
+        await updater.complete()

@@ -1,0 +1,76 @@
+"""Reading what arrives at green's A2A endpoint: which kind of request a message is."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from services.shared.a2a import Payload
+from services.shared.protocol import Execute, Submit, parse_data, parse_text_request
+
+_ARVO_RE = re.compile(r"\barvo:(\d+)\b", re.IGNORECASE)
+_TOKEN_LINE_RE = re.compile(r"\n?[ \t]*token:[ \t]*(\S+)[ \t]*\Z", re.IGNORECASE)
+
+
+@dataclass
+class ProtocolRequest:
+    """execute/submit from purple, with the token wherever it was carried."""
+
+    request: Execute | Submit
+    token: str | None
+
+
+@dataclass
+class StartTask:
+    arvo_ids: list[str]
+
+
+@dataclass
+class Assessment:
+    participants: dict[str, str]
+    config: dict[str, Any]
+
+
+@dataclass
+class Unknown:
+    why: str
+
+
+def classify(payload: Payload) -> ProtocolRequest | StartTask | Assessment | Unknown:
+    # 1. structured protocol data wins
+    if payload.data is not None and payload.data.get("kind") in ("execute", "submit"):
+        try:
+            req = parse_data(payload.data)
+        except ValidationError as exc:
+            return Unknown(f"invalid {payload.data.get('kind')} data: {exc.errors()[0]['msg']}")
+        token = req.token or payload.metadata.get("token")  # type: ignore[union-attr]
+        return ProtocolRequest(req, token)  # type: ignore[arg-type]
+    text = payload.text
+    # 2. the seed's plain text, with an optional trailing "token: <t>" line
+    token = payload.metadata.get("token")
+    if m := _TOKEN_LINE_RE.search(text):
+        token, text = m.group(1), text[: m.start()]
+    if (req := parse_text_request(text)) is not None:
+        return ProtocolRequest(req, token)
+    # 3. an AgentBeats assessment request: JSON with participants and config
+    stripped = payload.text.strip()
+    if stripped.startswith("{"):
+        try:
+            obj = json.loads(stripped)
+        except json.JSONDecodeError:
+            obj = None
+        if isinstance(obj, dict) and "participants" in obj:
+            if not isinstance(obj["participants"], dict) or not obj["participants"]:
+                return Unknown("assessment request: 'participants' must map roles to URLs")
+            return Assessment(dict(obj["participants"]), dict(obj.get("config") or {}))
+    # 4. "Task ID: arvo:<n>" (or any text naming arvo ids)
+    if ids := _ARVO_RE.findall(payload.text):
+        return StartTask(list(dict.fromkeys(ids)))
+    return Unknown(
+        "send 'Task ID: arvo:<n>' to start a task, an AgentBeats assessment request as JSON, "
+        "or, inside a running task, 'execute: <command>' / 'submit'"
+    )

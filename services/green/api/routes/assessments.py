@@ -1,0 +1,51 @@
+"""REST twin of the AgentBeats assessment: POST /assessments, GET /assessments/{id}."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, status
+
+from services.green.api.deps import AssessmentsDep, AssessmentStoreDep
+from services.green.assessment import AssessmentRequest
+from services.green.store.models import AssessmentRecord, TaskStatus, utcnow
+
+router = APIRouter(prefix="/assessments", tags=["assessments"])
+_background: set[asyncio.Task[None]] = set()
+
+
+@router.post("", status_code=status.HTTP_202_ACCEPTED)
+async def create_assessment(body: AssessmentRequest, runner: AssessmentsDep,
+                            store: AssessmentStoreDep) -> dict[str, Any]:
+    aid = str(uuid.uuid4())
+    purple = body.purple_url or runner.orchestrator.settings.purple_url
+    try:
+        tasks = await runner.start(body, aid)
+    except ValueError as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from exc
+    store.add(AssessmentRecord(id=aid, purple_url=purple, request=body.model_dump()))
+
+    async def finish() -> None:
+        try:
+            done = await asyncio.gather(*(runner.orchestrator.wait(t.id) for t in tasks))
+            result = runner.result(aid, list(done))
+            store.update(aid, status=TaskStatus.completed, finished_at=utcnow(),
+                         result=result.model_dump(mode="json"))
+        except BaseException as exc:
+            store.update(aid, status=TaskStatus.failed, finished_at=utcnow(), error=repr(exc))
+            raise
+
+    job = asyncio.create_task(finish())
+    _background.add(job)
+    job.add_done_callback(_background.discard)
+    return {"id": aid, "status": "running", "task_ids": [t.id for t in tasks]}
+
+
+@router.get("/{assessment_id}")
+async def get_assessment(assessment_id: str, store: AssessmentStoreDep) -> AssessmentRecord:
+    rec = store.get(assessment_id)
+    if rec is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no assessment {assessment_id}")
+    return rec

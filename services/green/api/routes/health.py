@@ -1,0 +1,26 @@
+"""GET /healthz: is the Docker engine reachable, is the database?"""
+
+from __future__ import annotations
+
+import asyncio
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+
+from services.green.api.deps import OrchestratorDep
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz")
+async def healthz(orch: OrchestratorDep) -> JSONResponse:
+    async def check(fn) -> bool:
+        try:
+            return bool(await asyncio.wait_for(asyncio.to_thread(fn), 5))
+        except Exception:
+            return False
+
+    docker_ok, db_ok = await asyncio.gather(check(orch.sandboxes.ping), check(orch.store.ping))
+    ok = docker_ok and db_ok
+    return JSONResponse({"status": "ok" if ok else "degraded", "docker": docker_ok,
+                         "database": db_ok}, status_code=200 if ok else 503)

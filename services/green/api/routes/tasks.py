@@ -1,0 +1,98 @@
+"""REST: POST/GET /tasks, GET /tasks/{id}, its commands, cancel."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Query, status
+from pydantic import BaseModel, Field, model_validator
+
+from services.green.api.deps import OrchestratorDep
+from services.green.assets.base import UnknownTask
+from services.green.assets.ids import parse_arvo_id
+from services.green.orchestrator import TaskNotFound, TaskOptions
+from services.green.store.models import CommandPublic, Task, TaskList, TaskPublic, TaskStatus
+
+router = APIRouter(prefix="/tasks", tags=["tasks"])
+
+
+class TaskCreate(BaseModel):
+    task: str | None = Field(None, examples=["arvo:10055"], description="'arvo:<n>' or '<n>'")
+    arvo_id: int | str | None = Field(None, examples=[10055])
+    purple_url: str | None = Field(None, description="A2A base URL of the agent (default: settings)")
+    max_steps: int | None = Field(None, ge=1, le=10_000)
+    task_timeout_s: float | None = Field(None, gt=0, le=86_400)
+    command_timeout_s: float | None = Field(None, gt=0, le=3_600)
+
+    @model_validator(mode="after")
+    def _one_id(self) -> TaskCreate:
+        raw = self.task if self.task is not None else self.arvo_id
+        if raw is None:
+            raise ValueError("give 'task' (e.g. \"arvo:10055\") or 'arvo_id' (e.g. 10055)")
+        self.arvo_id = parse_arvo_id(raw)
+        return self
+
+
+def public(task: Task) -> TaskPublic:
+    """The API view. The ground truth stays hidden until the task has ended."""
+    view = TaskPublic.model_validate(task, from_attributes=True)
+    if not task.status.terminal:
+        view.ground_truth = None
+        view.scores = None
+    return view
+
+
+@router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=TaskPublic)
+async def create_task(body: TaskCreate, orch: OrchestratorDep) -> TaskPublic:
+    opts = TaskOptions(purple_url=body.purple_url, max_steps=body.max_steps,
+                       task_timeout_s=body.task_timeout_s, command_timeout_s=body.command_timeout_s)
+    try:
+        task = await orch.create_task(str(body.arvo_id), opts)
+    except UnknownTask as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown task arvo:{body.arvo_id}: {exc}") from exc
+    return public(task)
+
+
+@router.get("", response_model=TaskList)
+async def list_tasks(
+    orch: OrchestratorDep,
+    status_: Annotated[TaskStatus | None, Query(alias="status")] = None,
+    arvo_id: str | None = None,
+    assessment_id: str | None = None,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+) -> Any:
+    rows, total = orch.store.list(status=status_, arvo_id=arvo_id, assessment_id=assessment_id,
+                                  offset=offset, limit=limit)
+    return TaskList(items=[public(t) for t in rows], total=total, offset=offset, limit=limit)
+
+
+def _get(orch: OrchestratorDep, task_id: str) -> Task:
+    try:
+        return orch.get(task_id)
+    except TaskNotFound as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no task {task_id}") from exc
+
+
+@router.get("/{task_id}", response_model=TaskPublic)
+async def get_task(task_id: str, orch: OrchestratorDep) -> TaskPublic:
+    return public(_get(orch, task_id))
+
+
+@router.get("/{task_id}/commands", response_model=list[CommandPublic])
+async def get_commands(
+    task_id: str,
+    orch: OrchestratorDep,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=5000)] = 500,
+) -> Any:
+    _get(orch, task_id)
+    return orch.store.commands(task_id, offset, limit)
+
+
+@router.post("/{task_id}/cancel", response_model=TaskPublic)
+async def cancel_task(task_id: str, orch: OrchestratorDep) -> TaskPublic:
+    task = _get(orch, task_id)
+    if task.status.terminal:
+        raise HTTPException(status.HTTP_409_CONFLICT, f"task {task_id} already {task.status.value}")
+    return public(await orch.cancel(task_id))

@@ -1,0 +1,90 @@
+"""Green's FastAPI app: REST routes, A2A routes, and the lifespan that owns the orchestrator."""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+
+from a2a.types import AgentSkill
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from services.green.a2a.executor import GreenExecutor
+from services.green.api.routes import assessments, health, tasks
+from services.green.assessment import AssessmentRunner
+from services.green.assets import make_asset_source
+from services.green.config import GreenSettings
+from services.green.orchestrator import Orchestrator
+from services.green.sandbox.docker import DockerSandboxProvider
+from services.green.store.crud import AssessmentStore, TaskStore
+from services.green.store.db import make_engine
+from services.shared.a2a import build_agent_card, mount_a2a
+from services.shared.logging import configure_logging, get_logger
+
+VERSION = "0.1.0"
+log = get_logger("services.green")
+
+
+def agent_card(settings: GreenSettings):
+    return build_agent_card(
+        name="ARVO RCA arena (green)",
+        description=(
+            "Hosts ARVO vulnerability tasks in per-task Docker containers, serves the agent's "
+            "shell commands and judges its root-cause localization (loc.json)."
+        ),
+        url=settings.reachable_url(),
+        version=VERSION,
+        skills=[
+            AgentSkill(id="rca_assessment", name="Root-cause analysis assessment",
+                       description="Send 'Task ID: arvo:<n>' or an AgentBeats assessment request "
+                                   "(JSON with participants and config.task_ids).",
+                       tags=["security", "rca", "arvo", "benchmark"],
+                       examples=["Task ID: arvo:10055"]),
+            AgentSkill(id="sandbox", name="Task sandbox",
+                       description="Inside a running task: 'execute: <command>' and 'submit'.",
+                       tags=["sandbox", "shell"]),
+        ],
+    )
+
+
+def create_app(settings: GreenSettings | None = None, *, orchestrator: Orchestrator | None = None) -> FastAPI:
+    settings = settings or GreenSettings()
+    configure_logging(settings.log_dir)
+    engine = make_engine(settings.database_url)
+    orch = orchestrator or Orchestrator(
+        settings,
+        TaskStore(engine),
+        DockerSandboxProvider(),
+        make_asset_source(settings.asset_source, settings.asset_cache_dir,
+                          timeout_s=settings.asset_timeout_s),
+    )
+    assessment_store = AssessmentStore(engine)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        await orch.start()
+        assessment_store.fail_unfinished("interrupted by restart")
+        log.info("green.listening", url=settings.reachable_url())
+        try:
+            yield
+        finally:
+            await orch.shutdown()
+
+    app = FastAPI(title="ARVO RCA arena: green", version=VERSION, lifespan=lifespan,
+                  description="Environment and judge for root-cause analysis of ARVO vulnerabilities.")
+    app.state.orchestrator = orch
+    app.state.assessments = AssessmentRunner(orch)
+    app.state.assessment_store = assessment_store
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [{"where": ".".join(str(p) for p in e["loc"]), "message": e["msg"]}
+                  for e in exc.errors()]
+        return JSONResponse({"detail": "invalid request", "errors": errors}, status_code=422)
+
+    # Our routes first: A2A's JSON-RPC lives at "/" (see A2A_NOTES.md).
+    app.include_router(health.router)
+    app.include_router(tasks.router)
+    app.include_router(assessments.router)
+    mount_a2a(app, GreenExecutor(orch, app.state.assessments), agent_card(settings))
+    return app

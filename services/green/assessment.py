@@ -1,0 +1,157 @@
+"""Running a list of tasks against one purple and aggregating the scores.
+
+Serves the A2A ``Task ID: arvo:<n>`` message (one task), the AgentBeats assessment request
+(``{"participants": {...}, "config": {"task_ids": [...]}}``), ``POST /assessments`` and the
+batch CLI. Concurrency is bounded by the orchestrator's queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from pydantic import BaseModel, Field, field_validator
+
+from services.green.assets.base import UnknownTask
+from services.green.assets.ids import parse_arvo_id
+from services.green.orchestrator import Orchestrator, TaskOptions
+from services.green.scoring.metrics import METRICS
+from services.green.store.models import Task, TaskStatus
+from services.shared.logging import get_logger
+
+log = get_logger("services.green.assessment")
+
+PURPLE_ROLES = ("purple", "agent", "participant", "solver", "rca_agent", "analyst")
+
+
+class AssessmentRequest(BaseModel):
+    task_ids: list[str] = Field(min_length=1, max_length=2000)
+    purple_url: str | None = None
+    max_steps: int | None = Field(None, ge=1)
+    task_timeout_s: float | None = Field(None, gt=0)
+    command_timeout_s: float | None = Field(None, gt=0)
+
+    @field_validator("task_ids", mode="before")
+    @classmethod
+    def _ids(cls, v: Any) -> list[str]:
+        if isinstance(v, str | int):
+            v = [v]
+        return [parse_arvo_id(x) for x in v]
+
+    @classmethod
+    def from_agentbeats(cls, participants: dict[str, str], config: dict[str, Any]) -> AssessmentRequest:
+        if len(participants) == 1:
+            url = next(iter(participants.values()))
+        else:
+            role = next((r for r in PURPLE_ROLES if r in participants), None)
+            if role is None:
+                raise ValueError(f"which participant is the agent? roles: {sorted(participants)}")
+            url = participants[role]
+        ids = config.get("task_ids") or config.get("tasks") or config.get("task_id")
+        if not ids:
+            raise ValueError("config.task_ids is required (e.g. [\"arvo:10055\"])")
+        try:
+            return cls(task_ids=ids, purple_url=url, **{
+                k: config[k] for k in ("max_steps", "task_timeout_s", "command_timeout_s")
+                if k in config})
+        except ValueError as exc:
+            raise ValueError(str(exc)) from exc
+
+
+class TaskOutcome(BaseModel):
+    task_id: str
+    arvo_id: str
+    status: TaskStatus
+    end_reason: str | None
+    failure_kind: str | None
+    error: str | None
+    steps: int
+    tokens_in: int
+    tokens_out: int
+    cost: float
+    duration_s: float | None
+    scores: dict[str, Any] | None
+
+    @classmethod
+    def of(cls, t: Task) -> TaskOutcome:
+        duration = (t.finished_at - t.started_at).total_seconds() if t.finished_at and t.started_at else None
+        return cls(task_id=t.id, arvo_id=t.arvo_id, status=t.status, end_reason=t.end_reason,
+                   failure_kind=t.failure_kind, error=t.error, steps=t.steps,
+                   tokens_in=t.tokens_in, tokens_out=t.tokens_out, cost=t.cost,
+                   duration_s=duration, scores=t.scores)
+
+
+class AssessmentResult(BaseModel):
+    assessment_id: str
+    purple_url: str
+    tasks: list[TaskOutcome]
+    aggregate: dict[str, Any]
+
+    def summary(self) -> str:
+        agg = self.aggregate
+        lines = [f"Assessment {self.assessment_id}: {len(self.tasks)} task(s) against {self.purple_url}"]
+        lines += [f"  arvo:{t.arvo_id} {t.status.value:<9} " + " ".join(
+            f"{k}={(t.scores or {}).get(k, 0):.2f}" for k in METRICS) for t in self.tasks]
+        means = agg.get("mean_all", {})
+        if means:
+            lines.append(f"  mean over {means.get('n', 0)}: "
+                         + " ".join(f"{k}={means.get(k, 0):.3f}" for k in METRICS))
+        return "\n".join(lines)
+
+
+Progress = Callable[[str], Awaitable[None]]
+
+
+class AssessmentRunner:
+    def __init__(self, orchestrator: Orchestrator) -> None:
+        self.orchestrator = orchestrator
+
+    async def start(self, request: AssessmentRequest, assessment_id: str | None = None) -> list[Task]:
+        """Create every task (all ids are checked first: one unknown id refuses the request)."""
+        aid = assessment_id or str(uuid.uuid4())
+        opts = TaskOptions(purple_url=request.purple_url, max_steps=request.max_steps,
+                           task_timeout_s=request.task_timeout_s,
+                           command_timeout_s=request.command_timeout_s, assessment_id=aid)
+        for arvo_id in dict.fromkeys(request.task_ids):
+            try:
+                await asyncio.to_thread(self.orchestrator.assets.fetch, arvo_id, "error.txt")
+            except UnknownTask as exc:
+                raise ValueError(f"unknown task arvo:{arvo_id}: {exc}") from exc
+        return [await self.orchestrator.create_task(i, opts) for i in request.task_ids]
+
+    async def run(self, request: AssessmentRequest, progress: Progress | None = None,
+                  assessment_id: str | None = None) -> AssessmentResult:
+        tasks = await self.start(request, assessment_id)
+        aid = tasks[0].assessment_id or ""
+        if progress:
+            await progress(f"assessment {aid}: {len(tasks)} task(s) queued")
+        await asyncio.gather(*(self._follow(t, progress) for t in tasks))
+        return self.result(aid, [self.orchestrator.get(t.id) for t in tasks])
+
+    async def _follow(self, task: Task, progress: Progress | None) -> None:
+        q = self.orchestrator.subscribe(task.id)
+        waiter = asyncio.create_task(self.orchestrator.wait(task.id))
+        try:
+            while not waiter.done():
+                getter = asyncio.create_task(q.get())
+                done, _ = await asyncio.wait({getter, waiter}, return_when=asyncio.FIRST_COMPLETED)
+                if getter in done:
+                    ev = getter.result()
+                    if progress:
+                        await progress(f"arvo:{task.arvo_id} [{task.id[:8]}] {ev.status.value}: {ev.message}")
+                else:
+                    getter.cancel()
+        except asyncio.CancelledError:
+            await self.orchestrator.cancel(task.id, "assessment cancelled")
+            raise
+        finally:
+            if not waiter.done():
+                waiter.cancel()
+
+    def result(self, assessment_id: str, tasks: list[Task]) -> AssessmentResult:
+        outcomes = [TaskOutcome.of(t) for t in tasks]
+        purple = tasks[0].purple_url if tasks else ""
+        return AssessmentResult(assessment_id=assessment_id, purple_url=purple, tasks=outcomes,
+                                aggregate=self.orchestrator.judge.aggregate(outcomes))

@@ -1,0 +1,94 @@
+"""Green's settings: one pydantic-settings class, read from the environment (prefix GREEN_).
+
+Every field is documented here and in .env.example.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+CYBERGYM_ARVO_URL = "https://huggingface.co/datasets/sunblaze-ucb/cybergym/resolve/main/data/arvo"
+
+
+class GreenSettings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="GREEN_", env_file=".env", extra="ignore", use_attribute_docstrings=True
+    )
+
+    host: str = "127.0.0.1"
+    """Interface to listen on."""
+    port: int = 9009
+    """Port to listen on."""
+    public_url: str | None = None
+    """URL purple uses to reach green (and the agent card's URL). Default: http://<host>:<port>."""
+
+    asset_source: str = CYBERGYM_ARVO_URL
+    """Where task files come from: an http(s) base URL or a local directory (<id>/<file> layout)."""
+    asset_cache_dir: Path = Path("data/cache")
+    """Download cache, shared by tasks of the same ARVO id."""
+    asset_timeout_s: float = 120.0
+    """Timeout of one asset download."""
+    image_template: str = "n132/arvo:{id}-vul"
+    """Docker image of a task; {id} is the ARVO id."""
+    database_url: str = "sqlite:///data/green.db"
+    """Any SQLAlchemy URL; SQLite by default, PostgreSQL for several green replicas."""
+    log_dir: Path = Path("logs")
+    """Run folders log_<timestamp>/ with agents.log and arvo_<id>.log go here."""
+
+    purple_url: str = "http://127.0.0.1:9019"
+    """Default purple agent (A2A base URL) for tasks that name none."""
+    max_concurrent_tasks: int = Field(4, ge=1)
+    """Tasks running at once; the rest wait in 'queued'."""
+    task_timeout_s: float = Field(1800.0, gt=0)
+    """Deadline of a task from the moment it starts running."""
+    idle_timeout_s: float = Field(300.0, gt=0)
+    """A running task with no execute/submit for this long ends."""
+    command_timeout_s: float = Field(120.0, gt=0)
+    """Default (and maximum) timeout of one command."""
+    max_steps: int = Field(100, ge=1)
+    """Commands a task may run; after that only submit is accepted."""
+    purple_poll_s: float = Field(5.0, gt=0)
+    """How often green checks purple's A2A task while waiting for a submission."""
+
+    container_memory: str = "4g"
+    """Memory limit of a task container."""
+    container_cpus: float = Field(1.0, gt=0)
+    """CPU limit of a task container."""
+    container_pids: int = Field(512, ge=16)
+    """Process limit of a task container."""
+    container_network: bool = False
+    """Give task containers a network (off: network_mode=none)."""
+    output_limit_bytes: int = Field(64 * 1024, ge=1024)
+    """Bytes of command output kept (head and tail)."""
+
+    mask_arvo_id: bool = True
+    """Never show the ARVO numeric id to the agent (the task UUID names the task)."""
+    strip_git: bool = True
+    """Remove .git history from the project in the container (the fix may be reachable)."""
+    hide_poc: bool = True
+    """Remove /tmp/poc from the container."""
+    require_token: bool = True
+    """Refuse execute/submit that do not carry the task's token (text form: a 'token: <t>' line)."""
+
+    @field_validator("public_url")
+    @classmethod
+    def _no_trailing_slash(cls, v: str | None) -> str | None:
+        return v.rstrip("/") if v else v
+
+    def reachable_url(self) -> str:
+        if self.public_url:
+            return self.public_url
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
+        return f"http://{host}:{self.port}"
+
+    def image_for(self, arvo_id: str) -> str:
+        return self.image_template.format(id=arvo_id)
+
+
+@lru_cache
+def get_settings() -> GreenSettings:
+    return GreenSettings()

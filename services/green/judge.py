@@ -1,0 +1,87 @@
+"""Green's judge: ground truth at preparation, submission checks at ``submit``, scores at the end.
+
+Everything here runs on green's side from the cached assets; the patch never enters the
+container and nothing of the ground truth is sent to the agent.
+"""
+
+from __future__ import annotations
+
+import tarfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from services.green.assets import check_archive, read_members
+from services.green.assets.extract import _member_name
+from services.green.scoring.groundtruth import GroundTruth, ground_truth_from_patch
+from services.green.scoring.metrics import TaskOutcome as ScoredOutcome
+from services.green.scoring.metrics import TaskScore, aggregate, path_candidates, score
+from services.shared.loc import LocJson, parse_loc_json
+
+
+@dataclass(frozen=True)
+class PreparedTask:
+    """What green knows about a task's source and answer before the agent starts."""
+
+    project: str | None
+    archive_top: str
+    """Project root inside repo-vul.tar.gz (``src-vul/<project>`` in the CyberGym layout)."""
+    ground_truth: GroundTruth
+    project_files: frozenset[str]
+    """Repo-relative paths of the regular files of the project (to check submitted paths)."""
+
+    def ground_truth_dict(self) -> dict[str, Any]:
+        return self.ground_truth.to_dict()
+
+    def check_submission(self, raw: bytes) -> tuple[dict[str, Any] | None, list[str]]:
+        """Validate loc.json: schema, and every file must exist in the project."""
+        loc, errors = parse_loc_json(raw)
+        if loc is None:
+            return None, errors
+        for i, location in enumerate(loc.locations):
+            if not any(c in self.project_files for c in path_candidates(location.file, self.project)):
+                errors.append(f"locations.{i}.file: {location.file!r} is not a file of the project "
+                              "(give a path relative to the project root, e.g. 'src/x.c')")
+        return (loc.model_dump(), []) if not errors else (None, errors)
+
+    def validated(self, submission: dict[str, Any]) -> LocJson:
+        return LocJson.model_validate(submission)
+
+
+class Judge:
+    def prepare(self, patch_path: Path, archive_path: Path) -> PreparedTask:
+        """Check the archive, read the patched files' vulnerable versions, build the ground truth."""
+        info = check_archive(archive_path)
+        patch = patch_path.read_bytes()
+        files_only = ground_truth_from_patch(patch)  # which files the fix touches
+        wanted = [f.path for f in files_only.files]
+        sources = read_members(archive_path, wanted, top_dir=info.top_dir) if wanted else {}
+        gt = ground_truth_from_patch(patch, sources=sources)
+        return PreparedTask(project=info.project, archive_top=info.top_dir, ground_truth=gt,
+                            project_files=frozenset(_project_files(archive_path, info.top_dir)))
+
+    def score(self, loc: LocJson | None, prepared: PreparedTask) -> TaskScore:
+        return score(loc, prepared.ground_truth, prepared.project)
+
+    def aggregate(self, outcomes: Iterable[Any]) -> dict[str, Any]:
+        """Means over a run; failed tasks count 0, infra failures reported apart."""
+        scored = [
+            ScoredOutcome(task_id=o.task_id, arvo_id=o.arvo_id, status=o.status.value,
+                          failure_kind=o.failure_kind or ("infra" if o.status.value == "failed" else None),
+                          score=TaskScore.model_validate(o.scores) if o.scores else None,
+                          error=o.error)
+            for o in outcomes
+        ]
+        return aggregate(scored).to_dict()
+
+
+def _project_files(archive_path: Path, top_dir: str) -> Iterable[str]:
+    prefix = f"{top_dir.strip('/')}/" if top_dir.strip("/") else ""
+    with tarfile.open(archive_path, mode="r|gz") as tf:
+        for member in tf:
+            if not member.isreg():
+                continue
+            name = _member_name(member.name)
+            if name.startswith(prefix):
+                yield name[len(prefix):]

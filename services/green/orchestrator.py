@@ -1,0 +1,469 @@
+"""The task lifecycle: queued -> preparing -> running -> evaluating -> completed | failed | cancelled.
+
+One :class:`Orchestrator` per green process. A task's id is a fresh UUID and is also the A2A
+context id of every message of that task. Each task gets its own container (which holds its
+workspace), token, log file and counters; a semaphore bounds how many run at once. The store is
+written at every transition, so ``GET /tasks/{id}`` and a SQLite shell show the truth mid-task.
+Cleanup (the container) runs on every exit path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from services.green.assets.base import AssetError, AssetSource, UnknownTask
+from services.green.config import GreenSettings
+from services.green.judge import Judge, PreparedTask
+from services.green.purple_link import PurpleLink, PurpleUnreachable
+from services.green.sandbox.base import Sandbox, SandboxProvider, SandboxSpec
+from services.green.store.crud import TaskStore
+from services.green.store.models import Command, FailureKind, Task, TaskStatus, utcnow
+from services.green.task_prompt import describe_task
+from services.shared.commands import CommandResult
+from services.shared.logging import get_logger, router, task_log_context
+from services.shared.protocol import RcaTask, Submit, SubmitResult, TaskLimits, TaskPaths
+
+log = get_logger("services.green.orchestrator")
+
+CONTAINER_WORKSPACE = "/workspace"
+"""The agent's workspace lives only inside the task container; green keeps no copy of it."""
+STORED_OUTPUT_BYTES = 8 * 1024
+"""How much of each command's output the commands table keeps (head and tail)."""
+
+
+class TaskNotFound(KeyError):
+    pass
+
+
+class RequestRefused(Exception):
+    """An execute/submit that green will not serve (bad token, task not running, limits)."""
+
+
+@dataclass(frozen=True)
+class TaskEvent:
+    """What subscribers (the A2A executor streaming a task) hear about a task."""
+
+    task_id: str
+    status: TaskStatus
+    message: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a task ended: its terminal status and what to record with it."""
+
+    status: TaskStatus
+    end_reason: str
+    error: str | None = None
+    failure_kind: FailureKind | None = None
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class TaskOptions:
+    purple_url: str | None = None
+    max_steps: int | None = None
+    task_timeout_s: float | None = None
+    command_timeout_s: float | None = None
+    assessment_id: str | None = None
+
+
+@dataclass
+class LiveTask:
+    """In-memory state of a task this process is working on."""
+
+    id: str
+    arvo_id: str
+    token: str
+    purple_url: str
+    max_steps: int
+    task_timeout_s: float
+    command_timeout_s: float
+    log_key: str
+    sandbox: Sandbox | None = None
+    prepared: PreparedTask | None = None
+    status: TaskStatus = TaskStatus.queued
+    steps: int = 0
+    deadline: float = 0.0
+    last_activity: float = field(default_factory=time.monotonic)
+    submission: dict[str, Any] | None = None
+    submitted: asyncio.Event = field(default_factory=asyncio.Event)
+    exec_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    runner: asyncio.Task[None] | None = None
+    cancel_reason: str | None = None
+    subscribers: list[asyncio.Queue[TaskEvent]] = field(default_factory=list)
+
+
+class Orchestrator:
+    def __init__(
+        self,
+        settings: GreenSettings,
+        store: TaskStore,
+        sandboxes: SandboxProvider,
+        assets: AssetSource,
+        judge: Judge | None = None,
+        purple_link: Callable[[str], PurpleLink] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.sandboxes = sandboxes
+        self.assets = assets
+        self.judge = judge or Judge()
+        self._purple_link = purple_link or PurpleLink
+        self._live: dict[str, LiveTask] = {}
+        self._slots = asyncio.Semaphore(settings.max_concurrent_tasks)
+        # Docker and file work is blocking; give it threads enough for every running task.
+        self._pool = ThreadPoolExecutor(
+            max_workers=settings.max_concurrent_tasks * 2 + 4, thread_name_prefix="green-io"
+        )
+
+    # ---- process lifecycle -------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Clean up after an earlier process: reap its containers, fail its unfinished tasks."""
+        reaped = await self._io(self.sandboxes.reap)
+        failed = self.store.fail_unfinished("interrupted by restart")
+        log.info("green.started", reaped_containers=reaped, failed_unfinished=failed)
+
+    async def shutdown(self) -> None:
+        """Stop every task (each runner's cleanup removes its container), then the thread pool."""
+        live = list(self._live.values())
+        for t in live:
+            t.cancel_reason = "green shut down"
+            if t.runner is not None:
+                t.runner.cancel()
+        await asyncio.gather(*(t.runner for t in live if t.runner), return_exceptions=True)
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        log.info("green.stopped", stopped_tasks=[t.id for t in live])
+
+    async def _io(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+
+    # ---- intake ------------------------------------------------------------------------
+
+    async def create_task(self, arvo_id: str, options: TaskOptions | None = None) -> Task:
+        """Validate, record as queued, and schedule. Raises UnknownTask for an id the source lacks."""
+        opts = options or TaskOptions()
+        s = self.settings
+        try:  # cheap existence check; also warms the cache for preparation
+            await self._io(self.assets.fetch, arvo_id, "error.txt")
+        except UnknownTask:
+            raise
+        except AssetError as exc:  # the source is slow or broken: let preparation retry and report
+            log.warning("intake.asset_check_failed", arvo_id=arvo_id, error=str(exc))
+        task = Task(
+            id=str(uuid.uuid4()),
+            arvo_id=arvo_id,
+            purple_url=(opts.purple_url or s.purple_url).rstrip("/"),
+            max_steps=opts.max_steps or s.max_steps,
+            task_timeout_s=opts.task_timeout_s or s.task_timeout_s,
+            command_timeout_s=min(opts.command_timeout_s or s.command_timeout_s, s.command_timeout_s),
+            assessment_id=opts.assessment_id,
+        )
+        self.store.add(task)
+        live = LiveTask(
+            id=task.id,
+            arvo_id=arvo_id,
+            token=secrets.token_urlsafe(24),
+            purple_url=task.purple_url,
+            max_steps=task.max_steps,
+            task_timeout_s=task.task_timeout_s,
+            command_timeout_s=task.command_timeout_s,
+            log_key=f"arvo_{arvo_id}",
+        )
+        self._live[task.id] = live
+        with task_log_context(task.id, live.log_key, arvo_id=arvo_id):
+            log.info("task.queued", purple_url=task.purple_url, max_steps=task.max_steps)
+            live.runner = asyncio.create_task(self._run(live), name=f"task-{task.id}")
+        return task
+
+    def get(self, task_id: str) -> Task:
+        task = self.store.get(task_id)
+        if task is None:
+            raise TaskNotFound(task_id)
+        return task
+
+    def subscribe(self, task_id: str) -> asyncio.Queue[TaskEvent]:
+        """Events of a live task; a finished task yields one final event at once."""
+        q: asyncio.Queue[TaskEvent] = asyncio.Queue()
+        live = self._live.get(task_id)
+        if live is not None:
+            live.subscribers.append(q)
+        else:
+            task = self.get(task_id)
+            q.put_nowait(TaskEvent(task.id, task.status, task.end_reason or task.status.value))
+        return q
+
+    async def wait(self, task_id: str) -> Task:
+        live = self._live.get(task_id)
+        if live is not None and live.runner is not None:
+            await asyncio.shield(live.runner)
+        return self.get(task_id)
+
+    async def cancel(self, task_id: str, reason: str = "cancelled by request") -> Task:
+        task = self.get(task_id)
+        live = self._live.get(task_id)
+        if task.status.terminal or live is None or live.runner is None:
+            return task
+        live.cancel_reason = reason
+        live.runner.cancel()
+        await asyncio.gather(live.runner, return_exceptions=True)
+        return self.get(task_id)
+
+    # ---- the lifecycle -----------------------------------------------------------------
+
+    async def _run(self, live: LiveTask) -> None:
+        """The whole life of one task. The terminal status is written only after cleanup, so a
+        client that sees ``completed`` also sees the container gone."""
+        outcome = Outcome(TaskStatus.failed, "harness_error", "green stopped unexpectedly",
+                          FailureKind.infra)
+        try:
+            async with self._slots:
+                await self._prepare(live)
+                end_reason = await self._serve(live)
+                outcome = await self._evaluate(live, end_reason)
+        except asyncio.CancelledError:
+            reason = live.cancel_reason or "cancelled"
+            outcome = (Outcome(TaskStatus.failed, "interrupted", reason, FailureKind.infra)
+                       if reason == "green shut down"
+                       else Outcome(TaskStatus.cancelled, "cancelled", reason))
+        except PurpleUnreachable as exc:
+            outcome = Outcome(TaskStatus.failed, "purple_unreachable", str(exc), FailureKind.agent)
+        except AssetError as exc:
+            outcome = Outcome(TaskStatus.failed, "assets", str(exc), FailureKind.infra)
+        except Exception as exc:  # a harness bug or a Docker failure: recorded, never swallowed
+            with task_log_context(live.id, live.log_key, arvo_id=live.arvo_id):
+                log.exception("task.crashed")
+            outcome = Outcome(TaskStatus.failed, "harness_error", f"{type(exc).__name__}: {exc}",
+                              FailureKind.infra)
+        finally:
+            await asyncio.shield(self._cleanup(live))
+            self._finish(live, outcome)
+            self._forget(live)
+
+    def _transition(self, live: LiveTask, status: TaskStatus, message: str, **fields: Any) -> None:
+        live.status = status
+        self.store.update(live.id, status=status, **fields)
+        with task_log_context(live.id, live.log_key, arvo_id=live.arvo_id):
+            log.info(f"task.{status.value}", detail=message)
+        self._publish(live, TaskEvent(live.id, status, message))
+
+    def _publish(self, live: LiveTask, event: TaskEvent) -> None:
+        for q in live.subscribers:
+            q.put_nowait(event)
+
+    def _finish(self, live: LiveTask, outcome: Outcome) -> None:
+        fields = dict(outcome.fields)
+        if "scores" not in fields and live.prepared:  # no valid submission: zeros, explained
+            fields["scores"] = self.judge.score(None, live.prepared).to_dict()
+        self._transition(live, outcome.status, outcome.error or outcome.end_reason,
+                         end_reason=outcome.end_reason, error=outcome.error,
+                         failure_kind=outcome.failure_kind, finished_at=utcnow(), **fields)
+
+    async def _prepare(self, live: LiveTask) -> None:
+        with task_log_context(live.id, live.log_key, arvo_id=live.arvo_id):
+            self._transition(live, TaskStatus.preparing, "fetching assets")
+            paths = {name: await self._io(self.assets.fetch, live.arvo_id, name)
+                     for name in ("error.txt", "repo-vul.tar.gz", "patch.diff")}
+            live.prepared = await self._io(
+                self.judge.prepare, paths["patch.diff"], paths["repo-vul.tar.gz"]
+            )
+            self.store.update(live.id, workspace_dir=CONTAINER_WORKSPACE,
+                              ground_truth=live.prepared.ground_truth_dict())
+            spec = self._sandbox_spec(live)
+            live.sandbox = await self._io(self.sandboxes.create, spec)
+            self.store.update(live.id, container_name=live.sandbox.name)
+            log.info("sandbox.created", container=live.sandbox.name, image=spec.image)
+            await self._io(self._populate, live.sandbox, paths, live.prepared)
+
+    def _sandbox_spec(self, live: LiveTask) -> SandboxSpec:
+        s = self.settings
+        return SandboxSpec(
+            image=s.image_for(live.arvo_id), task_id=live.id, arvo_id=live.arvo_id,
+            memory=s.container_memory, cpus=s.container_cpus, pids_limit=s.container_pids,
+            network=s.container_network, output_limit=s.output_limit_bytes,
+        )
+
+    def _populate(self, sandbox: Sandbox, paths: dict[str, Path], prepared: PreparedTask) -> None:
+        """Put the agent's workspace into the container through the Docker API (no bind mounts).
+
+        The ground truth (patch.diff) never enters the container.
+        """
+        sandbox.put_files("/workspace", {"error.txt": paths["error.txt"].read_bytes(),
+                                         "shared/.keep": b""})
+        top = prepared.archive_top.strip("/")
+        dest = "/workspace" if top == "src-vul" or top.startswith("src-vul/") else "/workspace/src-vul"
+        sandbox.put_archive(dest, paths["repo-vul.tar.gz"].read_bytes())
+        hardening = ["rm -f /workspace/shared/.keep"]
+        if self.settings.strip_git:
+            hardening.append("rm -rf /workspace/src-vul/*/.git /src/*/.git")
+        if self.settings.hide_poc:
+            hardening.append("rm -f /tmp/poc")
+        result = sandbox.exec(" ; ".join(hardening), 60)
+        if result.exit_code != 0:
+            raise RuntimeError(f"workspace set-up failed: {result.output[-500:]}")
+
+    async def _serve(self, live: LiveTask) -> str:
+        """Hand the task to purple, then wait for a submission or an ending. Returns why it ended."""
+        with task_log_context(live.id, live.log_key, arvo_id=live.arvo_id):
+            now = time.monotonic()
+            live.deadline = now + live.task_timeout_s
+            live.last_activity = now
+            deadline_at = datetime.now(UTC) + timedelta(seconds=live.task_timeout_s)
+            self._transition(live, TaskStatus.running, "sent to purple", started_at=utcnow())
+            rca = RcaTask(
+                task_id=live.id, token=live.token, green_url=self.settings.reachable_url(),
+                paths=TaskPaths(), limits=TaskLimits(max_steps=live.max_steps,
+                command_timeout_s=live.command_timeout_s, deadline=deadline_at),
+            )
+            project = live.prepared.project if live.prepared else None
+            link = self._purple_link(live.purple_url)
+            try:
+                await link.start(rca, describe_task(rca, project), log_key=live.log_key)
+                return await self._wait_for_end(live, link)
+            finally:
+                await link.aclose()
+
+    async def _wait_for_end(self, live: LiveTask, link: PurpleLink) -> str:
+        poll = self.settings.purple_poll_s
+        while True:
+            now = time.monotonic()
+            idle_left = live.last_activity + self.settings.idle_timeout_s - now
+            deadline_left = live.deadline - now
+            if deadline_left <= 0:
+                return "deadline"
+            if idle_left <= 0:
+                return "idle_timeout"
+            try:
+                await asyncio.wait_for(live.submitted.wait(), min(poll, idle_left, deadline_left))
+                return "submitted"
+            except TimeoutError:
+                pass
+            ended = await link.ended()
+            if ended and not live.submitted.is_set():
+                return f"purple_{ended}"
+
+    async def _evaluate(self, live: LiveTask, end_reason: str) -> Outcome:
+        with task_log_context(live.id, live.log_key, arvo_id=live.arvo_id):
+            self._transition(live, TaskStatus.evaluating, f"ended: {end_reason}")
+            prepared = live.prepared
+            assert prepared is not None and live.sandbox is not None
+            submission = live.submission
+            errors: list[str] = []
+            if submission is None:  # no accepted submit: judge whatever loc.json is there
+                submission, errors = await self._io(self._read_submission, live)
+            loc = prepared.validated(submission) if submission else None
+            score = self.judge.score(loc, prepared).to_dict()
+            if loc is None:
+                why = "; ".join(errors) or "no loc.json was written"
+                return Outcome(TaskStatus.failed, end_reason,
+                               f"no valid submission ({end_reason}): {why}", FailureKind.agent,
+                               {"scores": score})
+            return Outcome(TaskStatus.completed, end_reason,
+                           fields={"submission": submission, "scores": score})
+
+    async def _cleanup(self, live: LiveTask) -> None:
+        with task_log_context(live.id, live.log_key, arvo_id=live.arvo_id):
+            if live.sandbox is not None:
+                try:
+                    await self._io(live.sandbox.remove)
+                    log.info("sandbox.removed", container=live.sandbox.name)
+                except Exception:
+                    log.exception("sandbox.remove_failed", container=live.sandbox.name)
+
+    def _forget(self, live: LiveTask) -> None:
+        self._live.pop(live.id, None)
+        if not any(t.log_key == live.log_key for t in self._live.values()) and (r := router()):
+            r.close(live.log_key)
+
+    # ---- serving purple's requests -----------------------------------------------------
+
+    def _running(self, task_id: str, token: str | None) -> LiveTask:
+        live = self._live.get(task_id)
+        if live is None:
+            task = self.store.get(task_id)
+            if task is None:
+                raise TaskNotFound(task_id)
+            raise RequestRefused(f"task {task_id} is {task.status.value}; it accepts no requests")
+        if self.settings.require_token and not (
+            token and secrets.compare_digest(token, live.token)
+        ):
+            raise RequestRefused("missing or wrong task token")
+        if live.status is not TaskStatus.running:
+            raise RequestRefused(f"task {task_id} is {live.status.value}, not running")
+        return live
+
+    async def execute(self, task_id: str, token: str | None, command: str,
+                      timeout: float | None = None) -> CommandResult:
+        live = self._running(task_id, token)
+        async with live.exec_lock:
+            if live.steps >= live.max_steps:
+                raise RequestRefused(
+                    f"step limit reached ({live.max_steps} commands); only submit is accepted now"
+                )
+            live.last_activity = time.monotonic()
+            limit = min(timeout or live.command_timeout_s, live.command_timeout_s,
+                        max(1.0, live.deadline - time.monotonic()))
+            assert live.sandbox is not None
+            started = utcnow()
+            with task_log_context(live.id, live.log_key, arvo_id=live.arvo_id):
+                result: CommandResult = await self._io(live.sandbox.exec, command, limit)
+                live.steps += 1
+                live.last_activity = time.monotonic()
+                log.info("command.executed", step=live.steps, command=command[:500],
+                         exit_code=result.exit_code, duration_s=round(result.duration_s, 4),
+                         timed_out=result.timed_out, truncated=result.truncated)
+            self.store.add_command(Command(
+                task_id=live.id, seq=live.steps, command=command, exit_code=result.exit_code,
+                duration_s=result.duration_s, timed_out=result.timed_out,
+                truncated=result.truncated, output=_clip(result.output), created_at=started,
+            ))
+            self.store.update(live.id, steps=live.steps)
+            self._publish(live, TaskEvent(live.id, live.status, f"step {live.steps}: {command[:80]}",
+                                          {"step": live.steps, "exit_code": result.exit_code}))
+            return result
+
+    async def submit(self, task_id: str, token: str | None, stats: Submit) -> SubmitResult:
+        live = self._running(task_id, token)
+        async with live.exec_lock:
+            live.last_activity = time.monotonic()
+            submission, errors = await self._io(self._read_submission, live)
+            accepted = submission is not None and not errors
+            task = self.store.update(
+                live.id, submissions=(self.get(live.id).submissions + 1),
+                tokens_in=stats.tokens_in, tokens_out=stats.tokens_out, cost=stats.cost,
+            )
+            with task_log_context(live.id, live.log_key, arvo_id=live.arvo_id):
+                log.info("submission.received", accepted=accepted, errors=errors,
+                         attempt=task.submissions)
+            if accepted:
+                live.submission = submission
+                live.submitted.set()
+            return SubmitResult(accepted=accepted, errors=errors)
+
+    def _read_submission(self, live: LiveTask) -> tuple[dict[str, Any] | None, list[str]]:
+        assert live.sandbox is not None and live.prepared is not None
+        try:
+            raw = live.sandbox.read_file(TaskPaths().submission, max_bytes=1 << 20)
+        except FileNotFoundError:
+            return None, [f"{TaskPaths().submission} does not exist; write it first"]
+        except Exception as exc:
+            return None, [f"could not read {TaskPaths().submission}: {exc}"]
+        return live.prepared.check_submission(raw)
+
+
+def _clip(text: str, limit: int = STORED_OUTPUT_BYTES) -> str:
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n[... {len(text) - limit} characters not stored ...]\n{text[-half:]}"

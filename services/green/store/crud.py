@@ -1,0 +1,130 @@
+"""The queries. Every write commits at once, so a SQLite shell shows the truth mid-task."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, func, select
+
+from services.green.store.models import AssessmentRecord, Command, Task, TaskStatus, utcnow
+
+UNFINISHED = (TaskStatus.queued, TaskStatus.preparing, TaskStatus.running, TaskStatus.evaluating)
+
+
+class TaskStore:
+    """Thin synchronous repository; callers in async code wrap calls with ``asyncio.to_thread``
+    when they may block (SQLite writes are sub-millisecond, so the orchestrator calls it inline)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def add(self, task: Task) -> Task:
+        with Session(self.engine) as s:
+            s.add(task)
+            s.commit()
+            s.refresh(task)
+            return task
+
+    def get(self, task_id: str) -> Task | None:
+        with Session(self.engine) as s:
+            return s.get(Task, task_id)
+
+    def update(self, task_id: str, **fields: Any) -> Task:
+        with Session(self.engine) as s:
+            task = s.get(Task, task_id)
+            if task is None:
+                raise KeyError(task_id)
+            for k, v in fields.items():
+                setattr(task, k, v)
+            task.updated_at = utcnow()
+            s.add(task)
+            s.commit()
+            s.refresh(task)
+            return task
+
+    def list(
+        self,
+        *,
+        status: TaskStatus | None = None,
+        arvo_id: str | None = None,
+        assessment_id: str | None = None,
+        offset: int = 0,
+        limit: int = 50,
+    ) -> tuple[Sequence[Task], int]:
+        with Session(self.engine) as s:
+            q = select(Task)
+            if status is not None:
+                q = q.where(Task.status == status)
+            if arvo_id is not None:
+                q = q.where(Task.arvo_id == arvo_id)
+            if assessment_id is not None:
+                q = q.where(Task.assessment_id == assessment_id)
+            total = s.exec(select(func.count()).select_from(q.subquery())).one()
+            rows = s.exec(q.order_by(Task.created_at.desc()).offset(offset).limit(limit)).all()
+            return rows, total
+
+    def add_command(self, command: Command) -> None:
+        with Session(self.engine) as s:
+            s.add(command)
+            s.commit()
+
+    def commands(self, task_id: str, offset: int = 0, limit: int = 500) -> Sequence[Command]:
+        with Session(self.engine) as s:
+            q = select(Command).where(Command.task_id == task_id).order_by(Command.seq)
+            return s.exec(q.offset(offset).limit(limit)).all()
+
+    def fail_unfinished(self, reason: str) -> list[str]:
+        """Mark every task a previous process left unfinished as failed; return their ids."""
+        with Session(self.engine) as s:
+            rows = s.exec(select(Task).where(Task.status.in_(UNFINISHED))).all()
+            now = utcnow()
+            for t in rows:
+                t.status = TaskStatus.failed
+                t.error = reason
+                t.end_reason = "interrupted"
+                t.failure_kind = "infra"
+                t.finished_at = now
+                t.updated_at = now
+                s.add(t)
+            s.commit()
+            return [t.id for t in rows]
+
+    def ping(self) -> bool:
+        with Session(self.engine) as s:
+            s.exec(select(1)).one()
+            return True
+
+
+class AssessmentStore:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def add(self, record: AssessmentRecord) -> AssessmentRecord:
+        with Session(self.engine) as s:
+            s.add(record)
+            s.commit()
+            s.refresh(record)
+            return record
+
+    def get(self, assessment_id: str) -> AssessmentRecord | None:
+        with Session(self.engine) as s:
+            return s.get(AssessmentRecord, assessment_id)
+
+    def update(self, assessment_id: str, **fields: Any) -> None:
+        with Session(self.engine) as s:
+            rec = s.get(AssessmentRecord, assessment_id)
+            if rec is None:
+                raise KeyError(assessment_id)
+            for k, v in fields.items():
+                setattr(rec, k, v)
+            s.add(rec)
+            s.commit()
+
+    def fail_unfinished(self, reason: str) -> None:
+        with Session(self.engine) as s:
+            for rec in s.exec(select(AssessmentRecord).where(AssessmentRecord.status == TaskStatus.running)):
+                rec.status, rec.error, rec.finished_at = TaskStatus.failed, reason, utcnow()
+                s.add(rec)
+            s.commit()

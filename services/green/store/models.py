@@ -1,0 +1,130 @@
+"""SQLModel tables (the seed's ``task_contexts``) and the API schemas that expose them."""
+
+from __future__ import annotations
+
+import enum
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import JSON, Column
+from sqlmodel import Field, SQLModel
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class TaskStatus(enum.StrEnum):
+    queued = "queued"
+    preparing = "preparing"
+    running = "running"
+    evaluating = "evaluating"
+    completed = "completed"
+    failed = "failed"
+    cancelled = "cancelled"
+
+    @property
+    def terminal(self) -> bool:
+        return self in (TaskStatus.completed, TaskStatus.failed, TaskStatus.cancelled)
+
+
+class FailureKind(enum.StrEnum):
+    infra = "infra"
+    """The harness failed (assets, Docker, green itself): not the agent's fault."""
+    agent = "agent"
+    """The agent failed (unreachable, no valid submission, limits)."""
+
+
+class TaskBase(SQLModel):
+    arvo_id: str = Field(index=True)
+    status: TaskStatus = Field(default=TaskStatus.queued, index=True)
+    purple_url: str
+    container_name: str | None = None
+    workspace_dir: str | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+    started_at: datetime | None = None
+    updated_at: datetime = Field(default_factory=utcnow)
+    finished_at: datetime | None = None
+    max_steps: int
+    task_timeout_s: float
+    command_timeout_s: float
+    steps: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float = 0.0
+    submissions: int = 0
+    end_reason: str | None = None
+    error: str | None = None
+    failure_kind: FailureKind | None = None
+    assessment_id: str | None = Field(default=None, index=True)
+
+
+class Task(TaskBase, table=True):
+    """One task: its id is also the A2A context id of every message of the task."""
+
+    __tablename__ = "task_contexts"
+
+    id: str = Field(primary_key=True)
+    submission: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    scores: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    ground_truth: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    """Never sent to the agent; shown over REST only once the task has ended."""
+
+
+class Command(SQLModel, table=True):
+    __tablename__ = "commands"
+
+    id: int | None = Field(default=None, primary_key=True)
+    task_id: str = Field(foreign_key="task_contexts.id", index=True)
+    seq: int
+    command: str
+    exit_code: int
+    duration_s: float
+    timed_out: bool = False
+    truncated: bool = False
+    output: str
+    """At most the first and last few KiB of what the agent saw."""
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+# ---- API schemas -------------------------------------------------------------------------
+
+
+class TaskPublic(TaskBase):
+    id: str
+    submission: dict[str, Any] | None = None
+    scores: dict[str, Any] | None = None
+    ground_truth: dict[str, Any] | None = None
+
+
+class TaskList(SQLModel):
+    items: list[TaskPublic]
+    total: int
+    offset: int
+    limit: int
+
+
+class CommandPublic(SQLModel):
+    seq: int
+    command: str
+    exit_code: int
+    duration_s: float
+    timed_out: bool
+    truncated: bool
+    output: str
+    created_at: datetime
+
+
+class AssessmentRecord(SQLModel, table=True):
+    """A batch of tasks against one purple (A2A assessment, POST /assessments, the CLI)."""
+
+    __tablename__ = "assessments"
+
+    id: str = Field(primary_key=True)
+    purple_url: str
+    status: TaskStatus = TaskStatus.running
+    created_at: datetime = Field(default_factory=utcnow)
+    finished_at: datetime | None = None
+    request: dict[str, Any] = Field(sa_column=Column(JSON))
+    result: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    error: str | None = None

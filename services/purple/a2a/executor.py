@@ -1,0 +1,159 @@
+"""Purple's executor: acknowledge green's task at once, work on it in the background.
+
+The A2A task goes ``working`` immediately (green does not block on it), then ``completed`` with
+the accepted ``loc.json`` as an artifact, or ``failed`` with the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Callable
+
+from a2a.helpers import new_data_part, new_text_part
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.tasks import TaskUpdater
+from a2a.types import Task, TaskState, TaskStatus
+from pydantic import ValidationError
+
+from services.purple.a2a.green_env import GreenEnvironment
+from services.purple.config import PurpleSettings
+from services.purple.environment import Policy, RunResult, TaskContext
+from services.purple.store.crud import PurpleStore
+from services.purple.store.models import PurpleTask, utcnow
+from services.shared.a2a import A2APeer, Payload, message_parts, new_protocol_message
+from services.shared.commands import CommandResult
+from services.shared.logging import get_logger, task_log_context
+from services.shared.protocol import RcaTask, TaskPaths
+
+log = get_logger("services.purple.a2a")
+
+_TOKEN_RE = re.compile(r"token:\s*`?([A-Za-z0-9_\-]{8,})`?")
+
+
+class BadTask(ValueError):
+    pass
+
+
+def read_task(payload: Payload, context_id: str, default_green: str | None) -> tuple[str, str | None, str]:
+    """(green_url, token, description) from a structured task, or from plain text."""
+    if payload.data and payload.data.get("kind") == "rca_task":
+        try:
+            task = RcaTask.model_validate(payload.data)
+        except ValidationError as exc:
+            raise BadTask(f"invalid rca_task data: {exc.errors()[0]['msg']}") from exc
+        return task.green_url, task.token, payload.text
+    if not payload.text.strip():
+        raise BadTask("empty task")
+    if not default_green:
+        raise BadTask("a plain-text task needs PURPLE_GREEN_URL (no green URL in the message)")
+    m = _TOKEN_RE.search(payload.text)
+    return default_green, (m.group(1) if m else None), payload.text
+
+
+class PurpleExecutor(AgentExecutor):
+    def __init__(self, settings: PurpleSettings, store: PurpleStore,
+                 make_policy: Callable[[], Policy]) -> None:
+        self.settings = settings
+        self.store = store
+        self.make_policy = make_policy
+        self._slots = asyncio.Semaphore(settings.max_concurrent_tasks)
+        self._jobs: dict[str, asyncio.Task[None]] = {}
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        payload = message_parts(context.message)
+        task_id = context.context_id or context.task_id or ""
+        try:
+            green_url, token, description = read_task(payload, task_id, self.settings.green_url)
+        except BadTask as exc:
+            await event_queue.enqueue_event(new_protocol_message(
+                f"Cannot take this task: {exc}", {"kind": "error", "message": str(exc)},
+                context_id=context.context_id))
+            return
+        rca = RcaTask.model_validate(payload.data) if payload.data and payload.data.get("kind") == "rca_task" else None
+        await event_queue.enqueue_event(Task(
+            id=context.task_id, context_id=context.context_id,
+            status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED)))
+        updater = TaskUpdater(event_queue, context.task_id or "", context.context_id or "")
+        await updater.start_work()
+        policy = self.make_policy()
+        self.store.add(PurpleTask(id=task_id, a2a_task_id=context.task_id, green_url=green_url,
+                                  policy=policy.name))
+        ctx_log_key = payload.metadata.get("log_key") or f"task_{task_id}"
+        job = asyncio.create_task(self._work(task_id, ctx_log_key, green_url, token, description,
+                                             rca, policy, updater))
+        self._jobs[task_id] = job
+        job.add_done_callback(lambda _: self._jobs.pop(task_id, None))
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        job = self._jobs.get(context.context_id or "")
+        if job:
+            job.cancel()
+        await TaskUpdater(event_queue, context.task_id or "", context.context_id or "").cancel()
+
+    async def _work(self, task_id: str, log_key: str, green_url: str, token: str | None,
+                    description: str, rca: RcaTask | None, policy: Policy,
+                    updater: TaskUpdater) -> None:
+        with task_log_context(task_id, log_key):
+            green = A2APeer(green_url, timeout=self.settings.green_timeout_s)
+
+            async def record(command: str, result: CommandResult) -> None:
+                self.store.append_command(task_id, {
+                    "command": command, "exit_code": result.exit_code,
+                    "duration_s": round(result.duration_s, 4), "timed_out": result.timed_out})
+
+            env = GreenEnvironment(green, task_id, token, on_command=record)
+            ctx = TaskContext(
+                task_id=task_id, description=description, env=env,
+                paths=rca.paths if rca else TaskPaths(),
+                max_steps=rca.limits.max_steps if rca else None,
+                deadline=rca.limits.deadline if rca else None,
+                command_timeout_s=rca.limits.command_timeout_s if rca else None)
+            log.info("task.accepted", policy=policy.name, green_url=green_url)
+            try:
+                async with self._slots:
+                    result = await policy.run(ctx)
+            except asyncio.CancelledError:
+                self.store.update(task_id, status="cancelled", finished_at=utcnow())
+                raise
+            except Exception as exc:
+                log.exception("task.crashed")
+                self.store.update(task_id, status="failed", reason=repr(exc), finished_at=utcnow())
+                await updater.failed(updater.new_agent_message([new_text_part(f"purple failed: {exc}")]))
+                return
+            finally:
+                await green.aclose()
+            await self._finish(task_id, result, updater)
+
+    async def _finish(self, task_id: str, result: RunResult, updater: TaskUpdater) -> None:
+        status = "submitted" if result.status == "submitted" else "failed"
+        self.store.update(
+            task_id, status=status, reason=result.reason, finished_at=utcnow(),
+            step_count=result.stats.steps, tokens_in=result.stats.tokens_in,
+            tokens_out=result.stats.tokens_out, cost=result.stats.cost,
+            submission=result.submission.model_dump() if result.submission else None,
+            trajectory_path=result.trajectory_path, messages=_messages(result.trajectory_path))
+        log.info("task.finished", status=result.status, reason=result.reason,
+                 steps=result.stats.steps, tokens_in=result.stats.tokens_in,
+                 tokens_out=result.stats.tokens_out, cost=result.stats.cost)
+        summary = f"{result.policy}: {result.status} ({result.reason}) after {result.stats.steps} steps"
+        await updater.add_artifact(
+            [new_text_part(summary), new_data_part(json.loads(result.model_dump_json(
+                exclude={"command_history"})))], name="submission")
+        if result.status == "submitted":
+            await updater.complete()
+        else:
+            await updater.failed(updater.new_agent_message([new_text_part(summary)]))
+
+
+def _messages(trajectory_path: str | None) -> list[dict] | None:
+    if not trajectory_path:
+        return None
+    try:
+        with open(trajectory_path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return data.get("messages") if isinstance(data, dict) else None

@@ -1,0 +1,69 @@
+"""The TaskEnvironment that runs commands in green's container over A2A."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from a2a.types import Message, Role
+
+from services.purple.environment import RunStats, TaskEnded
+from services.shared.a2a import A2APeer, message_parts, new_protocol_message
+from services.shared.commands import CommandResult
+from services.shared.protocol import (
+    ErrorReply,
+    Execute,
+    Result,
+    Submit,
+    SubmitResult,
+    execute_text,
+    parse_data,
+)
+
+OnCommand = Callable[[str, CommandResult], Awaitable[None]]
+
+
+class GreenEnvironment:
+    """Sends ``execute``/``submit`` to green in the task's context, with the task's token.
+
+    Each request has the text form and the data form (DESIGN.md); replies are read from the
+    data part. A refusal (task over, step limit, wrong token) raises :class:`TaskEnded`.
+    """
+
+    def __init__(self, green: A2APeer, task_id: str, token: str | None,
+                 on_command: OnCommand | None = None) -> None:
+        self.green = green
+        self.task_id = task_id
+        self.token = token
+        self.on_command = on_command
+
+    async def _ask(self, text: str, data: dict) -> object:
+        if self.token and "token" not in data:
+            data["token"] = self.token
+        msg = new_protocol_message(text, data, context_id=self.task_id, role=Role.ROLE_USER)
+        reply = await self.green.send(msg)
+        payload = message_parts(reply if isinstance(reply, Message) else None)
+        if payload.data is None:
+            raise TaskEnded(f"green answered without data: {payload.text[:200]}")
+        parsed = parse_data(payload.data)
+        if isinstance(parsed, ErrorReply):
+            raise TaskEnded(parsed.message)
+        return parsed
+
+    async def execute(self, command: str, timeout: float | None = None) -> CommandResult:
+        req = Execute(command=command, timeout=timeout, token=self.token)
+        reply = await self._ask(execute_text(command), req.model_dump(exclude_none=True))
+        if not isinstance(reply, Result):
+            raise TaskEnded(f"unexpected reply to execute: {type(reply).__name__}")
+        result = CommandResult(**reply.model_dump(exclude={"kind"}))
+        if self.on_command:
+            await self.on_command(command, result)
+        return result
+
+    async def submit(self, stats: RunStats | None = None) -> SubmitResult:
+        s = stats or RunStats()
+        req = Submit(token=self.token, steps=s.steps, tokens_in=s.tokens_in,
+                     tokens_out=s.tokens_out, cost=s.cost)
+        reply = await self._ask("submit", req.model_dump())
+        if not isinstance(reply, SubmitResult):
+            raise TaskEnded(f"unexpected reply to submit: {type(reply).__name__}")
+        return reply

@@ -1,0 +1,68 @@
+"""Purple's FastAPI app: the A2A routes, GET /tasks/{id} and /healthz."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import asynccontextmanager
+
+from a2a.types import AgentSkill
+from fastapi import FastAPI, HTTPException
+
+from services.purple.a2a.executor import PurpleExecutor
+from services.purple.config import PurpleSettings
+from services.purple.environment import Policy
+from services.purple.policies import policy_factory
+from services.purple.store.crud import PurpleStore, make_engine
+from services.purple.store.models import PurpleTask
+from services.shared.a2a import build_agent_card, mount_a2a
+from services.shared.logging import configure_logging, get_logger
+
+VERSION = "0.1.0"
+log = get_logger("services.purple")
+
+
+def create_app(settings: PurpleSettings | None = None,
+               make_policy: Callable[[], Policy] | None = None) -> FastAPI:
+    """``make_policy`` replaces the policy chosen by the settings (tests script purple with it)."""
+    settings = settings or PurpleSettings()
+    configure_logging(settings.log_dir)
+    store = PurpleStore(make_engine(settings.database_url))
+    make_policy = make_policy or policy_factory(settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        store.fail_unfinished("interrupted by restart")
+        log.info("purple.listening", url=settings.reachable_url(),
+                 policy=settings.effective_policy(), model=settings.model)
+        yield
+
+    app = FastAPI(title="ARVO RCA arena: purple", version=VERSION, lifespan=lifespan,
+                  description="A ReAct root-cause analyst that works through green over A2A.")
+
+    @app.get("/healthz", tags=["health"])
+    async def healthz() -> dict:
+        return {"status": "ok", "policy": settings.effective_policy()}
+
+    @app.get("/tasks", tags=["tasks"], response_model=list[PurpleTask])
+    async def list_tasks(limit: int = 100) -> list[PurpleTask]:
+        return store.list(min(max(limit, 1), 1000))
+
+    @app.get("/tasks/{task_id}", tags=["tasks"], response_model=PurpleTask)
+    async def get_task(task_id: str) -> PurpleTask:
+        row = store.get(task_id)
+        if row is None:
+            raise HTTPException(404, f"no task {task_id}")
+        return row
+
+    policy = make_policy().name
+    card = build_agent_card(
+        name="ARVO RCA agent (purple)",
+        description=f"Root-cause analyst for fuzzer crashes (policy: {policy}). Send it an "
+                    "rca_task from green; it explores through green and submits loc.json.",
+        url=settings.reachable_url(), version=VERSION,
+        skills=[AgentSkill(id="root_cause_analysis", name="Root-cause analysis",
+                           description="Localize the root cause of a sanitizer crash.",
+                           tags=["security", "rca", "react"])],
+    )
+    mount_a2a(app, PurpleExecutor(settings, store, make_policy), card)
+    return app

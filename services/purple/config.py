@@ -1,0 +1,75 @@
+"""Purple's settings: one pydantic-settings class (prefix PURPLE_; the OpenAI variables keep
+their usual names). Every field is documented here and in .env.example."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class PurpleSettings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="PURPLE_", env_file=".env", extra="ignore", use_attribute_docstrings=True
+    )
+
+    host: str = "127.0.0.1"
+    """Interface to listen on."""
+    port: int = 9019
+    """Port to listen on."""
+    public_url: str | None = None
+    """URL in the agent card. Default: http://<host>:<port>."""
+
+    policy: Literal["auto", "react", "stacktrace"] = "auto"
+    """react: the LLM agent; stacktrace: the offline analyst; auto: react when an API key is set."""
+    model: str = "gpt-4o-mini"
+    """Model name sent to the OpenAI-compatible endpoint."""
+    openai_base_url: str | None = Field(
+        None, validation_alias=AliasChoices("OPENAI_BASE_URL", "PURPLE_OPENAI_BASE_URL"))
+    """OpenAI-compatible endpoint (default: OpenAI's)."""
+    openai_api_key: str | None = Field(
+        None, validation_alias=AliasChoices("OPENAI_API_KEY", "PURPLE_OPENAI_API_KEY"))
+    """API key; without one purple runs the stack-trace analyst."""
+    mode: Literal["tool_calls", "text"] = "tool_calls"
+    """Native tool calls, or the textual ----BEGIN_FUNCTION_CALL---- format."""
+    llm_timeout_s: float = 120.0
+    """Timeout of one LLM request."""
+    llm_retries: int = 4
+    """Retries (exponential backoff) on transient LLM errors."""
+    prices: dict[str, tuple[float, float]] = {}
+    """Extra prices, JSON: {"model": [usd_per_mtok_in, usd_per_mtok_out]}."""
+
+    step_limit: int = 40
+    """Most LLM calls per task."""
+    cost_limit: float = 2.0
+    """Most dollars per task."""
+    wall_time_limit_s: float = 1800.0
+    """Most seconds per task."""
+    context_budget_tokens: int = 96_000
+    """Conversation size at which old turns are compacted."""
+
+    green_url: str | None = None
+    """Green to use for a plain-text task (no data part); structured tasks name their green."""
+    green_timeout_s: float = 300.0
+    """HTTP timeout of one request to green (a command may run long)."""
+    max_concurrent_tasks: int = 8
+    """Tasks worked on at once; more wait."""
+    database_url: str = "sqlite:///data/purple.db"
+    """Where task contexts are kept (any SQLAlchemy URL)."""
+    log_dir: Path = Path("logs")
+    """Run folders log_<timestamp>/ (shared with green when ARENA_LOG_RUN matches)."""
+    trajectory_dir: Path = Path("data/trajectories")
+    """One JSON trajectory per task."""
+
+    def reachable_url(self) -> str:
+        if self.public_url:
+            return self.public_url.rstrip("/")
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
+        return f"http://{host}:{self.port}"
+
+    def effective_policy(self) -> Literal["react", "stacktrace"]:
+        if self.policy == "auto":
+            return "react" if self.openai_api_key else "stacktrace"
+        return self.policy

@@ -1,0 +1,1 @@
+"""Purple's task_contexts, kept with SQLModel (any SQLAlchemy URL; SQLite by default)."""

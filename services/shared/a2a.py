@@ -1,0 +1,166 @@
+"""A2A plumbing both services use: the agent card, mounting the routes, and a small client.
+
+Both protocol versions are served (A2A_NOTES.md): JSON-RPC at ``/`` with the 0.3 compatibility
+layer on, and a card that lists a 1.0 and a 0.3 JSONRPC interface at the same URL.
+Every protocol message has a text part (what a person or an LLM reads) and a data part (the
+same content structured); :func:`message_parts` reads both back.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from a2a.client import ClientConfig, create_client
+from a2a.helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
+from a2a.server.agent_execution import AgentExecutor
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import (
+    add_a2a_routes_to_fastapi,
+    create_agent_card_routes,
+    create_jsonrpc_routes,
+)
+from a2a.server.tasks import InMemoryTaskStore, TaskStore
+from a2a.types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    AgentSkill,
+    GetTaskRequest,
+    Message,
+    Role,
+    SendMessageRequest,
+    Task,
+)
+from fastapi import FastAPI
+from google.protobuf.json_format import MessageToDict
+
+
+def build_agent_card(
+    *, name: str, description: str, url: str, version: str, skills: list[AgentSkill]
+) -> AgentCard:
+    url = url.rstrip("/") + "/"
+    return AgentCard(
+        name=name,
+        description=description,
+        version=version,
+        supported_interfaces=[
+            AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0"),
+            AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="0.3"),
+        ],
+        capabilities=AgentCapabilities(streaming=True),
+        default_input_modes=["text/plain", "application/json"],
+        default_output_modes=["text/plain", "application/json"],
+        skills=skills,
+    )
+
+
+def mount_a2a(
+    app: FastAPI, executor: AgentExecutor, card: AgentCard, task_store: TaskStore | None = None
+) -> DefaultRequestHandler:
+    """Card at /.well-known/agent-card.json (and the 0.3-era /.well-known/agent.json), JSON-RPC at /."""
+    handler = DefaultRequestHandler(
+        agent_executor=executor, task_store=task_store or InMemoryTaskStore(), agent_card=card
+    )
+    card_routes = create_agent_card_routes(card) + create_agent_card_routes(
+        card, card_url="/.well-known/agent.json"
+    )
+    add_a2a_routes_to_fastapi(
+        app,
+        agent_card_routes=card_routes,
+        jsonrpc_routes=create_jsonrpc_routes(handler, rpc_url="/", enable_v0_3_compat=True),
+    )
+    return handler
+
+
+# ---- messages -----------------------------------------------------------------------------
+
+
+def new_protocol_message(
+    text: str,
+    data: dict[str, Any] | None = None,
+    *,
+    context_id: str | None = None,
+    task_id: str | None = None,
+    role: Role = Role.ROLE_AGENT,
+    metadata: dict[str, Any] | None = None,
+) -> Message:
+    parts = [new_text_part(text)]
+    if data is not None:
+        parts.append(new_data_part(data))
+    msg = Message(
+        role=role,
+        parts=parts,
+        message_id=str(uuid.uuid4()),
+        context_id=context_id,
+        task_id=task_id,
+    )
+    if metadata:
+        msg.metadata.update(metadata)
+    return msg
+
+
+@dataclass
+class Payload:
+    """What a message carries, read back from its parts."""
+
+    text: str = ""
+    data: dict[str, Any] | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def message_parts(message: Message | None) -> Payload:
+    if message is None:
+        return Payload()
+    data = next((d for d in get_data_parts(message.parts) if isinstance(d, dict)), None)
+    metadata = MessageToDict(message.metadata) if message.HasField("metadata") else {}
+    return Payload(text="\n".join(get_text_parts(message.parts)), data=data, metadata=metadata)
+
+
+def task_to_dict(task: Task) -> dict[str, Any]:
+    return MessageToDict(task, preserving_proto_field_name=True)
+
+
+# ---- client -------------------------------------------------------------------------------
+
+
+class A2APeer:
+    """A reusable JSON-RPC client for one peer (keep-alive HTTP, card fetched once).
+
+    ``send`` blocks until the peer answers with a Message or a Task; ``start`` asks the peer
+    to return at once (non-blocking send) with its Task in progress.
+    """
+
+    def __init__(self, base_url: str, *, timeout: float = 60.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._http = httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=10.0))
+        self._client: Any = None
+
+    async def _get(self) -> Any:
+        if self._client is None:
+            self._client = await create_client(
+                self.base_url, client_config=ClientConfig(streaming=False, httpx_client=self._http)
+            )
+        return self._client
+
+    async def send(self, message: Message, *, return_immediately: bool = False) -> Message | Task:
+        client = await self._get()
+        request = SendMessageRequest(message=message)
+        request.configuration.return_immediately = return_immediately
+        async for event in client.send_message(request):
+            if event.HasField("message"):
+                return event.message
+            if event.HasField("task"):
+                return event.task
+        raise RuntimeError(f"{self.base_url} answered with neither a message nor a task")
+
+    async def get_task(self, task_id: str) -> Task:
+        client = await self._get()
+        return await client.get_task(GetTaskRequest(id=task_id))
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+        await self._http.aclose()

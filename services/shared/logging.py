@@ -1,0 +1,150 @@
+"""structlog set-up shared by both services: one run folder, one file per ARVO id.
+
+``<log_dir>/log_<timestamp>/agents.log`` holds what belongs to no task; every event bound to
+a task (``log_key`` in structlog's context variables, e.g. ``arvo_10055``) goes to
+``<log_dir>/log_<timestamp>/<log_key>.log`` instead, never to both. Routing is by context
+variable, so concurrent tasks never bleed into each other's files and no handler is attached or
+detached per task. Both services append whole lines to the same files (O_APPEND), so the
+ARVO file tells the story from both sides. Set ``ARENA_LOG_RUN`` to the same run folder name
+for both services (docker compose does) to share one folder.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+import structlog
+
+AGENTS_LOG = "agents"
+
+
+class LogRouter:
+    """The final structlog processor: writes each rendered line to the file its event belongs to."""
+
+    def __init__(self, run_dir: Path, echo: TextIO | None = sys.stderr) -> None:
+        self.run_dir = run_dir
+        self.echo = echo
+        self._files: dict[str, TextIO] = {}
+        self._lock = threading.Lock()
+        self._render = structlog.processors.LogfmtRenderer(
+            key_order=["timestamp", "level", "service", "event", "task_id"], drop_missing=True
+        )
+        run_dir.mkdir(parents=True, exist_ok=True)
+
+    def _file(self, key: str) -> TextIO:
+        f = self._files.get(key)
+        if f is None:
+            f = (self.run_dir / f"{key}.log").open("a", encoding="utf-8", buffering=1)
+            self._files[key] = f
+        return f
+
+    def write(self, key: str | None, line: str) -> None:
+        with self._lock:
+            self._file(key or AGENTS_LOG).write(line + "\n")
+            if self.echo is not None:
+                self.echo.write(line + "\n")
+
+    def close(self, key: str) -> None:
+        """Close one task's file (it reopens in append mode if the key logs again)."""
+        with self._lock:
+            f = self._files.pop(key, None)
+            if f is not None:
+                f.close()
+
+    def emit(self, event_dict: dict[str, Any]) -> None:
+        key = event_dict.pop("log_key", None)
+        self.write(key, self._render(None, "", event_dict))
+
+    def close_all(self) -> None:
+        with self._lock:
+            for f in self._files.values():
+                f.close()
+            self._files.clear()
+
+
+_router: LogRouter | None = None
+
+
+def _route(_logger: Any, _name: str, event_dict: dict[str, Any]) -> str:
+    """The last processor: hand the event to the current router (or stderr before set-up)."""
+    if _router is not None:
+        _router.emit(event_dict)
+    else:
+        sys.stderr.write(f"{event_dict}\n")
+    raise structlog.DropEvent
+
+
+def run_dir_for(log_dir: str | os.PathLike[str]) -> Path:
+    run = os.environ.get("ARENA_LOG_RUN") or datetime.now(UTC).strftime("log_%Y-%m-%d_%H-%M-%S")
+    return Path(log_dir) / run
+
+
+def configure_logging(log_dir: str | os.PathLike[str], *, echo: bool = True,
+                      level: int = logging.INFO) -> LogRouter:
+    """Route structlog (and the stdlib loggers of our libraries) through one :class:`LogRouter`.
+
+    Idempotent for the same folder; a new folder (tests start services with their own) replaces
+    the router. Both services may share one process (tests): lines name their service from the
+    logger's module (``services.green.*`` -> green).
+    """
+    global _router
+    run_dir = run_dir_for(log_dir)
+    if _router is not None and _router.run_dir == run_dir:
+        return _router
+    if _router is not None:
+        _router.close_all()
+    router = LogRouter(run_dir, sys.stderr if echo else None)
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info,
+            _route,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        cache_logger_on_first_use=False,
+    )
+    # Library loggers (uvicorn, httpx, docker) go through the same router via a bridge handler.
+    root = logging.getLogger()
+    root.handlers[:] = [_StdlibBridge()]
+    root.setLevel(logging.WARNING)
+    for name in ("uvicorn.error", "services"):
+        logging.getLogger(name).setLevel(logging.INFO)
+    _router = router
+    return router
+
+
+def router() -> LogRouter | None:
+    return _router
+
+
+class _StdlibBridge(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            structlog.get_logger(record.name, source=record.name).log(
+                record.levelno, record.getMessage()
+            )
+        except structlog.DropEvent:  # pragma: no cover - the router drops after writing
+            pass
+
+
+@contextmanager
+def task_log_context(task_id: str, log_key: str | None, **extra: Any):
+    """Bind a task's identity to every log line written inside (and in tasks spawned inside)."""
+    with structlog.contextvars.bound_contextvars(task_id=task_id, log_key=log_key, **extra):
+        yield
+
+
+def get_logger(name: str) -> Any:
+    """A logger for a module; ``services.green.x`` and ``services.purple.x`` name their service."""
+    parts = name.split(".")
+    service = parts[1] if len(parts) > 1 and parts[0] == "services" else parts[0]
+    return structlog.get_logger(name, service=service)

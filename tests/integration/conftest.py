@@ -1,0 +1,99 @@
+"""Real services on 127.0.0.1, real containers, the locally built fixture tasks."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import docker
+import pytest
+
+from fixtures.catalog import DEFAULT_ASSETS_DIR, IMAGE_TEMPLATE, REPO_ROOT
+from services.green.app import create_app as create_green
+from services.green.config import GreenSettings
+from services.purple.app import create_app as create_purple
+from services.purple.config import PurpleSettings
+from tests.support.scripted_purple import Observed, Script, ScriptedPolicy
+from tests.support.servers import ThreadedServer, free_port, serve
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture(scope="session")
+def docker_client() -> docker.DockerClient:
+    try:
+        client = docker.from_env()
+        client.ping()
+        return client
+    except Exception as exc:
+        pytest.skip(f"Docker engine unreachable ({exc}); run scripts/ensure-docker.sh")
+
+
+@pytest.fixture(scope="session")
+def fixture_assets(docker_client) -> Path:
+    """Build (or confirm cached) the fixture images and assets once per session."""
+    proc = subprocess.run([sys.executable, "-m", "fixtures.build"], cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=2400, check=False)
+    assert proc.returncode == 0, f"fixture build failed:\n{proc.stdout}\n{proc.stderr}"
+    return DEFAULT_ASSETS_DIR
+
+
+def leftover_containers(client: docker.DockerClient) -> list[str]:
+    return [c.name for c in client.containers.list(all=True, filters={"label": "arena.managed=1"})]
+
+
+@pytest.fixture
+def green_settings(tmp_path: Path, fixture_assets: Path) -> GreenSettings:
+    port = free_port()
+    return GreenSettings(
+        host="127.0.0.1", port=port, asset_source=str(fixture_assets),
+        asset_cache_dir=tmp_path / "cache", image_template=IMAGE_TEMPLATE,
+        database_url=f"sqlite:///{tmp_path}/green.db", log_dir=tmp_path / "logs",
+        purple_url="http://127.0.0.1:9", max_concurrent_tasks=8, task_timeout_s=120,
+        idle_timeout_s=60, command_timeout_s=30, max_steps=30, purple_poll_s=0.5,
+        container_memory="1g",
+    )
+
+
+@pytest.fixture
+def start_green(green_settings: GreenSettings) -> Iterator[Callable[..., ThreadedServer]]:
+    servers: list[ThreadedServer] = []
+
+    def start(**overrides) -> ThreadedServer:
+        settings = green_settings.model_copy(update=overrides)
+        srv = ThreadedServer(create_green(settings), port=settings.port).start()
+        servers.append(srv)
+        return srv
+
+    yield start
+    for srv in servers:
+        srv.stop()
+
+
+@pytest.fixture
+def scripted_purple(tmp_path: Path) -> Iterator[Callable[[Script], tuple[str, Observed]]]:
+    """Start a purple whose policy is a fixed script; returns (url, what it observed)."""
+    stack: list = []
+
+    def start(script: Script) -> tuple[str, Observed]:
+        observed = Observed()
+        port = free_port()
+        settings = PurpleSettings(port=port, database_url=f"sqlite:///{tmp_path}/purple-{len(stack)}.db",
+                                  log_dir=tmp_path / "logs", trajectory_dir=tmp_path / "traj")
+        app = create_purple(settings, make_policy=lambda: ScriptedPolicy(script, observed))
+        cm = serve(app, port)
+        srv = cm.__enter__()
+        stack.append(cm)
+        return srv.url, observed
+
+    yield start
+    for cm in reversed(stack):
+        cm.__exit__(None, None, None)
+
+
+@pytest.fixture(autouse=True)
+def shared_log_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Green and purple of one test share a log run folder, as docker compose makes them."""
+    monkeypatch.setenv("ARENA_LOG_RUN", "log_test")

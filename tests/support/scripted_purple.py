@@ -1,0 +1,72 @@
+"""A scripted purple for green's tests: the real purple service with a fixed-script policy.
+
+It runs a list of shell commands through green, writes the given loc.json(s) and submits; a
+refused submission moves on to the next loc.json in the list. What it saw is kept for asserts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from services.purple.environment import RunResult, RunStats, TaskContext, TaskEnded
+from services.shared.commands import CommandResult
+from services.shared.protocol import SubmitResult
+
+
+def write_file_command(path: str, content: str) -> str:
+    return f"cat > {path} <<'__ARENA_EOF__'\n{content}\n__ARENA_EOF__"
+
+
+@dataclass
+class Script:
+    commands: list[str] = field(default_factory=lambda: ["ls /workspace", "head -5 /workspace/error.txt"])
+    submissions: list[dict[str, Any] | str] = field(default_factory=list)
+    """loc.json contents to try in turn (a str is written verbatim: use it for malformed JSON)."""
+    pause_s: float = 0.0
+    """Sleep between commands (lets tests act mid-task)."""
+    submit: bool = True
+
+
+@dataclass
+class Observed:
+    results: list[CommandResult] = field(default_factory=list)
+    submit_replies: list[SubmitResult] = field(default_factory=list)
+    ended: str | None = None
+    task_ids: list[str] = field(default_factory=list)
+
+
+class ScriptedPolicy:
+    name = "scripted"
+
+    def __init__(self, script: Script, observed: Observed) -> None:
+        self.script, self.observed = script, observed
+
+    async def run(self, task: TaskContext) -> RunResult:
+        self.observed.task_ids.append(task.task_id)
+        stats = RunStats()
+        status, reason = "limits", "script ended without an accepted submission"
+        try:
+            for cmd in self.script.commands:
+                self.observed.results.append(await task.env.execute(cmd))
+                stats.commands += 1
+                stats.steps += 1
+                if self.script.pause_s:
+                    await asyncio.sleep(self.script.pause_s)
+            for sub in self.script.submissions:
+                text = sub if isinstance(sub, str) else json.dumps(sub)
+                await task.env.execute(write_file_command(task.paths.submission, text))
+                if not self.script.submit:
+                    break
+                reply = await task.env.submit(stats)
+                self.observed.submit_replies.append(reply)
+                if reply.accepted:
+                    status, reason = "submitted", "accepted"
+                    break
+        except TaskEnded as exc:
+            self.observed.ended = str(exc)
+            status, reason = "limits", str(exc)
+        return RunResult(task_id=task.task_id, policy=self.name, status=status, reason=reason,
+                         stats=stats)
