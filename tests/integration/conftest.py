@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -97,3 +98,20 @@ def scripted_purple(tmp_path: Path) -> Iterator[Callable[[Script], tuple[str, Ob
 def shared_log_run(monkeypatch: pytest.MonkeyPatch) -> None:
     """Green and purple of one test share a log run folder, as docker compose makes them."""
     monkeypatch.setenv("ARENA_LOG_RUN", "log_test")
+
+
+A2A_03 = "a2a-sdk==0.3.26"
+
+
+@pytest.fixture(scope="session")
+def a2a03_python() -> Path:
+    venv = REPO_ROOT / "build" / "venv-a2a03"
+    python = venv / "bin" / "python"
+    marker = venv / ".installed"
+    if not (marker.exists() and marker.read_text() == A2A_03):
+        uv = shutil.which("uv")
+        assert uv, "uv is needed to build the a2a-sdk 0.3 environment (scripts/setup.sh installs it)"
+        subprocess.run([uv, "venv", "-q", "--python", "3.11", str(venv)], check=True)
+        subprocess.run([uv, "pip", "install", "-q", "--python", str(python), A2A_03, "httpx"], check=True)
+        marker.write_text(A2A_03)
+    return python

@@ -23,6 +23,7 @@ def write_file_command(path: str, content: str) -> str:
 @dataclass
 class Script:
     commands: list[str] = field(default_factory=lambda: ["ls /workspace", "head -5 /workspace/error.txt"])
+    """Shell commands; ``{task_id}`` is replaced by the task's id."""
     submissions: list[dict[str, Any] | str] = field(default_factory=list)
     """loc.json contents to try in turn (a str is written verbatim: use it for malformed JSON)."""
     pause_s: float = 0.0
@@ -50,6 +51,7 @@ class ScriptedPolicy:
         status, reason = "limits", "script ended without an accepted submission"
         try:
             for cmd in self.script.commands:
+                cmd = cmd.replace("{task_id}", task.task_id)
                 self.observed.results.append(await task.env.execute(cmd))
                 stats.commands += 1
                 stats.steps += 1

@@ -1,0 +1,9 @@
+int obsolete_one(void)
+{
+  return 1;
+}
+
+int obsolete_two(void)
+{
+  return 2;
+}

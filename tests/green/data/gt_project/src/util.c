@@ -1,0 +1,7 @@
+#include <string.h>
+
+int util_copy(char *dst, const char *src, size_t n)
+{
+  memcpy(dst, src, n);
+  return 0;
+}

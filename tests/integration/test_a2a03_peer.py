@@ -1,0 +1,28 @@
+"""An a2a-sdk 0.3.x client (separate environment) reads green's card and runs a task."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.support.scripted_purple import Script
+
+pytestmark = pytest.mark.docker
+
+CLIENT = Path(__file__).parents[1] / "support" / "a2a03_client.py"
+
+
+def test_a2a03_client_runs_a_task_through_green(a2a03_python, start_green, scripted_purple):
+    purple_url, _ = scripted_purple(Script(commands=["ls"], submissions=[
+        {"locations": [{"file": "Makefile", "line_start": 1, "line_end": 1}]}]))
+    green = start_green()
+    out = subprocess.run([str(a2a03_python), str(CLIENT), green.url, "Task ID: arvo:900001", purple_url],
+                         capture_output=True, text=True, timeout=300, check=False)
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert report["card_url"] == f"{green.url}/" and report["protocol"] == "0.3"
+    assert report["state"] == "completed", report
+    assert report["result"]["tasks"][0]["status"] == "completed"

@@ -1,0 +1,80 @@
+"""Starting tasks over A2A: 'Task ID: arvo:<n>' streams status updates and ends with a Result."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import httpx
+import pytest
+from a2a.client import ClientConfig, create_client
+from a2a.helpers import get_data_parts, get_text_parts
+from a2a.types import Role, SendMessageRequest, TaskState
+
+from fixtures.catalog import get_task
+from tests.integration.conftest import leftover_containers
+from tests.support.scripted_purple import Script
+from services.shared.a2a import new_protocol_message
+
+pytestmark = pytest.mark.docker
+
+
+async def _stream(green_url: str, text: str, metadata: dict | None = None):
+    async with httpx.AsyncClient(timeout=120) as http:
+        client = await create_client(green_url, client_config=ClientConfig(streaming=True, httpx_client=http))
+        msg = new_protocol_message(text, None, role=Role.ROLE_USER, metadata=metadata)
+        events = [ev async for ev in client.send_message(SendMessageRequest(message=msg))]
+        await client.close()
+        return events
+
+
+def test_task_id_message_streams_and_ends_with_a_result_artifact(start_green, scripted_purple, docker_client):
+    t = get_task(900004)
+    purple_url, _ = scripted_purple(Script(commands=["ls"], submissions=[{
+        "locations": [{"file": t.fix_file, "function": t.fix_function, "line_start": 1, "line_end": 3}]}]))
+    green = start_green()
+    events = asyncio.run(_stream(green.url, "Task ID: arvo:900004", {"purple_url": purple_url}))
+
+    statuses = [ev.status_update.status for ev in events if ev.HasField("status_update")]
+    texts = [" ".join(get_text_parts(s.message.parts)) for s in statuses if s.HasField("message")]
+    assert any("running" in x for x in texts) and any("completed" in x for x in texts), texts
+    assert statuses[-1].state == TaskState.TASK_STATE_COMPLETED
+    artifacts = [ev.artifact_update.artifact for ev in events if ev.HasField("artifact_update")]
+    assert [a.name for a in artifacts] == ["Result"]
+    result = get_data_parts(artifacts[0].parts)[0]
+    assert result["tasks"][0]["arvo_id"] == "900004" and result["tasks"][0]["status"] == "completed"
+    assert result["tasks"][0]["scores"]["file@1"] == 1.0
+    assert result["aggregate"]["n_tasks"] == 1
+    assert leftover_containers(docker_client) == []
+
+
+def test_agentbeats_assessment_request_runs_every_task(start_green, scripted_purple):
+    purple_url, _ = scripted_purple(Script(commands=[], submissions=[
+        {"locations": [{"file": "Makefile", "line_start": 1, "line_end": 1}]}]))
+    green = start_green()
+    request = {"participants": {"agent": purple_url}, "config": {"task_ids": ["arvo:900001", 900002], "max_steps": 5}}
+    events = asyncio.run(_stream(green.url, json.dumps(request)))
+    artifacts = [ev.artifact_update.artifact for ev in events if ev.HasField("artifact_update")]
+    result = get_data_parts(artifacts[-1].parts)[0]
+    assert sorted(t["arvo_id"] for t in result["tasks"]) == ["900001", "900002"]
+    assert all(t["status"] == "completed" for t in result["tasks"])
+    assert result["aggregate"]["n_tasks"] == 2 and result["aggregate"]["mean_all"]["file@1"] == 0.0
+
+
+def test_assessment_with_an_unknown_task_fails_cleanly(start_green):
+    green = start_green()
+    request = {"participants": {"agent": "http://127.0.0.1:9"}, "config": {"task_ids": ["arvo:31337"]}}
+    events = asyncio.run(_stream(green.url, json.dumps(request)))
+    final = [ev.status_update.status for ev in events if ev.HasField("status_update")][-1]
+    assert final.state == TaskState.TASK_STATE_FAILED
+    assert "unknown task arvo:31337" in " ".join(get_text_parts(final.message.parts))
+
+
+def test_agent_card_is_reachable_and_speaks_both_protocols(start_green):
+    green = start_green(host="0.0.0.0")
+    card = httpx.get(f"http://127.0.0.1:{green.port}/.well-known/agent-card.json").json()
+    urls = {i["url"] for i in card["supportedInterfaces"]}
+    assert urls == {f"http://127.0.0.1:{green.port}/"}, "never advertise 0.0.0.0"
+    assert {i["protocolVersion"] for i in card["supportedInterfaces"]} == {"1.0", "0.3"}
+    assert card["url"] == f"http://127.0.0.1:{green.port}/"  # the 0.3 field
+    assert httpx.get(f"http://127.0.0.1:{green.port}/docs").status_code == 200

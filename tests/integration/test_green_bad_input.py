@@ -1,0 +1,135 @@
+"""Bad input never yields a 500: a clear error, nothing lost."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import httpx
+import pytest
+from a2a.types import Role
+
+from tests.integration.conftest import leftover_containers
+from tests.integration.helpers import submit_task, wait_status, wait_terminal
+from tests.support.scripted_purple import Script
+from services.shared.a2a import A2APeer, message_parts, new_protocol_message
+
+pytestmark = pytest.mark.docker
+
+VALID = {"locations": [{"file": "Makefile", "line_start": 1, "line_end": 1}]}
+
+
+def test_rest_rejects_bad_requests_with_clear_4xx(start_green):
+    green = start_green()
+    cases = [
+        (httpx.post(f"{green.url}/tasks", json={"task": "arvo:424242"}), 404, "unknown task"),
+        (httpx.post(f"{green.url}/tasks", content=b"{not json", headers={"content-type": "application/json"}), 422, "invalid request"),
+        (httpx.post(f"{green.url}/tasks", json={"task": "../../etc/passwd"}), 422, "not an ARVO id"),
+        (httpx.post(f"{green.url}/tasks", json={}), 422, "give 'task'"),
+        (httpx.post(f"{green.url}/tasks", json={"task": "arvo:900001", "max_steps": -1}), 422, "max_steps"),
+        (httpx.get(f"{green.url}/tasks/nope"), 404, "no task"),
+        (httpx.get(f"{green.url}/tasks/nope/commands"), 404, "no task"),
+        (httpx.post(f"{green.url}/tasks/nope/cancel"), 404, "no task"),
+        (httpx.get(f"{green.url}/tasks?status=bogus"), 422, "status"),
+        (httpx.get(f"{green.url}/tasks?limit=0"), 422, "limit"),
+    ]
+    for resp, code, text in cases:
+        assert resp.status_code == code, (resp.request.url, resp.text)
+        assert text in resp.text, resp.text
+        assert resp.headers["content-type"].startswith("application/json")
+    assert httpx.get(f"{green.url}/tasks").json()["total"] == 0  # nothing half-created
+
+
+async def _ask(green_url: str, context_id: str, text: str, data: dict | None = None):
+    peer = A2APeer(green_url)
+    try:
+        reply = await peer.send(new_protocol_message(text, data, context_id=context_id, role=Role.ROLE_USER))
+        return message_parts(reply)
+    finally:
+        await peer.aclose()
+
+
+def test_protocol_requests_are_refused_without_the_token_and_after_the_end(start_green, scripted_purple):
+    purple_url, seen = scripted_purple(Script(commands=["true"] * 2, pause_s=2.0, submissions=[VALID]))
+    green = start_green(purple_url=purple_url)
+    task = submit_task(green.url, {"task": "arvo:900002"})
+    wait_status(green.url, task["id"], "running")
+
+    wrong = asyncio.run(_ask(green.url, task["id"], "execute: id", {"kind": "execute", "command": "id", "token": "guess"}))
+    assert wrong.data == {"kind": "error", "message": "missing or wrong task token"}
+    missing = asyncio.run(_ask(green.url, task["id"], "execute: id"))
+    assert missing.data["kind"] == "error"
+    stranger = asyncio.run(_ask(green.url, "no-such-context", "submit"))
+    assert "unknown task" in stranger.data["message"]
+    nonsense = asyncio.run(_ask(green.url, task["id"], "hello there"))
+    assert nonsense.data["kind"] == "error" and "Task ID" in nonsense.text
+
+    done = wait_terminal(green.url, task["id"])
+    assert done["status"] == "completed"
+    assert done["steps"] == 3  # refused requests ran nothing
+    late = asyncio.run(_ask(green.url, task["id"], "execute: id", {"kind": "execute", "command": "id", "token": "x"}))
+    assert "is completed; it accepts no requests" in late.data["message"]
+
+
+def test_invalid_loc_json_is_refused_with_errors_then_fixed(start_green, scripted_purple):
+    purple_url, seen = scripted_purple(Script(commands=[], submissions=[
+        "{not json",
+        {"locations": [{"file": "no/such/file.c", "line_start": 5, "line_end": 2}]},
+        {"locations": [{"file": "does/not/exist.c", "line_start": 1, "line_end": 2}]},
+        VALID,
+    ]))
+    green = start_green(purple_url=purple_url)
+    task = submit_task(green.url, {"task": "arvo:900003"})
+    done = wait_terminal(green.url, task["id"])
+    assert done["status"] == "completed" and done["submissions"] == 4
+    replies = seen.submit_replies
+    assert [r.accepted for r in replies] == [False, False, False, True]
+    assert "not valid JSON" in replies[0].errors[0]
+    assert "line_end (2) is before line_start (5)" in replies[1].errors[0]
+    assert "is not a file of the project" in replies[2].errors[0]
+
+
+def test_unreachable_purple_fails_the_task_with_the_reason(start_green, docker_client):
+    green = start_green(purple_url="http://127.0.0.1:9")  # nothing listens there
+    t0 = time.monotonic()
+    task = submit_task(green.url, {"task": "arvo:900001"})
+    done = wait_terminal(green.url, task["id"], timeout=60)
+    assert time.monotonic() - t0 < 30
+    assert done["status"] == "failed" and done["end_reason"] == "purple_unreachable"
+    assert "unreachable" in done["error"] and done["failure_kind"] == "agent"
+    assert done["scores"]["file@1"] == 0
+    assert leftover_containers(docker_client) == []
+
+
+def test_command_timeout_kills_and_reports(start_green, scripted_purple):
+    purple_url, seen = scripted_purple(Script(
+        commands=["sleep 30 & sleep 30; echo never", "ps -eo args | grep -c '^sleep 30$'"], submissions=[VALID]))
+    green = start_green(purple_url=purple_url, command_timeout_s=1.5)
+    task = submit_task(green.url, {"task": "arvo:900001"})
+    done = wait_terminal(green.url, task["id"])
+    assert done["status"] == "completed"
+    slow, after = seen.results
+    assert slow.timed_out and slow.exit_code != 0 and "never" not in slow.output
+    assert after.output.strip() == "0"  # nothing of the killed command is left
+    commands = httpx.get(f"{green.url}/tasks/{task['id']}/commands").json()
+    assert commands[0]["timed_out"] is True
+
+
+def test_idle_purple_ends_the_task_and_an_existing_loc_json_is_still_judged(start_green, scripted_purple):
+    purple_url, _ = scripted_purple(Script(commands=[], submissions=[VALID], submit=False))
+    green = start_green(purple_url=purple_url, idle_timeout_s=2)
+    task = submit_task(green.url, {"task": "arvo:900001"})
+    done = wait_terminal(green.url, task["id"])
+    assert done["end_reason"] in ("idle_timeout", "purple_limits", "purple_failed")
+    assert done["status"] == "completed" and done["submission"] is not None
+
+
+def test_cancel_a_running_task(start_green, scripted_purple, docker_client):
+    purple_url, _ = scripted_purple(Script(commands=["sleep 20"], submissions=[VALID]))
+    green = start_green(purple_url=purple_url)
+    task = submit_task(green.url, {"task": "arvo:900001"})
+    wait_status(green.url, task["id"], "running")
+    r = httpx.post(f"{green.url}/tasks/{task['id']}/cancel", timeout=60)
+    assert r.status_code == 200 and r.json()["status"] == "cancelled"
+    assert httpx.post(f"{green.url}/tasks/{task['id']}/cancel").status_code == 409
+    assert leftover_containers(docker_client) == []

@@ -1,0 +1,63 @@
+"""Green killed mid-task (SIGKILL, no cleanup) and restarted: the task is failed, no container left."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+import pytest
+
+from tests.integration.conftest import leftover_containers
+from tests.integration.helpers import submit_task, wait_status
+from tests.support.scripted_purple import Script
+from tests.support.servers import ServiceProcess
+
+pytestmark = pytest.mark.docker
+
+
+def _env(settings) -> dict[str, str]:
+    return {
+        "GREEN_ASSET_SOURCE": settings.asset_source, "GREEN_IMAGE_TEMPLATE": settings.image_template,
+        "GREEN_DATABASE_URL": settings.database_url, "GREEN_LOG_DIR": str(settings.log_dir),
+        "GREEN_ASSET_CACHE_DIR": str(settings.asset_cache_dir), "GREEN_PURPLE_POLL_S": "0.5",
+    }
+
+
+def test_killed_green_marks_the_task_failed_and_reaps_its_container(green_settings, scripted_purple,
+                                                                     docker_client, tmp_path):
+    purple_url, _ = scripted_purple(Script(commands=["sleep 3"] * 20))
+    env = {**_env(green_settings), "GREEN_PURPLE_URL": purple_url}
+    green = ServiceProcess("services.green", green_settings.port, env, tmp_path / "green.out").start()
+    try:
+        task = submit_task(green.url, {"task": "arvo:900005"})
+        running = wait_status(green.url, task["id"], "running")
+        assert running["container_name"] in leftover_containers(docker_client)
+        green.kill()  # SIGKILL: no shutdown hook runs
+        assert running["container_name"] in leftover_containers(docker_client)
+
+        green.start()
+        after = httpx.get(f"{green.url}/tasks/{task['id']}").json()
+        assert after["status"] == "failed" and after["error"] == "interrupted by restart"
+        assert after["failure_kind"] == "infra"
+        assert leftover_containers(docker_client) == []
+    finally:
+        green.stop()
+
+
+def test_graceful_stop_ends_running_tasks_and_removes_containers(green_settings, scripted_purple,
+                                                                   docker_client, tmp_path):
+    purple_url, _ = scripted_purple(Script(commands=["sleep 3"] * 20))
+    env = {**_env(green_settings), "GREEN_PURPLE_URL": purple_url}
+    green = ServiceProcess("services.green", green_settings.port, env, tmp_path / "green.out").start()
+    task = submit_task(green.url, {"task": "arvo:900005"})
+    wait_status(green.url, task["id"], "running")
+    t0 = time.monotonic()
+    green.stop()  # SIGTERM: the lifespan shutdown cancels the task and removes its container
+    assert time.monotonic() - t0 < 30
+    assert leftover_containers(docker_client) == []
+    green.start()
+    try:
+        after = httpx.get(f"{green.url}/tasks/{task['id']}").json()
+        assert after["status"] == "failed" and after["error"] == "green shut down"
+    finally:
+        green.stop()

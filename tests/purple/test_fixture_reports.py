@@ -1,0 +1,64 @@
+"""The parser and the analyst on the real clang/libFuzzer reports of the locally built fixture
+tasks (fixtures/catalog.py, build/assets/<id>/). Skipped when the assets are not built."""
+
+import shutil
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from services.purple.analyst.frames import project_frames, split_src_path
+from services.purple.analyst.policy import StackTraceAnalyst
+from services.purple.analyst.sanitizer import parse_report
+from services.purple.environment import TaskContext
+from tests.support.local_env import LocalShellEnvironment, make_workspace
+
+catalog = pytest.importorskip("fixtures.catalog")
+TASKS = [t for t in catalog.load_tasks() if (t.assets_dir() / "error.txt").exists()]
+pytestmark = pytest.mark.skipif(
+    not TASKS, reason="fixture assets not built (python -m fixtures.build)"
+)
+
+
+@pytest.mark.parametrize("task", TASKS, ids=lambda t: str(t.id))
+def test_real_report_parses(task) -> None:
+    report = parse_report((task.assets_dir() / "error.txt").read_bytes())
+    assert report.sanitizer == "AddressSanitizer"
+    assert report.crash_type == task.crash_type
+    top = project_frames(report.crash_stack)[0]
+    assert top.function_name == task.crash_function
+    assert split_src_path(top.file) == (task.project, task.crash_file)
+    assert report.summary.split(" in ")[-1].strip() == task.expected_summary_function
+
+
+async def run_analyst(task, tmp_path: Path):
+    assets = task.assets_dir()
+    paths = make_workspace(tmp_path, error_txt=(assets / "error.txt").read_bytes())
+    shutil.rmtree(paths.source_dir)
+    with tarfile.open(assets / "repo-vul.tar.gz") as tar:
+        top = {Path(m.name).parts[0] for m in tar.getmembers()}
+        tar.extractall(tmp_path if top == {"src-vul"} else Path(paths.source_dir), filter="data")
+    return await StackTraceAnalyst().run(
+        TaskContext(
+            task_id=str(task.id), description="", env=LocalShellEnvironment(paths), paths=paths
+        )
+    )
+
+
+@pytest.mark.parametrize("task", TASKS, ids=lambda t: str(t.id))
+async def test_analyst_on_real_task(task, tmp_path: Path) -> None:
+    result = await run_analyst(task, tmp_path)
+    assert result.status == "submitted", result.reason
+    first = result.submission.locations[0]
+    assert (first.file, first.function) == (task.crash_file, task.crash_function)
+    assert 1 <= len(result.submission.locations) <= 5
+    assert all(loc.line_end - loc.line_start <= 4 for loc in result.submission.locations)
+
+
+async def test_analyst_file_level_hit_rate(tmp_path: Path) -> None:
+    """A stack-only baseline should name the fixed file in its top 5 for most tasks."""
+    hits = 0
+    for task in TASKS:
+        result = await run_analyst(task, tmp_path / str(task.id))
+        hits += task.fix_file in {loc.file for loc in result.submission.locations}
+    assert hits / len(TASKS) >= 0.5, f"file@5 = {hits}/{len(TASKS)}"

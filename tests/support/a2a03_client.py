@@ -1,0 +1,43 @@
+"""An AgentBeats-era peer: runs under a2a-sdk 0.3.x (a separate virtual environment).
+
+usage: python a2a03_client.py GREEN_URL TEXT [PURPLE_URL]
+Reads green's card the 0.3 way, sends TEXT as a user message (non-streaming, blocking=false),
+polls tasks/get until the task ends, and prints one JSON line: card fields, final state, the
+Result artifact's data.
+"""
+
+import asyncio
+import json
+import sys
+import uuid
+
+import httpx
+from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.types import Message, MessageSendConfiguration, Part, Role, TaskQueryParams, TextPart
+
+
+async def main(green_url: str, text: str, purple_url: str | None) -> None:
+    async with httpx.AsyncClient(timeout=120) as http:
+        card = await A2ACardResolver(http, green_url).get_agent_card()
+        client = ClientFactory(ClientConfig(streaming=False, polling=True, httpx_client=http)).create(card)
+        msg = Message(role=Role.user, message_id=uuid.uuid4().hex, parts=[Part(root=TextPart(text=text))],
+                      metadata={"purple_url": purple_url} if purple_url else None)
+        task = None
+        async for event in client.send_message(msg, configuration=MessageSendConfiguration(blocking=False)):
+            task = event[0] if isinstance(event, tuple) else None
+        assert task is not None, "green answered with no task"
+        for _ in range(600):
+            if task.status.state.value in ("completed", "failed", "canceled", "rejected"):
+                break
+            await asyncio.sleep(0.5)
+            task = await client.get_task(TaskQueryParams(id=task.id))
+        result = None
+        for artifact in task.artifacts or []:
+            if artifact.name == "Result":
+                result = next((p.root.data for p in artifact.parts if p.root.kind == "data"), None)
+        print(json.dumps({"card_url": card.url, "card_name": card.name, "protocol": card.protocol_version,
+                          "state": task.status.state.value, "result": result}))
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None))

@@ -1,0 +1,180 @@
+"""A real, local OpenAI-compatible HTTP server that plays a script (for tests and dry runs).
+
+``POST /v1/chat/completions`` (non-streaming) answers from a queue of canned replies: text, tool
+calls, or injected HTTP errors (e.g. a 429 or 500 once, to test retries). Every reply carries a
+``usage`` block with the scripted token counts, and every request body is recorded, so tests
+can check what the agent sent. Runs uvicorn in a background thread on 127.0.0.1, free port::
+
+    with FakeLLMServer([FakeReply(tool_calls=[("run_bash_cmd", {"command": "ls"})])]) as llm:
+        model = OpenAIChatModel(OpenAIModelConfig(model="fake", base_url=llm.base_url))
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+
+@dataclass
+class FakeReply:
+    content: str | None = None
+    tool_calls: list[tuple[str, dict[str, Any] | str]] = field(default_factory=list)
+    """(name, arguments); a str is sent as the raw arguments text (to test bad JSON)."""
+    prompt_tokens: int = 100
+    completion_tokens: int = 20
+    cost: float | None = None
+    """When set, sent as ``usage.cost`` (as OpenRouter does)."""
+    delay_s: float = 0.0
+    """Wait this long before answering (without blocking the server)."""
+
+
+@dataclass
+class FakeError:
+    status: int = 500
+    message: str = "injected failure"
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+Item = FakeReply | FakeError | Callable[[dict[str, Any]], "FakeReply | FakeError"]
+
+
+class FakeLLMServer:
+    def __init__(self, script: list[Item] | None = None, *, default: Item | None = None) -> None:
+        self.script: deque[Item] = deque(script or [])
+        self.default = default
+        self.requests: list[dict[str, Any]] = []
+        self.replies: list[FakeReply] = []
+        self.errors_sent = 0
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self.port = 0
+        self.app = FastAPI()
+        self.app.post("/v1/chat/completions")(self._completions)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def usage_totals(self) -> tuple[int, int]:
+        """(prompt tokens, completion tokens) over the replies actually sent."""
+        return (
+            sum(r.prompt_tokens for r in self.replies),
+            sum(r.completion_tokens for r in self.replies),
+        )
+
+    def push(self, *items: Item) -> None:
+        with self._lock:
+            self.script.extend(items)
+
+    # ---- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> FakeLLMServer:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", 0))
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(self.app, log_level="warning", lifespan="off")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [sock]}, daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError("fake LLM server did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def __enter__(self) -> FakeLLMServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ---- the endpoint ------------------------------------------------------------------------
+
+    async def _completions(self, request: Request) -> JSONResponse:
+        body = await request.json()
+        with self._lock:
+            self.requests.append(body)
+            item = self.script.popleft() if self.script else self.default
+        if callable(item):
+            item = item(body)
+        if item is None:
+            return JSONResponse(
+                {
+                    "error": {
+                        "message": "fake LLM: script exhausted",
+                        "type": "invalid_request_error",
+                    }
+                },
+                status_code=400,
+            )
+        if isinstance(item, FakeError):
+            self.errors_sent += 1
+            return JSONResponse(
+                {"error": {"message": item.message, "type": "server_error"}},
+                status_code=item.status,
+                headers=item.headers,
+            )
+        if item.delay_s:
+            await asyncio.sleep(item.delay_s)
+        self.replies.append(item)
+        message: dict[str, Any] = {"role": "assistant", "content": item.content}
+        if item.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": f"call_{next(self._ids)}",
+                    "type": "function",
+                    "function": {
+                        "name": name,
+                        "arguments": args if isinstance(args, str) else json.dumps(args),
+                    },
+                }
+                for name, args in item.tool_calls
+            ]
+        usage: dict[str, Any] = {
+            "prompt_tokens": item.prompt_tokens,
+            "completion_tokens": item.completion_tokens,
+            "total_tokens": item.prompt_tokens + item.completion_tokens,
+        }
+        if item.cost is not None:
+            usage["cost"] = item.cost
+        return JSONResponse(
+            {
+                "id": f"chatcmpl-{next(self._ids)}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model", "fake"),
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": message,
+                        "finish_reason": "tool_calls" if item.tool_calls else "stop",
+                    }
+                ],
+                "usage": usage,
+            }
+        )
