@@ -1,0 +1,111 @@
+"""Benchmark: green's whole service path for one command, and the time to the first command.
+
+In one run, on the same task container:
+  * median round trip of a trivial ``execute`` sent by purple through green's A2A endpoint
+    (purple's A2A client -> HTTP -> green's executor -> sandbox session -> container -> back),
+  * median ``docker exec <container> true`` through the Docker CLI (the baseline),
+  interleaved so both see the same machine noise; prints the ratio (goal <= 1.0);
+  * median time from ``POST /tasks`` to the first command served, for a cached fixture
+    (goal < 2 s).
+
+    uv run python bench/bench_green_exec.py [--n 200] [--tasks 5] [--arvo-id 900001]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from fixtures.catalog import DEFAULT_ASSETS_DIR, IMAGE_TEMPLATE  # noqa: E402
+from services.green.app import create_app as create_green  # noqa: E402
+from services.green.config import GreenSettings  # noqa: E402
+from services.purple.app import create_app as create_purple  # noqa: E402
+from services.purple.config import PurpleSettings  # noqa: E402
+from services.purple.environment import RunResult, TaskContext  # noqa: E402
+from services.shared.logging import router  # noqa: E402
+from tests.support.servers import free_port, serve  # noqa: E402
+
+
+class BenchPolicy:
+    """Purple's side of the benchmark: time each execute, and a CLI exec next to it."""
+
+    name = "bench"
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.first_command_at: dict[str, float] = {}
+        self.a2a: list[float] = []
+        self.cli: list[float] = []
+
+    async def run(self, task: TaskContext) -> RunResult:
+        first = await task.env.execute("hostname")
+        self.first_command_at[task.task_id] = time.perf_counter()
+        container = first.output.strip()
+        for _ in range(self.n):
+            t0 = time.perf_counter()
+            await task.env.execute("true")
+            self.a2a.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            await asyncio.to_thread(subprocess.run, ["docker", "exec", container, "true"], check=True)
+            self.cli.append(time.perf_counter() - t0)
+        return RunResult(task_id=task.task_id, policy=self.name, status="limits", reason="bench done")
+
+
+def ms(values: list[float], q: float = 0.5) -> float:
+    return statistics.quantiles(values, n=100)[int(q * 100) - 1] * 1000 if len(values) > 2 else values[0] * 1000
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=200, help="commands per side")
+    ap.add_argument("--tasks", type=int, default=5, help="tasks for the time-to-first-command figure")
+    ap.add_argument("--arvo-id", default="900001")
+    args = ap.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-green-"))
+    os.environ["ARENA_LOG_RUN"] = "log_bench"
+    policy = BenchPolicy(args.n)
+    purple_port, green_port = free_port(), free_port()
+    purple = create_purple(PurpleSettings(port=purple_port, database_url=f"sqlite:///{tmp}/p.db",
+                                          log_dir=tmp / "logs"), make_policy=lambda: policy)
+    green = create_green(GreenSettings(
+        port=green_port, asset_source=str(DEFAULT_ASSETS_DIR), asset_cache_dir=tmp / "cache",
+        image_template=IMAGE_TEMPLATE, database_url=f"sqlite:///{tmp}/g.db", log_dir=tmp / "logs",
+        purple_url=f"http://127.0.0.1:{purple_port}", idle_timeout_s=5, purple_poll_s=0.2,
+        max_steps=args.n + 10))
+    with serve(purple, purple_port), serve(green, green_port) as g:
+        if router():
+            router().echo = None  # keep the table readable
+        posted: dict[str, float] = {}
+        for i in range(args.tasks):
+            policy.n = args.n if i == 0 else 0
+            t0 = time.perf_counter()
+            task = httpx.post(f"{g.url}/tasks", json={"task": f"arvo:{args.arvo_id}"}, timeout=60).json()
+            posted[task["id"]] = t0
+            while httpx.get(f"{g.url}/tasks/{task['id']}").json()["status"] not in ("completed", "failed"):
+                time.sleep(0.1)
+    first = [policy.first_command_at[t] - posted[t] for t in posted if t in policy.first_command_at]
+
+    a2a, cli = ms(policy.a2a), ms(policy.cli)
+    print(f"green service path vs docker CLI, {args.n} interleaved trivial commands on one container")
+    print(f"{'path':<44}{'median ms':>10}{'p90 ms':>10}")
+    print(f"{'execute via green A2A (purple client)':<44}{a2a:>10.2f}{ms(policy.a2a, 0.9):>10.2f}")
+    print(f"{'docker exec <container> true (CLI)':<44}{cli:>10.2f}{ms(policy.cli, 0.9):>10.2f}")
+    print(f"ratio green/CLI = {a2a / cli:.3f}   (goal <= 1.0)")
+    print(f"POST /tasks -> first command served, median of {len(first)} cached tasks: "
+          f"{statistics.median(first) * 1000:.0f} ms (min {min(first) * 1000:.0f}, max {max(first) * 1000:.0f}; goal < 2000)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,191 @@
+"""``report.md`` and ``scores.png`` of a run, from its ``results.json`` alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+from services.green.report.results import Outcome, RunResults
+from services.green.scoring.metrics import METRICS
+
+REPORT_FILE = "report.md"
+PLOT_FILE = "scores.png"
+_STATUS_COLORS = {"completed": "black", "failed": "tab:red", "cancelled": "tab:orange"}
+
+
+def _cell(text: Any, limit: int = 160) -> str:
+    s = " ".join(str(text).split())
+    if len(s) > limit:
+        s = s[: limit - 1] + "…"
+    return s.replace("|", "\\|")
+
+
+def _num(value: float, digits: int = 3) -> str:
+    return f"{value:.{digits}f}"
+
+
+def _metric_cell(o: Outcome, name: str) -> str:
+    if not o.scores:
+        return "-"
+    if o.scores.get("scorable") is False:
+        return "n/a"
+    value = o.metric(name)
+    return f"{value:.2f}" if name == "iou" else f"{value:g}"
+
+
+def _why(o: Outcome) -> str:
+    parts = [p for p in (o.end_reason, o.error) if p]
+    if len(parts) == 2 and parts[0] == parts[1]:
+        parts.pop()
+    if o.status == "completed" and o.scores is not None and not o.scores.get("submitted", True):
+        parts.append("no valid submission")
+    if o.scores is not None and o.scores.get("scorable") is False:
+        parts.append("empty ground truth (not in the means)")
+    prefix = f"{o.failure_kind}: " if o.status == "failed" and o.failure_kind else ""
+    return _cell(prefix + " — ".join(parts))
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    minutes, secs = divmod(round(seconds), 60)
+    return f"{minutes}m{secs:02d}s" if minutes else f"{seconds:.1f}s"
+
+
+def render_markdown(results: RunResults, plot: str | None = PLOT_FILE) -> str:
+    agg = results.aggregate
+    lines: list[str] = [f"# Run `{results.run}`", ""]
+    lines += [
+        f"- green: `{results.green}`",
+        f"- purple: `{results.purple or '(green default)'}`",
+        f"- started: {results.started_at}; finished: {results.finished_at or '(not finished)'}",
+        f"- tasks: {len(results.task_ids)} ({len(results.tasks)} ended"
+        + (f", {len(results.not_run())} not run" if results.not_run() else "")
+        + f"); sessions: {len(results.sessions)}",
+    ]
+    args = {k: v for k, v in results.args.items() if k != "ids" and v not in (None, [], "")}
+    if args:
+        lines.append("- arguments: " + ", ".join(f"`{k}={v}`" for k, v in args.items()))
+    lines += ["", "## Aggregate", ""]
+    lines.append("| mean over | n | " + " | ".join(METRICS) + " |")
+    lines.append("|---|---:|" + "---:|" * len(METRICS))
+    for label, key in (("all tasks", "mean_all"), ("non-infra tasks", "mean_non_infra")):
+        means = agg.get(key) or {}
+        lines.append(
+            f"| {label} | {means.get('n', 0)} | "
+            + " | ".join(_num(float(means.get(m, 0.0))) for m in METRICS)
+            + " |"
+        )
+    by_status = agg.get("by_status") or {}
+    by_failure = agg.get("by_failure") or {}
+    lines += ["", "| count | tasks |", "|---|---:|"]
+    for name in ("completed", "failed", "cancelled"):
+        lines.append(f"| {name} | {by_status.get(name, 0)} |")
+    for name in ("infra", "agent"):
+        lines.append(f"| failed: {name} | {by_failure.get(name, 0)} |")
+    lines.append(f"| scored submissions | {agg.get('n_scored', 0)} |")
+    lines.append(f"| completed without a valid submission | {agg.get('n_no_submission', 0)} |")
+    lines.append(f"| empty ground truth (left out) | {agg.get('n_unscorable', 0)} |")
+    if results.not_run():
+        lines.append(f"| not run | {len(results.not_run())} |")
+    cost = sum(o.cost for o in results.tasks)
+    steps = sum(o.steps for o in results.tasks)
+    lines.append(f"| total cost / steps | {cost:.4f} / {steps} |")
+    if agg.get("explanation"):
+        lines.append("")
+        lines += [f"- {e}" for e in agg["explanation"]]
+    if plot:
+        lines += ["", "## Scores", "", f"![per-task scores, cost and steps]({plot})"]
+    lines += ["", "## Tasks", ""]
+    head = ["arvo", "task", "status", "steps", *METRICS, "cost", "time", "why"]
+    lines.append("| " + " | ".join(head) + " |")
+    lines.append("|---|---|---|---:|" + "---:|" * (len(METRICS) + 2) + "---|")
+    for o in results.tasks:
+        task = f"[{o.task_id[:8]}]({o.dir}/task.json)" if o.task_id and o.dir else "-"
+        row = [
+            f"arvo:{o.arvo_id}",
+            task,
+            o.status,
+            str(o.steps),
+            *(_metric_cell(o, m) for m in METRICS),
+            f"{o.cost:.4f}",
+            _duration(o.duration_s),
+            _why(o),
+        ]
+        lines.append("| " + " | ".join(row) + " |")
+    for arvo_id in results.not_run():
+        lines.append(
+            f"| arvo:{arvo_id} | - | not run | - | "
+            + " | ".join("-" for _ in METRICS)
+            + " | - | - | interrupted before it ended |"
+        )
+    lines.append("")
+    return "\n".join(lines)
+
+
+def render_plot(results: RunResults, path: Path) -> Path | None:
+    """Per-task bars of the seven metrics (top) and of cost with steps (bottom)."""
+    tasks = results.tasks
+    if not tasks:
+        return None
+    n = len(tasks)
+    width_in = min(max(8.0, 0.55 * n * 1.6 + 2.5), 60.0)
+    fig = Figure(figsize=(width_in, 7.5), dpi=100, layout="constrained")
+    ax_m, ax_c = fig.subplots(2, 1, sharex=True, height_ratios=(3, 2))
+    xs = range(n)
+    bar_w = 0.8 / len(METRICS)
+    colors = matplotlib.colormaps["tab10"]
+    for i, metric in enumerate(METRICS):
+        offset = (i - (len(METRICS) - 1) / 2) * bar_w
+        ax_m.bar(
+            [x + offset for x in xs],
+            [o.metric(metric) for o in tasks],
+            width=bar_w,
+            label=metric,
+            color=colors(i),
+        )
+    means = results.aggregate.get("mean_all") or {}
+    ax_m.set_ylim(0, 1.08)
+    ax_m.set_ylabel("score")
+    ax_m.set_title(
+        f"run {results.run}: {n} task(s); mean over all — "
+        + ", ".join(f"{m} {float(means.get(m, 0.0)):.2f}" for m in ("file@1", "func@1", "line@1"))
+        + f", iou {float(means.get('iou', 0.0)):.2f}",
+        fontsize=10,
+    )
+    ax_m.legend(ncols=len(METRICS), fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.02))
+    ax_m.grid(axis="y", alpha=0.3)
+
+    ax_c.bar(list(xs), [o.cost for o in tasks], width=0.5, color="tab:gray", label="cost")
+    ax_c.set_ylabel("cost")
+    ax_s = ax_c.twinx()
+    ax_s.plot(list(xs), [o.steps for o in tasks], "o", color="tab:blue", label="steps")
+    ax_s.set_ylabel("steps", color="tab:blue")
+    ax_s.set_ylim(bottom=0)
+    ax_s.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax_c.set_ylim(bottom=0)
+    ax_c.set_xticks(list(xs))
+    ax_c.set_xticklabels([o.arvo_id for o in tasks], rotation=90 if n > 12 else 0, fontsize=8)
+    for label, o in zip(ax_c.get_xticklabels(), tasks, strict=True):
+        label.set_color(_STATUS_COLORS.get(o.status, "black"))
+    ax_c.set_xlabel("ARVO id (red: failed, orange: cancelled)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # The Agg canvas, attached to this figure only: no display, no GUI toolkit, no pyplot state,
+    # and the process-wide backend is left alone.
+    FigureCanvasAgg(fig)
+    fig.savefig(path, format="png")
+    return path
+
+
+def render_report(results: RunResults, run_dir: Path) -> Path:
+    """Write ``report.md`` (and ``scores.png``, embedded) into the run folder; returns the
+    report's path."""
+    plot = render_plot(results, run_dir / PLOT_FILE)
+    report = run_dir / REPORT_FILE
+    report.write_text(render_markdown(results, PLOT_FILE if plot else None), encoding="utf-8")
+    return report

@@ -1,0 +1,248 @@
+"""``results/<run>/results.json``: run metadata, one outcome per ARVO id, and the aggregate.
+
+The aggregate is green's own (:meth:`services.green.judge.Judge.aggregate`, which converts to
+:func:`services.green.scoring.metrics.aggregate`), fed from the outcomes recorded here, so a
+batch report and an AgentBeats assessment score a run the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from services.green.judge import Judge
+from services.green.scoring.metrics import METRICS
+from services.green.store.models import TaskStatus
+
+RESULTS_FILE = "results.json"
+SCHEMA_VERSION = 1
+TERMINAL = ("completed", "failed", "cancelled")
+
+OutcomeStatus = Literal["completed", "failed", "cancelled"]
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def task_dir_name(arvo_id: str, task_id: str) -> str:
+    """``<arvo_id>-<first 8 characters of green's task id>``."""
+    return f"{arvo_id}-{task_id[:8]}"
+
+
+def compact_scores(scores: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The part of a TaskScore JSON the aggregate and the report need (the whole score, with
+    its explanation, stays in the task's ``task.json``)."""
+    if not scores:
+        return None
+    out: dict[str, Any] = {k: scores.get(k, 0.0) for k in METRICS}
+    for k in ("scorable", "submitted", "n_locations"):
+        if k in scores:
+            out[k] = scores[k]
+    return out
+
+
+class Outcome(BaseModel):
+    """How one ARVO id of the run ended (its latest attempt)."""
+
+    arvo_id: str
+    """Canonical ARVO id (digits), or the id as given when it is not one."""
+    task_id: str | None = None
+    """Green's task id (None when green refused the task)."""
+    status: OutcomeStatus
+    end_reason: str | None = None
+    failure_kind: Literal["infra", "agent"] | None = None
+    error: str | None = None
+    steps: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float = 0.0
+    created_at: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    duration_s: float | None = None
+    """From the task's start (container ready) to its end, as green recorded them."""
+    purple_url: str | None = None
+    scores: dict[str, Any] | None = None
+    """The metrics (``file@1`` ... ``iou``) with ``scorable``, ``submitted``, ``n_locations``."""
+    dir: str | None = None
+    """The task's folder, relative to the run folder (``tasks/<arvo_id>-<task_id8>``)."""
+    trajectory: bool = False
+    """Whether purple's view (``trajectory.json``) was saved."""
+    notes: list[str] = []
+    """What the CLI could not fetch (commands, trajectory), and other remarks."""
+    attempts: int = 1
+
+    def metric(self, name: str) -> float:
+        return float((self.scores or {}).get(name, 0.0))
+
+
+class Session(BaseModel):
+    """One invocation of ``arena run`` on this run folder."""
+
+    started_at: str
+    finished_at: str | None = None
+    args: dict[str, Any] = {}
+    submitted: list[str] = []
+    """ARVO ids this invocation sent to green."""
+    interrupted: bool = False
+    error: str | None = None
+
+
+class RunResults(BaseModel):
+    schema_version: int = SCHEMA_VERSION
+    run: str
+    green: str
+    purple: str | None = None
+    """``--purple`` as given (None: green's default purple)."""
+    started_at: str = Field(default_factory=now_iso)
+    finished_at: str | None = None
+    args: dict[str, Any] = {}
+    """CLI arguments of the latest invocation (every invocation is in ``sessions``)."""
+    sessions: list[Session] = []
+    task_ids: list[str] = []
+    """Every ARVO id of the run, in order."""
+    tasks: list[Outcome] = []
+    """One outcome per id that has ended, in the order of ``task_ids``."""
+    aggregate: dict[str, Any] = {}
+
+    # ---- outcomes ------------------------------------------------------------------------
+
+    def outcome(self, arvo_id: str) -> Outcome | None:
+        return next((o for o in self.tasks if o.arvo_id == arvo_id), None)
+
+    def record(self, outcome: Outcome) -> None:
+        """Add or replace the outcome of an id (keeping ``task_ids`` order) and re-aggregate."""
+        previous = self.outcome(outcome.arvo_id)
+        if previous is not None:
+            outcome.attempts = previous.attempts + 1
+        if outcome.arvo_id not in self.task_ids:
+            self.task_ids.append(outcome.arvo_id)
+        order = {a: i for i, a in enumerate(self.task_ids)}
+        rest = [o for o in self.tasks if o.arvo_id != outcome.arvo_id]
+        self.tasks = sorted([*rest, outcome], key=lambda o: order.get(o.arvo_id, len(order)))
+        self.refresh_aggregate()
+
+    def pending(self, retry_failed: bool) -> list[str]:
+        """Ids still to run: never ended, cancelled (an interrupted run), and, with
+        ``retry_failed``, failed."""
+        out = []
+        for arvo_id in self.task_ids:
+            o = self.outcome(arvo_id)
+            if o is None or o.status == "cancelled" or (o.status == "failed" and retry_failed):
+                out.append(arvo_id)
+        return out
+
+    def not_run(self) -> list[str]:
+        ended = {o.arvo_id for o in self.tasks}
+        return [a for a in self.task_ids if a not in ended]
+
+    def refresh_aggregate(self) -> None:
+        self.aggregate = aggregate_outcomes(self.tasks)
+
+    # ---- files ---------------------------------------------------------------------------
+
+    @classmethod
+    def load(cls, path: Path) -> RunResults:
+        return cls.model_validate_json(path.read_text(encoding="utf-8"))
+
+    def save(self, path: Path) -> None:
+        write_json(path, self.model_dump(mode="json"))
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write JSON atomically (a reader never sees half a file, an interrupt never leaves one)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=2, ensure_ascii=False, default=str)
+            fh.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+# ---- conversions ---------------------------------------------------------------------------
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def outcome_from_task(task: dict[str, Any], *, task_dir: str | None = None) -> Outcome:
+    """The outcome of a task from green's ``GET /tasks/{id}`` JSON (``TaskPublic``).
+
+    A task that is not terminal (the CLI gave up on it) is recorded as ``cancelled``.
+    """
+    status = str(task.get("status") or "")
+    notes: list[str] = []
+    if status not in TERMINAL:
+        notes.append(f"green still reported the task {status or 'without a status'}")
+        status = "cancelled"
+    started, finished = _parse_time(task.get("started_at")), _parse_time(task.get("finished_at"))
+    duration = (finished - started).total_seconds() if started and finished else None
+    kind = task.get("failure_kind")
+    return Outcome(
+        arvo_id=str(task.get("arvo_id")),
+        task_id=task.get("id"),
+        status=status,  # type: ignore[arg-type]
+        end_reason=task.get("end_reason"),
+        failure_kind=kind if kind in ("infra", "agent") else None,
+        error=task.get("error"),
+        steps=int(task.get("steps") or 0),
+        tokens_in=int(task.get("tokens_in") or 0),
+        tokens_out=int(task.get("tokens_out") or 0),
+        cost=float(task.get("cost") or 0.0),
+        created_at=task.get("created_at"),
+        started_at=task.get("started_at"),
+        finished_at=task.get("finished_at"),
+        duration_s=round(duration, 3) if duration is not None else None,
+        purple_url=task.get("purple_url"),
+        scores=compact_scores(task.get("scores")),
+        dir=task_dir,
+        notes=notes,
+    )
+
+
+@dataclass(frozen=True)
+class _JudgeView:
+    """The attributes :meth:`Judge.aggregate` reads from green's ``TaskOutcome``."""
+
+    task_id: str | None
+    arvo_id: str
+    status: TaskStatus
+    failure_kind: str | None
+    scores: dict[str, Any] | None
+    error: str | None
+
+
+def aggregate_outcomes(outcomes: list[Outcome]) -> dict[str, Any]:
+    """Green's aggregate (``Aggregate.to_dict()``) of the outcomes: failed and cancelled tasks
+    count 0, infra failures are reported apart, unscorable tasks stay out of the means. A failed
+    outcome without a failure kind counts as an infra failure (as in green)."""
+    views = [
+        _JudgeView(
+            task_id=o.task_id,
+            arvo_id=o.arvo_id,
+            status=TaskStatus(o.status),
+            failure_kind=o.failure_kind,
+            scores=o.scores,
+            error=o.error,
+        )
+        for o in outcomes
+    ]
+    return Judge().aggregate(views)

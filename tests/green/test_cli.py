@@ -1,0 +1,560 @@
+"""The batch CLI (``services.green.cli``) against a real HTTP imitation of green's REST routes.
+
+The fake green and the fake purple are small FastAPI apps served by uvicorn on 127.0.0.1; their
+tasks move queued → preparing → running → evaluating → an end state one step per poll, and
+completed tasks carry scores computed by the real scorer on a small ground truth.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi import FastAPI, HTTPException, Query
+from fastapi.responses import JSONResponse
+from matplotlib import image as mpimg
+from typer.testing import CliRunner
+
+from services.green.cli import app, split_ids
+from services.green.report import RunResults, aggregate_outcomes
+from services.green.scoring.groundtruth import ground_truth_from_patch
+from services.green.scoring.metrics import score
+from services.green.store.models import CommandPublic, TaskPublic
+from services.shared.loc import LocJson
+from tests.support.servers import REPO, free_port, serve
+
+SOURCE = """#include <string.h>
+int parse(const char *buf, int n)
+{
+  char tmp[8];
+  memcpy(tmp, buf, n);
+  return tmp[0];
+}
+
+int helper(int x)
+{
+  return x + 1;
+}
+"""
+
+PATCH = """--- a/src/parse.c
++++ b/src/parse.c
+@@ -3,5 +3,5 @@ int parse(const char *buf, int n)
+ {
+   char tmp[8];
+-  memcpy(tmp, buf, n);
++  memcpy(tmp, buf, n < 8 ? n : 8);
+   return tmp[0];
+ }
+"""
+
+GT = ground_truth_from_patch(PATCH, sources={"src/parse.c": SOURCE})
+
+
+def scores_of(locations: list[dict[str, Any]] | None) -> dict[str, Any]:
+    loc = LocJson.model_validate({"locations": locations}) if locations is not None else None
+    return score(loc, GT, "proj").to_dict()
+
+
+HIT = scores_of([{"file": "src/parse.c", "function": "parse", "line_start": 5, "line_end": 5}])
+FILE_ONLY = scores_of(
+    [{"file": "/src/proj/src/parse.c", "function": "helper", "line_start": 9, "line_end": 12}]
+)
+NONE = scores_of(None)
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def test_scores_fixture_sanity() -> None:
+    assert (HIT["file@1"], HIT["func@1"], HIT["line@1"], HIT["iou"]) == (1.0, 1.0, 1.0, 1.0)
+    assert (FILE_ONLY["file@1"], FILE_ONLY["func@1"], FILE_ONLY["line@1"]) == (1.0, 0.0, 0.0)
+    assert NONE["submitted"] is False and NONE["file@1"] == 0.0
+
+
+# ---- the fake services ---------------------------------------------------------------------
+
+End = dict[str, Any] | None
+"""How a task ends: fields of the final task, or None to stay running until cancelled."""
+
+COMPLETED_HIT: End = {
+    "status": "completed",
+    "end_reason": "submitted",
+    "scores": HIT,
+    "steps": 4,
+    "cost": 0.0125,
+    "tokens_in": 900,
+    "tokens_out": 80,
+}
+COMPLETED_FILE_ONLY: End = {
+    "status": "completed",
+    "end_reason": "submitted",
+    "scores": FILE_ONLY,
+    "steps": 6,
+    "cost": 0.02,
+}
+FAILED_AGENT: End = {
+    "status": "failed",
+    "failure_kind": "agent",
+    "end_reason": "step_limit",
+    "error": "no valid loc.json after 3 steps",
+    "scores": NONE,
+    "steps": 3,
+}
+
+# arvo id -> how attempt n (1-based) ends
+SCRIPTS: dict[str, Callable[[int], End]] = {
+    "1001": lambda n: COMPLETED_HIT,
+    "1002": lambda n: COMPLETED_FILE_ONLY,
+    "1003": lambda n: FAILED_AGENT,
+    "1004": lambda n: FAILED_AGENT if n == 1 else COMPLETED_HIT,  # flaky: fails, then passes
+    "5005": lambda n: None if n == 1 else COMPLETED_FILE_ONLY,  # hangs until cancelled, once
+    "7007": lambda n: {"status": "lost"},  # green answers 503 for this task from now on
+}
+PROGRESSION = ("queued", "preparing", "running", "running", "evaluating")
+PURPLE_KNOWS = {"1001", "1004"}
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+class FakeGreen:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.reset()
+
+    def reset(self) -> None:
+        self.posts: Counter[str] = Counter()
+        self.bodies: list[dict[str, Any]] = []
+        self.cancels: list[str] = []
+        self.tasks: dict[str, dict[str, Any]] = {}
+        self.max_active = 0
+
+    def active(self) -> int:
+        return sum(
+            1
+            for t in self.tasks.values()
+            if t["view"]["status"] not in ("completed", "failed", "cancelled")
+        )
+
+    def arvo_of(self, task_id: str) -> str | None:
+        t = self.tasks.get(task_id)
+        return t["view"]["arvo_id"] if t else None
+
+    def app(self) -> FastAPI:
+        api = FastAPI()
+
+        @api.get("/healthz")
+        def healthz() -> dict[str, Any]:
+            return {"status": "ok", "docker": True, "database": True}
+
+        @api.post("/tasks", status_code=202)
+        def create(body: dict[str, Any]) -> Any:
+            raw = str(body.get("task") or body.get("arvo_id"))
+            arvo_id = raw.removeprefix("arvo:")
+            with self.lock:
+                self.bodies.append(body)
+                self.posts[arvo_id] += 1
+                if arvo_id not in SCRIPTS:
+                    raise HTTPException(404, f"unknown task arvo:{arvo_id}: not in the dataset")
+                task_id = str(uuid.uuid4())
+                view = TaskPublic(
+                    id=task_id,
+                    arvo_id=arvo_id,
+                    status="queued",
+                    purple_url=body.get("purple_url") or "http://purple.invalid:9019",
+                    max_steps=body.get("max_steps") or 50,
+                    task_timeout_s=body.get("task_timeout_s") or 1800,
+                    command_timeout_s=body.get("command_timeout_s") or 60,
+                ).model_dump(mode="json")
+                self.tasks[task_id] = {
+                    "view": view,
+                    "polls": 0,
+                    "end": SCRIPTS[arvo_id](self.posts[arvo_id]),
+                }
+                self.max_active = max(self.max_active, self.active())
+                return view
+
+        @api.get("/tasks/{task_id}")
+        def get(task_id: str) -> Any:
+            with self.lock:
+                t = self.tasks.get(task_id)
+                if t is None:
+                    raise HTTPException(404, f"no task {task_id}")
+                view, end = t["view"], t["end"]
+                if end == {"status": "lost"}:
+                    return JSONResponse({"detail": "overloaded"}, status_code=503)
+                if view["status"] in ("completed", "failed", "cancelled"):
+                    return view
+                t["polls"] += 1
+                if end is None:  # runs until cancelled
+                    view["status"] = "running"
+                    view["started_at"] = view["started_at"] or now().isoformat()
+                elif t["polls"] < len(PROGRESSION):
+                    view["status"] = PROGRESSION[t["polls"]]
+                    if view["status"] == "running":
+                        view["started_at"] = view["started_at"] or now().isoformat()
+                        view["steps"] += 1
+                else:
+                    view.update(end)
+                    view["started_at"] = view["started_at"] or now().isoformat()
+                    view["finished_at"] = now().isoformat()
+                    view["ground_truth"] = GT.to_dict()
+                view["updated_at"] = now().isoformat()
+                return view
+
+        @api.get("/tasks/{task_id}/commands")
+        def commands(task_id: str, offset: int = Query(0), limit: int = Query(500)) -> Any:
+            if task_id not in self.tasks:
+                raise HTTPException(404, f"no task {task_id}")
+            steps = self.tasks[task_id]["view"]["steps"]
+            rows = [
+                CommandPublic(
+                    seq=i,
+                    command=f"sed -n 1,20p src/parse.c # {i}",
+                    exit_code=0,
+                    duration_s=0.01,
+                    timed_out=False,
+                    truncated=False,
+                    output="int parse(...)",
+                    created_at=now(),
+                ).model_dump(mode="json")
+                for i in range(1, steps + 1)
+            ]
+            return rows[offset : offset + limit]
+
+        @api.post("/tasks/{task_id}/cancel")
+        def cancel(task_id: str) -> Any:
+            with self.lock:
+                t = self.tasks.get(task_id)
+                if t is None:
+                    raise HTTPException(404, f"no task {task_id}")
+                view = t["view"]
+                if view["status"] in ("completed", "failed", "cancelled"):
+                    raise HTTPException(409, f"task {task_id} already {view['status']}")
+                self.cancels.append(task_id)
+                view.update(
+                    status="cancelled",
+                    end_reason="cancelled",
+                    error="cancelled by client",
+                    finished_at=now().isoformat(),
+                    scores=NONE,
+                )
+                return view
+
+        return api
+
+
+def fake_purple(green: FakeGreen) -> FastAPI:
+    api = FastAPI()
+
+    @api.get("/tasks/{task_id}")
+    def get(task_id: str) -> Any:
+        if green.arvo_of(task_id) not in PURPLE_KNOWS:
+            raise HTTPException(404, f"no task {task_id}")
+        return {
+            "id": task_id,
+            "status": "submitted",
+            "policy": "analyst",
+            "step_count": 4,
+            "messages": [
+                {"role": "system", "content": "You are..."},
+                {"role": "assistant", "content": "execute: ls"},
+            ],
+            "command_history": [{"command": "ls", "exit_code": 0}],
+        }
+
+    return api
+
+
+@pytest.fixture(scope="module")
+def services() -> Iterator[tuple[FakeGreen, str, str]]:
+    green = FakeGreen()
+    with serve(green.app()) as g, serve(fake_purple(green)) as p:
+        yield green, g.url, p.url
+
+
+@pytest.fixture
+def fake(services: tuple[FakeGreen, str, str]) -> tuple[FakeGreen, str, str]:
+    services[0].reset()
+    return services
+
+
+def cli(*args: str) -> Any:
+    result = CliRunner().invoke(app, list(args), catch_exceptions=False)
+    return result
+
+
+def base_args(green_url: str, out: Path, run: str = "r1") -> list[str]:
+    return ["--green", green_url, "--out", str(out), "--run", run, "--poll-interval", "0.02"]
+
+
+def load(out: Path, run: str = "r1") -> dict[str, Any]:
+    return json.loads((out / run / "results.json").read_text())
+
+
+def by_id(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {t["arvo_id"]: t for t in data["tasks"]}
+
+
+# ---- tests ---------------------------------------------------------------------------------
+
+
+def test_run_writes_results_tasks_and_report(fake, tmp_path: Path) -> None:
+    green, green_url, purple_url = fake
+    res = cli(
+        "run",
+        "1001",
+        "arvo:1002",
+        "1003,9999",
+        *base_args(green_url, tmp_path),
+        "--purple",
+        purple_url,
+        "--concurrency",
+        "2",
+        "--max-steps",
+        "7",
+        "--task-timeout",
+        "600",
+    )
+    assert res.exit_code == 0, res.output
+    data = load(tmp_path)
+
+    # metadata
+    assert data["run"] == "r1" and data["green"] == green_url and data["purple"] == purple_url
+    assert data["started_at"] and data["finished_at"]
+    assert data["args"]["concurrency"] == 2 and data["args"]["max_steps"] == 7
+    assert data["task_ids"] == ["1001", "1002", "1003", "9999"]
+    assert len(data["sessions"]) == 1 and data["sessions"][0]["interrupted"] is False
+
+    # what green was asked, and that no more than --concurrency tasks were in flight
+    assert green.posts == Counter({"1001": 1, "1002": 1, "1003": 1, "9999": 1})
+    assert all(
+        b["purple_url"] == purple_url and b["max_steps"] == 7 and b["task_timeout_s"] == 600
+        for b in green.bodies
+    )
+    assert green.bodies[0]["task"] == "arvo:1001"
+    assert green.max_active == 2
+
+    tasks = by_id(data)
+    t1, t2, t3, t9 = tasks["1001"], tasks["1002"], tasks["1003"], tasks["9999"]
+    assert (
+        t1["status"] == "completed" and t1["scores"]["file@1"] == 1.0 and t1["scores"]["iou"] == 1.0
+    )
+    assert t1["steps"] == 4 and t1["cost"] == 0.0125 and t1["trajectory"] is True
+    assert t2["status"] == "completed" and (t2["scores"]["file@1"], t2["scores"]["line@1"]) == (
+        1.0,
+        0.0,
+    )
+    assert t2["trajectory"] is False and any("trajectory not saved" in n for n in t2["notes"])
+    assert t3["status"] == "failed" and t3["failure_kind"] == "agent"
+    assert t3["error"] == "no valid loc.json after 3 steps"
+    assert t9["status"] == "failed" and t9["task_id"] is None and t9["end_reason"] == "rejected"
+    assert "404" in t9["error"] and "unknown task arvo:9999" in t9["error"]
+
+    # the aggregate is green's: mean over all counts both failures as 0, non-infra drops 9999
+    agg = data["aggregate"]
+    assert agg["n_tasks"] == 4
+    assert agg["by_status"] == {"completed": 2, "failed": 2, "cancelled": 0}
+    assert agg["by_failure"] == {"infra": 1, "agent": 1}
+    assert agg["mean_all"]["n"] == 4 and agg["mean_all"]["file@1"] == 0.5
+    assert agg["mean_all"]["line@1"] == 0.25
+    assert agg["mean_non_infra"]["n"] == 3 and agg["mean_non_infra"]["file@1"] == pytest.approx(
+        2 / 3, abs=1e-6
+    )
+    assert agg == aggregate_outcomes(RunResults.model_validate(data).tasks)
+
+    # per-task folders: green's view with the full score and explanation, commands, trajectory
+    d1 = tmp_path / "r1" / t1["dir"]
+    assert d1.name == f"1001-{t1['task_id'][:8]}"
+    task_json = json.loads((d1 / "task.json").read_text())
+    assert task_json["id"] == t1["task_id"] and task_json["status"] == "completed"
+    assert task_json["scores"]["explanation"] and task_json["scores"]["locations"][0]["line_match"]
+    commands = json.loads((d1 / "commands.json").read_text())
+    assert [c["seq"] for c in commands] == list(range(1, task_json["steps"] + 1))
+    assert (
+        json.loads((d1 / "trajectory.json").read_text())["messages"][1]["content"] == "execute: ls"
+    )
+    d2 = tmp_path / "r1" / t2["dir"]
+    assert (d2 / "task.json").exists() and not (d2 / "trajectory.json").exists()
+    assert not list((tmp_path / "r1" / "tasks").glob("9999-*"))
+
+    # report and plot
+    report = (tmp_path / "r1" / "report.md").read_text()
+    assert "| all tasks | 4 | 0.500 |" in report
+    assert "| non-infra tasks | 3 | 0.667 |" in report
+    assert "| failed: infra | 1 |" in report and "| failed: agent | 1 |" in report
+    assert "![per-task scores, cost and steps](scores.png)" in report
+    assert f"[{t1['task_id'][:8]}]({t1['dir']}/task.json)" in report
+    assert "| arvo:9999 | - | failed |" in report and "HTTP 404" in report
+    png = tmp_path / "r1" / "scores.png"
+    assert png.read_bytes()[:8] == PNG_MAGIC
+    assert mpimg.imread(png).shape[0] > 100
+
+    # the live table's last frame and the summary went to the terminal
+    assert "arvo:1001" in res.output and "mean over" in res.output
+
+
+def test_resume_skips_completed_and_retry_failed_reruns(fake, tmp_path: Path) -> None:
+    green, green_url, _ = fake
+    args = base_args(green_url, tmp_path)
+    assert cli("run", "1001", "1004", *args).exit_code == 0
+    first = by_id(load(tmp_path))
+    assert first["1001"]["status"] == "completed" and first["1004"]["status"] == "failed"
+
+    # resume (the default) without ids: completed and failed ids are kept, nothing is posted
+    res = cli("run", *args)
+    assert res.exit_code == 0, res.output
+    assert green.posts == Counter({"1001": 1, "1004": 1})
+    assert "failed id(s) kept" in res.output
+    second = load(tmp_path)
+    assert by_id(second)["1004"]["task_id"] == first["1004"]["task_id"]
+    assert len(second["sessions"]) == 2 and second["sessions"][1]["submitted"] == []
+
+    # a new id joins the run; only it is posted
+    assert cli("run", "1002", *args).exit_code == 0
+    assert green.posts == Counter({"1001": 1, "1004": 1, "1002": 1})
+    assert load(tmp_path)["task_ids"] == ["1001", "1004", "1002"]
+
+    # --retry-failed runs 1004 again (it passes the second time); 1001 stays untouched
+    res = cli("run", *args, "--retry-failed")
+    assert res.exit_code == 0, res.output
+    assert green.posts == Counter({"1001": 1, "1004": 2, "1002": 1})
+    third = load(tmp_path)
+    t = by_id(third)
+    assert t["1004"]["status"] == "completed" and t["1004"]["attempts"] == 2
+    assert t["1004"]["task_id"] != first["1004"]["task_id"]
+    assert t["1001"]["task_id"] == first["1001"]["task_id"] and t["1001"]["attempts"] == 1
+    assert third["aggregate"]["by_status"]["completed"] == 3
+    assert third["sessions"][-1]["submitted"] == ["1004"]
+
+    # --no-resume starts over: everything is posted again
+    assert cli("run", "1001", *args, "--no-resume").exit_code == 0
+    assert green.posts["1001"] == 2
+    assert load(tmp_path)["task_ids"] == ["1001"]
+
+
+def test_report_command_rerenders(fake, tmp_path: Path) -> None:
+    _, green_url, _ = fake
+    assert cli("run", "1001", "1003", *base_args(green_url, tmp_path)).exit_code == 0
+    run_dir = tmp_path / "r1"
+    before = (run_dir / "report.md").read_text()
+    (run_dir / "report.md").unlink()
+    (run_dir / "scores.png").unlink()
+    res = cli("report", str(run_dir))
+    assert res.exit_code == 0, res.output
+    assert (run_dir / "report.md").read_text() == before
+    assert (run_dir / "scores.png").read_bytes()[:8] == PNG_MAGIC
+    assert cli("report", str(run_dir / "results.json")).exit_code == 0
+    assert cli("report", str(tmp_path)).exit_code == 2  # a folder without results.json
+
+
+def test_green_unreachable_exits_2(tmp_path: Path) -> None:
+    res = cli("run", "1001", *base_args(f"http://127.0.0.1:{free_port()}", tmp_path))
+    assert res.exit_code == 2
+    assert "not reachable" in res.output
+    assert not (tmp_path / "r1" / "results.json").exists()
+
+
+def test_green_lost_mid_run_exits_2_and_keeps_results(fake, tmp_path: Path) -> None:
+    green, green_url, _ = fake
+    res = cli(
+        "run",
+        "1001",
+        "7007",
+        "1002",
+        *base_args(green_url, tmp_path),
+        "--concurrency",
+        "1",
+        "--green-grace",
+        "0.5",
+    )
+    assert res.exit_code == 2, res.output
+    assert "did not answer" in res.output
+    data = load(tmp_path)
+    assert [t["arvo_id"] for t in data["tasks"]] == ["1001"]  # 7007 and 1002 stay pending
+    assert data["finished_at"] is None and "did not answer" in data["sessions"][0]["error"]
+    assert "not run" in (tmp_path / "r1" / "report.md").read_text()
+    assert green.posts["1002"] == 0
+
+
+def test_no_ids_and_bad_ids(fake, tmp_path: Path) -> None:
+    _, green_url, _ = fake
+    assert cli("run", *base_args(green_url, tmp_path)).exit_code == 2
+    ids_file = tmp_path / "ids.txt"
+    ids_file.write_text("# a batch\narvo:1001  # first\n\nnot-an-id, 1001\n")
+    assert split_ids([ids_file.read_text()]) == ["arvo:1001", "not-an-id", "1001"]
+    res = cli("run", "--ids-file", str(ids_file), *base_args(green_url, tmp_path))
+    assert res.exit_code == 0, res.output
+    tasks = by_id(load(tmp_path))
+    assert list(tasks) == ["1001", "not-an-id"]
+    assert (
+        tasks["not-an-id"]["status"] == "failed" and "not an ARVO id" in tasks["not-an-id"]["error"]
+    )
+
+
+def test_ctrl_c_cancels_in_flight_tasks_and_saves(fake, tmp_path: Path) -> None:
+    green, green_url, _ = fake
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "services.green.cli",
+            "run",
+            "1001",
+            "5005",
+            *base_args(green_url, tmp_path),
+            "--concurrency",
+            "2",
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "120"},
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # 1001 ended and saved, 5005 running on green
+            path = tmp_path / "r1" / "results.json"
+            if path.exists() and "1001" in by_id(json.loads(path.read_text())):
+                running = [t for t in green.tasks.values() if t["view"]["arvo_id"] == "5005"]
+                if running and running[0]["view"]["status"] == "running":
+                    break
+            time.sleep(0.05)
+        else:
+            pytest.fail("the run did not get going")
+        proc.send_signal(signal.SIGINT)
+        output = proc.communicate(timeout=30)[0].decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, output
+    assert "resume with" in output
+    task_5005 = next(tid for tid, t in green.tasks.items() if t["view"]["arvo_id"] == "5005")
+    assert green.cancels == [task_5005]
+    data = load(tmp_path)
+    t = by_id(data)
+    assert t["1001"]["status"] == "completed"
+    assert t["5005"]["status"] == "cancelled" and t["5005"]["task_id"] == task_5005
+    assert (tmp_path / "r1" / t["5005"]["dir"] / "task.json").exists()
+    assert data["sessions"][0]["interrupted"] is True and data["finished_at"] is None
+    assert (tmp_path / "r1" / "report.md").exists()
+
+    # resuming runs the cancelled id again and keeps the completed one
+    res = cli("run", *base_args(green_url, tmp_path))
+    assert res.exit_code == 0, res.output
+    assert green.posts == Counter({"1001": 1, "5005": 2})
+    t = by_id(load(tmp_path))
+    assert t["5005"]["status"] == "completed" and t["5005"]["attempts"] == 2
