@@ -118,9 +118,27 @@ async def test_step_limit(task) -> None:
 
 
 async def test_green_step_limit_applies_too(task) -> None:
-    task.max_steps = 2
+    task.max_steps = 2  # one command to explore, one kept for loc.json; two refusals end it
     result = await run(ScriptedLLM(default=tc("run_bash_cmd", command="true")), task, step_limit=10)
-    assert result.status == "limits" and result.stats.steps == 2
+    assert result.status == "limits" and "command limit (2)" in result.reason
+    assert result.stats.steps == 3 and result.stats.commands == 1
+
+
+async def test_last_green_command_is_kept_for_the_submission(task) -> None:
+    task.max_steps = 3
+    llm = ScriptedLLM(
+        [
+            tc("run_bash_cmd", command="true"),
+            tc("show_file", path="lib/a.c"),
+            tc("search_code", pattern="f"),
+            tc("submit_localization", locations=LOC, reasoning="r"),
+        ]
+    )
+    result = await run(llm, task, step_limit=10)
+    assert result.status == "submitted" and result.stats.commands == 3
+    assert "Command budget exhausted (2 of 3 used" in llm.calls[3]["messages"][-1]["content"]
+    system = llm.calls[0]["messages"][0]["content"]
+    assert "at most 10 steps (one tool call each) and 3 commands" in system
 
 
 async def test_steps_left_warning(task) -> None:

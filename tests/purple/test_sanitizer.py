@@ -259,3 +259,13 @@ def test_real_gcc_reports(name: str) -> None:
     if other_stack is not None:
         assert project_frames(rep.stack(other_stack))
     assert guess_project(rep) == "demo"
+
+
+def test_error_line_without_any_frame() -> None:
+    rep = parse_report(
+        "==5==ERROR: AddressSanitizer: SEGV on unknown address 0x000000000000 (pc 0x0 T0)\n"
+        "AddressSanitizer can not provide additional info.\n"
+        "SUMMARY: AddressSanitizer: SEGV (<unknown module>)\n==5==ABORTING\n"
+    )
+    assert rep.crash_type == "SEGV" and rep.stacks == [] and rep.crash_stack is None
+    assert project_frames(rep.crash_stack) == [] and guess_project(rep) is None

@@ -1,0 +1,66 @@
+"""The per-task record of a run, written incrementally.
+
+``<dir>/<task_id>.<policy>.events.jsonl`` gets one JSON line per event as it happens (every message,
+LLM call with tokens/cost/duration, command with its output, compaction, submission), so a
+crash or a cancel loses nothing and no file is rewritten per step. ``<dir>/<task_id>.<policy>.traj.json``
+is written once at the end: config, model, task, result, command history, final messages.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:120] or "task"
+
+
+class Trajectory:
+    def __init__(self, directory: str | Path | None, task_id: str, policy: str = "react") -> None:
+        self.task_id = task_id
+        self.policy = policy
+        self.start = time.monotonic()
+        self.events = 0
+        self._file: TextIO | None = None
+        self.events_path: Path | None = None
+        self.final_path: Path | None = None
+        if directory is not None:
+            d = Path(directory)
+            d.mkdir(parents=True, exist_ok=True)
+            stem = f"{_safe(task_id)}.{_safe(policy)}"
+            self.events_path = d / f"{stem}.events.jsonl"
+            self.final_path = d / f"{stem}.traj.json"
+            self._file = self.events_path.open("a", encoding="utf-8")
+
+    def event(self, type_: str, **data: Any) -> None:
+        self.events += 1
+        if self._file is None:
+            return
+        record = {"type": type_, "t": round(time.monotonic() - self.start, 4), **data}
+        self._file.write(json.dumps(record, default=str, ensure_ascii=False) + "\n")
+        self._file.flush()
+
+    def finish(self, **final: Any) -> None:
+        """Write the final JSON (once) and close the events file."""
+        if self.final_path is not None:
+            doc = {
+                "task_id": self.task_id,
+                "policy": self.policy,
+                "finished_at": datetime.now(UTC).isoformat(),
+                "events_file": self.events_path.name if self.events_path else None,
+                **final,
+            }
+            tmp = self.final_path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(doc, default=str, ensure_ascii=False, indent=1))
+            tmp.replace(self.final_path)
+        self.close()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None

@@ -1,0 +1,54 @@
+"""The LLM seam: one async call from OpenAI chat messages to a reply with usage and cost."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel
+
+
+class ToolCall(BaseModel):
+    """One native tool call of a reply; ``arguments`` is the raw JSON text the model wrote."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+
+class LLMReply(BaseModel):
+    content: str | None = None
+    tool_calls: list[ToolCall] = []
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float = 0.0
+    finish_reason: str | None = None
+    duration_s: float = 0.0
+
+    def assistant_message(self) -> dict[str, Any]:
+        """The OpenAI chat message that records this reply in the conversation."""
+        msg: dict[str, Any] = {"role": "assistant", "content": self.content or ""}
+        if self.tool_calls:
+            msg["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                }
+                for c in self.tool_calls
+            ]
+        return msg
+
+
+class LLMError(RuntimeError):
+    """The model could not be queried (non-transient error, or retries exhausted)."""
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """Anything that answers OpenAI-style chat messages."""
+
+    name: str
+
+    async def query(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> LLMReply: ...

@@ -1,0 +1,159 @@
+"""Any OpenAI-compatible chat endpoint through the ``openai`` package.
+
+The SDK's own retries are off (``max_retries=0``); :meth:`OpenAIChatModel.query` retries
+transient failures itself (429, 408/409, 5xx, connection errors, timeouts) with exponential
+backoff and jitter, honouring ``Retry-After``, so every attempt is logged and the policy is in
+one place. Other errors (400, 401, 404, ...) raise :class:`LLMError` at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+import uuid
+from typing import Any
+
+import openai
+import structlog
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from services.purple.llm.base import LLMError, LLMReply, ToolCall
+from services.purple.llm.pricing import cost_of
+
+log = structlog.get_logger(__name__)
+
+TRANSIENT_STATUS = {408, 409, 425, 429}
+
+
+class OpenAIModelConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    model: str
+    """Model name sent to the endpoint (also the key of the price table)."""
+    base_url: str | None = None
+    """OpenAI-compatible endpoint (``OPENAI_BASE_URL``); None = api.openai.com."""
+    api_key: SecretStr | None = None
+    """``OPENAI_API_KEY``; local servers that need none get a placeholder."""
+    timeout_s: float = Field(180.0, gt=0)
+    """Timeout of one HTTP request."""
+    max_retries: int = Field(6, ge=0)
+    """Retries of a transient failure before giving up."""
+    backoff_initial_s: float = Field(1.0, ge=0)
+    """First retry delay; doubles each attempt (with jitter)."""
+    backoff_max_s: float = Field(60.0, ge=0)
+    """Longest delay between two attempts (also caps Retry-After)."""
+    temperature: float | None = None
+    """Sampling temperature; None = the endpoint's default."""
+    max_tokens: int | None = None
+    """Most completion tokens per reply; None = the endpoint's default."""
+    stop: list[str] | None = None
+    """Stop sequences (text mode may use ``----END_FUNCTION_CALL----``)."""
+    extra_body: dict[str, Any] = {}
+    """Extra request fields for non-OpenAI servers (e.g. ``{"top_k": 20}``)."""
+    prices: dict[str, tuple[float, float]] = {}
+    """Extra or overriding prices: model -> (USD per M input tokens, per M output tokens)."""
+
+
+class OpenAIChatModel:
+    def __init__(self, config: OpenAIModelConfig, client: openai.AsyncOpenAI | None = None) -> None:
+        self.config = config
+        self.name = config.model
+        key = config.api_key.get_secret_value() if config.api_key else None
+        self.client = client or openai.AsyncOpenAI(
+            base_url=config.base_url,
+            api_key=key or "not-needed",
+            timeout=config.timeout_s,
+            max_retries=0,
+        )
+
+    def serialize(self) -> dict[str, Any]:
+        """The config without secrets, for trajectories."""
+        return {"class": type(self).__name__, **self.config.model_dump(exclude={"api_key"})}
+
+    async def query(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> LLMReply:
+        kwargs: dict[str, Any] = {"model": self.config.model, "messages": messages}
+        if tools:
+            kwargs["tools"] = tools
+        for key in ("temperature", "max_tokens", "stop"):
+            if (value := getattr(self.config, key)) is not None:
+                kwargs[key] = value
+        if self.config.extra_body:
+            kwargs["extra_body"] = self.config.extra_body
+        start = time.monotonic()
+        attempt = 0
+        while True:
+            try:
+                response = await self.client.chat.completions.create(**kwargs)
+                break
+            except openai.APIError as exc:
+                if not _transient(exc):
+                    raise LLMError(f"{type(exc).__name__}: {exc}") from exc
+                if attempt >= self.config.max_retries:
+                    raise LLMError(
+                        f"gave up after {attempt + 1} attempts: {type(exc).__name__}: {exc}"
+                    ) from exc
+                delay = self._delay(attempt, exc)
+                attempt += 1
+                log.warning(
+                    "llm transient error; retrying",
+                    model=self.name,
+                    error=f"{type(exc).__name__}: {exc}"[:300],
+                    attempt=attempt,
+                    delay_s=round(delay, 2),
+                )
+                await asyncio.sleep(delay)
+        return self._reply(response, time.monotonic() - start)
+
+    def _delay(self, attempt: int, exc: Exception) -> float:
+        cap = self.config.backoff_max_s
+        headers = getattr(getattr(exc, "response", None), "headers", None) or {}
+        for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+            try:
+                return min(cap, float(headers[name]) * scale)
+            except (KeyError, TypeError, ValueError):
+                pass
+        base = min(cap, self.config.backoff_initial_s * 2**attempt)
+        return base * (0.5 + random.random() / 2)
+
+    def _reply(self, response: Any, duration: float) -> LLMReply:
+        if not getattr(response, "choices", None):
+            raise LLMError(f"the endpoint returned no choices: {str(response)[:300]}")
+        choice = response.choices[0]
+        message = choice.message
+        calls = [
+            ToolCall(
+                id=tc.id or f"call_{uuid.uuid4().hex[:12]}",
+                name=tc.function.name or "",
+                arguments=tc.function.arguments or "{}",
+            )
+            for tc in (message.tool_calls or [])
+            if getattr(tc, "function", None) is not None
+        ]
+        usage = response.usage
+        tokens_in = int(getattr(usage, "prompt_tokens", 0) or 0)
+        tokens_out = int(getattr(usage, "completion_tokens", 0) or 0)
+        reported = (getattr(usage, "model_extra", None) or {}).get("cost")
+        cost = (
+            float(reported)
+            if isinstance(reported, int | float)
+            else cost_of(self.name, tokens_in, tokens_out, self.config.prices)
+        )
+        return LLMReply(
+            content=message.content,
+            tool_calls=calls,
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            cost=cost,
+            finish_reason=choice.finish_reason,
+            duration_s=duration,
+        )
+
+
+def _transient(exc: openai.APIError) -> bool:
+    if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
+        return True
+    status = getattr(exc, "status_code", None)
+    return isinstance(status, int) and (status in TRANSIENT_STATUS or status >= 500)

@@ -1,0 +1,6 @@
+"""Tools the agent can call: the registry (schemas + descriptions from docstrings) and the RCA
+tools, which all work through a :class:`~services.purple.environment.TaskEnvironment`."""
+
+from services.purple.tools.registry import Tool, ToolCallError, ToolRegistry, make_tool
+
+__all__ = ["Tool", "ToolCallError", "ToolRegistry", "make_tool"]

@@ -1,0 +1,260 @@
+"""The root-cause-analysis tools. Every one works through a :class:`TaskEnvironment` (a shell in
+green's container), and every command is recorded in :attr:`RcaTools.history`.
+
+The docstrings are what the model reads (the registry turns them into schemas and the tool list
+of the system prompt), so they are written for the model.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import shlex
+import time
+import uuid
+from collections.abc import Callable
+
+from pydantic import ValidationError
+
+from services.purple.agent.errors import Submitted
+from services.purple.environment import CommandRecord, RunStats, TaskEnvironment
+from services.purple.tools.registry import ToolRegistry
+from services.shared.commands import CommandResult
+from services.shared.loc import Location, LocJson
+from services.shared.protocol import SubmitResult, TaskPaths, result_text, submit_result_text
+
+CommandHook = Callable[[CommandRecord, CommandResult], None]
+
+SCORED_LOCATIONS = 5
+
+
+class RcaTools:
+    def __init__(
+        self,
+        env: TaskEnvironment,
+        paths: TaskPaths,
+        *,
+        command_timeout: float | None = None,
+        on_command: CommandHook | None = None,
+        stats: Callable[[], RunStats] | None = None,
+        max_commands: int | None = None,
+        show_file_max_lines: int = 250,
+        search_max_matches: int = 80,
+        line_width: int = 300,
+    ) -> None:
+        self.env = env
+        self.paths = paths
+        self.command_timeout = command_timeout
+        """Timeout sent with each command (policies lower it as their deadline nears)."""
+        self.on_command = on_command
+        self.stats = stats
+        self.max_commands = max_commands
+        """Green's command limit; the last command is kept for writing loc.json."""
+        self.show_file_max_lines = show_file_max_lines
+        self.search_max_matches = search_max_matches
+        self.line_width = line_width
+        self.step = 0
+        """Set by the policy before each step; recorded with every command."""
+        self.history: list[CommandRecord] = []
+        self.budget_refusals = 0
+        """Tool calls refused because only the submission's command was left."""
+        self.submissions: list[tuple[LocJson, SubmitResult]] = []
+
+    def registry(self) -> ToolRegistry:
+        return ToolRegistry(
+            [self.run_bash_cmd, self.show_file, self.search_code, self.submit_localization]
+        )
+
+    async def execute(
+        self, command: str, timeout: float | None = None, *, tool: str | None = None
+    ) -> CommandResult:
+        """Run a command through the environment and record it (``tool``: a short label)."""
+        start = time.monotonic()
+        result = await self.env.execute(command, timeout=timeout or self.command_timeout)
+        record = CommandRecord(
+            step=self.step,
+            command=command,
+            tool=tool,
+            exit_code=result.exit_code,
+            timed_out=result.timed_out,
+            truncated=result.truncated,
+            duration_s=result.duration_s or (time.monotonic() - start),
+            output_chars=len(result.output),
+        )
+        self.history.append(record)
+        if self.on_command is not None:
+            self.on_command(record, result)
+        return result
+
+    def budget_exhausted(self) -> str | None:
+        """An observation when only the submission's command is left, else None."""
+        if self.max_commands is None or len(self.history) < self.max_commands - 1:
+            return None
+        self.budget_refusals += 1
+        return (
+            f"Command budget exhausted ({len(self.history)} of {self.max_commands} used; the "
+            "last one is kept for writing loc.json). Call submit_localization now."
+        )
+
+    # ---- the tools ---------------------------------------------------------------------------
+
+    async def run_bash_cmd(self, command: str) -> str:
+        """Run a shell command (bash) in the task container and return its exit code and output.
+
+        The working directory is the workspace: error.txt (the sanitizer report) and src-vul/
+        (the vulnerable source) are there. Long outputs are cut in the middle, so prefer
+        targeted commands (grep -n, sed -n 'A,Bp', head). Do not start interactive programs.
+
+        Args:
+            command: The command line, e.g. "grep -rn 'foo(' src-vul --include=*.c | head".
+        """
+        if not command.strip():
+            return "Empty command: give a shell command to run."
+        if exhausted := self.budget_exhausted():
+            return exhausted
+        return result_text(await self.execute(command))
+
+    async def show_file(self, path: str, start_line: int = 1, end_line: int | None = None) -> str:
+        """Show a range of a source file with line numbers.
+
+        Args:
+            path: The file: relative to src-vul/ or to the project folder in it, a path from
+                the stack trace such as /src/<project>/lib/x.c, or an absolute path.
+            start_line: First line to show (1-based).
+            end_line: Last line to show (inclusive); default: start_line + 249.
+        """
+        if exhausted := self.budget_exhausted():
+            return exhausted
+        start = max(1, start_line)
+        end = end_line if end_line is not None else start + self.show_file_max_lines - 1
+        if end < start:
+            return f"end_line ({end}) is before start_line ({start})."
+        note = ""
+        if end - start + 1 > self.show_file_max_lines:
+            end = start + self.show_file_max_lines - 1
+            note = f"[showing at most {self.show_file_max_lines} lines; ask for the next range if needed]"
+        src = self.paths.source_dir.rstrip("/")
+        awk = (
+            f"awk -v s={start} -v e={end} -v w={self.line_width} "
+            '\'NR>=s {printf "%6d  %s\\n", NR, substr($0,1,w)} NR>=e {exit}\' "$f"'
+        )
+        script = (
+            f"{self._find_file(path)}\n"
+            f'if [ -z "$f" ]; then echo "File not found: {_sh_text(path)} (looked under {src})"; false; '
+            f'else n=$(awk \'END {{print NR}}\' "$f"); e={end}; if [ "$e" -gt "$n" ]; then e=$n; fi; '
+            f'echo "[${{f#{src}/}}: lines {start}-$e of $n]"; {awk}; fi'
+        )
+        result = await self.execute(f"( {script} )", tool=f"show_file {path} {start}-{end}")
+        text = result.output if result.exit_code == 0 else result_text(result)
+        return f"{text.rstrip()}\n{note}".rstrip() if note else text
+
+    async def search_code(self, pattern: str, file_pattern: str = "*.c", path: str = "") -> str:
+        """Search the source for an extended regular expression (grep -rnE); prints file:line:text.
+
+        Args:
+            pattern: Extended regex, e.g. "ass_shaper_new|shaper->ctx". Quote nothing: it is
+                passed to grep as is.
+            file_pattern: File name glob(s) to search, comma-separated, e.g. "*.c,*.h" or
+                "*.cc,*.cpp,*.h"; "*" searches every file.
+            path: File or folder to search, relative to src-vul/ (default: all of src-vul/).
+        """
+        if exhausted := self.budget_exhausted():
+            return exhausted
+        src = self.paths.source_dir.rstrip("/")
+        target = self._map_path(path) if path.strip() else src
+        globs = [g.strip() for g in file_pattern.replace(" ", ",").split(",") if g.strip()]
+        includes = (
+            "" if globs in ([], ["*"]) else " ".join(f"--include={shlex.quote(g)}" for g in globs)
+        )
+        cmd = (
+            f"grep -rnIE {includes} -e {shlex.quote(pattern)} -- {shlex.quote(target)} 2>&1 | "
+            f"awk -v max={self.search_max_matches} -v p={shlex.quote(src + '/')} -v w={self.line_width} "
+            "'{ if (index($0, p) == 1) $0 = substr($0, length(p) + 1); "
+            "if (NR <= max) print substr($0, 1, w) } "
+            'END { if (NR == 0) print "No matches."; '
+            'else if (NR > max) print "[" NR - max " more matches not shown; narrow the pattern or the path]" }\''
+        )
+        result = await self.execute(
+            cmd, tool=f"search_code {pattern!r} in {file_pattern!r} under {path or 'src-vul'}"
+        )
+        return result.output if result.exit_code == 0 else result_text(result)
+
+    async def submit_localization(self, locations: list[Location], reasoning: str) -> str:
+        """Submit your answer: the code locations of the root cause, most likely first.
+
+        This writes /workspace/shared/loc.json and asks the judge to check it. If it is
+        refused you get the errors and can call this tool again. Only the first 5 locations
+        are scored; a location scores at line level when its span (at most 50 lines) holds a
+        line that the real fix changes, so keep spans tight.
+
+        Args:
+            locations: Ranked list of objects {"file": path relative to the project root
+                (e.g. "lib/parser.c"), "function": enclosing function name, "line_start": int,
+                "line_end": int (inclusive), "description": why this location}.
+            reasoning: Your root-cause explanation: what goes wrong, where, and why.
+        """
+        try:
+            loc = LocJson(reasoning=reasoning, locations=locations)
+        except ValidationError as exc:
+            problems = "\n".join(
+                f"- {'.'.join(str(p) for p in e['loc']) or 'submission'}: {e['msg']}"
+                for e in exc.errors()
+            )
+            return f"Submission not written; fix these problems first:\n{problems}"
+        written = await self.write_submission(loc)
+        if written is not None:
+            return written
+        reply = await self.env.submit(self.stats() if self.stats else None)
+        self.submissions.append((loc, reply))
+        if reply.accepted:
+            raise Submitted(loc)
+        return submit_result_text(reply) + "\nFix the problems and call submit_localization again."
+
+    async def write_submission(self, loc: LocJson) -> str | None:
+        """Write loc.json through a command (a quoted heredoc survives any content).
+        Returns None on success, else an observation describing the failure."""
+        target = self.paths.submission
+        delim = f"LOC_JSON_{uuid.uuid4().hex}"
+        body = loc.model_dump_json(indent=2)
+        cmd = (
+            f"mkdir -p {shlex.quote(posixpath.dirname(target))} && "
+            f"cat > {shlex.quote(target)} <<'{delim}'\n{body}\n{delim}"
+        )
+        result = await self.execute(cmd, tool=f"write {target} ({len(loc.locations)} locations)")
+        if result.exit_code != 0:
+            return f"Could not write {target}:\n{result_text(result)}"
+        return None
+
+    # ---- paths -------------------------------------------------------------------------------
+
+    def _map_path(self, path: str) -> str:
+        """``/src/<project>/x`` -> ``<source_dir>/<project>/x``; relative -> under source_dir."""
+        p = path.strip()
+        src = self.paths.source_dir.rstrip("/")
+        if p.startswith("/src/"):
+            return src + p[len("/src") :]
+        if p.startswith("/"):
+            return p
+        p = p.removeprefix("./")
+        for prefix in ("src-vul/", "workspace/src-vul/"):
+            if p.startswith(prefix):
+                return f"{src}/{p[len(prefix) :]}"
+        return f"{src}/{p}"
+
+    def _find_file(self, path: str) -> str:
+        """Shell that sets ``f`` to the first existing candidate for ``path`` (or empty)."""
+        mapped = self._map_path(path)
+        src = self.paths.source_dir.rstrip("/")
+        candidates = [shlex.quote(mapped)]
+        if not path.strip().startswith("/"):
+            rel = shlex.quote(path.strip().removeprefix("./"))
+            ws = shlex.quote(self.paths.workspace.rstrip("/"))
+            candidates += [f"{ws}/{rel}", f"{shlex.quote(src)}/*/{rel}"]
+        return (
+            f"f=''; for c in {' '.join(candidates)}; do "
+            'if [ -f "$c" ]; then f="$c"; break; fi; done'
+        )
+
+
+def _sh_text(text: str) -> str:
+    """Text safe inside a double-quoted shell string."""
+    return "".join(c for c in text if c not in '"$`\\')[:200]
