@@ -6,14 +6,12 @@ container and nothing of the ground truth is sent to the agent.
 
 from __future__ import annotations
 
-import tarfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from services.green.assets import check_archive, read_members
-from services.green.assets.extract import _member_name
+from services.green.assets import check_archive, list_project_files, read_members
 from services.green.scoring.groundtruth import GroundTruth, ground_truth_from_patch
 from services.green.scoring.metrics import TaskOutcome as ScoredOutcome
 from services.green.scoring.metrics import TaskScore, aggregate, path_candidates, score
@@ -52,14 +50,16 @@ class PreparedTask:
 class Judge:
     def prepare(self, patch_path: Path, archive_path: Path) -> PreparedTask:
         """Check the archive, read the patched files' vulnerable versions, build the ground truth."""
-        info = check_archive(archive_path)
+        # Links that point outside the archive are skipped, not fatal: green never extracts the
+        # archive, and inside the container (the boundary) such a link is harmless.
+        info = check_archive(archive_path, escaping_symlinks="skip")
         patch = patch_path.read_bytes()
         files_only = ground_truth_from_patch(patch)  # which files the fix touches
         wanted = [f.path for f in files_only.files]
         sources = read_members(archive_path, wanted, top_dir=info.top_dir) if wanted else {}
         gt = ground_truth_from_patch(patch, sources=sources)
         return PreparedTask(project=info.project, archive_top=info.top_dir, ground_truth=gt,
-                            project_files=frozenset(_project_files(archive_path, info.top_dir)))
+                            project_files=frozenset(list_project_files(archive_path, info.top_dir)))
 
     def score(self, loc: LocJson | None, prepared: PreparedTask) -> TaskScore:
         return score(loc, prepared.ground_truth, prepared.project)
@@ -74,14 +74,3 @@ class Judge:
             for o in outcomes
         ]
         return aggregate(scored).to_dict()
-
-
-def _project_files(archive_path: Path, top_dir: str) -> Iterable[str]:
-    prefix = f"{top_dir.strip('/')}/" if top_dir.strip("/") else ""
-    with tarfile.open(archive_path, mode="r|gz") as tf:
-        for member in tf:
-            if not member.isreg():
-                continue
-            name = _member_name(member.name)
-            if name.startswith(prefix):
-                yield name[len(prefix):]

@@ -48,7 +48,9 @@ def parse_loc_json(raw: bytes | str) -> tuple[LocJson | None, list[str]]:
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
-        return None, [f"loc.json is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"]
+        return None, [
+            f"loc.json is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+        ]
     try:
         return LocJson.model_validate(data), []
     except ValidationError as exc:
@@ -59,7 +61,8 @@ def parse_loc_json(raw: bytes | str) -> tuple[LocJson | None, list[str]]:
         return None, errors
 
 
-_ROOT_PREFIXES = ("/workspace/src-vul/", "workspace/src-vul/", "./src-vul/", "src-vul/", "/src/")
+ROOT_PREFIXES = ("/workspace/src-vul/", "workspace/src-vul/", "src-vul/", "/src/")
+"""Roots after which a path continues with the project folder (see :func:`normalize_path`)."""
 _LINE_SUFFIX = re.compile(r"(?::\d+){1,2}$")
 
 
@@ -82,7 +85,7 @@ def normalize_path(path: str, project: str | None = None) -> str:
     p = _LINE_SUFFIX.sub("", p)
     while p.startswith("./"):
         p = p[2:]
-    for prefix in _ROOT_PREFIXES:
+    for prefix in ROOT_PREFIXES:
         if p.startswith(prefix):
             rest = p[len(prefix) :].lstrip("/")
             if project:

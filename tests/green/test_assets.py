@@ -24,6 +24,7 @@ from services.green.assets import (
     LocalAssetSource,
     UnknownTask,
     check_archive,
+    list_project_files,
     make_asset_source,
     parse_arvo_id,
     read_members,
@@ -622,3 +623,9 @@ def test_read_members_without_extracting(tmp_path):
     )
     assert got == {"lib/x.c": b"int main(void) { return 0; }\n", "include/x.h": b"#pragma once\n"}
     assert read_members(tar, []) == {}
+
+
+def test_list_project_files(tmp_path):
+    tar = make_tar(tmp_path / "t.tar.gz", PROJECT_ENTRIES)
+    assert sorted(list_project_files(tar, "src-vul/libfoo")) == ["README", "include/x.h", "lib/x.c"]
+    assert len(list_project_files(tar)) == 3

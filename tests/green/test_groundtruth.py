@@ -422,3 +422,33 @@ def test_code_file_rule(path, code):
 )
 def test_test_path_rule(path, test):
     assert is_test_path(path) is test
+
+
+def test_ground_truth_round_trips_through_json():
+    gt = ground_truth_from_patch(patch("multi_file_format_patch.diff"), PROJECT)
+    back = GroundTruth.model_validate(json.loads(json.dumps(gt.to_dict())))
+    assert back == gt and back.empty is False
+
+
+def test_from_the_archive_without_extracting(tmp_path):
+    """End to end with the asset helpers: read only the patched files out of repo-vul.tar.gz."""
+    import tarfile
+
+    from services.green.assets import check_archive, read_members, safe_extract
+
+    tar_path = tmp_path / "repo-vul.tar.gz"
+    with tarfile.open(tar_path, "w:gz") as tf:
+        tf.add(PROJECT, arcname="src-vul/demo")
+    info = check_archive(tar_path)
+    assert (info.top_dir, info.project) == ("src-vul/demo", "demo")
+    text = patch("multi_file_format_patch.diff")
+    wanted = [f.path for f in ground_truth_from_patch(text, None).files]
+    sources = read_members(tar_path, wanted, top_dir=info.top_dir)
+    assert set(sources) == set(wanted)
+    from_archive = ground_truth_from_patch(text, sources=sources)
+    root = safe_extract(tar_path, tmp_path / "x")
+    assert (
+        from_archive
+        == ground_truth_from_patch(text, root)
+        == ground_truth_from_patch(text, PROJECT)
+    )

@@ -109,6 +109,9 @@ def test_range_inside_one_function_and_across_two():
         ("FT_LOCAL_DEF( FT_Error ) tt_face_load( TT_Face face,", ("tt_face_load", "tt_face_load")),
         ("PHP_FUNCTION(strlen)", ("strlen", "PHP_FUNCTION(strlen)")),
         ("FT_LOCAL_DEF( FT_Error )", None),
+        ("static PHP_MINIT_FUNCTION(zlib)", ("zlib", "PHP_MINIT_FUNCTION(zlib)")),
+        ("void INIT(void)", ("INIT", "INIT")),
+        ("int MAX(int a, int b)", ("MAX", "MAX")),
         ("FT_BASE_DEF( void )", None),
         ("struct foo {", None),
         ("static const char *names[] = {", None),
@@ -132,6 +135,9 @@ def test_hunk_header_fallback_rules():
         FunctionIndex(src, "src/parse.c").enclosing(69, 69, "parse_header(struct record *r)")
         is None
     )
+    # a prototype in the header is a declaration, not the enclosing function
+    assert FunctionIndex(src, "src/parse.c").enclosing(69, 69, "int helper(int x);") is None
+    assert FunctionIndex(None, "include/parse.h").enclosing(7, 7, "char *dup_field(int);") is None
     # ...but a header naming a function the parsers could not find is used
     fn = FunctionIndex(src, "src/parse.c").enclosing(69, 69, "static int mystery(void)")
     assert (fn.name, fn.source) == ("mystery", HUNK)

@@ -1,0 +1,52 @@
+"""Task assets: where ``error.txt``, ``repo-vul.tar.gz`` and ``patch.diff`` come from, and how
+the source archive is checked and extracted safely. See :mod:`.base` for the contract."""
+
+from services.green.assets.base import (
+    AGENT_VISIBLE,
+    GROUND_TRUTH,
+    AssetError,
+    AssetName,
+    AssetSource,
+    AssetTimeout,
+    CorruptAsset,
+    UnknownTask,
+)
+from services.green.assets.extract import (
+    ArchiveInfo,
+    check_archive,
+    list_project_files,
+    read_members,
+    safe_extract,
+    verify_gzip_tar,
+)
+from services.green.assets.ids import parse_arvo_id
+from services.green.assets.sources import (
+    DEFAULT_BASE_URL,
+    HttpAssetSource,
+    LocalAssetSource,
+    make_asset_source,
+    validate_asset,
+)
+
+__all__ = [
+    "AGENT_VISIBLE",
+    "DEFAULT_BASE_URL",
+    "GROUND_TRUTH",
+    "ArchiveInfo",
+    "AssetError",
+    "AssetName",
+    "AssetSource",
+    "AssetTimeout",
+    "CorruptAsset",
+    "HttpAssetSource",
+    "LocalAssetSource",
+    "UnknownTask",
+    "check_archive",
+    "list_project_files",
+    "make_asset_source",
+    "parse_arvo_id",
+    "read_members",
+    "safe_extract",
+    "validate_asset",
+    "verify_gzip_tar",
+]

@@ -1,0 +1,50 @@
+"""The judge: ground truth from ``patch.diff``, enclosing functions, and the metrics.
+
+Pure Python (no services). See ``docs/scoring.md`` for the definitions and worked examples.
+"""
+
+from services.green.scoring.functions import FunctionIndex, FunctionSpan, name_from_declaration
+from services.green.scoring.groundtruth import (
+    GroundTruth,
+    GTFile,
+    GTFunction,
+    GTRegion,
+    IgnoredFile,
+    ground_truth_from_patch,
+)
+from services.green.scoring.metrics import (
+    MAX_SPAN_LINES,
+    METRICS,
+    TOP_K,
+    Aggregate,
+    LocationResult,
+    MetricMeans,
+    RegionResult,
+    TaskOutcome,
+    TaskScore,
+    aggregate,
+    score,
+)
+
+__all__ = [
+    "MAX_SPAN_LINES",
+    "METRICS",
+    "TOP_K",
+    "Aggregate",
+    "FunctionIndex",
+    "FunctionSpan",
+    "GTFile",
+    "GTFunction",
+    "GTRegion",
+    "GroundTruth",
+    "IgnoredFile",
+    "LocationResult",
+    "MetricMeans",
+    "RegionResult",
+    "TaskOutcome",
+    "TaskScore",
+    "aggregate",
+    "ground_truth_from_patch",
+    "name_from_declaration",
+    "score",
+]
