@@ -50,8 +50,12 @@ class Sandbox(Protocol):
     def name(self) -> str: ...
 
     def exec(self, command: str, timeout: float) -> CommandResult:
-        """Run ``command`` with ``bash -c`` semantics. Never raises for a failing or hanging
-        command: a timeout kills the command's processes and returns ``timed_out=True``."""
+        """Run ``command`` with ``bash -c`` semantics (``sh -c`` when the image has no bash),
+        in ``spec.workdir``, stdin empty, stdout and stderr interleaved. Never raises for a
+        failing or hanging command: a timeout kills the command's processes and returns
+        ``timed_out=True``, ``exit_code=-1``; processes it leaves behind are killed when it
+        ends. Raises SandboxError when the container itself is gone (removed, stopped), which
+        is an infrastructure failure, not the agent's."""
         ...
 
     def put_files(self, dest_dir: str, files: Mapping[str, bytes]) -> None:
@@ -63,8 +67,9 @@ class Sandbox(Protocol):
         ...
 
     def read_file(self, path: str, max_bytes: int = 1 << 20) -> bytes:
-        """Read one regular file out of the container. Raises FileNotFoundError, or
-        SandboxError when it is larger than ``max_bytes``."""
+        """Read one regular file out of the container (works on a stopped one too). Raises
+        FileNotFoundError, or SandboxError when it is a directory or larger than
+        ``max_bytes``."""
         ...
 
     def remove(self) -> None:

@@ -1,0 +1,508 @@
+"""DockerSandbox against a real engine: isolation, limits, timeouts, output cap, files, cleanup.
+
+Needs a Docker engine and the locally built ``arena/arvo-base:bookworm`` image (override with
+``ARENA_TEST_IMAGE``); skipped otherwise. Every container carries a label prefix unique to
+this run, so ``reap()`` here never touches containers of other runs or of a live green.
+"""
+
+from __future__ import annotations
+
+import gc
+import io
+import os
+import resource
+import secrets
+import tarfile
+import threading
+import time
+import tracemalloc
+from collections.abc import Callable, Iterator
+
+import docker
+import docker.errors
+import pytest
+
+from services.green.sandbox.base import (
+    ImageNotFound,
+    Sandbox,
+    SandboxError,
+    SandboxProvider,
+    SandboxSpec,
+)
+from services.green.sandbox.docker import DockerSandbox, DockerSandboxProvider
+
+pytestmark = pytest.mark.docker
+
+IMAGE = os.environ.get("ARENA_TEST_IMAGE", "arena/arvo-base:bookworm")
+PREFIX = f"arenatest{secrets.token_hex(3)}"
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[docker.DockerClient]:
+    try:
+        client = docker.from_env()
+        client.ping()
+        client.images.get(IMAGE)
+    except docker.errors.ImageNotFound:
+        pytest.skip(f"test image {IMAGE} is not built")
+    except Exception as e:
+        pytest.skip(f"no Docker engine: {e}")
+    yield client
+    DockerSandboxProvider(client, label_prefix=PREFIX).reap()  # whatever a failed test left
+    client.close()
+
+
+@pytest.fixture(scope="module")
+def provider(client: docker.DockerClient) -> DockerSandboxProvider:
+    return DockerSandboxProvider(client, label_prefix=PREFIX)
+
+
+def _spec(**overrides: object) -> SandboxSpec:
+    fields: dict = {"image": IMAGE, "task_id": secrets.token_hex(8), "arvo_id": "4242"}
+    fields["memory"], fields["cpus"], fields["pids_limit"] = "512m", 1.0, 256
+    return SandboxSpec(**{**fields, **overrides})
+
+
+@pytest.fixture
+def make(provider: DockerSandboxProvider) -> Iterator[Callable[..., DockerSandbox]]:
+    """Create sandboxes that are removed when the test ends, whatever happens."""
+    made: list[DockerSandbox] = []
+
+    def make(**overrides: object) -> DockerSandbox:
+        sandbox = provider.create(_spec(**overrides))
+        made.append(sandbox)
+        return sandbox
+
+    yield make
+    for sandbox in made:
+        sandbox.remove()
+
+
+@pytest.fixture(scope="module")
+def shared(provider: DockerSandboxProvider) -> Iterator[DockerSandbox]:
+    """One sandbox for the tests that leave it as they found it."""
+    sandbox = provider.create(_spec())
+    yield sandbox
+    sandbox.remove()
+
+
+def _processes(sandbox: DockerSandbox) -> list[str]:
+    """Command lines of the container's processes, minus init, the idle sleep and the session."""
+    out = sandbox.exec("ps -eo args=", timeout=10).output.splitlines()
+    idle = ("/sbin/docker-init", "sleep infinity", "/bin/sh -c read -r k")
+    return [line for line in out if not line.startswith(idle) and "ps -eo args=" not in line]
+
+
+# -- commands ---------------------------------------------------------------------------------
+
+
+def test_exit_codes_workdir_and_interleaved_stderr(shared: DockerSandbox) -> None:
+    assert isinstance(shared, Sandbox)
+    ok = shared.exec("echo hi", timeout=10)
+    assert (ok.exit_code, ok.output, ok.timed_out, ok.truncated) == (0, "hi\n", False, False)
+    assert ok.duration_s < 5
+    assert shared.exec("exit 3", timeout=10).exit_code == 3
+    missing = shared.exec("no-such-command-xyz", timeout=10)
+    assert missing.exit_code == 127 and "not found" in missing.output
+    assert shared.exec("false; true", timeout=10).exit_code == 0
+    assert shared.exec("set -o pipefail; false | true", timeout=10).exit_code == 1  # bash
+    assert shared.exec("cd /tmp; pwd", timeout=10).output == "/tmp\n"
+    assert shared.exec("pwd", timeout=10).output == "/workspace\n"  # each command starts afresh
+    mixed = shared.exec("echo 1; echo 2 >&2; echo 3", timeout=10)
+    assert mixed.output == "1\n2\n3\n"
+    assert shared.exec("kill -TERM $$", timeout=10).exit_code == 128 + 15
+
+
+def test_quotes_newlines_heredocs_survive_framing(shared: DockerSandbox) -> None:
+    command = (
+        "printf '%s|' \"double\" 'single' \\$HOME `echo back` $'\\t'\n"
+        "cat <<'EOF'\n"
+        "  literal $HOME \\n 'q' \"qq\" \\\n"
+        "EOF\n"
+        "cat <<EOF\n"
+        "expanded ${PWD}\n"
+        "EOF\n"
+        "echo 'multi\n"
+        "line'; echo héllo ✓\r"
+    )
+    result = shared.exec(command, timeout=10)
+    assert result.exit_code == 0, result.output
+    assert result.output == (
+        "double|single|$HOME|back|\t|"
+        "  literal $HOME \\n 'q' \"qq\" \\\n"
+        "expanded /workspace\n"
+        "multi\nline\n"
+        "héllo ✓\r\n"
+    )
+    # a line that looks like framing is just output
+    assert shared.exec("echo 0 1; echo deadbeef 0", timeout=10).output == "0 1\ndeadbeef 0\n"
+
+
+def test_large_command(shared: DockerSandbox) -> None:
+    body = "".join(f"line {i} 'quoted' \"dq\" $x \\\n" for i in range(3000))  # ~110 KB
+    result = shared.exec(f"cat > /tmp/big <<'EOF'\n{body}EOF\nwc -c < /tmp/big", timeout=60)
+    assert result.exit_code == 0 and int(result.output) == len(body.encode())
+    assert shared.read_file("/tmp/big") == body.encode()
+    shared.exec("rm /tmp/big", timeout=10)
+    # like `docker exec ... bash -c`, a command is one argv string, at most 128 KiB (Linux)
+    huge = shared.exec("true " + "x" * 140_000, timeout=60)
+    assert huge.exit_code == 126 and "Argument list too long" in huge.output
+    assert shared.exec("echo fine", timeout=10).output == "fine\n"
+
+
+def test_non_utf8_output_is_replaced(shared: DockerSandbox) -> None:
+    result = shared.exec(r"printf 'a\377\376b\303\n'", timeout=10)
+    assert result.exit_code == 0
+    assert result.output == "a\ufffd\ufffdb\ufffd\n"
+
+
+def test_background_leftovers_are_killed_after_each_command(shared: DockerSandbox) -> None:
+    started = time.monotonic()
+    command = "sleep 1000 & (sleep 0.5; echo late) & setsid sleep 1001 & echo started"
+    result = shared.exec(command, timeout=10)
+    assert result.output == "started\n" and result.exit_code == 0
+    assert time.monotonic() - started < 5
+    time.sleep(0.8)
+    assert "late" not in shared.exec("echo next", timeout=10).output
+    assert _processes(shared) == []
+
+
+# -- timeouts ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo before; sleep 1000 & sleep 1000",
+        "(sleep 1001; echo) | (sleep 1002 | cat) & bash -c 'sleep 1003 & wait' & echo before; wait",
+        "echo before; while :; do :; done",
+        "trap '' TERM INT HUP; echo before; sleep 1004",
+        "setsid sleep 1005 & (setsid bash -c 'sleep 1006 & wait' &); nohup sleep 1007 >/dev/null &"
+        " echo before; sleep 1000",
+    ],
+    ids=["background", "subshells-pipelines", "busy-loop", "ignores-term", "escapes-session"],
+)
+def test_timeout_kills_every_process_of_the_command(shared: DockerSandbox, command: str) -> None:
+    started = time.monotonic()
+    result = shared.exec(command, timeout=1.0)
+    assert result.timed_out and result.exit_code == -1
+    assert result.output == "before\n"  # output so far is kept
+    assert 1.0 <= result.duration_s < 6 and time.monotonic() - started < 8
+    assert _processes(shared) == []
+    assert shared.exec("echo alive", timeout=10).output == "alive\n"  # session reused
+
+
+# -- output cap and green's memory ------------------------------------------------------------
+
+
+def test_output_cap_keeps_head_and_tail_and_memory_bounded(shared: DockerSandbox) -> None:
+    total = 200_000_000
+    shared.exec("true", timeout=10)  # session open before measuring
+    gc.collect()
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    tracemalloc.start()
+    try:
+        result = shared.exec(
+            f"echo HEAD; yes 0123456789 | head -c {total}; echo; echo TAIL", timeout=120
+        )
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    rss_growth = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - rss_before
+    limit = shared.spec.output_limit
+    emitted = len("HEAD\n") + total + len("\nTAIL\n")
+    assert result.exit_code == 0 and result.truncated
+    assert result.bytes_cut == emitted - limit
+    assert result.output.startswith("HEAD\n0123456789\n") and result.output.endswith("\nTAIL\n")
+    assert f"\n[... {emitted - limit:,} bytes cut ...]\n" in result.output
+    assert len(result.output.encode()) < limit + 100
+    assert peak < 30 * 2**20, f"python heap peaked at {peak / 2**20:.1f} MiB"
+    assert rss_growth < 30 * 2**20, f"RSS grew by {rss_growth / 2**20:.1f} MiB"
+
+
+def test_small_output_limit(make: Callable[..., DockerSandbox]) -> None:
+    sandbox = make(output_limit=10)
+    result = sandbox.exec("printf 0123456789abcdefghij", timeout=10)
+    assert (result.truncated, result.bytes_cut) == (True, 10)
+    assert result.output == "01234\n[... 10 bytes cut ...]\nfghij"
+    assert not sandbox.exec("printf 0123456789", timeout=10).truncated
+
+
+# -- container configuration ------------------------------------------------------------------
+
+
+def test_container_is_named_labelled_and_locked_down(
+    client: docker.DockerClient, make: Callable[..., DockerSandbox]
+) -> None:
+    sandbox = make(labels={"extra": "x"}, memory="256m", cpus=0.5, pids_limit=64)
+    attrs = client.containers.get(sandbox.name).attrs
+    assert sandbox.name.startswith("arvo_4242_") and len(sandbox.name) == len("arvo_4242_") + 8
+    labels = attrs["Config"]["Labels"]
+    assert labels[f"{PREFIX}.managed"] == "1" and labels["extra"] == "x"
+    assert labels[f"{PREFIX}.task_id"] == sandbox.spec.task_id
+    assert labels[f"{PREFIX}.arvo_id"] == "4242"
+    host = attrs["HostConfig"]
+    assert host["Memory"] == 256 * 2**20
+    assert host["NanoCpus"] == 500_000_000
+    assert host["PidsLimit"] == 64
+    assert host["NetworkMode"] == "none"
+    assert host["Privileged"] is False
+    assert host["SecurityOpt"] == ["no-new-privileges"]
+    assert {"NET_RAW", "SYS_ADMIN"} <= set(host["CapDrop"])
+    assert host["Init"] is True
+    assert not host.get("Binds") and not attrs["Mounts"]  # no socket, no host path
+    assert attrs["Config"]["Entrypoint"] == ["sleep"] and attrs["Config"]["Cmd"] == ["infinity"]
+
+
+def test_no_network_inside(shared: DockerSandbox) -> None:
+    assert shared.exec("ls /sys/class/net", timeout=10).output.split() == ["lo"]
+    probe = (
+        "python3 -c 'import socket; s = socket.socket(); s.settimeout(3); "
+        's.connect(("1.1.1.1", 53)); print("connected")\''
+    )
+    result = shared.exec(probe, timeout=15)
+    assert result.exit_code != 0 and "connected" not in result.output
+    assert "unreachable" in result.output.lower()
+
+
+def test_pids_limit_stops_a_fork_loop(make: Callable[..., DockerSandbox]) -> None:
+    sandbox = make(pids_limit=48)
+    fork_loop = (
+        "python3 - <<'EOF'\n"
+        "import os, time\n"
+        "n = 0\n"
+        "try:\n"
+        "    while n < 1000:\n"
+        "        if os.fork() == 0:\n"
+        "            time.sleep(60); os._exit(0)\n"
+        "        n += 1\n"
+        "except OSError as e:\n"
+        "    print('stopped after', n, 'forks:', e.strerror)\n"
+        "EOF"
+    )
+    result = sandbox.exec(fork_loop, timeout=30)
+    assert "stopped after" in result.output, result.output
+    assert int(result.output.split()[2]) < 48
+    assert _processes(sandbox) == []  # the sleeping children went with the command
+
+
+def test_memory_limit_kills_a_hog(make: Callable[..., DockerSandbox]) -> None:
+    sandbox = make(memory="128m")
+    hog = "python3 -c 'b = bytearray(400 * 2**20); print(\"survived\")'"
+    result = sandbox.exec(hog, timeout=30)
+    assert result.exit_code in (137, 1) and "survived" not in result.output
+    assert sandbox.exec("echo alive", timeout=10).output == "alive\n"
+
+
+def test_containers_are_isolated(make: Callable[..., DockerSandbox]) -> None:
+    a, b = make(), make()
+    assert a.name != b.name
+    a.exec("echo secret > /workspace/a.txt; sleep 300 >/dev/null &", timeout=10)
+    a.put_files("/workspace", {"b.txt": b"only in a"})
+    assert b.exec("ls /workspace", timeout=10).output == ""
+    assert b.exec("cat /workspace/a.txt", timeout=10).exit_code == 1
+    with pytest.raises(FileNotFoundError):
+        b.read_file("/workspace/b.txt")
+    assert a.read_file("/workspace/a.txt") == b"secret\n"
+
+
+def test_image_not_found(provider: DockerSandboxProvider) -> None:
+    with pytest.raises(ImageNotFound, match="does-not-exist"):
+        provider.create(_spec(image="arena/does-not-exist:nope"))
+
+
+def test_ping(provider: DockerSandboxProvider) -> None:
+    assert isinstance(provider, SandboxProvider)
+    assert provider.ping() is True
+    unreachable = docker.DockerClient("tcp://127.0.0.1:9", version="1.41", timeout=2)
+    assert DockerSandboxProvider(unreachable).ping() is False
+
+
+# -- files ------------------------------------------------------------------------------------
+
+
+def test_put_archive_put_files_read_file(shared: DockerSandbox) -> None:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, data in {"proj/src/a.c": b"int main(){}\n", "proj/README": b"hi\n"}.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    shared.put_archive("/workspace/src-vul", buf.getvalue())
+    listing = shared.exec("cd src-vul && find . -type f | sort", timeout=10).output
+    assert listing == "./proj/README\n./proj/src/a.c\n"
+    assert shared.read_file("/workspace/src-vul/proj/src/a.c") == b"int main(){}\n"
+
+    binary = bytes(range(256)) * 100
+    shared.put_files("/workspace/shared", {"loc.json": b"{}", "deep/er/blob.bin": binary})
+    assert shared.read_file("/workspace/shared/deep/er/blob.bin") == binary
+    assert shared.read_file("/workspace/shared/loc.json") == b"{}"
+    shared.put_files("/tmp", {"x": b"1"})  # an existing directory keeps its mode
+    assert shared.exec("stat -c %a /tmp", timeout=10).output == "1777\n"
+
+    shared.exec("ln -sf /workspace/shared/loc.json /workspace/link", timeout=10)
+    assert shared.read_file("/workspace/link") == b"{}"
+    with pytest.raises(FileNotFoundError):
+        shared.read_file("/workspace/shared/missing.json")
+    with pytest.raises(SandboxError, match="directory"):
+        shared.read_file("/workspace/shared")
+    with pytest.raises(SandboxError, match="bytes"):
+        shared.read_file("/workspace/shared/deep/er/blob.bin", max_bytes=1000)
+    with pytest.raises(ValueError):
+        shared.put_files("/workspace", {"../escape": b""})
+    shared.exec("rm -rf /workspace/src-vul /workspace/shared /workspace/link /tmp/x", timeout=10)
+
+
+# -- failures and cleanup ---------------------------------------------------------------------
+
+
+def test_session_recovers_after_the_shell_is_killed(
+    client: docker.DockerClient, make: Callable[..., DockerSandbox]
+) -> None:
+    sandbox = make()
+    result = sandbox.exec("echo dying; kill -9 $PPID; sleep 1000", timeout=20)
+    assert result.exit_code == -1 and not result.timed_out
+    assert result.output.startswith("dying\n") and "session ended" in result.output
+    assert sandbox.exec("echo back", timeout=10).output == "back\n"
+    assert _processes(sandbox) == []  # the orphaned sleep was killed too
+
+    # killed from outside between two commands: reopened without losing the next command
+    session = sandbox._session
+    assert session is not None
+    client.containers.get(sandbox.name).exec_run(["kill", "-9", session.driver_pid])
+    time.sleep(0.2)
+    assert sandbox.exec("echo again", timeout=10).output == "again\n"
+
+
+def test_session_is_replaced_when_the_driver_hangs(
+    make: Callable[..., DockerSandbox], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A driver that never reports back after the kill (here: stopped by its command) is
+    abandoned after DRAIN_TIMEOUT; the next command gets a new session."""
+    monkeypatch.setattr("services.green.sandbox.session.DRAIN_TIMEOUT", 1.0)
+    sandbox = make()
+    result = sandbox.exec("echo frozen; kill -STOP $PPID; sleep 1000", timeout=1.0)
+    assert result.timed_out and result.exit_code == -1 and result.output == "frozen\n"
+    assert result.duration_s < 6
+    assert sandbox.exec("echo fresh", timeout=10).output == "fresh\n"
+    assert _processes(sandbox) == []
+
+
+def test_lost_container_raises_sandbox_error(
+    client: docker.DockerClient, make: Callable[..., DockerSandbox]
+) -> None:
+    sandbox = make()
+    sandbox.put_files("/workspace/shared", {"loc.json": b"{}"})
+    assert sandbox.exec("echo up", timeout=10).exit_code == 0
+    client.containers.get(sandbox.name).kill()
+    with pytest.raises(SandboxError, match="not running"):
+        sandbox.exec("echo up", timeout=10)
+    assert sandbox.read_file("/workspace/shared/loc.json") == b"{}"  # still readable
+    client.containers.get(sandbox.name).remove(force=True)
+    with pytest.raises(SandboxError, match="No such container"):
+        sandbox.read_file("/workspace/shared/loc.json")
+    with pytest.raises(SandboxError):
+        sandbox.exec("echo up", timeout=10)
+
+
+def test_remove_is_idempotent_and_interrupts_a_running_command(
+    client: docker.DockerClient, provider: DockerSandboxProvider
+) -> None:
+    sandbox = provider.create(_spec())
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            sandbox.exec("sleep 1000", timeout=60)
+        except BaseException as e:
+            errors.append(e)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    time.sleep(0.5)
+    started = time.monotonic()
+    sandbox.remove()
+    sandbox.remove()
+    worker.join(15)
+    assert not worker.is_alive() and time.monotonic() - started < 15
+    assert len(errors) == 1 and isinstance(errors[0], SandboxError)
+    with pytest.raises(docker.errors.NotFound):
+        client.containers.get(sandbox.name)
+    with pytest.raises(SandboxError):
+        sandbox.exec("true", timeout=5)
+
+
+def test_reap_removes_labelled_leftovers(client: docker.DockerClient) -> None:
+    prefix = f"{PREFIX}r"
+    first = DockerSandboxProvider(client, label_prefix=prefix)
+    names = {first.create(_spec()).name for _ in range(2)}
+    client.containers.get(sorted(names)[0]).stop(timeout=0)  # running or not
+    del first
+    gc.collect()
+    assert set(DockerSandboxProvider(client, label_prefix=prefix).reap()) == names
+    for name in names:
+        with pytest.raises(docker.errors.NotFound):
+            client.containers.get(name)
+    assert DockerSandboxProvider(client, label_prefix=prefix).reap() == []
+
+
+def test_falls_back_to_sh_without_bash(
+    client: docker.DockerClient, provider: DockerSandboxProvider
+) -> None:
+    builder = client.containers.run(IMAGE, ["sleep", "60"], detach=True, network_mode="none")
+    tag = f"arena/test-nobash:{secrets.token_hex(4)}"
+    try:
+        builder.exec_run(["rm", "-f", "/usr/bin/bash", "/bin/bash"])
+        builder.commit(*tag.split(":"))
+    finally:
+        builder.remove(force=True)
+    try:
+        sandbox = provider.create(_spec(image=tag))
+        try:
+            result = sandbox.exec("echo $0; cat <<EOF\nok\nEOF", timeout=10)
+            assert result.output == "sh\nok\n"
+            assert sandbox._session is not None and sandbox._session.shell == "sh"
+            timed = sandbox.exec("sleep 1000 & sleep 1000", timeout=1)
+            assert timed.timed_out and _processes(sandbox) == []
+        finally:
+            sandbox.remove()
+    finally:
+        client.images.remove(tag, force=True)
+
+
+# -- concurrency ------------------------------------------------------------------------------
+
+
+def test_sandboxes_run_in_parallel_and_each_serializes(make: Callable[..., DockerSandbox]) -> None:
+    a, b = make(), make()
+    for sandbox in (a, b):
+        sandbox.exec("true", timeout=10)  # sessions open before timing
+    results: dict[str, list[str]] = {"a": [], "b": []}
+
+    def work(key: str, sandbox: DockerSandbox) -> None:
+        for i in range(3):
+            results[key].append(sandbox.exec(f"sleep 0.5; echo {key}{i}", timeout=10).output)
+
+    started = time.monotonic()
+    threads = [threading.Thread(target=work, args=item) for item in (("a", a), ("b", b))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    elapsed = time.monotonic() - started
+    assert results == {"a": ["a0\n", "a1\n", "a2\n"], "b": ["b0\n", "b1\n", "b2\n"]}
+    assert elapsed < 2.8, f"not parallel: {elapsed:.2f}s"  # 3 s if serialized
+
+    # many threads on one sandbox: serialized, every reply matches its command
+    replies: list[tuple[int, str]] = []
+
+    def hammer(n: int) -> None:
+        for i in range(10):
+            replies.append((n * 100 + i, a.exec(f"echo {n * 100 + i}", timeout=10).output))
+
+    threads = [threading.Thread(target=hammer, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert len(replies) == 40 and all(out == f"{n}\n" for n, out in replies)

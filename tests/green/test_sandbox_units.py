@@ -1,0 +1,86 @@
+"""The sandbox's pure parts, no Docker needed: output capture, stream framing, the driver."""
+
+from __future__ import annotations
+
+import secrets
+import struct
+
+from services.green.sandbox.output import OutputCapture
+from services.green.sandbox.session import FrameDecoder, MarkerScanner, frame_lines
+
+
+def _captured(limit: int, *chunks: bytes) -> OutputCapture:
+    capture = OutputCapture(limit)
+    for chunk in chunks:
+        capture.feed(chunk)
+    return capture
+
+
+def test_capture_keeps_everything_under_the_limit() -> None:
+    capture = _captured(10, b"01234", b"56789")
+    assert (capture.text(), capture.bytes_cut, capture.total) == ("0123456789", 0, 10)
+
+
+def test_capture_keeps_head_and_tail_and_says_what_was_cut() -> None:
+    capture = _captured(10, b"0123", b"456789abcdefghij", b"KLMNO")
+    assert capture.bytes_cut == 25 - 10
+    assert capture.text() == "01234\n[... 15 bytes cut ...]\nKLMNO"
+
+
+def test_capture_memory_stays_bounded_with_many_chunks() -> None:
+    capture = OutputCapture(1000)
+    for _ in range(100_000):
+        capture.feed(b"x" * 100)
+    assert len(capture._head) + len(capture._tail) <= 1000 // 2 + 2 * 500
+    assert capture.bytes_cut == 10_000_000 - 1000
+    assert "9,999,000 bytes cut" in capture.text()
+
+
+def test_capture_decodes_invalid_utf8_with_replacement() -> None:
+    assert _captured(100, b"ok \xff\xfe \xe2\x9c").text() == "ok \ufffd\ufffd \ufffd"
+
+
+def test_capture_with_zero_limit_only_counts() -> None:
+    capture = _captured(0, b"abc")
+    assert (capture.bytes_cut, capture.total) == (3, 3)
+
+
+def _frame(stream: int, payload: bytes) -> bytes:
+    return struct.pack(">BxxxL", stream, len(payload)) + payload
+
+
+def test_frame_decoder_handles_any_split() -> None:
+    wire = _frame(1, b"hello ") + _frame(2, b"err") + _frame(1, b"") + _frame(1, b"world")
+    for step in (1, 2, 3, 7, 8, 9, len(wire)):
+        decoder = FrameDecoder()
+        got: dict[int, bytes] = {1: b"", 2: b""}
+        for i in range(0, len(wire), step):
+            for stream, payload in decoder.feed(wire[i : i + step]):
+                got[stream] += payload
+        assert got == {1: b"hello world", 2: b"err"}, step
+
+
+def test_marker_scanner_finds_a_marker_split_across_chunks() -> None:
+    nonce = secrets.token_hex(16)
+    wire = b"out" + b"put without newline" + f"{nonce} 42\n".encode() + b"ignored"
+    for step in (1, 5, 16, len(wire)):
+        capture = OutputCapture(1000)
+        scanner = MarkerScanner(nonce, capture)
+        for i in range(0, len(wire), step):
+            scanner.feed(wire[i : i + step])
+        assert scanner.value == b"42" and capture.text() == "output without newline", step
+
+
+def test_marker_scanner_ignores_the_nonce_without_separator() -> None:
+    capture = OutputCapture(1000)
+    scanner = MarkerScanner("abc", capture)
+    scanner.feed(b"abcd abc")
+    assert scanner.value is None
+    scanner.feed(b" 0\n")
+    assert scanner.value == b"0" and capture.text() == "abcd "
+
+
+def test_frame_lines_counts_lines_and_drops_nul() -> None:
+    assert frame_lines("a\nb") == b"2\na\nb\n"
+    assert frame_lines("") == b"1\n\n"
+    assert frame_lines("x\0y\n") == b"2\nxy\n\n"
