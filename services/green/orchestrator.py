@@ -24,7 +24,7 @@ from services.green.assets.base import AssetError, AssetSource, UnknownTask
 from services.green.config import GreenSettings
 from services.green.judge import Judge, PreparedTask
 from services.green.purple_link import PurpleLink, PurpleUnreachable
-from services.green.sandbox.base import Sandbox, SandboxProvider, SandboxSpec
+from services.green.sandbox.base import Sandbox, SandboxError, SandboxProvider, SandboxSpec
 from services.green.store.crud import TaskStore
 from services.green.store.models import Command, FailureKind, Task, TaskStatus, utcnow
 from services.green.task_prompt import describe_task
@@ -97,7 +97,9 @@ class LiveTask:
     deadline: float = 0.0
     last_activity: float = field(default_factory=time.monotonic)
     submission: dict[str, Any] | None = None
-    submitted: asyncio.Event = field(default_factory=asyncio.Event)
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set when the task must stop waiting: a submission was accepted, or the sandbox broke."""
+    sandbox_error: str | None = None
     exec_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     runner: asyncio.Task[None] | None = None
     cancel_reason: str | None = None
@@ -241,6 +243,8 @@ class Orchestrator:
             outcome = Outcome(TaskStatus.failed, "purple_unreachable", str(exc), FailureKind.agent)
         except AssetError as exc:
             outcome = Outcome(TaskStatus.failed, "assets", str(exc), FailureKind.infra)
+        except SandboxError as exc:
+            outcome = Outcome(TaskStatus.failed, "sandbox", str(exc), FailureKind.infra)
         except Exception as exc:  # a harness bug or a Docker failure: recorded, never swallowed
             with task_log_context(live.id, live.log_key, arvo_id=live.arvo_id):
                 log.exception("task.crashed")
@@ -345,12 +349,15 @@ class Orchestrator:
             if idle_left <= 0:
                 return "idle_timeout"
             try:
-                await asyncio.wait_for(live.submitted.wait(), min(poll, idle_left, deadline_left))
-                return "submitted"
+                await asyncio.wait_for(live.ended.wait(), min(poll, idle_left, deadline_left))
             except TimeoutError:
                 pass
+            else:
+                if live.sandbox_error:
+                    raise SandboxError(live.sandbox_error)
+                return "submitted"
             ended = await link.ended()
-            if ended and not live.submitted.is_set():
+            if ended and not live.ended.is_set():
                 return f"purple_{ended}"
 
     async def _evaluate(self, live: LiveTask, end_reason: str) -> Outcome:
@@ -417,7 +424,13 @@ class Orchestrator:
             assert live.sandbox is not None
             started = utcnow()
             with task_log_context(live.id, live.log_key, arvo_id=live.arvo_id):
-                result: CommandResult = await self._io(live.sandbox.exec, command, limit)
+                try:
+                    result: CommandResult = await self._io(live.sandbox.exec, command, limit)
+                except SandboxError as exc:  # the container is gone: the harness failed, end it
+                    log.error("sandbox.broken", error=str(exc))
+                    live.sandbox_error = f"the task container broke: {exc}"
+                    live.ended.set()
+                    raise RequestRefused(live.sandbox_error) from exc
                 live.steps += 1
                 live.last_activity = time.monotonic()
                 log.info("command.executed", step=live.steps, command=command[:500],
@@ -448,7 +461,7 @@ class Orchestrator:
                          attempt=task.submissions)
             if accepted:
                 live.submission = submission
-                live.submitted.set()
+                live.ended.set()
             return SubmitResult(accepted=accepted, errors=errors)
 
     def _read_submission(self, live: LiveTask) -> tuple[dict[str, Any] | None, list[str]]:

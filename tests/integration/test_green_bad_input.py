@@ -133,3 +133,16 @@ def test_cancel_a_running_task(start_green, scripted_purple, docker_client):
     assert r.status_code == 200 and r.json()["status"] == "cancelled"
     assert httpx.post(f"{green.url}/tasks/{task['id']}/cancel").status_code == 409
     assert leftover_containers(docker_client) == []
+
+
+def test_a_container_that_dies_mid_task_fails_it_as_infra(start_green, scripted_purple, docker_client):
+    purple_url, seen = scripted_purple(Script(commands=["sleep 2", "echo after"], submissions=[VALID]))
+    green = start_green(purple_url=purple_url)
+    task = submit_task(green.url, {"task": "arvo:900001"})
+    running = wait_status(green.url, task["id"], "running")
+    docker_client.containers.get(running["container_name"]).kill()
+    done = wait_terminal(green.url, task["id"], timeout=60)
+    assert done["status"] == "failed" and done["failure_kind"] == "infra"
+    assert done["end_reason"] == "sandbox" and "container" in done["error"]
+    assert "container broke" in (seen.ended or "")
+    assert leftover_containers(docker_client) == []
