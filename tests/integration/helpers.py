@@ -6,6 +6,10 @@ import time
 from typing import Any
 
 import httpx
+from a2a.client import ClientConfig, create_client
+from a2a.types import Role, SendMessageRequest
+
+from services.shared.a2a import new_protocol_message
 
 TERMINAL = {"completed", "failed", "cancelled"}
 
@@ -36,3 +40,13 @@ def submit_task(green_url: str, body: dict[str, Any]) -> dict[str, Any]:
     r = httpx.post(f"{green_url}/tasks", json=body, timeout=60)
     assert r.status_code == 202, r.text
     return r.json()
+
+
+async def stream_message(green_url: str, text: str, metadata: dict[str, Any] | None = None) -> list:
+    """Send one user message with a streaming A2A client; return every stream event."""
+    async with httpx.AsyncClient(timeout=600) as http:
+        client = await create_client(green_url, client_config=ClientConfig(streaming=True, httpx_client=http))
+        msg = new_protocol_message(text, None, role=Role.ROLE_USER, metadata=metadata)
+        events = [ev async for ev in client.send_message(SendMessageRequest(message=msg))]
+        await client.close()
+        return events

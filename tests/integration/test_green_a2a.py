@@ -4,28 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import httpx
 import pytest
-from a2a.client import ClientConfig, create_client
 from a2a.helpers import get_data_parts, get_text_parts
-from a2a.types import Role, SendMessageRequest, TaskState
+from a2a.types import TaskState
 
 from fixtures.catalog import get_task
 from tests.integration.conftest import leftover_containers
+from tests.integration.helpers import stream_message, submit_task, wait_terminal
 from tests.support.scripted_purple import Script
-from services.shared.a2a import new_protocol_message
 
 pytestmark = pytest.mark.docker
-
-
-async def _stream(green_url: str, text: str, metadata: dict | None = None):
-    async with httpx.AsyncClient(timeout=120) as http:
-        client = await create_client(green_url, client_config=ClientConfig(streaming=True, httpx_client=http))
-        msg = new_protocol_message(text, None, role=Role.ROLE_USER, metadata=metadata)
-        events = [ev async for ev in client.send_message(SendMessageRequest(message=msg))]
-        await client.close()
-        return events
 
 
 def test_task_id_message_streams_and_ends_with_a_result_artifact(start_green, scripted_purple, docker_client):
@@ -33,7 +24,7 @@ def test_task_id_message_streams_and_ends_with_a_result_artifact(start_green, sc
     purple_url, _ = scripted_purple(Script(commands=["ls"], submissions=[{
         "locations": [{"file": t.fix_file, "function": t.fix_function, "line_start": 1, "line_end": 3}]}]))
     green = start_green()
-    events = asyncio.run(_stream(green.url, "Task ID: arvo:900004", {"purple_url": purple_url}))
+    events = asyncio.run(stream_message(green.url, "Task ID: arvo:900004", {"purple_url": purple_url}))
 
     statuses = [ev.status_update.status for ev in events if ev.HasField("status_update")]
     texts = [" ".join(get_text_parts(s.message.parts)) for s in statuses if s.HasField("message")]
@@ -53,7 +44,7 @@ def test_agentbeats_assessment_request_runs_every_task(start_green, scripted_pur
         {"locations": [{"file": "Makefile", "line_start": 1, "line_end": 1}]}]))
     green = start_green()
     request = {"participants": {"agent": purple_url}, "config": {"task_ids": ["arvo:900001", 900002], "max_steps": 5}}
-    events = asyncio.run(_stream(green.url, json.dumps(request)))
+    events = asyncio.run(stream_message(green.url, json.dumps(request)))
     artifacts = [ev.artifact_update.artifact for ev in events if ev.HasField("artifact_update")]
     result = get_data_parts(artifacts[-1].parts)[0]
     assert sorted(t["arvo_id"] for t in result["tasks"]) == ["900001", "900002"]
@@ -64,7 +55,7 @@ def test_agentbeats_assessment_request_runs_every_task(start_green, scripted_pur
 def test_assessment_with_an_unknown_task_fails_cleanly(start_green):
     green = start_green()
     request = {"participants": {"agent": "http://127.0.0.1:9"}, "config": {"task_ids": ["arvo:31337"]}}
-    events = asyncio.run(_stream(green.url, json.dumps(request)))
+    events = asyncio.run(stream_message(green.url, json.dumps(request)))
     final = [ev.status_update.status for ev in events if ev.HasField("status_update")][-1]
     assert final.state == TaskState.TASK_STATE_FAILED
     assert "unknown task arvo:31337" in " ".join(get_text_parts(final.message.parts))
@@ -78,3 +69,26 @@ def test_agent_card_is_reachable_and_speaks_both_protocols(start_green):
     assert {i["protocolVersion"] for i in card["supportedInterfaces"]} == {"1.0", "0.3"}
     assert card["url"] == f"http://127.0.0.1:{green.port}/"  # the 0.3 field
     assert httpx.get(f"http://127.0.0.1:{green.port}/docs").status_code == 200
+
+
+def test_rest_assessment_runs_tasks_and_keeps_the_result(start_green, scripted_purple):
+    purple_url, _ = scripted_purple(Script(commands=[], submissions=[
+        {"locations": [{"file": "Makefile", "line_start": 1, "line_end": 1}]}]))
+    green = start_green(purple_url=purple_url)
+    r = httpx.post(f"{green.url}/assessments", json={"task_ids": ["arvo:900001", "900002"]})
+    assert r.status_code == 202, r.text
+    body = r.json()
+    for task_id in body["task_ids"]:
+        wait_terminal(green.url, task_id)
+    for _ in range(100):
+        rec = httpx.get(f"{green.url}/assessments/{body['id']}").json()
+        if rec["status"] != "running":
+            break
+        time.sleep(0.1)
+    assert rec["status"] == "completed"
+    assert rec["result"]["aggregate"]["n_tasks"] == 2
+    listed = httpx.get(f"{green.url}/tasks", params={"assessment_id": body["id"]}).json()
+    assert listed["total"] == 2
+    assert httpx.post(f"{green.url}/assessments", json={"task_ids": ["arvo:777"]}).status_code == 404
+    assert httpx.post(f"{green.url}/assessments", json={"task_ids": []}).status_code == 422
+    assert httpx.get(f"{green.url}/assessments/nope").status_code == 404

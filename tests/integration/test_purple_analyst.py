@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-import time
+import asyncio
+import json
 
 import httpx
 import pytest
+from a2a.helpers import get_data_parts
+from a2a.types import TaskState
 
 from fixtures.catalog import load_tasks
 from services.purple.app import create_app as create_purple
 from services.purple.config import PurpleSettings
 from tests.integration.conftest import leftover_containers
+from tests.integration.helpers import stream_message
 from tests.support.servers import free_port, serve
 
 pytestmark = pytest.mark.docker
@@ -25,17 +29,19 @@ def analyst_purple(tmp_path):
         yield srv
 
 
-def test_stack_trace_analyst_on_every_fixture(start_green, analyst_purple, docker_client):
-    green = start_green(purple_url=analyst_purple.url)
-    ids = [str(t.id) for t in load_tasks()]
-    r = httpx.post(f"{green.url}/assessments", json={"task_ids": ids}, timeout=60)
-    assert r.status_code == 202, r.text
-    aid = r.json()["id"]
-    deadline = time.monotonic() + 600
-    while (rec := httpx.get(f"{green.url}/assessments/{aid}").json())["status"] == "running":
-        assert time.monotonic() < deadline
-        time.sleep(0.5)
-    assert rec["status"] == "completed", rec
+def test_stack_trace_analyst_on_every_fixture_through_an_a2a_assessment(start_green, analyst_purple,
+                                                                        docker_client):
+    """An AgentBeats-style assessment request over A2A (streamed), checked on its Result artifact."""
+    green = start_green(max_concurrent_tasks=4)
+    ids = [f"arvo:{t.id}" for t in load_tasks()]
+    request = {"participants": {"agent": analyst_purple.url}, "config": {"task_ids": ids}}
+    events = asyncio.run(stream_message(green.url, json.dumps(request)))
+    updates = [ev.status_update.status for ev in events if ev.HasField("status_update")]
+    assert updates[-1].state == TaskState.TASK_STATE_COMPLETED
+    assert len(updates) > 4 * len(ids), "a status update per task event"
+    artifact = next(ev.artifact_update.artifact for ev in events if ev.HasField("artifact_update"))
+    assert artifact.name == "Result"
+    rec = {"result": get_data_parts(artifact.parts)[0]}
     tasks = rec["result"]["tasks"]
     assert [t["status"] for t in tasks] == ["completed"] * len(ids), [t["error"] for t in tasks]
     per_task = {t["arvo_id"]: (t["scores"]["file@1"], t["scores"]["func@1"]) for t in tasks}
