@@ -31,7 +31,7 @@ class GreenSettings(BaseSettings):
     asset_cache_dir: Path = Path("data/cache")
     """Download cache, shared by tasks of the same ARVO id."""
     asset_timeout_s: float = 120.0
-    """Timeout of one asset download."""
+    """Seconds a download may stall (connect or read) before it is retried or abandoned."""
     image_template: str = "n132/arvo:{id}-vul"
     """Docker image of a task; {id} is the ARVO id."""
     database_url: str = "sqlite:///data/green.db"

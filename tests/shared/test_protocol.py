@@ -1,0 +1,72 @@
+"""The wire protocol: structured and plain-text forms, and how green classifies a message."""
+
+import pytest
+
+from services.green.a2a.requests import Assessment, ProtocolRequest, StartTask, Unknown, classify
+from services.shared.a2a import Payload
+from services.shared.protocol import (
+    Execute,
+    Result,
+    Submit,
+    parse_data,
+    parse_text_request,
+    result_text,
+)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("execute: ls /workspace/src-vul", Execute(command="ls /workspace/src-vul")),
+    ("  EXECUTE:cat <<'EOF'\nmulti\nline\nEOF", Execute(command="cat <<'EOF'\nmulti\nline\nEOF")),
+    ("submit", Submit()),
+    (" Submit \n", Submit()),
+    ("execute:   ", None),
+    ("please execute: ls", None),
+    ("submitted", None),
+])
+def test_plain_text_requests(text, expected):
+    assert parse_text_request(text) == expected
+
+
+def test_numbers_that_crossed_a2a_as_floats_are_coerced():
+    r = parse_data({"kind": "result", "exit_code": 2.0, "output": "x", "duration_s": 0.5})
+    assert isinstance(r, Result) and r.exit_code == 2 and isinstance(r.exit_code, int)
+    with pytest.raises(ValueError):
+        parse_data({"kind": "result", "exit_code": 2.5, "output": "x"})
+    with pytest.raises(ValueError):
+        parse_data({"kind": "nope"})
+
+
+def test_result_text_says_what_was_cut_and_killed():
+    text = result_text(Result(exit_code=-1, output="abc", truncated=True, bytes_cut=42, timed_out=True))
+    assert text.startswith("<returncode>-1</returncode>\n<output>abc</output>")
+    assert "timed out" in text and "42 bytes" in text
+
+
+@pytest.mark.parametrize("payload, kind", [
+    (Payload(text="execute: ls", data={"kind": "execute", "command": "ls", "token": "t"}), ProtocolRequest),
+    (Payload(text="execute: ls\ntoken: abcdefgh"), ProtocolRequest),
+    (Payload(text="submit"), ProtocolRequest),
+    (Payload(text="Task ID: arvo:10055"), StartTask),
+    (Payload(text='{"participants": {"agent": "http://p"}, "config": {"task_ids": [1]}}'), Assessment),
+    (Payload(text='{"participants": {}}'), Unknown),
+    (Payload(text="hello"), Unknown),
+    (Payload(text="x", data={"kind": "execute"}), Unknown),
+])
+def test_classify(payload, kind):
+    assert isinstance(classify(payload), kind)
+
+
+def test_token_travels_in_data_metadata_or_a_last_text_line():
+    assert classify(Payload(data={"kind": "submit", "token": "a"})).token == "a"
+    assert classify(Payload(text="submit", metadata={"token": "b"})).token == "b"
+    req = classify(Payload(text="execute: echo hi\ntoken: secret_123"))
+    assert req.token == "secret_123" and req.request.command == "echo hi"
+
+
+def test_a_command_that_names_an_arvo_id_is_still_a_command():
+    req = classify(Payload(text="execute: grep -r arvo:10055 ."))
+    assert isinstance(req, ProtocolRequest)
+
+
+def test_start_task_collects_unique_ids():
+    assert classify(Payload(text="Task ID: arvo:1 and arvo:2, again arvo:1")).arvo_ids == ["1", "2"]
