@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from services.green.assets import check_archive, list_project_files, read_members
 from services.green.scoring.groundtruth import GroundTruth, ground_truth_from_patch
-from services.green.scoring.metrics import TaskOutcome as ScoredOutcome
-from services.green.scoring.metrics import TaskScore, aggregate, path_candidates, score
+from services.green.scoring.metrics import TaskScore, aggregate_records, path_candidates, score
 from services.shared.loc import LocJson, parse_loc_json
 
 
@@ -64,13 +65,6 @@ class Judge:
     def score(self, loc: LocJson | None, prepared: PreparedTask) -> TaskScore:
         return score(loc, prepared.ground_truth, prepared.project)
 
-    def aggregate(self, outcomes: Iterable[Any]) -> dict[str, Any]:
+    def aggregate(self, outcomes: Iterable[BaseModel]) -> dict[str, Any]:
         """Means over a run; failed tasks count 0, infra failures reported apart."""
-        scored = [
-            ScoredOutcome(task_id=o.task_id, arvo_id=o.arvo_id, status=o.status.value,
-                          failure_kind=o.failure_kind or ("infra" if o.status.value == "failed" else None),
-                          score=TaskScore.model_validate(o.scores) if o.scores else None,
-                          error=o.error)
-            for o in outcomes
-        ]
-        return aggregate(scored).to_dict()
+        return aggregate_records(o.model_dump(mode="json") for o in outcomes).to_dict()

@@ -1,7 +1,6 @@
 """``results/<run>/results.json``: run metadata, one outcome per ARVO id, and the aggregate.
 
-The aggregate is green's own (:meth:`services.green.judge.Judge.aggregate`, which converts to
-:func:`services.green.scoring.metrics.aggregate`), fed from the outcomes recorded here, so a
+The aggregate is green's own (:func:`services.green.scoring.metrics.aggregate_records`), fed from the outcomes recorded here, so a
 batch report and an AgentBeats assessment score a run the same way.
 """
 
@@ -10,16 +9,13 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from services.green.judge import Judge
-from services.green.scoring.metrics import METRICS
-from services.green.store.models import TaskStatus
+from services.green.scoring.metrics import METRICS, aggregate_records
 
 RESULTS_FILE = "results.json"
 SCHEMA_VERSION = 1
@@ -218,31 +214,12 @@ def outcome_from_task(task: dict[str, Any], *, task_dir: str | None = None) -> O
     )
 
 
-@dataclass(frozen=True)
-class _JudgeView:
-    """The attributes :meth:`Judge.aggregate` reads from green's ``TaskOutcome``."""
-
-    task_id: str | None
-    arvo_id: str
-    status: TaskStatus
-    failure_kind: str | None
-    scores: dict[str, Any] | None
-    error: str | None
-
-
 def aggregate_outcomes(outcomes: list[Outcome]) -> dict[str, Any]:
     """Green's aggregate (``Aggregate.to_dict()``) of the outcomes: failed and cancelled tasks
     count 0, infra failures are reported apart, unscorable tasks stay out of the means. A failed
     outcome without a failure kind counts as an infra failure (as in green)."""
-    views = [
-        _JudgeView(
-            task_id=o.task_id,
-            arvo_id=o.arvo_id,
-            status=TaskStatus(o.status),
-            failure_kind=o.failure_kind,
-            scores=o.scores,
-            error=o.error,
-        )
+    return aggregate_records(
+        {"task_id": o.task_id, "arvo_id": o.arvo_id, "status": o.status,
+         "failure_kind": o.failure_kind, "scores": o.scores, "error": o.error}
         for o in outcomes
-    ]
-    return Judge().aggregate(views)
+    ).to_dict()

@@ -18,8 +18,8 @@ A missing submission scores 0 everywhere; a task whose ground truth is empty is 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from typing import Literal
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -483,3 +483,19 @@ def aggregate(outcomes: Iterable[TaskOutcome]) -> Aggregate:
         "cancellations",
     ]
     return agg
+
+
+def aggregate_records(records: Iterable[Mapping[str, Any]]) -> Aggregate:
+    """:func:`aggregate` over plain task records (green's task JSON, the CLI's results.json):
+    keys ``task_id``, ``arvo_id``, ``status``, ``failure_kind``, ``scores`` (a TaskScore dict),
+    ``error``. A failed record without a failure kind counts as an infra failure."""
+    outcomes = []
+    for r in records:
+        status = str(r["status"])
+        kind = r.get("failure_kind") or ("infra" if status == "failed" else None)
+        scores = r.get("scores")
+        outcomes.append(TaskOutcome(
+            task_id=r.get("task_id"), arvo_id=r.get("arvo_id"), status=status,
+            failure_kind=kind, score=TaskScore.model_validate(scores) if scores else None,
+            error=r.get("error")))
+    return aggregate(outcomes)
