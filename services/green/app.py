@@ -54,7 +54,7 @@ def create_app(settings: GreenSettings | None = None, *, orchestrator: Orchestra
     orch = orchestrator or Orchestrator(
         settings,
         TaskStore(engine),
-        DockerSandboxProvider(),
+        DockerSandboxProvider(owner=settings.instance_name),
         make_asset_source(settings.asset_source, settings.asset_cache_dir,
                           timeout_s=settings.asset_timeout_s),
     )

@@ -54,6 +54,9 @@ class GreenSettings(BaseSettings):
     purple_poll_s: float = Field(5.0, gt=0)
     """How often green checks purple's A2A task while waiting for a submission."""
 
+    instance_name: str = "green"
+    """Names this green's containers (label arena.owner); start-up reaps only its own, so several
+    replicas can share one Docker engine. Keep it stable across restarts."""
     container_memory: str = "4g"
     """Memory limit of a task container."""
     container_cpus: float = Field(1.0, gt=0)

@@ -41,8 +41,10 @@ def fixture_assets(docker_client) -> Path:
     return DEFAULT_ASSETS_DIR
 
 
-def leftover_containers(client: docker.DockerClient) -> list[str]:
-    return [c.name for c in client.containers.list(all=True, filters={"label": "arena.managed=1"})]
+def leftover_containers(client: docker.DockerClient, owner: str | None = None) -> list[str]:
+    """Task containers still around (of one green when ``owner`` is given)."""
+    labels = ["arena.managed=1"] + ([f"arena.owner={owner}"] if owner else [])
+    return [c.name for c in client.containers.list(all=True, filters={"label": labels})]
 
 
 @pytest.fixture
@@ -54,7 +56,7 @@ def green_settings(tmp_path: Path, fixture_assets: Path) -> GreenSettings:
         database_url=f"sqlite:///{tmp_path}/green.db", log_dir=tmp_path / "logs",
         purple_url="http://127.0.0.1:9", max_concurrent_tasks=8, task_timeout_s=120,
         idle_timeout_s=60, command_timeout_s=30, max_steps=30, purple_poll_s=0.5,
-        container_memory="1g",
+        container_memory="1g", instance_name=f"test-{port}",
     )
 
 
@@ -65,6 +67,7 @@ def start_green(green_settings: GreenSettings) -> Iterator[Callable[..., Threade
     def start(**overrides) -> ThreadedServer:
         settings = green_settings.model_copy(update=overrides)
         srv = ThreadedServer(create_green(settings), port=settings.port).start()
+        srv.owner = settings.instance_name  # its containers carry arena.owner=<this>
         servers.append(srv)
         return srv
 

@@ -36,7 +36,7 @@ def test_task_id_message_streams_and_ends_with_a_result_artifact(start_green, sc
     assert result["tasks"][0]["arvo_id"] == "900004" and result["tasks"][0]["status"] == "completed"
     assert result["tasks"][0]["scores"]["file@1"] == 1.0
     assert result["aggregate"]["n_tasks"] == 1
-    assert leftover_containers(docker_client) == []
+    assert leftover_containers(docker_client, green.owner) == []
 
 
 def test_agentbeats_assessment_request_runs_every_task(start_green, scripted_purple):

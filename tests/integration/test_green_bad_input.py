@@ -98,7 +98,7 @@ def test_unreachable_purple_fails_the_task_with_the_reason(start_green, docker_c
     assert done["status"] == "failed" and done["end_reason"] == "purple_unreachable"
     assert "unreachable" in done["error"] and done["failure_kind"] == "agent"
     assert done["scores"]["file@1"] == 0
-    assert leftover_containers(docker_client) == []
+    assert leftover_containers(docker_client, green.owner) == []
 
 
 def test_command_timeout_kills_and_reports(start_green, scripted_purple):
@@ -132,7 +132,7 @@ def test_cancel_a_running_task(start_green, scripted_purple, docker_client):
     r = httpx.post(f"{green.url}/tasks/{task['id']}/cancel", timeout=60)
     assert r.status_code == 200 and r.json()["status"] == "cancelled"
     assert httpx.post(f"{green.url}/tasks/{task['id']}/cancel").status_code == 409
-    assert leftover_containers(docker_client) == []
+    assert leftover_containers(docker_client, green.owner) == []
 
 
 def test_a_container_that_dies_mid_task_fails_it_as_infra(start_green, scripted_purple, docker_client):
@@ -145,4 +145,4 @@ def test_a_container_that_dies_mid_task_fails_it_as_infra(start_green, scripted_
     assert done["status"] == "failed" and done["failure_kind"] == "infra"
     assert done["end_reason"] == "sandbox" and "container" in done["error"]
     assert "container broke" in (seen.ended or "")
-    assert leftover_containers(docker_client) == []
+    assert leftover_containers(docker_client, green.owner) == []

@@ -43,4 +43,4 @@ def test_eight_concurrent_tasks_stay_isolated(start_green, scripted_purple, dock
     hostnames = [r.output.strip() for r in seen.results if r.output.strip() and len(r.output.split()) == 1
                  and r.output.strip() not in by_owner]
     assert len(set(hostnames)) == 8
-    assert leftover_containers(docker_client) == []
+    assert leftover_containers(docker_client, green.owner) == []

@@ -43,7 +43,7 @@ def test_rest_task_runs_from_queued_to_completed(start_green, scripted_purple, d
     assert seen.task_ids == [task["id"]]  # the A2A context id is green's task id
 
     # the container is gone; the database and both log files hold the story
-    assert done["container_name"] and done["container_name"] not in leftover_containers(docker_client)
+    assert done["container_name"] and done["container_name"] not in leftover_containers(docker_client, green.owner)
     commands = httpx.get(f"{green.url}/tasks/{task['id']}/commands").json()
     assert [c["seq"] for c in commands] == [1, 2, 3, 4]
     assert commands[0]["command"] == "ls /workspace/src-vul"

@@ -20,6 +20,7 @@ def _env(settings) -> dict[str, str]:
         "GREEN_ASSET_SOURCE": settings.asset_source, "GREEN_IMAGE_TEMPLATE": settings.image_template,
         "GREEN_DATABASE_URL": settings.database_url, "GREEN_LOG_DIR": str(settings.log_dir),
         "GREEN_ASSET_CACHE_DIR": str(settings.asset_cache_dir), "GREEN_PURPLE_POLL_S": "0.5",
+        "GREEN_INSTANCE_NAME": settings.instance_name,
     }
 
 
@@ -31,15 +32,21 @@ def test_killed_green_marks_the_task_failed_and_reaps_its_container(green_settin
     try:
         task = submit_task(green.url, {"task": "arvo:900005"})
         running = wait_status(green.url, task["id"], "running")
-        assert running["container_name"] in leftover_containers(docker_client)
+        assert running["container_name"] in leftover_containers(docker_client, green_settings.instance_name)
         green.kill()  # SIGKILL: no shutdown hook runs
-        assert running["container_name"] in leftover_containers(docker_client)
+        assert running["container_name"] in leftover_containers(docker_client, green_settings.instance_name)
+        foreign = docker_client.containers.run(  # another green replica's task on the same engine
+            "arena/arvo-base:bookworm", "sleep infinity", detach=True, network_mode="none",
+            labels={"arena.managed": "1", "arena.owner": f"other-{green_settings.port}"})
 
         green.start()
+        foreign.reload()
+        assert foreign.status == "running", "start-up reaps only this green's containers"
+        foreign.remove(force=True)
         after = httpx.get(f"{green.url}/tasks/{task['id']}").json()
         assert after["status"] == "failed" and after["error"] == "interrupted by restart"
         assert after["failure_kind"] == "infra"
-        assert leftover_containers(docker_client) == []
+        assert leftover_containers(docker_client, green_settings.instance_name) == []
     finally:
         green.stop()
 
@@ -54,7 +61,7 @@ def test_graceful_stop_ends_running_tasks_and_removes_containers(green_settings,
     t0 = time.monotonic()
     green.stop()  # SIGTERM: the lifespan shutdown cancels the task and removes its container
     assert time.monotonic() - t0 < 30
-    assert leftover_containers(docker_client) == []
+    assert leftover_containers(docker_client, green_settings.instance_name) == []
     green.start()
     try:
         after = httpx.get(f"{green.url}/tasks/{task['id']}").json()

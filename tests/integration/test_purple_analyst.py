@@ -53,4 +53,4 @@ def test_stack_trace_analyst_on_every_fixture_through_an_a2a_assessment(start_gr
     one = tasks[0]["task_id"]
     ctx = httpx.get(f"{analyst_purple.url}/tasks/{one}").json()
     assert ctx["status"] == "submitted" and ctx["command_count"] >= 1 and ctx["submission"]
-    assert leftover_containers(docker_client) == []
+    assert leftover_containers(docker_client, green.owner) == []

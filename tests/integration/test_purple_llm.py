@@ -84,7 +84,7 @@ def test_tool_calling_agent_explores_fixes_a_refused_submission_and_counts_token
     assert llm.requests[0]["model"] == "fake-model" and llm.requests[0]["tools"]
     commands = httpx.get(f"{green.url}/tasks/{task['id']}/commands").json()
     assert commands[0]["command"] == "head -20 /workspace/error.txt"
-    assert leftover_containers(docker_client) == []
+    assert leftover_containers(docker_client, green.owner) == []
 
 
 def test_text_mode_agent_submits_through_green(start_green, llm, llm_purple):

@@ -174,6 +174,10 @@ EXPECTED = {
 }
 
 
+# spatial bugs with two or more project frames: one more command reads the frames' code
+VALUE_TRAIL = {"gcc_asan_heap_overflow", "gcc_asan_stack_buffer_overflow"}
+
+
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 async def test_analyst_submits_ranked_tight_spans(tmp_path: Path, name: str) -> None:
     task, env = demo_task(tmp_path, (DATA / "reports" / f"{name}.txt").read_bytes())
@@ -187,8 +191,10 @@ async def test_analyst_submits_ranked_tight_spans(tmp_path: Path, name: str) -> 
     assert (
         json.loads(Path(task.paths.submission).read_text())["locations"][0]["file"] == got[0].file
     )
-    assert result.stats.commands == len(result.command_history) == len(env.commands) == 3
-    assert result.stats.steps == 3 and env.submits[0][0].commands == 3
+    # list + report, resolve, [read the frames the bad value flows through], submit
+    n = 4 if name in VALUE_TRAIL else 3
+    assert result.stats.commands == len(result.command_history) == len(env.commands) == n
+    assert result.stats.steps == n and env.submits[0][0].commands == n
     traj = json.loads(Path(result.trajectory_path).read_text())
     assert traj["result"]["status"] == "submitted" and traj["policy"] == "stack-trace-analyst"
 

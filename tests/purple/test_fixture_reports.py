@@ -55,6 +55,11 @@ async def test_analyst_on_real_task(task, tmp_path: Path) -> None:
         freed = project_frames(report.stack("freed"))[0]
         assert first.function == freed.function_name
         assert first.file == split_src_path(freed.file)[1]
+    elif first.description.startswith("origin of the out-of-bounds value"):
+        # the bad index was followed up the stack: the crash site comes right after its origin
+        second = result.submission.locations[1]
+        assert (second.file, second.function) == (task.crash_file, task.crash_function)
+        assert (first.file, first.function) != (task.crash_file, task.crash_function)
     else:
         assert (first.file, first.function) == (task.crash_file, task.crash_function)
     assert 1 <= len(result.submission.locations) <= 5

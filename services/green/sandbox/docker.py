@@ -208,9 +208,10 @@ class DockerSandboxProvider:
     """Creates :class:`DockerSandbox` containers and reaps the ones an earlier run left.
 
     ``client`` defaults to ``docker.from_env()`` (``DOCKER_HOST`` and friends). Containers are
-    labelled ``<label_prefix>.task_id``, ``.arvo_id`` and ``.managed=1``; :meth:`reap` finds
-    them by the last label. ``init`` runs Docker's init as pid 1 (reaps zombies); turn it off
-    for an engine without one.
+    labelled ``<label_prefix>.task_id``, ``.arvo_id``, ``.managed=1`` and, with an ``owner``,
+    ``.owner=<owner>``; :meth:`reap` finds them by ``managed`` (and ``owner``, so several green
+    replicas sharing one engine only reap their own). ``init`` runs Docker's init as pid 1
+    (reaps zombies); turn it off for an engine without one.
     """
 
     def __init__(
@@ -218,10 +219,12 @@ class DockerSandboxProvider:
         client: docker.DockerClient | None = None,
         label_prefix: str = "arena",
         *,
+        owner: str | None = None,
         init: bool = True,
     ) -> None:
         self._client = client if client is not None else docker.from_env()
         self._prefix = label_prefix
+        self._owner = owner
         self._init = init
         self._ncpu: int | None = None
 
@@ -244,6 +247,8 @@ class DockerSandboxProvider:
             f"{self._prefix}.arvo_id": spec.arvo_id,
             f"{self._prefix}.managed": "1",
         }
+        if self._owner:
+            labels[f"{self._prefix}.owner"] = self._owner
         options: dict[str, Any] = {
             "name": name,
             "labels": labels,
@@ -275,11 +280,13 @@ class DockerSandboxProvider:
         return DockerSandbox(self._client, container, spec)
 
     def reap(self) -> list[str]:
-        """Remove every container labelled ``<prefix>.managed=1``, running or not."""
+        """Remove every container labelled ``<prefix>.managed=1`` (and ``<prefix>.owner=<owner>``
+        when this provider has an owner), running or not."""
+        labels = [self.managed_label]
+        if self._owner:
+            labels.append(f"{self._prefix}.owner={self._owner}")
         try:
-            leftovers = self._client.containers.list(
-                all=True, filters={"label": self.managed_label}
-            )
+            leftovers = self._client.containers.list(all=True, filters={"label": labels})
         except docker.errors.APIError as e:
             raise SandboxError(f"cannot list containers: {e.explanation}") from e
         names = []

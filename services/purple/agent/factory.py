@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from services.purple.agent.config import AgentConfig
 from services.purple.agent.loop import ReactAgent
+from services.purple.agent.toolset import Toolset
 from services.purple.analyst.policy import StackTraceAnalyst
 from services.purple.environment import Policy, RunResult, TaskContext
 from services.purple.llm.openai_chat import OpenAIChatModel, OpenAIModelConfig
@@ -56,9 +57,11 @@ def build_policy(
     llm: dict[str, Any] | None = None,
     trajectory_dir: str | Path | None = None,
     fallback_to_analyst: bool = False,
+    toolset: Toolset | None = None,
 ) -> Policy:
     """``agent``: AgentConfig fields (limits, budget...); ``llm``: extra
-    :class:`OpenAIModelConfig` fields (timeout_s, max_retries, temperature, prices...)."""
+    :class:`OpenAIModelConfig` fields (timeout_s, max_retries, temperature, prices...);
+    ``toolset``: the kind of task (default: root-cause analysis)."""
     analyst = StackTraceAnalyst(trajectory_dir=trajectory_dir)
     if not model:
         return analyst
@@ -70,5 +73,5 @@ def build_policy(
             {"model": model, "base_url": base_url, "api_key": api_key, **(llm or {})}
         )
     )
-    react = ReactAgent(chat, config, trajectory_dir=trajectory_dir)
+    react = ReactAgent(chat, config, trajectory_dir=trajectory_dir, toolset=toolset)
     return FallbackPolicy(react, analyst) if fallback_to_analyst else react

@@ -13,8 +13,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import structlog
-
 from services.purple.agent.compaction import Compactor, estimate_tokens
 from services.purple.agent.config import AgentConfig
 from services.purple.agent.errors import (
@@ -24,7 +22,7 @@ from services.purple.agent.errors import (
     TooManyFormatErrors,
 )
 from services.purple.agent.parser import parse_text_call
-from services.purple.agent.prompts import system_prompt, task_message
+from services.purple.agent.toolset import RcaToolset, Toolset
 from services.purple.agent.trajectory import Trajectory
 from services.purple.environment import (
     CommandRecord,
@@ -34,10 +32,10 @@ from services.purple.environment import (
     TaskEnded,
 )
 from services.purple.llm.base import LLM, LLMReply, ToolCall
-from services.purple.tools.rca import RcaTools
 from services.shared.commands import CommandResult
+from services.shared.logging import get_logger
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 Call = tuple[str | None, str, dict[str, Any] | FormatError]
 """(native tool-call id or None in text mode, tool name, arguments or what is wrong)"""
@@ -61,10 +59,13 @@ class ReactAgent:
         config: AgentConfig | None = None,
         *,
         trajectory_dir: str | Path | None = None,
+        toolset: Toolset | None = None,
     ) -> None:
         self.llm = llm
         self.config = config or AgentConfig()
         self.trajectory_dir = trajectory_dir
+        self.toolset = toolset or RcaToolset()
+        """The kind of task: tools and prompts (root-cause analysis by default)."""
 
     async def run(self, task: TaskContext) -> RunResult:
         return await _Run(self, task).run()
@@ -77,7 +78,8 @@ class _Run:
         self.stats = RunStats()
         self.start = time.monotonic()
         self.traj = Trajectory(agent.trajectory_dir, task.task_id, agent.name)
-        self.tools = RcaTools(
+        self.toolset = agent.toolset
+        self.tools = self.toolset.make_tools(
             task.env,
             task.paths,
             on_command=self._on_command,
@@ -100,6 +102,7 @@ class _Run:
             "start",
             config=self.cfg.model_dump(),
             model=_serialize(self.llm),
+            toolset=self.toolset.name,
             task={
                 "task_id": task.task_id,
                 "paths": task.paths.model_dump(),
@@ -110,7 +113,7 @@ class _Run:
         self._add(
             {
                 "role": "system",
-                "content": system_prompt(
+                "content": self.toolset.system_prompt(
                     task.paths,
                     self.registry.describe(),
                     mode=self.cfg.mode,
@@ -120,13 +123,13 @@ class _Run:
                 ),
             }
         )
-        self._add({"role": "user", "content": task_message(task.description)})
+        self._add({"role": "user", "content": self.toolset.task_message(task.description)})
         status, reason, submission = "error", "cancelled", None
         try:
             while True:
                 await self.step()
         except Submitted as exc:
-            status, reason, submission = "submitted", "submission accepted", exc.submission
+            status, reason, submission = "submitted", str(exc), exc.submission
         except (LimitsExceeded, TaskEnded) as exc:
             status, reason = "limits", str(exc) or type(exc).__name__
         except TooManyFormatErrors as exc:
@@ -233,22 +236,23 @@ class _Run:
         if self.cfg.mode == "tool_calls":
             error = FormatError(
                 "Your reply had no tool call. Call exactly one of the tools "
-                f"({', '.join(self.registry.tools)}); when you know the root "
-                "cause, call submit_localization."
+                f"({', '.join(self.registry.tools)}); when you are done, "
+                f"{self.toolset.finish_hint}."
             )
         return [(None, "", error)]
 
     def _observe(self, call_id: str | None, output: str) -> None:
         text = truncate_observation(output, self.cfg.observation_limit)
         lefts = [self.step_limit - self.stats.steps] if self.step_limit else []
-        if self.task.max_steps:  # green's command limit, minus the command that writes loc.json
-            lefts.append(self.task.max_steps - 1 - len(self.tools.history))
+        if self.task.max_steps:  # green's command limit, minus those kept for the answer
+            reserved = self.toolset.reserved_commands
+            lefts.append(self.task.max_steps - reserved - len(self.tools.history))
         if lefts:
             left = max(0, min(lefts))
             if left <= self.cfg.steps_left_warning:
                 text += (
-                    f"\n[{left} step(s) left: submit your answer with submit_localization "
-                    "now unless you are sure you need another step.]"
+                    f"\n[{left} step(s) left: {self.toolset.finish_hint} now unless you "
+                    "are sure you need another step.]"
                 )
         if call_id is not None:
             self._add({"role": "tool", "tool_call_id": call_id, "content": text})
@@ -264,12 +268,8 @@ class _Run:
         if not self.compactor.needs_compaction(estimate):
             return
         before = len(self.messages)
-        refused = [
-            f"A submission was refused: {'; '.join(r.errors)}"
-            for _, r in self.tools.submissions
-            if not r.accepted
-        ]
-        self.messages = self.compactor.compact(self.messages, 2, self.tools.history, refused)
+        notes = self.toolset.compaction_notes(self.tools)
+        self.messages = self.compactor.compact(self.messages, 2, self.tools.history, notes)
         self.usage_anchor = None
         self.context_tokens = estimate_tokens(self.messages)
         self.traj.event(

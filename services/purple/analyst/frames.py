@@ -177,14 +177,21 @@ def project_frames(stack: Stack | None) -> list[Frame]:
     for frame in stack.frames:
         if frame.function_name in _HARNESS_FUNCTIONS:
             break
-        if (
-            frame.file
-            and not is_harness_frame(frame)
-            and not is_runtime_frame(frame)
-            and not is_system_frame(frame)
-        ):
+        if is_project_frame(frame):
             out.append(frame)
     return out
+
+
+def is_project_frame(frame: Frame) -> bool:
+    """A frame with a source file that is not the harness, the sanitizer runtime or the system."""
+    return bool(frame.file) and not (
+        is_harness_frame(frame) or is_runtime_frame(frame) or is_system_frame(frame)
+    )
+
+
+def is_harness_boundary(frame: Frame) -> bool:
+    """The fuzz entry point: the crash stack's project part ends here."""
+    return frame.function_name in _HARNESS_FUNCTIONS
 
 
 def harness_frames(stack: Stack | None) -> list[Frame]:

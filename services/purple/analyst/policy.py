@@ -4,22 +4,26 @@ It reads the sanitizer report through the environment, ranks project frames by a
 looks each candidate up in the source tree (does the file exist; which function encloses the
 line), and submits up to five tight spans through the same ``submit_localization`` path as the
 agent. Three commands in the usual case: list the tree + read the report, outline the candidate
-files, write loc.json.
+files, write loc.json (four for spatial bugs, see below).
 
 Ranking: the crash site first (for a double free: the first free, see :meth:`rank`); then, by
-bug class, the free site and the allocation site (use-after-free, double-free), the allocation site's caller where the size was computed
-(overflows), the overflowed stack object or global, MSan's origin; callers of the crash site
-fill the remaining places.
+bug class, the free site and the allocation site (use-after-free, double-free), the allocation
+site's caller where the size was computed (overflows), the overflowed stack object or global,
+MSan's origin; callers of the crash site fill the remaining places.
+
+Spatial bugs (buffer overflows, out-of-bounds indexes) get one more command: the code of the
+crash stack's frames is read and the out-of-bounds index/length is followed up the stack while
+it is a parameter (:mod:`.dataflow`). When a caller produced it (a local, a constant, a struct
+member, a call result), that frame leads, followed by the crash site and the rest as above; the
+trail is written into loc.json's reasoning either way.
 """
 
 from __future__ import annotations
 
 import shlex
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-
-import structlog
 
 from services.purple.agent.errors import Submitted
 from services.purple.agent.trajectory import Trajectory
@@ -30,8 +34,18 @@ from services.purple.analyst.cfunc import (
     parse_outline,
     tight_span,
 )
+from services.purple.analyst.dataflow import (
+    Trail,
+    awk_frame,
+    follow,
+    frame_code,
+    memory_function,
+    parse_numbered,
+)
 from services.purple.analyst.frames import (
     harness_frames,
+    is_harness_boundary,
+    is_project_frame,
     is_runtime_frame,
     is_system_frame,
     project_frames,
@@ -48,8 +62,9 @@ from services.purple.environment import (
 from services.purple.tools.rca import RcaTools
 from services.shared.commands import CommandResult
 from services.shared.loc import Location
+from services.shared.logging import get_logger
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 _MARK = "@@ARVO_ANALYST@@"
 
@@ -69,6 +84,24 @@ class Resolved:
     rel_path: str
     """Relative to the project root (the folder under the source dir)."""
     fn: FunctionSpan
+    path: str = ""
+    """Where the file was found (absolute, in the task environment)."""
+
+
+@dataclass
+class ValueChain:
+    """The crash stack's consecutive project frames, crash first, for :mod:`.dataflow`."""
+
+    frames: list[Frame]
+    memory_fn: str | None
+    """The memory/string function the crash is in (``memcpy``...), when frame #0 is one."""
+    more_frames: bool
+    """Project frames follow that are not in :attr:`frames` (depth limit, a system frame
+    between them); False when the harness is next."""
+
+
+_SPATIAL = ("buffer-overflow", "buffer-underflow")
+_SPATIAL_TYPES = {"container-overflow", "index-out-of-bounds", "negative-size-param"}
 
 
 class StackTraceAnalyst:
@@ -81,9 +114,11 @@ class StackTraceAnalyst:
         max_callers: int = 3,
         context_lines: int = 2,
         report_bytes: int = 48_000,
+        max_value_frames: int = 5,
         trajectory_dir: str | Path | None = None,
     ) -> None:
         self.max_locations = max_locations
+        self.max_value_frames = max_value_frames
         self.max_callers = max_callers
         self.context_lines = context_lines
         self.report_bytes = report_bytes
@@ -150,7 +185,9 @@ class StackTraceAnalyst:
         candidates = self.rank(report)
         if not candidates:
             return "no project frame or source location in the report"
-        resolved = await self._resolve(tools, candidates, folders)
+        chain = self.value_chain(report)
+        keep = {(f.file or "", f.line or 1) for f in chain.frames} if chain else set()
+        resolved = await self._resolve(tools, candidates, folders, keep=keep)
         traj.event(
             "candidates",
             ranked=[c.__dict__ for c in candidates],
@@ -159,10 +196,27 @@ class StackTraceAnalyst:
                 for r in resolved
             ],
         )
+        trail = None
+        if chain is not None:
+            try:
+                trail = await self._follow_value(tools, report, chain, resolved)
+            except TaskEnded:
+                raise
+            except Exception:  # a lexical heuristic must never cost the submission
+                log.exception("value trail failed; ranking from the stack alone")
+        if trail is not None:
+            traj.event(
+                "value_trail",
+                origin=trail.origin,
+                access=trail.access,
+                steps=[step.__dict__ for step in trail.steps],
+                why=trail.why,
+            )
+            resolved = self.promote_origin(resolved, chain, trail)  # type: ignore[arg-type]
         locations = self.locations(resolved)
         if not locations:
             return "none of the candidate files exists in the source tree"
-        reasoning = self.reasoning(report, resolved)
+        reasoning = self.reasoning(report, resolved, trail)
         reply = await tools.submit_localization(locations, reasoning)
         if len(locations) > 1:  # refused: retry with the crash site alone
             reply = await tools.submit_localization(locations[:1], reasoning)
@@ -278,12 +332,19 @@ class StackTraceAnalyst:
     # ---- looking candidates up in the tree ---------------------------------------------------
 
     async def _resolve(
-        self, tools: RcaTools, candidates: list[Candidate], folders: list[str]
+        self,
+        tools: RcaTools,
+        candidates: list[Candidate],
+        folders: list[str],
+        keep: set[tuple[str, int]] | None = None,
     ) -> list[Resolved]:
-        """One command: find each candidate's file in the tree and outline it around the line."""
+        """One command: find each candidate's file in the tree and outline it around the line.
+        The first ``2 * max_locations`` candidates are looked up, and those at ``keep``."""
         src = tools.paths.source_dir.rstrip("/")
         parts = []
-        for i, c in enumerate(candidates[: 2 * self.max_locations]):
+        for i, c in enumerate(candidates):
+            if i >= 2 * self.max_locations and (c.file, c.line) not in (keep or set()):
+                continue
             project, rel = split_src_path(c.file)
             tries = [f"{src}/{project}/{rel}"] if project else []
             if c.file.startswith("/") and not project:
@@ -309,8 +370,122 @@ class StackTraceAnalyst:
             c = candidates[int(index)]
             rel = path[len(src) + 1 :] if path.startswith(src + "/") else path
             rel = rel.split("/", 1)[1] if "/" in rel else rel  # drop the project folder
-            resolved.append(Resolved(c, rel, enclosing_function(parse_outline(body), c.line)))
+            fn = enclosing_function(parse_outline(body), c.line)
+            resolved.append(Resolved(c, rel, fn, path))
         return resolved
+
+    # ---- following the bad value up the stack ------------------------------------------------
+
+    def value_chain(self, report: SanitizerReport) -> ValueChain | None:
+        """For a spatial memory error (overflow, out-of-bounds index): the crash stack's first
+        run of consecutive project frames, which :mod:`.dataflow` follows the bad index/length
+        through. None for other bug classes or when fewer than two frames are available."""
+        kind = (report.crash_type or "").lower()
+        if not (kind.endswith(_SPATIAL) or kind in _SPATIAL_TYPES):
+            return None
+        stack = report.crash_stack
+        if stack is None:
+            return None
+        frames: list[Frame] = []
+        memory_fn = None
+        more = False
+        for i, f in enumerate(stack.frames):
+            if is_harness_boundary(f):
+                break
+            if is_project_frame(f):
+                if len(frames) >= self.max_value_frames:
+                    more = True
+                    break
+                frames.append(f)
+            elif frames:
+                # a runtime or system frame between project frames: the next project frame
+                # does not call this one directly
+                more = any(is_project_frame(g) for g in stack.frames[i:])
+                break
+            elif memory_function(f.function_name):
+                memory_fn = memory_function(f.function_name)
+        if len(frames) < 2:
+            return None
+        return ValueChain(frames, memory_fn, more)
+
+    async def _follow_value(
+        self,
+        tools: RcaTools,
+        report: SanitizerReport,
+        chain: ValueChain,
+        resolved: list[Resolved],
+    ) -> Trail | None:
+        """One command: read the chain frames' signatures, lines and assignments; then follow
+        the value (:func:`.dataflow.follow`). None when fewer than two frames can be read."""
+        by_site = {(r.candidate.file, r.candidate.line): r for r in resolved}
+        usable: list[tuple[Frame, Resolved]] = []
+        for f in chain.frames:
+            r = by_site.get((f.file or "", f.line or 1))
+            name = (f.function_name or "").rsplit("::", 1)[-1]
+            found = (r.fn.name or "").rsplit("::", 1)[-1] if r is not None else ""
+            if r is None or r.fn.start is None or not r.path or found != name:
+                break  # not found, or the function heuristic disagrees with the report
+            usable.append((f, r))
+        if len(usable) < 2:
+            return None
+        more = chain.more_frames or len(usable) < len(chain.frames)
+        parts = [
+            f"echo '{_MARK} {i}'; "
+            + awk_frame(shlex.quote(r.path), r.fn.start or 1, f.line or 1, r.fn.end)
+            for i, (f, r) in enumerate(usable)
+        ]
+        output = (await tools.execute("( " + "\n".join(parts) + " )")).output
+        blocks: dict[int, dict[int, str]] = {}
+        for block in output.split(_MARK)[1:]:
+            head, _, body = block.partition("\n")
+            if head.strip().isdigit():
+                blocks[int(head.strip())] = parse_numbered(body)
+        codes = []
+        for i, (f, r) in enumerate(usable):
+            if i not in blocks:
+                more = True
+                break
+            codes.append(
+                frame_code(
+                    f.function_name or "",
+                    r.rel_path,
+                    f.line or 1,
+                    f.column,
+                    r.fn.start or 1,
+                    blocks[i],
+                )
+            )
+        if not codes:
+            return None
+        return follow(
+            codes,
+            memory_fn=chain.memory_fn,
+            access=report.access,
+            more_frames=more or len(codes) < len(usable),
+        )
+
+    @staticmethod
+    def promote_origin(resolved: list[Resolved], chain: ValueChain, trail: Trail) -> list[Resolved]:
+        """The frame that produced the bad value first, then everything else in order."""
+        if not trail.origin:
+            return resolved
+        f = chain.frames[trail.origin]
+        at = next(
+            (
+                i
+                for i, r in enumerate(resolved)
+                if (r.candidate.file, r.candidate.line) == (f.file, f.line)
+            ),
+            None,
+        )
+        if at is None:
+            return resolved
+        r = resolved[at]
+        note = trail.steps[-1].note if trail.steps else ""
+        via = " <- ".join(s.function for s in trail.steps)
+        role = f"origin of the out-of-bounds value ({via}): {note}"
+        lead = replace(r, candidate=replace(r.candidate, role=role))
+        return [lead, *resolved[:at], *resolved[at + 1 :]]
 
     def locations(self, resolved: list[Resolved]) -> list[Location]:
         out: list[Location] = []
@@ -335,7 +510,9 @@ class StackTraceAnalyst:
         return out
 
     @staticmethod
-    def reasoning(report: SanitizerReport, resolved: list[Resolved]) -> str:
+    def reasoning(
+        report: SanitizerReport, resolved: list[Resolved], trail: Trail | None = None
+    ) -> str:
         kind = report.crash_type or "crash"
         bits = [f"{report.sanitizer or 'The sanitizer'} reports {kind}"]
         if report.access:
@@ -345,15 +522,25 @@ class StackTraceAnalyst:
             )
         if report.ub_message:
             bits.append(f": {report.ub_message}")
-        if resolved:
-            top = resolved[0]
+        crash = next((r for r in resolved if r.candidate.role.startswith("crash site")), None)
+        if crash is None and resolved:
+            crash = resolved[0]
+        if crash is not None:
             bits.append(
-                f"at {top.rel_path}:{top.candidate.line}"
-                + (f" in {top.candidate.function}" if top.candidate.function else "")
+                f"at {crash.rel_path}:{crash.candidate.line}"
+                + (f" in {crash.candidate.function}" if crash.candidate.function else "")
             )
-        return (
-            " ".join(bits) + ". Locations are ranked from the stack trace alone (crash site, "
-            "then the related free/allocation/origin site and callers); no code reasoning."
+        text = " ".join(bits) + "."
+        if trail is not None and trail.why:
+            text += " " + trail.why
+        if trail is not None and trail.moved:
+            return text + (
+                " Ranked: the origin of the bad value, the crash site, then the related "
+                "allocation site and callers."
+            )
+        return text + (
+            " Locations are ranked from the stack trace (crash site, then the related "
+            "free/allocation/origin site and callers)."
         )
 
     def _settings(self) -> dict[str, object]:
@@ -362,4 +549,5 @@ class StackTraceAnalyst:
             "max_callers": self.max_callers,
             "context_lines": self.context_lines,
             "report_bytes": self.report_bytes,
+            "max_value_frames": self.max_value_frames,
         }

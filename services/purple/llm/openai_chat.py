@@ -15,13 +15,13 @@ import uuid
 from typing import Any
 
 import openai
-import structlog
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from services.purple.llm.base import LLMError, LLMReply, ToolCall
 from services.purple.llm.pricing import cost_of
+from services.shared.logging import get_logger
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 TRANSIENT_STATUS = {408, 409, 425, 429}
 

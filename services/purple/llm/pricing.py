@@ -6,9 +6,9 @@ them through the model config (``prices``). An unknown model costs 0 and logs on
 
 from __future__ import annotations
 
-import structlog
+from services.shared.logging import get_logger
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 PRICES: dict[str, tuple[float, float]] = {
     "gpt-4o": (2.50, 10.00),

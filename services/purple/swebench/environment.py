@@ -1,0 +1,71 @@
+"""Run the agent's commands in a SWE-bench container: a :class:`TaskEnvironment` over a green
+:class:`~services.green.sandbox.base.Sandbox`, with the image's Python environment activated.
+
+Official images keep the project's interpreter in a conda env (``testbed``) that every command
+must activate; the local fixtures use the system Python and need nothing. Each sandbox command
+is a fresh ``bash -c``, so activation is a prefix of every command: ``auto`` looks for conda
+once per container, ``""`` (or ``none``) uses none, anything else is used as given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from services.green.sandbox.base import Sandbox, SandboxError
+from services.purple.environment import RunStats, TaskEnded
+from services.shared.commands import CommandResult
+from services.shared.protocol import SubmitResult
+
+CONDA_ACTIVATE = "source /opt/miniconda3/bin/activate testbed"
+"""What official SWE-bench images need before running the project's Python."""
+
+_DETECT = (
+    "if [ -f /opt/miniconda3/bin/activate ] && [ -d /opt/miniconda3/envs/testbed ]; "
+    "then echo conda; else echo none; fi"
+)
+
+
+def detect_activate(sandbox: Sandbox, timeout: float = 30.0) -> str:
+    """:data:`CONDA_ACTIVATE` when the image has the SWE-bench conda env, else ``""``."""
+    result = sandbox.exec(_DETECT, timeout)
+    return CONDA_ACTIVATE if result.output.strip().endswith("conda") else ""
+
+
+def resolve_activate(sandbox: Sandbox, setting: str | None) -> str:
+    """The activation prefix for a setting: ``auto`` (detect), ``""``/``none``/None, or a
+    command."""
+    if setting is None or setting.strip().lower() in ("", "none"):
+        return ""
+    if setting.strip().lower() == "auto":
+        return detect_activate(sandbox)
+    return setting.strip()
+
+
+def with_activate(command: str, activate: str) -> str:
+    """``command`` preceded by the (quiet) activation, on its own line."""
+    return f"{activate} >/dev/null 2>&1\n{command}" if activate else command
+
+
+class SandboxEnvironment:
+    """The agent's :class:`~services.purple.environment.TaskEnvironment` in a SWE-bench
+    container. ``submit`` always accepts: the patch is taken from the repository afterwards."""
+
+    def __init__(
+        self, sandbox: Sandbox, *, activate: str = "", default_timeout: float = 300.0
+    ) -> None:
+        self.sandbox = sandbox
+        self.activate = activate
+        self.default_timeout = default_timeout
+
+    async def execute(self, command: str, timeout: float | None = None) -> CommandResult:
+        try:
+            return await asyncio.to_thread(
+                self.sandbox.exec,
+                with_activate(command, self.activate),
+                timeout or self.default_timeout,
+            )
+        except SandboxError as exc:
+            raise TaskEnded(f"the container is gone: {exc}") from exc
+
+    async def submit(self, stats: RunStats | None = None) -> SubmitResult:
+        return SubmitResult(accepted=True)
