@@ -27,14 +27,14 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fixtures.catalog import DEFAULT_ASSETS_DIR, IMAGE_TEMPLATE  # noqa: E402
-from services.green.app import create_app as create_green  # noqa: E402
-from services.green.config import GreenSettings  # noqa: E402
-from services.purple.app import create_app as create_purple  # noqa: E402
-from services.purple.config import PurpleSettings  # noqa: E402
-from services.purple.environment import RunResult, TaskContext  # noqa: E402
-from services.shared.logging import router  # noqa: E402
-from tests.support.servers import free_port, serve  # noqa: E402
+from fixtures.catalog import DEFAULT_ASSETS_DIR, IMAGE_TEMPLATE
+from services.green.app import create_app as create_green
+from services.green.config import GreenSettings
+from services.purple.app import create_app as create_purple
+from services.purple.config import PurpleSettings
+from services.purple.environment import RunResult, TaskContext
+from services.shared.logging import router
+from tests.support.servers import free_port, serve
 
 
 class BenchPolicy:

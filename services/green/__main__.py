@@ -20,8 +20,19 @@ def serve(
     settings = GreenSettings(**overrides)
     from services.green.app import create_app
 
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port,
-                log_level="warning", timeout_graceful_shutdown=30)
+    app = create_app(settings)
+    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning",
+                            timeout_graceful_shutdown=30)
+    GreenServer(config).run()
+
+
+class GreenServer(uvicorn.Server):
+    """Tells the orchestrator at the first signal, before uvicorn drains its connections, so a
+    task cut off by the shutdown is recorded as an infra failure, not as the agent's."""
+
+    def handle_exit(self, sig, frame) -> None:
+        self.config.app.state.orchestrator.begin_shutdown()
+        super().handle_exit(sig, frame)
 
 
 def main() -> None:

@@ -14,6 +14,8 @@ from services.green.api.routes import assessments, health, tasks
 from services.green.assessment import AssessmentRunner
 from services.green.assets import make_asset_source
 from services.green.config import GreenSettings
+from services.green.kinds.arvo import ArvoKind
+from services.green.kinds.base import TaskKind
 from services.green.orchestrator import Orchestrator
 from services.green.sandbox.docker import DockerSandboxProvider
 from services.green.store.crud import AssessmentStore, TaskStore
@@ -47,16 +49,21 @@ def agent_card(settings: GreenSettings):
     )
 
 
+def task_kinds(settings: GreenSettings) -> dict[str, TaskKind]:
+    assets = make_asset_source(settings.asset_source, settings.asset_cache_dir,
+                               timeout_s=settings.asset_timeout_s)
+    kinds: list[TaskKind] = [ArvoKind(assets, settings.image_template,
+                                      strip_git=settings.strip_git, hide_poc=settings.hide_poc)]
+    return {k.name: k for k in kinds}
+
+
 def create_app(settings: GreenSettings | None = None, *, orchestrator: Orchestrator | None = None) -> FastAPI:
     settings = settings or GreenSettings()
     configure_logging(settings.log_dir)
     engine = make_engine(settings.database_url)
     orch = orchestrator or Orchestrator(
-        settings,
-        TaskStore(engine),
-        DockerSandboxProvider(owner=settings.instance_name),
-        make_asset_source(settings.asset_source, settings.asset_cache_dir,
-                          timeout_s=settings.asset_timeout_s),
+        settings, TaskStore(engine), DockerSandboxProvider(owner=settings.instance_name),
+        task_kinds(settings),
     )
     assessment_store = AssessmentStore(engine)
 

@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from services.green.assets.base import UnknownTask
 from services.green.assets.ids import parse_arvo_id
+from services.green.kinds.base import split_task_ref
 from services.green.orchestrator import Orchestrator, TaskOptions
 from services.green.scoring.metrics import METRICS
 from services.green.store.models import Task, TaskStatus
@@ -24,6 +25,12 @@ from services.shared.logging import get_logger
 log = get_logger("services.green.assessment")
 
 PURPLE_ROLES = ("purple", "agent", "participant", "solver", "rca_agent", "analyst")
+
+
+def task_ref(value: str | int) -> str:
+    """``10055`` / ``"arvo:010055"`` -> ``"arvo:10055"``; ``"swebench:x"`` stays. ValueError if bad."""
+    kind, ref = split_task_ref(value)
+    return f"{kind}:{parse_arvo_id(ref) if kind == 'arvo' else ref}"
 
 
 class AssessmentRequest(BaseModel):
@@ -36,9 +43,10 @@ class AssessmentRequest(BaseModel):
     @field_validator("task_ids", mode="before")
     @classmethod
     def _ids(cls, v: Any) -> list[str]:
+        """Normalize to ``<kind>:<id>`` (a bare id is an ARVO id)."""
         if isinstance(v, str | int):
             v = [v]
-        return [parse_arvo_id(x) for x in v]
+        return [task_ref(x) for x in v]
 
     @classmethod
     def from_agentbeats(cls, participants: dict[str, str], config: dict[str, Any]) -> AssessmentRequest:
@@ -62,6 +70,7 @@ class AssessmentRequest(BaseModel):
 
 class TaskOutcome(BaseModel):
     task_id: str
+    kind: str
     arvo_id: str
     status: TaskStatus
     end_reason: str | None
@@ -77,7 +86,7 @@ class TaskOutcome(BaseModel):
     @classmethod
     def of(cls, t: Task) -> TaskOutcome:
         duration = (t.finished_at - t.started_at).total_seconds() if t.finished_at and t.started_at else None
-        return cls(task_id=t.id, arvo_id=t.arvo_id, status=t.status, end_reason=t.end_reason,
+        return cls(task_id=t.id, kind=t.kind, arvo_id=t.arvo_id, status=t.status, end_reason=t.end_reason,
                    failure_kind=t.failure_kind, error=t.error, steps=t.steps,
                    tokens_in=t.tokens_in, tokens_out=t.tokens_out, cost=t.cost,
                    duration_s=duration, scores=t.scores)
@@ -92,7 +101,7 @@ class AssessmentResult(BaseModel):
     def summary(self) -> str:
         agg = self.aggregate
         lines = [f"Assessment {self.assessment_id}: {len(self.tasks)} task(s) against {self.purple_url}"]
-        lines += [f"  arvo:{t.arvo_id} {t.status.value:<9} " + " ".join(
+        lines += [f"  {t.kind}:{t.arvo_id} {t.status.value:<9} " + " ".join(
             f"{k}={(t.scores or {}).get(k, 0):.2f}" for k in METRICS) for t in self.tasks]
         means = agg.get("mean_all", {})
         if means:
@@ -114,12 +123,13 @@ class AssessmentRunner:
         opts = TaskOptions(purple_url=request.purple_url, max_steps=request.max_steps,
                            task_timeout_s=request.task_timeout_s,
                            command_timeout_s=request.command_timeout_s, assessment_id=aid)
-        for arvo_id in dict.fromkeys(request.task_ids):
+        refs = [split_task_ref(r) for r in request.task_ids]
+        for kind, ref in dict.fromkeys(refs):
             try:
-                await asyncio.to_thread(self.orchestrator.assets.fetch, arvo_id, "error.txt")
+                await asyncio.to_thread(self.orchestrator.kind(kind).check, ref)
             except UnknownTask as exc:
-                raise ValueError(f"unknown task arvo:{arvo_id}: {exc}") from exc
-        return [await self.orchestrator.create_task(i, opts) for i in request.task_ids]
+                raise ValueError(f"unknown task {kind}:{ref}: {exc}") from exc
+        return [await self.orchestrator.create_task(ref, opts, kind=kind) for kind, ref in refs]
 
     async def run(self, request: AssessmentRequest, progress: Progress | None = None,
                   assessment_id: str | None = None) -> AssessmentResult:
@@ -140,7 +150,8 @@ class AssessmentRunner:
                 if getter in done:
                     ev = getter.result()
                     if progress:
-                        await progress(f"arvo:{task.arvo_id} [{task.id[:8]}] {ev.status.value}: {ev.message}")
+                        await progress(f"{task.kind}:{task.arvo_id} [{task.id[:8]}] "
+                                       f"{ev.status.value}: {ev.message}")
                 else:
                     getter.cancel()
         except asyncio.CancelledError:
@@ -154,4 +165,12 @@ class AssessmentRunner:
         outcomes = [TaskOutcome.of(t) for t in tasks]
         purple = tasks[0].purple_url if tasks else ""
         return AssessmentResult(assessment_id=assessment_id, purple_url=purple, tasks=outcomes,
-                                aggregate=self.orchestrator.judge.aggregate(outcomes))
+                                aggregate=self.aggregate(outcomes))
+
+    def aggregate(self, outcomes: list[TaskOutcome]) -> dict[str, Any]:
+        """Each kind's own aggregate; a run of one kind (the usual case) gets it at the top."""
+        by_kind: dict[str, list[dict[str, Any]]] = {}
+        for o in outcomes:
+            by_kind.setdefault(o.kind, []).append(o.model_dump(mode="json"))
+        aggs = {k: self.orchestrator.kind(k).aggregate(rows) for k, rows in by_kind.items()}
+        return next(iter(aggs.values())) if len(aggs) == 1 else {"by_kind": aggs}

@@ -10,32 +10,29 @@ Cleanup (the container) runs on every exit path.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
-from services.green.assets.base import AssetError, AssetSource, UnknownTask
+from services.green.assets.base import AssetError, UnknownTask
 from services.green.config import GreenSettings
-from services.green.judge import Judge, PreparedTask
+from services.green.kinds.base import TaskKind, TaskPlan
 from services.green.purple_link import PurpleLink, PurpleUnreachable
 from services.green.sandbox.base import Sandbox, SandboxError, SandboxProvider, SandboxSpec
 from services.green.store.crud import TaskStore
 from services.green.store.models import Command, FailureKind, Task, TaskStatus, utcnow
-from services.green.task_prompt import describe_task
 from services.shared.commands import CommandResult
 from services.shared.logging import get_logger, router, task_log_context
-from services.shared.protocol import RcaTask, Submit, SubmitResult, TaskLimits, TaskPaths
+from services.shared.protocol import Submit, SubmitResult, TaskLimits
 
 log = get_logger("services.green.orchestrator")
 
-CONTAINER_WORKSPACE = "/workspace"
-"""The agent's workspace lives only inside the task container; green keeps no copy of it."""
 STORED_OUTPUT_BYTES = 8 * 1024
 """How much of each command's output the commands table keeps (head and tail)."""
 
@@ -83,7 +80,9 @@ class LiveTask:
     """In-memory state of a task this process is working on."""
 
     id: str
+    kind: TaskKind
     arvo_id: str
+    """The task's id within its kind (an ARVO id, a SWE-bench instance id)."""
     token: str
     purple_url: str
     max_steps: int
@@ -91,7 +90,7 @@ class LiveTask:
     command_timeout_s: float
     log_key: str
     sandbox: Sandbox | None = None
-    prepared: PreparedTask | None = None
+    plan: TaskPlan | None = None
     status: TaskStatus = TaskStatus.queued
     steps: int = 0
     deadline: float = 0.0
@@ -112,17 +111,16 @@ class Orchestrator:
         settings: GreenSettings,
         store: TaskStore,
         sandboxes: SandboxProvider,
-        assets: AssetSource,
-        judge: Judge | None = None,
+        kinds: Mapping[str, TaskKind],
         purple_link: Callable[[str], PurpleLink] | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.sandboxes = sandboxes
-        self.assets = assets
-        self.judge = judge or Judge()
+        self.kinds = dict(kinds)
         self._purple_link = purple_link or PurpleLink
         self._live: dict[str, LiveTask] = {}
+        self._stopping = False
         self._slots = asyncio.Semaphore(settings.max_concurrent_tasks)
         # Docker and file work is blocking; give it threads enough for every running task.
         self._pool = ThreadPoolExecutor(
@@ -137,8 +135,15 @@ class Orchestrator:
         failed = self.store.fail_unfinished("interrupted by restart")
         log.info("green.started", reaped_containers=reaped, failed_unfinished=failed)
 
+    def begin_shutdown(self) -> None:
+        """Called as soon as the process is asked to stop (before the server drains its
+        connections): from now on, a task that ends without an accepted submission ended because
+        green stopped, an infra failure, not the agent's (its requests are being cut off)."""
+        self._stopping = True
+
     async def shutdown(self) -> None:
         """Stop every task (each runner's cleanup removes its container), then the thread pool."""
+        self._stopping = True
         live = list(self._live.values())
         for t in live:
             t.cancel_reason = "green shut down"
@@ -153,18 +158,29 @@ class Orchestrator:
 
     # ---- intake ------------------------------------------------------------------------
 
-    async def create_task(self, arvo_id: str, options: TaskOptions | None = None) -> Task:
-        """Validate, record as queued, and schedule. Raises UnknownTask for an id the source lacks."""
+    def kind(self, name: str) -> TaskKind:
+        try:
+            return self.kinds[name]
+        except KeyError:
+            raise ValueError(f"unknown task kind {name!r} (known: {', '.join(self.kinds)})") from None
+
+    async def create_task(self, ref: str, options: TaskOptions | None = None, *,
+                          kind: str = "arvo") -> Task:
+        """Validate, record as queued, and schedule. Raises ValueError for a malformed id or an
+        unknown kind, UnknownTask for an id the source lacks."""
         opts = options or TaskOptions()
         s = self.settings
+        task_kind = self.kind(kind)
+        arvo_id = task_kind.canonical(ref)
         try:  # cheap existence check; also warms the cache for preparation
-            await self._io(self.assets.fetch, arvo_id, "error.txt")
+            await self._io(task_kind.check, arvo_id)
         except UnknownTask:
             raise
         except AssetError as exc:  # the source is slow or broken: let preparation retry and report
             log.warning("intake.asset_check_failed", arvo_id=arvo_id, error=str(exc))
         task = Task(
             id=str(uuid.uuid4()),
+            kind=task_kind.name,
             arvo_id=arvo_id,
             purple_url=(opts.purple_url or s.purple_url).rstrip("/"),
             max_steps=opts.max_steps or s.max_steps,
@@ -175,13 +191,14 @@ class Orchestrator:
         self.store.add(task)
         live = LiveTask(
             id=task.id,
+            kind=task_kind,
             arvo_id=arvo_id,
             token=secrets.token_urlsafe(24),
             purple_url=task.purple_url,
             max_steps=task.max_steps,
             task_timeout_s=task.task_timeout_s,
             command_timeout_s=task.command_timeout_s,
-            log_key=f"arvo_{arvo_id}",
+            log_key=f"{task_kind.name}_{arvo_id}",
         )
         self._live[task.id] = live
         with task_log_context(task.id, live.log_key, arvo_id=arvo_id):
@@ -251,7 +268,15 @@ class Orchestrator:
             outcome = Outcome(TaskStatus.failed, "harness_error", f"{type(exc).__name__}: {exc}",
                               FailureKind.infra)
         finally:
-            await asyncio.shield(self._cleanup(live))
+            # Cleanup and the final record must happen even if this runner is cancelled again
+            # (e.g. a cancel request racing with shutdown): wait for them through any cancel.
+            cleanup = asyncio.ensure_future(self._cleanup(live))
+            while not cleanup.done():
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.shield(cleanup)
+            if self._stopping and outcome.status is not TaskStatus.completed:
+                outcome = Outcome(TaskStatus.failed, "interrupted", "green shut down",
+                                  FailureKind.infra)
             self._finish(live, outcome)
             self._forget(live)
 
@@ -268,8 +293,8 @@ class Orchestrator:
 
     def _finish(self, live: LiveTask, outcome: Outcome) -> None:
         fields = dict(outcome.fields)
-        if "scores" not in fields and live.prepared:  # no valid submission: zeros, explained
-            fields["scores"] = self.judge.score(None, live.prepared).to_dict()
+        if "scores" not in fields and live.plan:  # no valid submission: zeros, explained
+            fields["scores"] = live.plan.score(None)
         self._transition(live, outcome.status, outcome.error or outcome.end_reason,
                          end_reason=outcome.end_reason, error=outcome.error,
                          failure_kind=outcome.failure_kind, finished_at=utcnow(), **fields)
@@ -277,45 +302,19 @@ class Orchestrator:
     async def _prepare(self, live: LiveTask) -> None:
         with task_log_context(live.id, live.log_key, arvo_id=live.arvo_id):
             self._transition(live, TaskStatus.preparing, "fetching assets")
-            paths = {name: await self._io(self.assets.fetch, live.arvo_id, name)
-                     for name in ("error.txt", "repo-vul.tar.gz", "patch.diff")}
-            live.prepared = await self._io(
-                self.judge.prepare, paths["patch.diff"], paths["repo-vul.tar.gz"]
+            live.plan = plan = await self._io(live.kind.prepare, live.arvo_id)
+            self.store.update(live.id, workspace_dir=plan.paths.workspace,
+                              ground_truth=plan.ground_truth())
+            s = self.settings
+            spec = SandboxSpec(
+                image=plan.image, task_id=live.id, arvo_id=live.arvo_id, workdir=plan.workdir,
+                memory=s.container_memory, cpus=s.container_cpus, pids_limit=s.container_pids,
+                network=s.container_network, output_limit=s.output_limit_bytes,
             )
-            self.store.update(live.id, workspace_dir=CONTAINER_WORKSPACE,
-                              ground_truth=live.prepared.ground_truth_dict())
-            spec = self._sandbox_spec(live)
             live.sandbox = await self._io(self.sandboxes.create, spec)
             self.store.update(live.id, container_name=live.sandbox.name)
             log.info("sandbox.created", container=live.sandbox.name, image=spec.image)
-            await self._io(self._populate, live.sandbox, paths, live.prepared)
-
-    def _sandbox_spec(self, live: LiveTask) -> SandboxSpec:
-        s = self.settings
-        return SandboxSpec(
-            image=s.image_for(live.arvo_id), task_id=live.id, arvo_id=live.arvo_id,
-            memory=s.container_memory, cpus=s.container_cpus, pids_limit=s.container_pids,
-            network=s.container_network, output_limit=s.output_limit_bytes,
-        )
-
-    def _populate(self, sandbox: Sandbox, paths: dict[str, Path], prepared: PreparedTask) -> None:
-        """Put the agent's workspace into the container through the Docker API (no bind mounts).
-
-        The ground truth (patch.diff) never enters the container.
-        """
-        sandbox.put_files("/workspace", {"error.txt": paths["error.txt"].read_bytes(),
-                                         "shared/.keep": b""})
-        top = prepared.archive_top.strip("/")
-        dest = "/workspace" if top == "src-vul" or top.startswith("src-vul/") else "/workspace/src-vul"
-        sandbox.put_archive(dest, paths["repo-vul.tar.gz"].read_bytes())
-        hardening = ["rm -f /workspace/shared/.keep"]
-        if self.settings.strip_git:
-            hardening.append("rm -rf /workspace/src-vul/*/.git /src/*/.git")
-        if self.settings.hide_poc:
-            hardening.append("rm -f /tmp/poc")
-        result = sandbox.exec(" ; ".join(hardening), 60)
-        if result.exit_code != 0:
-            raise RuntimeError(f"workspace set-up failed: {result.output[-500:]}")
+            await self._io(plan.populate, live.sandbox)
 
     async def _serve(self, live: LiveTask) -> str:
         """Hand the task to purple, then wait for a submission or an ending. Returns why it ended."""
@@ -325,15 +324,15 @@ class Orchestrator:
             live.last_activity = now
             deadline_at = datetime.now(UTC) + timedelta(seconds=live.task_timeout_s)
             self._transition(live, TaskStatus.running, "sent to purple", started_at=utcnow())
-            rca = RcaTask(
+            assert live.plan is not None
+            assignment = live.kind.assignment(
                 task_id=live.id, token=live.token, green_url=self.settings.reachable_url(),
-                paths=TaskPaths(), limits=TaskLimits(max_steps=live.max_steps,
+                paths=live.plan.paths, limits=TaskLimits(max_steps=live.max_steps,
                 command_timeout_s=live.command_timeout_s, deadline=deadline_at),
             )
-            project = live.prepared.project if live.prepared else None
             link = self._purple_link(live.purple_url)
             try:
-                await link.start(rca, describe_task(rca, project), log_key=live.log_key)
+                await link.start(assignment, live.plan.describe(assignment), log_key=live.log_key)
                 return await self._wait_for_end(live, link)
             finally:
                 await link.aclose()
@@ -363,16 +362,15 @@ class Orchestrator:
     async def _evaluate(self, live: LiveTask, end_reason: str) -> Outcome:
         with task_log_context(live.id, live.log_key, arvo_id=live.arvo_id):
             self._transition(live, TaskStatus.evaluating, f"ended: {end_reason}")
-            prepared = live.prepared
-            assert prepared is not None and live.sandbox is not None
+            plan, sandbox = live.plan, live.sandbox
+            assert plan is not None and sandbox is not None
             submission = live.submission
             errors: list[str] = []
-            if submission is None:  # no accepted submit: judge whatever loc.json is there
-                submission, errors = await self._io(self._read_submission, live)
-            loc = prepared.validated(submission) if submission else None
-            score = self.judge.score(loc, prepared).to_dict()
-            if loc is None:
-                why = "; ".join(errors) or "no loc.json was written"
+            if submission is None:  # no accepted submit: judge whatever the agent left
+                submission, errors = await self._io(plan.read_submission, sandbox)
+            score = await self._io(plan.score, submission)
+            if submission is None:
+                why = "; ".join(errors) or "nothing was submitted"
                 return Outcome(TaskStatus.failed, end_reason,
                                f"no valid submission ({end_reason}): {why}", FailureKind.agent,
                                {"scores": score})
@@ -450,7 +448,8 @@ class Orchestrator:
         live = self._running(task_id, token)
         async with live.exec_lock:
             live.last_activity = time.monotonic()
-            submission, errors = await self._io(self._read_submission, live)
+            assert live.plan is not None and live.sandbox is not None
+            submission, errors = await self._io(live.plan.read_submission, live.sandbox)
             accepted = submission is not None and not errors
             task = self.store.update(
                 live.id, submissions=(self.get(live.id).submissions + 1),
@@ -463,16 +462,6 @@ class Orchestrator:
                 live.submission = submission
                 live.ended.set()
             return SubmitResult(accepted=accepted, errors=errors)
-
-    def _read_submission(self, live: LiveTask) -> tuple[dict[str, Any] | None, list[str]]:
-        assert live.sandbox is not None and live.prepared is not None
-        try:
-            raw = live.sandbox.read_file(TaskPaths().submission, max_bytes=1 << 20)
-        except FileNotFoundError:
-            return None, [f"{TaskPaths().submission} does not exist; write it first"]
-        except Exception as exc:
-            return None, [f"could not read {TaskPaths().submission}: {exc}"]
-        return live.prepared.check_submission(raw)
 
 
 def _clip(text: str, limit: int = STORED_OUTPUT_BYTES) -> str:

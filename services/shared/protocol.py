@@ -31,16 +31,29 @@ class TaskLimits(BaseModel):
     """Absolute time (UTC) after which green ends the task."""
 
 
-class RcaTask(BaseModel):
-    """green -> purple: start working on a task."""
+class TaskAssignment(BaseModel):
+    """green -> purple: start working on a task (the fields every task kind shares)."""
 
-    kind: Literal["rca_task"] = "rca_task"
+    kind: str
     task_id: str
     token: str
     """Per-task secret; every execute/submit must carry it."""
     green_url: str
     paths: TaskPaths = TaskPaths()
     limits: TaskLimits
+
+
+class RcaTask(TaskAssignment):
+    """Root-cause analysis of a crash: answer with loc.json at ``paths.submission``."""
+
+    kind: Literal["rca_task"] = "rca_task"
+
+
+class SweTask(TaskAssignment):
+    """SWE-bench: fix the issue by editing the repository at ``paths.workspace``; green takes
+    the patch from the container at ``submit``."""
+
+    kind: Literal["swe_task"] = "swe_task"
 
 
 class Execute(BaseModel):
@@ -85,7 +98,8 @@ class ErrorReply(BaseModel):
 
 
 ProtocolData = Annotated[
-    RcaTask | Execute | Result | Submit | SubmitResult | ErrorReply, Field(discriminator="kind")
+    RcaTask | SweTask | Execute | Result | Submit | SubmitResult | ErrorReply,
+    Field(discriminator="kind"),
 ]
 _adapter: TypeAdapter[Any] = TypeAdapter(ProtocolData)
 

@@ -13,7 +13,7 @@ from a2a.types import TaskState
 
 from fixtures.catalog import get_task
 from tests.integration.conftest import leftover_containers
-from tests.integration.helpers import stream_message, submit_task, wait_terminal
+from tests.integration.helpers import stream_message, wait_terminal
 from tests.support.scripted_purple import Script
 
 pytestmark = pytest.mark.docker

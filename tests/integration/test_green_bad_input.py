@@ -9,10 +9,10 @@ import httpx
 import pytest
 from a2a.types import Role
 
+from services.shared.a2a import A2APeer, message_parts, new_protocol_message
 from tests.integration.conftest import leftover_containers
 from tests.integration.helpers import submit_task, wait_status, wait_terminal
 from tests.support.scripted_purple import Script
-from services.shared.a2a import A2APeer, message_parts, new_protocol_message
 
 pytestmark = pytest.mark.docker
 
@@ -50,7 +50,7 @@ async def _ask(green_url: str, context_id: str, text: str, data: dict | None = N
 
 
 def test_protocol_requests_are_refused_without_the_token_and_after_the_end(start_green, scripted_purple):
-    purple_url, seen = scripted_purple(Script(commands=["true"] * 2, pause_s=2.0, submissions=[VALID]))
+    purple_url, _seen = scripted_purple(Script(commands=["true"] * 2, pause_s=2.0, submissions=[VALID]))
     green = start_green(purple_url=purple_url)
     task = submit_task(green.url, {"task": "arvo:900002"})
     wait_status(green.url, task["id"], "running")

@@ -36,7 +36,7 @@ class GreenExecutor(AgentExecutor):
         match classify(payload):
             case ProtocolRequest() as req:
                 await self._serve(context, event_queue, req)
-            case StartTask(arvo_ids=ids):
+            case StartTask(task_ids=ids):
                 purple = payload.metadata.get("purple_url")
                 request = AssessmentRequest(task_ids=ids, purple_url=purple)
                 await self._assess(context, event_queue, request)

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from services.shared.a2a import Payload
 from services.shared.protocol import Execute, Submit, parse_data, parse_text_request
 
-_ARVO_RE = re.compile(r"\barvo:(\d+)\b", re.IGNORECASE)
+_TASK_RE = re.compile(r"\b(arvo:\d+|swebench:[A-Za-z0-9_.\-]+)", re.IGNORECASE)
 _TOKEN_LINE_RE = re.compile(r"\n?[ \t]*token:[ \t]*(\S+)[ \t]*\Z", re.IGNORECASE)
 
 
@@ -26,7 +26,8 @@ class ProtocolRequest:
 
 @dataclass
 class StartTask:
-    arvo_ids: list[str]
+    task_ids: list[str]
+    """``arvo:<n>`` / ``swebench:<instance>`` as written."""
 
 
 @dataclass
@@ -67,10 +68,10 @@ def classify(payload: Payload) -> ProtocolRequest | StartTask | Assessment | Unk
             if not isinstance(obj["participants"], dict) or not obj["participants"]:
                 return Unknown("assessment request: 'participants' must map roles to URLs")
             return Assessment(dict(obj["participants"]), dict(obj.get("config") or {}))
-    # 4. "Task ID: arvo:<n>" (or any text naming arvo ids)
-    if ids := _ARVO_RE.findall(payload.text):
+    # 4. "Task ID: arvo:<n>" / "swebench:<id>" (or any text naming task ids)
+    if ids := _TASK_RE.findall(payload.text):
         return StartTask(list(dict.fromkeys(ids)))
     return Unknown(
-        "send 'Task ID: arvo:<n>' to start a task, an AgentBeats assessment request as JSON, "
+        "send 'Task ID: arvo:<n>' (or swebench:<instance>) to start a task, an AgentBeats assessment request as JSON, "
         "or, inside a running task, 'execute: <command>' / 'submit'"
     )

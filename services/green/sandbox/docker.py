@@ -291,9 +291,14 @@ class DockerSandboxProvider:
             raise SandboxError(f"cannot list containers: {e.explanation}") from e
         names = []
         for container in leftovers:
-            with contextlib.suppress(docker.errors.NotFound):
+            try:
                 container.remove(force=True, v=True)
                 names.append(container.name)
+            except docker.errors.NotFound:
+                pass
+            except docker.errors.APIError as e:  # e.g. 409: a removal is already in progress
+                if e.status_code != 409:
+                    raise SandboxError(f"cannot remove {container.name}: {e.explanation}") from e
         return names
 
     def ping(self) -> bool:

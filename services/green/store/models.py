@@ -36,7 +36,10 @@ class FailureKind(enum.StrEnum):
 
 
 class TaskBase(SQLModel):
+    kind: str = Field(default="arvo", index=True)
+    """``arvo`` (root-cause analysis) or ``swebench`` (fix an issue)."""
     arvo_id: str = Field(index=True)
+    """The task's id within its kind: the ARVO id, or the SWE-bench instance id."""
     status: TaskStatus = Field(default=TaskStatus.queued, index=True)
     purple_url: str
     container_name: str | None = None

@@ -8,8 +8,9 @@ from fastapi import APIRouter, HTTPException, Query, status
 from pydantic import BaseModel, Field, model_validator
 
 from services.green.api.deps import OrchestratorDep
+from services.green.assessment import task_ref
 from services.green.assets.base import UnknownTask
-from services.green.assets.ids import parse_arvo_id
+from services.green.kinds.base import split_task_ref
 from services.green.orchestrator import TaskNotFound, TaskOptions
 from services.green.store.models import CommandPublic, Task, TaskList, TaskPublic, TaskStatus
 
@@ -17,8 +18,9 @@ router = APIRouter(prefix="/tasks", tags=["tasks"])
 
 
 class TaskCreate(BaseModel):
-    task: str | None = Field(None, examples=["arvo:10055"], description="'arvo:<n>' or '<n>'")
-    arvo_id: int | str | None = Field(None, examples=[10055])
+    task: str | None = Field(None, examples=["arvo:10055"],
+                             description="'arvo:<n>', '<n>' or 'swebench:<instance id>'")
+    arvo_id: int | str | None = Field(None, examples=[10055], description="An ARVO id")
     purple_url: str | None = Field(None, description="A2A base URL of the agent (default: settings)")
     max_steps: int | None = Field(None, ge=1, le=10_000)
     task_timeout_s: float | None = Field(None, gt=0, le=86_400)
@@ -29,7 +31,7 @@ class TaskCreate(BaseModel):
         raw = self.task if self.task is not None else self.arvo_id
         if raw is None:
             raise ValueError("give 'task' (e.g. \"arvo:10055\") or 'arvo_id' (e.g. 10055)")
-        self.arvo_id = parse_arvo_id(raw)
+        self.task = task_ref(raw)
         return self
 
 
@@ -46,10 +48,13 @@ def public(task: Task) -> TaskPublic:
 async def create_task(body: TaskCreate, orch: OrchestratorDep) -> TaskPublic:
     opts = TaskOptions(purple_url=body.purple_url, max_steps=body.max_steps,
                        task_timeout_s=body.task_timeout_s, command_timeout_s=body.command_timeout_s)
+    kind, ref = split_task_ref(body.task or "")
     try:
-        task = await orch.create_task(str(body.arvo_id), opts)
+        task = await orch.create_task(ref, opts, kind=kind)
     except UnknownTask as exc:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown task arvo:{body.arvo_id}: {exc}") from exc
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown task {body.task}: {exc}") from exc
+    except ValueError as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, str(exc)) from exc
     return public(task)
 
 

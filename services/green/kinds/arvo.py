@@ -1,0 +1,101 @@
+"""ARVO root-cause analysis tasks: assets from the CyberGym layout, an n132/arvo image, loc.json."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from services.green.assets import AssetSource, parse_arvo_id
+from services.green.judge import Judge, PreparedTask
+from services.green.sandbox.base import Sandbox
+from services.green.scoring.metrics import aggregate_records
+from services.green.task_prompt import describe_task
+from services.shared.protocol import RcaTask, TaskAssignment, TaskPaths
+
+WORKSPACE = "/workspace"
+
+
+@dataclass
+class ArvoPlan:
+    arvo_id: str
+    image: str
+    assets: dict[str, Path]
+    prepared: PreparedTask
+    strip_git: bool
+    hide_poc: bool
+    paths: TaskPaths = field(default_factory=TaskPaths)
+    workdir: str = WORKSPACE
+
+    @property
+    def log_key(self) -> str:
+        return f"arvo_{self.arvo_id}"
+
+    def populate(self, sandbox: Sandbox) -> None:
+        """``/workspace/error.txt``, ``/workspace/src-vul/<project>/…``, ``/workspace/shared/``.
+
+        The ground truth (patch.diff) never enters the container.
+        """
+        sandbox.put_files(WORKSPACE, {"error.txt": self.assets["error.txt"].read_bytes(),
+                                      "shared/.keep": b""})
+        top = self.prepared.archive_top.strip("/")
+        dest = WORKSPACE if top == "src-vul" or top.startswith("src-vul/") else f"{WORKSPACE}/src-vul"
+        sandbox.put_archive(dest, self.assets["repo-vul.tar.gz"].read_bytes())
+        hardening = [f"rm -f {WORKSPACE}/shared/.keep"]
+        if self.strip_git:
+            hardening.append(f"rm -rf {WORKSPACE}/src-vul/*/.git /src/*/.git")
+        if self.hide_poc:
+            hardening.append("rm -f /tmp/poc")
+        result = sandbox.exec(" ; ".join(hardening), 60)
+        if result.exit_code != 0:
+            raise RuntimeError(f"workspace set-up failed: {result.output[-500:]}")
+
+    def describe(self, task: TaskAssignment) -> str:
+        return describe_task(task, self.prepared.project)
+
+    def read_submission(self, sandbox: Sandbox) -> tuple[dict[str, Any] | None, list[str]]:
+        path = self.paths.submission
+        try:
+            raw = sandbox.read_file(path, max_bytes=1 << 20)
+        except FileNotFoundError:
+            return None, [f"{path} does not exist; write it first"]
+        except Exception as exc:  # a directory, too large, ...
+            return None, [f"could not read {path}: {exc}"]
+        return self.prepared.check_submission(raw)
+
+    def score(self, submission: dict[str, Any] | None) -> dict[str, Any]:
+        loc = self.prepared.validated(submission) if submission else None
+        return Judge().score(loc, self.prepared).to_dict()
+
+    def ground_truth(self) -> dict[str, Any]:
+        return self.prepared.ground_truth_dict()
+
+
+class ArvoKind:
+    name = "arvo"
+    assignment = RcaTask
+
+    def __init__(self, assets: AssetSource, image_template: str, *, strip_git: bool = True,
+                 hide_poc: bool = True, judge: Judge | None = None) -> None:
+        self.assets = assets
+        self.image_template = image_template
+        self.strip_git = strip_git
+        self.hide_poc = hide_poc
+        self.judge = judge or Judge()
+
+    def canonical(self, ref: str) -> str:
+        return parse_arvo_id(ref)
+
+    def check(self, ref: str) -> None:
+        self.assets.fetch(ref, "error.txt")  # small; warms the cache for preparation
+
+    def prepare(self, ref: str) -> ArvoPlan:
+        files = {name: self.assets.fetch(ref, name)
+                 for name in ("error.txt", "repo-vul.tar.gz", "patch.diff")}
+        prepared = self.judge.prepare(files["patch.diff"], files["repo-vul.tar.gz"])
+        return ArvoPlan(arvo_id=ref, image=self.image_template.format(id=ref), assets=files,
+                        prepared=prepared, strip_git=self.strip_git, hide_poc=self.hide_poc)
+
+    def aggregate(self, records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+        return aggregate_records(records).to_dict()
