@@ -1,0 +1,247 @@
+"""Drive the real deployment (deploy/compose.sh: docker compose v2 or docker-compose v1) from tests.
+
+A :class:`ComposeStack` is one compose project with its own name, host ports, log folder and
+image tags, so it never collides with a running demo (project ``arena``, ports 9009/9019).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import docker
+import httpx
+
+from fixtures.catalog import REPO_ROOT
+
+COMPOSE_SH = REPO_ROOT / "deploy" / "compose.sh"
+E2E_FILE = Path(__file__).resolve().parent / "docker-compose.e2e.yml"
+PYTHON_BASE_SH = REPO_ROOT / "images" / "python-base.sh"
+SERVICE_UID = 10001
+TERMINAL = {"completed", "failed", "cancelled"}
+
+
+class ComposeError(RuntimeError):
+    pass
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def compose_available() -> str | None:
+    """The compose that deploy/compose.sh will use, or None."""
+    forced = os.environ.get("ARENA_COMPOSE")
+    candidates = [forced.split()] if forced else [["docker", "compose"], ["docker-compose"]]
+    for cmd in candidates:
+        if shutil.which(cmd[0]) is None:
+            continue
+        proc = subprocess.run([*cmd, "version"], capture_output=True, text=True, check=False)
+        if proc.returncode == 0:
+            return " ".join(cmd)
+    return None
+
+
+def ensure_python_base(image: str = "python:3.11-slim-bookworm") -> None:
+    """The Dockerfile's base image: present, or the local stand-in (no registry here)."""
+    proc = subprocess.run(
+        ["bash", str(PYTHON_BASE_SH), image],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise ComposeError(f"images/python-base.sh failed:\n{proc.stdout}\n{proc.stderr}")
+
+
+@dataclass
+class ComposeStack:
+    """One project of deploy/docker-compose.yml + the demo overlay + tests/e2e's overlay."""
+
+    workdir: Path
+    """Holds the stack's log folder (bind-mounted at /logs in both services)."""
+    project: str = field(default_factory=lambda: f"arena-e2e-{secrets.token_hex(3)}")
+    green_port: int = field(default_factory=free_port)
+    purple_port: int = field(default_factory=free_port)
+    image_tag: str = "e2e"
+    log_run: str = "log_e2e"
+
+    def __post_init__(self) -> None:
+        self.logs_dir = self.workdir / "logs"
+        self.logs_dir.mkdir(parents=True, exist_ok=True)
+        if os.geteuid() == 0:
+            os.chown(self.logs_dir, SERVICE_UID, SERVICE_UID)
+        else:
+            self.logs_dir.chmod(0o777)
+        self.docker = docker.from_env()
+
+    # ---- compose -------------------------------------------------------------------------
+
+    @property
+    def green_url(self) -> str:
+        return f"http://127.0.0.1:{self.green_port}"
+
+    @property
+    def purple_url(self) -> str:
+        return f"http://127.0.0.1:{self.purple_port}"
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        for key in list(env):  # the developer's settings must not leak into the stack
+            if key.startswith(("GREEN_", "PURPLE_", "OPENAI_")):
+                del env[key]
+        env.update(
+            COMPOSE_PROJECT_NAME=self.project,
+            ARENA_ENV_FILE="",  # ignore the repository's .env
+            ARENA_GREEN_PORT=str(self.green_port),
+            ARENA_PURPLE_PORT=str(self.purple_port),
+            ARENA_GREEN_IMAGE=f"arena/green:{self.image_tag}",
+            ARENA_PURPLE_IMAGE=f"arena/purple:{self.image_tag}",
+            ARENA_LOGS_DIR=str(self.logs_dir),
+            ARENA_LOG_RUN=self.log_run,
+            # Short task limits: a stuck test fails fast instead of holding a container.
+            GREEN_TASK_TIMEOUT_S="300",
+            GREEN_IDLE_TIMEOUT_S="240",
+            GREEN_CONTAINER_MEMORY="1g",
+        )
+        return env
+
+    def run(self, *args: str, timeout: float = 300) -> str:
+        cmd = ["bash", str(COMPOSE_SH), "--demo", "-f", str(E2E_FILE), *args]
+        proc = subprocess.run(
+            cmd,
+            env=self.env(),
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        if proc.returncode != 0:
+            raise ComposeError(
+                f"{' '.join(args)} exited {proc.returncode}:\n"
+                f"{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+            )
+        return proc.stdout + proc.stderr
+
+    def build(self) -> float:
+        t0 = time.monotonic()
+        self.run("build", "green", "purple", timeout=1800)
+        return time.monotonic() - t0
+
+    def up(self) -> None:
+        self.run("up", "-d", timeout=300)
+
+    def down(self) -> None:
+        self.run("down", "-v", "--remove-orphans", "--timeout", "30", timeout=300)
+
+    # ---- the project's containers and volumes ----------------------------------------------
+
+    def containers(self, service: str | None = None) -> list[Any]:
+        labels = [f"com.docker.compose.project={self.project}"]
+        if service:
+            labels.append(f"com.docker.compose.service={service}")
+        return self.docker.containers.list(all=True, filters={"label": labels})
+
+    def container(self, service: str) -> Any:
+        found = self.containers(service)
+        if len(found) != 1:
+            raise ComposeError(f"expected one {service} container, found {len(found)}")
+        return found[0]
+
+    def volumes(self) -> list[Any]:
+        return self.docker.volumes.list(
+            filters={"label": f"com.docker.compose.project={self.project}"}
+        )
+
+    def wait_healthy(
+        self,
+        services: tuple[str, ...] = ("green", "purple", "purple-stalled"),
+        timeout: float = 180,
+    ) -> None:
+        """Docker's health status (the compose healthchecks on /healthz) of every service."""
+        deadline = time.monotonic() + timeout
+        while True:
+            states = {}
+            for name in services:
+                try:
+                    c = self.container(name)
+                    c.reload()
+                    states[name] = c.attrs["State"].get("Health", {}).get("Status", c.status)
+                except ComposeError as exc:
+                    states[name] = str(exc)
+            if all(s == "healthy" for s in states.values()):
+                return
+            if time.monotonic() > deadline:
+                logs = {n: self.logs(n)[-3000:] for n in services}
+                raise ComposeError(f"not healthy after {timeout:.0f} s: {states}\n{logs}")
+            time.sleep(1)
+
+    def logs(self, service: str) -> str:
+        try:
+            return self.container(service).logs().decode(errors="replace")
+        except ComposeError as exc:
+            return str(exc)
+
+    # ---- task containers (siblings that green creates through the mounted socket) ----------
+
+    def task_containers(self, task_id: str) -> list[Any]:
+        return self.docker.containers.list(all=True, filters={"label": f"arena.task_id={task_id}"})
+
+    def task_container_events(self, task_id: str, since: float) -> list[str]:
+        """Actions (create, start, destroy, ...) the engine recorded for a task's containers."""
+        events = self.docker.events(
+            since=int(since) - 1,
+            until=int(time.time()) + 1,
+            decode=True,
+            filters={"type": "container", "label": f"arena.task_id={task_id}"},
+        )
+        return [e.get("Action") or e.get("status", "") for e in events]
+
+
+def wait_task(
+    http: httpx.Client, task_id: str, *, until: set[str] = TERMINAL, timeout: float = 240
+) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            r = http.get(f"/tasks/{task_id}")
+            if r.status_code == 200 and r.json()["status"] in until:
+                return r.json()
+        except httpx.TransportError:
+            pass  # green is restarting
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"task {task_id} not in {sorted(until)} after {timeout:.0f} s")
+        time.sleep(0.3)
+
+
+class RewriteHostTransport(httpx.AsyncBaseTransport):
+    """Send requests for ``host:port`` names of the compose network to their published ports.
+
+    Green's agent card advertises ``http://green:9009/`` (the URL purple uses); an A2A client
+    outside the network follows the card, so the test resolves that name as /etc/hosts would.
+    """
+
+    def __init__(self, mapping: dict[str, tuple[str, int]]) -> None:
+        self._mapping = mapping
+        self._inner = httpx.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        target = self._mapping.get(f"{request.url.host}:{request.url.port}")
+        if target is not None:
+            request.url = request.url.copy_with(host=target[0], port=target[1])
+            request.headers["host"] = f"{target[0]}:{target[1]}"
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()

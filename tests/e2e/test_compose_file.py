@@ -1,0 +1,81 @@
+"""deploy/docker-compose.yml passes every setting through (no Docker needed).
+
+A setting added to GreenSettings/PurpleSettings must either be listed in the service's
+`environment:` (so .env / the shell reach the container) or be one of the container-internal
+ones that the image fixes (listen address, paths inside the container).
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic_settings import BaseSettings
+
+from fixtures.catalog import REPO_ROOT
+from services.green.config import GreenSettings
+from services.purple.config import PurpleSettings
+
+COMPOSE = REPO_ROOT / "deploy" / "docker-compose.yml"
+DOCKERFILE = REPO_ROOT / "deploy" / "Dockerfile"
+# Set by deploy/Dockerfile (ENV) or by the compose file itself; never from a host .env.
+INTERNAL = {
+    "GREEN_HOST",
+    "GREEN_PORT",
+    "GREEN_DATABASE_URL",
+    "GREEN_ASSET_CACHE_DIR",
+    "GREEN_LOG_DIR",
+    "PURPLE_HOST",
+    "PURPLE_PORT",
+    "PURPLE_DATABASE_URL",
+    "PURPLE_LOG_DIR",
+    "PURPLE_TRAJECTORY_DIR",
+}
+
+
+def env_names(cls: type[BaseSettings]) -> set[str]:
+    prefix = cls.model_config.get("env_prefix", "")
+    names = set()
+    for name, field in cls.model_fields.items():
+        alias = field.validation_alias
+        if alias is not None and hasattr(alias, "choices"):
+            names.add(str(alias.choices[0]))
+        else:
+            names.add(f"{prefix}{name}".upper())
+    return names
+
+
+def service_block(text: str, service: str) -> str:
+    m = re.search(rf"^  {service}:\n(.*?)(?=^  \S|^\S|\Z)", text, re.S | re.M)
+    assert m, f"no service {service} in {COMPOSE}"
+    return m.group(1)
+
+
+def environment_keys(block: str) -> set[str]:
+    m = re.search(r"^    environment:\n((?:      .*\n|\s*\n)+)", block, re.M)
+    assert m, "no environment: block"
+    return set(re.findall(r"^      ([A-Z][A-Z0-9_]*):", m.group(1), re.M))
+
+
+def test_every_setting_reaches_its_container() -> None:
+    text = COMPOSE.read_text()
+    dockerfile = DOCKERFILE.read_text()
+    for service, cls in (("green", GreenSettings), ("purple", PurpleSettings)):
+        passed = environment_keys(service_block(text, service))
+        missing = env_names(cls) - passed - INTERNAL
+        assert not missing, (
+            f"{service}: add to deploy/docker-compose.yml environment: {sorted(missing)}"
+        )
+        assert "ARENA_LOG_RUN" in passed
+        fixed_here = {n for n in INTERNAL if n.startswith(service.upper())}
+        assert not fixed_here & passed, f"{service}: container-internal settings passed through"
+        unset = {n for n in fixed_here if n in env_names(cls) and f"{n}=" not in dockerfile}
+        assert not unset, f"deploy/Dockerfile must set {sorted(unset)}"
+
+
+def test_no_stale_names() -> None:
+    text = COMPOSE.read_text()
+    known = env_names(GreenSettings) | env_names(PurpleSettings)
+    for service in ("green", "purple"):
+        for key in environment_keys(service_block(text, service)):
+            if key.startswith(("GREEN_", "PURPLE_", "OPENAI_")):
+                assert key in known, f"{service}: {key} is no setting (renamed?)"
