@@ -79,7 +79,9 @@ class SweInstance(BaseModel):
                 raise ValueError(f"not a JSON list of test ids: {text[:80]!r}") from exc
         return value
 
-    @field_validator("version", "created_at", "hints_text", "environment_setup_commit", mode="before")
+    @field_validator(
+        "version", "created_at", "hints_text", "environment_setup_commit", mode="before"
+    )
     @classmethod
     def _text(cls, value: Any) -> Any:
         return "" if value is None else value if isinstance(value, str) else str(value)
@@ -168,8 +170,7 @@ def _from_hub(name: str, split: str) -> list[dict[str, Any]]:
         return [dict(r) for r in datasets.load_dataset(name, split=split)]
     except Exception as exc:  # network, unknown dataset or split...
         raise DatasetUnavailable(
-            f"cannot load {name!r} (split {split!r}) from Hugging Face: {type(exc).__name__}: "
-            f"{exc}"
+            f"cannot load {name!r} (split {split!r}) from Hugging Face: {type(exc).__name__}: {exc}"
         ) from exc
 
 

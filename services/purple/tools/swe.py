@@ -20,16 +20,19 @@ from services.purple.agent.errors import Submitted, Terminating
 from services.purple.environment import CommandRecord, RunStats, TaskEnvironment
 from services.purple.tools.registry import ToolRegistry
 from services.shared.commands import CommandResult
-from services.shared.protocol import TaskPaths, result_text
+from services.shared.protocol import TaskPaths, result_text, submit_result_text
 
 CommandHook = Callable[[CommandRecord, CommandResult], None]
 
-TEST_PATH_RE = r"(^|/)(tests?|testing)/.*\.py$|(^|/)test_[^/]*\.py$|(^|/)[^/]*_tests?\.py$|(^|/)conftest\.py$"
+TEST_PATH_RE = (
+    r"(^|/)(tests?|testing)/.*\.py$|(^|/)test_[^/]*\.py$|(^|/)[^/]*_tests?\.py$|(^|/)conftest\.py$"
+)
 """What counts as a test file (extended regex over repository-relative paths)."""
 
 
 class Finished(Submitted):
-    """The agent called ``finish``: the run ends; the runner extracts the patch.
+    """The agent called ``finish`` and the environment accepted it (``submit``): the run ends;
+    the runner (or green) extracts the patch.
 
     A :class:`Submitted` (so the loop ends the run with status ``submitted``) without a
     ``loc.json``: ``submission`` is None and the summary is kept.
@@ -251,11 +254,13 @@ echo {shlex.quote(done)}
             f"grep -rnIE --exclude-dir=.git {includes} -e {shlex.quote(pattern)} -- "
             f"{shlex.quote(target)} 2>&1 | "
             f"awk -v max={self.search_max_matches} -v w={self.line_width} "
-            "'{ sub(/^\\.\\//, \"\"); if (NR <= max) print substr($0, 1, w) } "
+            '\'{ sub(/^\\.\\//, ""); if (NR <= max) print substr($0, 1, w) } '
             'END { if (NR == 0) print "No matches."; '
             'else if (NR > max) print "[" NR - max " more matches not shown; narrow the pattern or the path]" }\''
         )
-        result = await self.execute(cmd, tool=f"search_code {pattern!r} in {file_pattern!r} under {target}")
+        result = await self.execute(
+            cmd, tool=f"search_code {pattern!r} in {file_pattern!r} under {target}"
+        )
         return result.output if result.exit_code == 0 else result_text(result)
 
     async def find_test_files(self, name_or_module: str = "") -> str:
@@ -274,7 +279,7 @@ echo {shlex.quote(done)}
         listing = (
             "{ git ls-files --cached --others --exclude-standard 2>/dev/null "
             "|| find . -type f -not -path './.git/*' | sed 's|^\\./||'; } | "
-            f"grep -E {shlex.quote(TEST_PATH_RE)} | sort -u > \"$t\""
+            f'grep -E {shlex.quote(TEST_PATH_RE)} | sort -u > "$t"'
         )
         if not key:
             report = (
@@ -301,7 +306,8 @@ echo {shlex.quote(done)}
         """End the task: your changes to the repository (as they are now) are the fix.
 
         Call it once the issue is fixed and checked. Do not revert your source changes
-        before; throw-away scripts you created may stay or be deleted.
+        before; delete scratch files you created inside the repository (every file there
+        is part of the patch).
 
         Args:
             summary: What was wrong and what you changed, in a few sentences.
@@ -317,6 +323,9 @@ echo {shlex.quote(done)}
                     "No tracked file is changed: the patch would be empty. Fix the issue "
                     "first (replace_in_file), or call finish again to end without a fix."
                 )
+        reply = await self.env.submit(self.stats() if self.stats else None)
+        if not reply.accepted:  # e.g. green's deadline passed, or it wants something first
+            return submit_result_text(reply) + "\nFix the problems and call finish again."
         raise Finished(summary)
 
     # ---- shell pieces ------------------------------------------------------------------------
@@ -328,7 +337,7 @@ echo {shlex.quote(done)}
             'if [ "$e" -gt "$n" ]; then e=$n; fi; '
             'if [ "$n" -eq 0 ]; then echo "[$f is empty]"; '
             'else echo "[$f: lines $s-$e of $n]"; '
-            f"awk -v s=\"$s\" -v e=\"$e\" -v w={self.line_width} "
+            f'awk -v s="$s" -v e="$e" -v w={self.line_width} '
             '\'NR>=s {printf "%6d  %s\\n", NR, substr($0,1,w)} NR>=e {exit}\' "$f"; fi'
         )
 
@@ -339,7 +348,7 @@ echo {shlex.quote(done)}
             'case "$f" in *.py) py=$(command -v python3 || command -v python); '
             'w="${TMPDIR:-/tmp}/.swe_syntax.$$"; '
             'if [ -n "$py" ] && ! "$py" -c '
-            '"import ast, sys; ast.parse(open(sys.argv[1], \'rb\').read(), sys.argv[1])" '
+            "\"import ast, sys; ast.parse(open(sys.argv[1], 'rb').read(), sys.argv[1])\" "
             '"$f" > /dev/null 2> "$w"; then echo "WARNING: $f no longer parses:"; '
             'tail -n 4 "$w"; fi; rm -f "$w";; esac; true'
         )
