@@ -1,11 +1,14 @@
 # The two entry points of the README (both work on a fresh machine), plus helpers.
-.PHONY: demo test setup lint bench down
+.PHONY: demo test e2e setup lint bench down
 
 demo:            ## build the demo task, start green + purple with docker compose, run one task
 	bash scripts/demo.sh
 
 test: setup      ## the full test suite (unit + integration with real containers and services)
 	uv run --frozen pytest
+
+e2e: setup       ## only the docker compose end-to-end tests
+	uv run --frozen pytest tests/e2e
 
 setup:
 	bash scripts/setup.sh
@@ -18,5 +21,5 @@ bench: setup
 	uv run --frozen python bench/bench_green_exec.py
 	uv run --frozen python bench/bench_agent_loop.py
 
-down:
-	docker compose -f deploy/docker-compose.yml down -v --remove-orphans
+down:            ## stop the demo stack
+	bash deploy/compose.sh down -v --remove-orphans
