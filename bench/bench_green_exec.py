@@ -78,7 +78,7 @@ def main() -> None:
     policy = BenchPolicy(args.n)
     purple_port, green_port = free_port(), free_port()
     purple = create_purple(PurpleSettings(port=purple_port, database_url=f"sqlite:///{tmp}/p.db",
-                                          log_dir=tmp / "logs"), make_policy=lambda: policy)
+                                          log_dir=tmp / "logs"), make_policy=lambda kind="rca_task": policy)
     green = create_green(GreenSettings(
         port=green_port, asset_source=str(DEFAULT_ASSETS_DIR), asset_cache_dir=tmp / "cache",
         image_template=IMAGE_TEMPLATE, database_url=f"sqlite:///{tmp}/g.db", log_dir=tmp / "logs",

@@ -16,7 +16,9 @@ from services.green.assets import make_asset_source
 from services.green.config import GreenSettings
 from services.green.kinds.arvo import ArvoKind
 from services.green.kinds.base import TaskKind
+from services.green.kinds.swebench import SweBenchKind
 from services.green.orchestrator import Orchestrator
+from services.green.sandbox.base import SandboxProvider
 from services.green.sandbox.docker import DockerSandboxProvider
 from services.green.store.crud import AssessmentStore, TaskStore
 from services.green.store.db import make_engine
@@ -49,11 +51,16 @@ def agent_card(settings: GreenSettings):
     )
 
 
-def task_kinds(settings: GreenSettings) -> dict[str, TaskKind]:
+def task_kinds(settings: GreenSettings, sandboxes: SandboxProvider) -> dict[str, TaskKind]:
     assets = make_asset_source(settings.asset_source, settings.asset_cache_dir,
                                timeout_s=settings.asset_timeout_s)
     kinds: list[TaskKind] = [ArvoKind(assets, settings.image_template,
                                       strip_git=settings.strip_git, hide_poc=settings.hide_poc)]
+    if settings.swebench_instances:
+        kinds.append(SweBenchKind(settings.swebench_instances, sandboxes,
+                                  image_template=settings.swebench_image_template,
+                                  activate=settings.swebench_activate,
+                                  eval_timeout_s=settings.swebench_eval_timeout_s))
     return {k.name: k for k in kinds}
 
 
@@ -61,10 +68,11 @@ def create_app(settings: GreenSettings | None = None, *, orchestrator: Orchestra
     settings = settings or GreenSettings()
     configure_logging(settings.log_dir)
     engine = make_engine(settings.database_url)
-    orch = orchestrator or Orchestrator(
-        settings, TaskStore(engine), DockerSandboxProvider(owner=settings.instance_name),
-        task_kinds(settings),
-    )
+    if orchestrator is None:
+        sandboxes = DockerSandboxProvider(owner=settings.instance_name)
+        orchestrator = Orchestrator(settings, TaskStore(engine), sandboxes,
+                                    task_kinds(settings, sandboxes))
+    orch = orchestrator
     assessment_store = AssessmentStore(engine)
 
     @asynccontextmanager

@@ -101,12 +101,13 @@ class AssessmentResult(BaseModel):
     def summary(self) -> str:
         agg = self.aggregate
         lines = [f"Assessment {self.assessment_id}: {len(self.tasks)} task(s) against {self.purple_url}"]
-        lines += [f"  {t.kind}:{t.arvo_id} {t.status.value:<9} " + " ".join(
-            f"{k}={(t.scores or {}).get(k, 0):.2f}" for k in METRICS) for t in self.tasks]
-        means = agg.get("mean_all", {})
-        if means:
-            lines.append(f"  mean over {means.get('n', 0)}: "
-                         + " ".join(f"{k}={means.get(k, 0):.3f}" for k in METRICS))
+        def figures(d: dict[str, Any]) -> str:
+            return " ".join(f"{k}={float(d[k]):.3f}" for k in (*METRICS, "resolved") if k in d)
+
+        lines += [f"  {t.kind}:{t.arvo_id} {t.status.value:<9} {figures(t.scores or {})}"
+                  for t in self.tasks]
+        if means := agg.get("mean_all"):
+            lines.append(f"  mean over {means.get('n', 0)}: {figures(means)}")
         return "\n".join(lines)
 
 

@@ -68,6 +68,18 @@ class GreenSettings(BaseSettings):
     output_limit_bytes: int = Field(64 * 1024, ge=1024)
     """Bytes of command output kept (head and tail)."""
 
+    swebench_instances: str | None = None
+    """SWE-bench instances green serves as 'swebench:<id>' tasks: a .json/.jsonl file, or a
+    dataset name (verified, lite) loaded with the optional 'datasets' package. Unset: off."""
+    swebench_image_template: str | None = None
+    """Image of a SWE-bench task ({id}: docker-compatible instance id). Unset: the instance's
+    image_name, else swebench/sweb.eval.x86_64.{id}:latest (the official images)."""
+    swebench_activate: str = "auto"
+    """Command that activates the repository's Python before each command: auto (the official
+    images' conda env when present), none, or a command."""
+    swebench_eval_timeout_s: float = Field(1800.0, gt=0)
+    """Timeout of the judge's test run of one SWE-bench submission."""
+
     mask_arvo_id: bool = True
     """Never show the ARVO numeric id to the agent (the task UUID names the task)."""
     strip_git: bool = True

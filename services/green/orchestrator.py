@@ -423,7 +423,9 @@ class Orchestrator:
             started = utcnow()
             with task_log_context(live.id, live.log_key, arvo_id=live.arvo_id):
                 try:
-                    result: CommandResult = await self._io(live.sandbox.exec, command, limit)
+                    assert live.plan is not None
+                    result: CommandResult = await self._io(
+                        live.sandbox.exec, live.plan.wrap(command), limit)
                 except SandboxError as exc:  # the container is gone: the harness failed, end it
                     log.error("sandbox.broken", error=str(exc))
                     live.sandbox_error = f"the task container broke: {exc}"

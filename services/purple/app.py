@@ -22,7 +22,7 @@ log = get_logger("services.purple")
 
 
 def create_app(settings: PurpleSettings | None = None,
-               make_policy: Callable[[], Policy] | None = None) -> FastAPI:
+               make_policy: Callable[[str], Policy] | None = None) -> FastAPI:
     """``make_policy`` replaces the policy chosen by the settings (tests script purple with it)."""
     settings = settings or PurpleSettings()
     configure_logging(settings.log_dir)

@@ -86,7 +86,7 @@ def scripted_purple(tmp_path: Path) -> Iterator[Callable[[Script], tuple[str, Ob
         port = free_port()
         settings = PurpleSettings(port=port, database_url=f"sqlite:///{tmp_path}/purple-{len(stack)}.db",
                                   log_dir=tmp_path / "logs", trajectory_dir=tmp_path / "traj")
-        app = create_purple(settings, make_policy=lambda: ScriptedPolicy(script, observed))
+        app = create_purple(settings, make_policy=lambda kind="rca_task": ScriptedPolicy(script, observed))
         cm = serve(app, port)
         srv = cm.__enter__()
         stack.append(cm)

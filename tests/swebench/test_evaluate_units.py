@@ -5,13 +5,13 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from services.purple.swebench.evaluate import (
+from services.green.swebench.evaluate import (
     TestRun,
     parse_pytest_log,
     patch_files,
     reset_tests_script,
 )
-from services.purple.swebench.instances import SweInstance
+from services.green.swebench.instances import SweInstance
 from services.purple.swebench.runner import count_patch_lines
 
 PYTEST_RA = """\

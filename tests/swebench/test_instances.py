@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.swebench.build import INSTANCES_FILE
-from services.purple.swebench.instances import (
+from services.green.swebench.instances import (
     DEFAULT_IMAGE_TEMPLATE,
     DatasetUnavailable,
     SweInstance,

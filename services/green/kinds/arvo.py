@@ -51,6 +51,9 @@ class ArvoPlan:
         if result.exit_code != 0:
             raise RuntimeError(f"workspace set-up failed: {result.output[-500:]}")
 
+    def wrap(self, command: str) -> str:
+        return command
+
     def describe(self, task: TaskAssignment) -> str:
         return describe_task(task, self.prepared.project)
 

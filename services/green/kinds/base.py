@@ -40,6 +40,11 @@ class TaskPlan(Protocol):
         """Put the agent's workspace into a fresh container (through the Docker API)."""
         ...
 
+    def wrap(self, command: str) -> str:
+        """The agent's command as the container must run it (e.g. with an environment
+        activated first); the command itself is what is logged and stored."""
+        ...
+
     def describe(self, task: TaskAssignment) -> str:
         """The task description the agent reads first."""
         ...

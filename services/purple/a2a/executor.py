@@ -26,7 +26,7 @@ from services.purple.store.models import PurpleTask, utcnow
 from services.shared.a2a import A2APeer, Payload, message_parts, new_protocol_message
 from services.shared.commands import CommandResult
 from services.shared.logging import get_logger, task_log_context
-from services.shared.protocol import RcaTask, TaskPaths
+from services.shared.protocol import TaskAssignment, TaskPaths, parse_data
 
 log = get_logger("services.purple.a2a")
 
@@ -37,13 +37,22 @@ class BadTask(ValueError):
     pass
 
 
+TASK_KINDS = ("rca_task", "swe_task")
+
+
+def assignment_of(payload: Payload) -> TaskAssignment | None:
+    """The structured task (rca_task, swe_task) of a message, or None for a plain-text task."""
+    if not payload.data or payload.data.get("kind") not in TASK_KINDS:
+        return None
+    try:
+        return parse_data(payload.data)  # type: ignore[return-value]
+    except ValidationError as exc:
+        raise BadTask(f"invalid {payload.data['kind']} data: {exc.errors()[0]['msg']}") from exc
+
+
 def read_task(payload: Payload, context_id: str, default_green: str | None) -> tuple[str, str | None, str]:
     """(green_url, token, description) from a structured task, or from plain text."""
-    if payload.data and payload.data.get("kind") == "rca_task":
-        try:
-            task = RcaTask.model_validate(payload.data)
-        except ValidationError as exc:
-            raise BadTask(f"invalid rca_task data: {exc.errors()[0]['msg']}") from exc
+    if (task := assignment_of(payload)) is not None:
         return task.green_url, task.token, payload.text
     if not payload.text.strip():
         raise BadTask("empty task")
@@ -55,7 +64,7 @@ def read_task(payload: Payload, context_id: str, default_green: str | None) -> t
 
 class PurpleExecutor(AgentExecutor):
     def __init__(self, settings: PurpleSettings, store: PurpleStore,
-                 make_policy: Callable[[], Policy]) -> None:
+                 make_policy: Callable[[str], Policy]) -> None:
         self.settings = settings
         self.store = store
         self.make_policy = make_policy
@@ -72,13 +81,13 @@ class PurpleExecutor(AgentExecutor):
                 f"Cannot take this task: {exc}", {"kind": "error", "message": str(exc)},
                 context_id=context.context_id))
             return
-        rca = RcaTask.model_validate(payload.data) if payload.data and payload.data.get("kind") == "rca_task" else None
+        rca = assignment_of(payload)
         await event_queue.enqueue_event(Task(
             id=context.task_id, context_id=context.context_id,
             status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED)))
         updater = TaskUpdater(event_queue, context.task_id or "", context.context_id or "")
         await updater.start_work()
-        policy = self.make_policy()
+        policy = self.make_policy(rca.kind if rca else "rca_task")
         self.store.add(PurpleTask(id=task_id, a2a_task_id=context.task_id, green_url=green_url,
                                   policy=policy.name))
         ctx_log_key = payload.metadata.get("log_key") or f"task_{task_id}"
@@ -94,7 +103,7 @@ class PurpleExecutor(AgentExecutor):
         await TaskUpdater(event_queue, context.task_id or "", context.context_id or "").cancel()
 
     async def _work(self, task_id: str, log_key: str, green_url: str, token: str | None,
-                    description: str, rca: RcaTask | None, policy: Policy,
+                    description: str, rca: TaskAssignment | None, policy: Policy,
                     updater: TaskUpdater) -> None:
         with task_log_context(task_id, log_key):
             green = A2APeer(green_url, timeout=self.settings.green_timeout_s)

@@ -20,16 +20,16 @@ from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
 
-from services.purple.agent.config import AgentConfig
-from services.purple.config import PurpleSettings
-from services.purple.llm.openai_chat import OpenAIChatModel, OpenAIModelConfig
-from services.purple.swebench.evaluate import EvalReport, evaluate
-from services.purple.swebench.instances import (
+from services.green.swebench.evaluate import EvalReport, evaluate
+from services.green.swebench.instances import (
     DatasetUnavailable,
     SweInstance,
     image_name,
     load_instances,
 )
+from services.purple.agent.config import AgentConfig
+from services.purple.config import PurpleSettings
+from services.purple.llm.openai_chat import OpenAIChatModel, OpenAIModelConfig
 from services.purple.swebench.predictions import load_predictions, write_json_atomic
 from services.purple.swebench.runner import InstanceResult, RunConfig, run_batch
 from services.shared.logging import configure_logging

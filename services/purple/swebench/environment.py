@@ -12,38 +12,15 @@ from __future__ import annotations
 import asyncio
 
 from services.green.sandbox.base import Sandbox, SandboxError
+from services.green.swebench.activation import (  # noqa: F401  (re-exported for the runner)
+    CONDA_ACTIVATE,
+    detect_activate,
+    resolve_activate,
+    with_activate,
+)
 from services.purple.environment import RunStats, TaskEnded
 from services.shared.commands import CommandResult
 from services.shared.protocol import SubmitResult
-
-CONDA_ACTIVATE = "source /opt/miniconda3/bin/activate testbed"
-"""What official SWE-bench images need before running the project's Python."""
-
-_DETECT = (
-    "if [ -f /opt/miniconda3/bin/activate ] && [ -d /opt/miniconda3/envs/testbed ]; "
-    "then echo conda; else echo none; fi"
-)
-
-
-def detect_activate(sandbox: Sandbox, timeout: float = 30.0) -> str:
-    """:data:`CONDA_ACTIVATE` when the image has the SWE-bench conda env, else ``""``."""
-    result = sandbox.exec(_DETECT, timeout)
-    return CONDA_ACTIVATE if result.output.strip().endswith("conda") else ""
-
-
-def resolve_activate(sandbox: Sandbox, setting: str | None) -> str:
-    """The activation prefix for a setting: ``auto`` (detect), ``""``/``none``/None, or a
-    command."""
-    if setting is None or setting.strip().lower() in ("", "none"):
-        return ""
-    if setting.strip().lower() == "auto":
-        return detect_activate(sandbox)
-    return setting.strip()
-
-
-def with_activate(command: str, activate: str) -> str:
-    """``command`` preceded by the (quiet) activation, on its own line."""
-    return f"{activate} >/dev/null 2>&1\n{command}" if activate else command
 
 
 class SandboxEnvironment:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from services.green.swebench.instances import WORKDIR, SweInstance
 from services.purple.agent.prompts import NATIVE_FORMAT, TEXT_FORMAT
-from services.purple.swebench.instances import WORKDIR, SweInstance
 
 ROLE_AND_METHOD = """\
 You are an expert software engineer. You get a GitHub issue of a Python project and a sandbox \

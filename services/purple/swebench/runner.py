@@ -23,14 +23,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from services.green.sandbox.base import Sandbox, SandboxError, SandboxProvider, SandboxSpec
+from services.green.swebench.evaluate import extract_patch
+from services.green.swebench.instances import WORKDIR, SweInstance, image_name
 from services.purple.agent.config import AgentConfig
 from services.purple.agent.loop import ReactAgent
 from services.purple.agent.trajectory import _safe
 from services.purple.environment import TaskContext
 from services.purple.llm.base import LLM, LLMReply
 from services.purple.swebench.environment import SandboxEnvironment, resolve_activate
-from services.purple.swebench.evaluate import extract_patch
-from services.purple.swebench.instances import WORKDIR, SweInstance, image_name
 from services.purple.swebench.predictions import (
     load_predictions,
     prediction,

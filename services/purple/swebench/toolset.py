@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from services.green.swebench.instances import WORKDIR
 from services.purple.agent.toolset import Tools
 from services.purple.environment import RunStats, TaskEnvironment
 from services.purple.swebench import prompts
-from services.purple.swebench.instances import WORKDIR
 from services.purple.tools.swe import CommandHook, SweTools
 from services.shared.protocol import TaskPaths
 

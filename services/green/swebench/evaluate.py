@@ -25,8 +25,8 @@ from typing import Literal
 from pydantic import BaseModel
 
 from services.green.sandbox.base import Sandbox, SandboxError, SandboxProvider, SandboxSpec
-from services.purple.swebench.environment import resolve_activate, with_activate
-from services.purple.swebench.instances import WORKDIR, SweInstance, image_name
+from services.green.swebench.activation import resolve_activate, with_activate
+from services.green.swebench.instances import WORKDIR, SweInstance, image_name
 
 TestStatus = Literal["PASSED", "FAILED", "ERROR"]
 

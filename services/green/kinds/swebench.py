@@ -1,0 +1,218 @@
+"""SWE-bench tasks (``swebench:<instance id>``): fix an issue; judged by the instance's tests.
+
+The agent works in the instance's image (the repository at ``/testbed``), with no network, as
+in an ARVO task. At ``submit`` green takes the patch out of the container (``git diff`` against
+the base commit, the instance's test files excluded); the judge applies it in a FRESH container,
+applies the hidden ``test_patch`` and runs FAIL_TO_PASS and PASS_TO_PASS: resolved or not.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from services.green.assets.base import UnknownTask
+from services.green.sandbox.base import Sandbox, SandboxProvider
+from services.green.swebench.activation import resolve_activate, with_activate
+from services.green.swebench.evaluate import evaluate, extract_patch, patch_files
+from services.green.swebench.instances import WORKDIR, SweInstance, image_name, load_instances
+from services.shared.protocol import SweTask, TaskAssignment, TaskPaths
+
+_ID_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,200}$")
+LOG_KEEP = 4000
+"""Characters of the judge's test log stored with the scores."""
+
+
+@dataclass
+class SwePlan:
+    instance: SweInstance
+    image: str
+    provider: SandboxProvider
+    activate_setting: str
+    eval_timeout_s: float
+    paths: TaskPaths = field(
+        default_factory=lambda: TaskPaths(
+            workspace=WORKDIR, source_dir=WORKDIR, error_report="", submission=""
+        )
+    )
+    workdir: str = WORKDIR
+    activate: str = ""
+
+    @property
+    def log_key(self) -> str:
+        return f"swebench_{self.instance.instance_id}"
+
+    def populate(self, sandbox: Sandbox) -> None:
+        """The image holds the repository; only find out how its Python is activated."""
+        self.activate = resolve_activate(sandbox, self.activate_setting)
+
+    def wrap(self, command: str) -> str:
+        return with_activate(command, self.activate)
+
+    def describe(self, task: TaskAssignment) -> str:
+        i, lim = self.instance, task.limits
+        return f"""# Issue-fixing task {task.task_id} (SWE-bench)
+
+<issue>
+{i.problem_statement.strip()}
+</issue>
+
+The repository {i.repo} is checked out at {WORKDIR} (commit {i.base_commit[:12] or "unknown"}),
+inside a sandbox container without network. Change the code so that the issue is fixed; do not
+edit the tests (hidden tests will judge your change; edits to the instance's test files are
+ignored).
+
+## How to act
+Send messages in this conversation (A2A context `{task.task_id}`):
+- `execute: <shell command>` runs the command in the container (bash, cwd `{WORKDIR}`) and
+  answers `<returncode>N</returncode><output>...</output>`; timeout {lim.command_timeout_s:g} s.
+- `submit` when you are done: green takes `git diff` of {WORKDIR} as your patch.
+Every request must carry the task token: the `token` field of a data part, or a last line
+`token: {task.token}` in a text message.
+
+## Limits
+At most {lim.max_steps} commands; the task ends at {lim.deadline.isoformat()} (UTC).
+"""
+
+    def read_submission(self, sandbox: Sandbox) -> tuple[dict[str, Any] | None, list[str]]:
+        try:
+            patch = extract_patch(sandbox, self.instance, workdir=self.workdir)
+        except Exception as exc:
+            return None, [f"could not take the patch out of {self.workdir}: {exc}"]
+        if not patch.strip():
+            return None, [
+                f"{self.workdir} has no changes (besides test files): edit the code, then submit"
+            ]
+        return {"model_patch": patch, "files": patch_files(patch)}, []
+
+    def score(self, submission: dict[str, Any] | None) -> dict[str, Any]:
+        if not submission:
+            return {
+                "resolved": 0.0,
+                "submitted": False,
+                "patch_applied": False,
+                "explanation": ["no patch was submitted: not resolved"],
+            }
+        report = evaluate(
+            self.provider,
+            self.instance,
+            self.image,
+            submission["model_patch"],
+            activate=self.activate_setting,
+            timeout=self.eval_timeout_s,
+        )
+        failing = [
+            t for t, s in {**report.fail_to_pass, **report.pass_to_pass}.items() if s != "PASSED"
+        ]
+        why = (
+            "resolved: every FAIL_TO_PASS and PASS_TO_PASS test passes"
+            if report.resolved
+            else "the patch does not apply"
+            if not report.patch_applied
+            else f"not resolved: {len(failing)} test(s) do not pass: {', '.join(failing[:5])}"
+        )
+        return {
+            "resolved": 1.0 if report.resolved else 0.0,
+            "submitted": True,
+            "patch_applied": report.patch_applied,
+            "fail_to_pass": report.fail_to_pass,
+            "pass_to_pass": report.pass_to_pass,
+            "error": report.error,
+            "duration_s": report.duration_s,
+            "log_tail": report.log[-LOG_KEEP:],
+            "explanation": [why] + ([report.error] if report.error else []),
+        }
+
+    def ground_truth(self) -> dict[str, Any]:
+        return {
+            "FAIL_TO_PASS": self.instance.FAIL_TO_PASS,
+            "PASS_TO_PASS": self.instance.PASS_TO_PASS,
+            "gold_patch_files": patch_files(self.instance.patch),
+            "test_patch_files": patch_files(self.instance.test_patch),
+        }
+
+
+class SweBenchKind:
+    name = "swebench"
+    assignment = SweTask
+
+    def __init__(
+        self,
+        instances: str | Path,
+        provider: SandboxProvider,
+        *,
+        image_template: str | None = None,
+        activate: str = "auto",
+        eval_timeout_s: float = 1800.0,
+    ) -> None:
+        self.source = instances
+        self.provider = provider
+        self.image_template = image_template
+        self.activate = activate
+        self.eval_timeout_s = eval_timeout_s
+
+    @cached_property
+    def instances(self) -> dict[str, SweInstance]:
+        """Loaded on first use (a dataset from the hub may take a while)."""
+        return {i.instance_id: i for i in load_instances(self.source)}
+
+    def canonical(self, ref: str) -> str:
+        if not _ID_RE.match(ref):
+            raise ValueError(f"not a SWE-bench instance id: {ref!r}")
+        return ref
+
+    def check(self, ref: str) -> None:
+        if ref not in self.instances:
+            raise UnknownTask(f"no instance {ref} in {self.source}")
+
+    def prepare(self, ref: str) -> SwePlan:
+        self.check(ref)
+        instance = self.instances[ref]
+        return SwePlan(
+            instance=instance,
+            image=image_name(instance, self.image_template),
+            provider=self.provider,
+            activate_setting=self.activate,
+            eval_timeout_s=self.eval_timeout_s,
+        )
+
+    def aggregate(self, records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+        """Resolved rate over all tasks (failures count 0) and over non-infra tasks."""
+        rows = list(records)
+        by_status: dict[str, int] = {}
+        by_failure: dict[str, int] = {}
+        for r in rows:
+            by_status[str(r["status"])] = by_status.get(str(r["status"]), 0) + 1
+            if r.get("failure_kind"):
+                by_failure[str(r["failure_kind"])] = by_failure.get(str(r["failure_kind"]), 0) + 1
+
+        def resolved(r: Mapping[str, Any]) -> float:
+            return (
+                float((r.get("scores") or {}).get("resolved", 0.0))
+                if r["status"] == "completed"
+                else 0.0
+            )
+
+        non_infra = [
+            r for r in rows if r.get("failure_kind") != "infra" and r["status"] != "cancelled"
+        ]
+        return {
+            "n_tasks": len(rows),
+            "by_status": by_status,
+            "by_failure": by_failure,
+            "resolved": int(sum(resolved(r) for r in rows)),
+            "mean_all": {
+                "n": len(rows),
+                "resolved": round(sum(map(resolved, rows)) / len(rows), 6) if rows else 0.0,
+            },
+            "mean_non_infra": {
+                "n": len(non_infra),
+                "resolved": round(sum(map(resolved, non_infra)) / len(non_infra), 6)
+                if non_infra
+                else 0.0,
+            },
+        }

@@ -1,0 +1,91 @@
+"""SWE-bench instances served by green as A2A tasks, solved by the real purple (ReAct agent with
+the SWE toolset, scripted through a local OpenAI-compatible server), judged by their tests."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import httpx
+import pytest
+
+from fixtures.swebench.build import HERE as SWE_FIXTURES
+from fixtures.swebench.build import INSTANCES_FILE
+from services.purple.app import create_app as create_purple
+from services.purple.config import PurpleSettings
+from tests.integration.conftest import leftover_containers
+from tests.integration.helpers import submit_task, wait_terminal
+from tests.support.fake_llm import FakeLLMServer, FakeReply
+from tests.support.servers import REPO, free_port, serve
+
+pytestmark = pytest.mark.docker
+
+WRAP = "arena__wraptext-1"
+SOURCE = "src/wraptext/wrap.py"
+
+
+@pytest.fixture(scope="module")
+def swe_fixtures(docker_client):
+    proc = subprocess.run([sys.executable, "-m", "fixtures.swebench.build"], cwd=REPO,
+                          capture_output=True, text=True, timeout=1800, check=False)
+    assert proc.returncode == 0, f"fixture build failed:\n{proc.stdout}\n{proc.stderr}"
+    return INSTANCES_FILE
+
+
+def buggy_line() -> tuple[int, str]:
+    lines = (SWE_FIXTURES / "wraptext" / "repo" / SOURCE).read_text().splitlines()
+    fixed = (SWE_FIXTURES / "wraptext" / "fix" / SOURCE).read_text().splitlines()
+    n = next(i for i, (a, b) in enumerate(zip(lines, fixed, strict=False)) if a != b)
+    return n + 1, fixed[n]
+
+
+def call(name: str, **args) -> FakeReply:
+    return FakeReply(content=f"Next: {name}.", tool_calls=[(name, args)])
+
+
+@pytest.fixture
+def swe_stack(tmp_path, start_green, swe_fixtures):
+    with FakeLLMServer() as llm:
+        port = free_port()
+        settings = PurpleSettings(port=port, policy="react", model="fake", openai_base_url=llm.base_url,
+                                  openai_api_key="test", database_url=f"sqlite:///{tmp_path}/p.db",
+                                  log_dir=tmp_path / "logs", trajectory_dir=tmp_path / "traj")
+        with serve(create_purple(settings), port) as purple:
+            green = start_green(purple_url=purple.url, swebench_instances=str(swe_fixtures))
+            yield green, llm
+
+
+def test_a_swebench_task_is_fixed_through_green_and_judged_resolved(swe_stack, docker_client):
+    green, llm = swe_stack
+    line, fixed = buggy_line()
+    llm.push(
+        call("find_test_files", name_or_module="wraptext.wrap"),
+        call("show_file", path=SOURCE, start_line=max(1, line - 3), end_line=line + 3),
+        call("replace_in_file", path=SOURCE, from_line=line, to_line=line, content=fixed),
+        call("run_bash_cmd", command="echo '# agent scratch' >> tests/test_wrap.py"),  # ignored
+        call("finish", summary="a line of exactly width characters was split"),
+    )
+    task = submit_task(green.url, {"task": f"swebench:{WRAP}"})
+    assert task["kind"] == "swebench" and task["arvo_id"] == WRAP
+    done = wait_terminal(green.url, task["id"], timeout=300)
+    assert done["status"] == "completed", done["error"]
+    assert done["scores"]["resolved"] == 1.0, done["scores"]["explanation"]
+    assert all(s == "PASSED" for s in done["scores"]["fail_to_pass"].values())
+    assert "tests/test_wrap.py" not in done["submission"]["files"]  # tests stay untouched
+    assert done["submission"]["files"] == [SOURCE]
+    first_prompt = llm.requests[0]["messages"]
+    assert "<issue>" in str(first_prompt) and "replace_in_file" in str(first_prompt)
+    assert leftover_containers(docker_client, green.owner) == []  # agent's and judge's
+
+
+def test_a_wrong_fix_is_judged_unresolved(swe_stack):
+    green, llm = swe_stack
+    llm.push(
+        call("run_bash_cmd", command=f"sed -i '1i # a comment, not a fix' {SOURCE}"),
+        call("finish", summary="not really"),
+    )
+    done = wait_terminal(green.url, submit_task(green.url, {"task": f"swebench:{WRAP}"})["id"], timeout=300)
+    assert done["status"] == "completed" and done["scores"]["resolved"] == 0.0
+    assert "not resolved" in done["scores"]["explanation"][0]
+    r = httpx.post(f"{green.url}/tasks", json={"task": "swebench:no-such-instance"})
+    assert r.status_code == 404
