@@ -50,4 +50,6 @@ fi
 # The project name also names green's instance (GREEN_INSTANCE_NAME: the owner label of its task
 # containers), so each project reaps only its own containers.
 export COMPOSE_PROJECT_NAME=${COMPOSE_PROJECT_NAME:-arena}
+# Green's card advertises the host port it is published on (compose v1 has no nested defaults).
+export ARENA_GREEN_CARD_URL=${ARENA_GREEN_CARD_URL:-http://localhost:${ARENA_GREEN_PORT:-9009}}
 exec "${compose[@]}" -p "$COMPOSE_PROJECT_NAME" "${env_file[@]}" "${files[@]}" "$@"

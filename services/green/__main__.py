@@ -14,9 +14,10 @@ cli = typer.Typer(add_completion=False)
 def serve(
     host: str = typer.Option(None, help="Interface to listen on (default GREEN_HOST or 127.0.0.1)"),
     port: int = typer.Option(None, help="Port (default GREEN_PORT or 9009)"),
-    card_url: str = typer.Option(None, "--card-url", help="URL advertised in the agent card and to purple"),
+    card_url: str = typer.Option(None, "--card-url", help="URL advertised in the agent card "
+                                 "(also given to purple unless GREEN_PUBLIC_URL says otherwise)"),
 ) -> None:
-    overrides = {k: v for k, v in {"host": host, "port": port, "public_url": card_url}.items() if v}
+    overrides = {k: v for k, v in {"host": host, "port": port, "card_url": card_url}.items() if v}
     settings = GreenSettings(**overrides)
     from services.green.app import create_app
 

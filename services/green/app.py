@@ -36,7 +36,7 @@ def agent_card(settings: GreenSettings):
             "Hosts ARVO vulnerability tasks in per-task Docker containers, serves the agent's "
             "shell commands and judges its root-cause localization (loc.json)."
         ),
-        url=settings.reachable_url(),
+        url=settings.advertised_url(),
         version=VERSION,
         skills=[
             AgentSkill(id="rca_assessment", name="Root-cause analysis assessment",
@@ -79,7 +79,8 @@ def create_app(settings: GreenSettings | None = None, *, orchestrator: Orchestra
     async def lifespan(app: FastAPI):
         await orch.start()
         assessment_store.fail_unfinished("interrupted by restart")
-        log.info("green.listening", url=settings.reachable_url())
+        log.info("green.listening", card_url=settings.advertised_url(),
+                 purple_reaches_green_at=settings.reachable_url())
         try:
             yield
         finally:

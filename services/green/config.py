@@ -24,7 +24,10 @@ class GreenSettings(BaseSettings):
     port: int = 9009
     """Port to listen on."""
     public_url: str | None = None
-    """URL purple uses to reach green (and the agent card's URL). Default: http://<host>:<port>."""
+    """URL purple uses to reach green. Default: the card URL, else http://<host>:<port>."""
+    card_url: str | None = None
+    """URL advertised in green's agent card (what outside clients use; --card-url). Default: the
+    public URL, else http://<host>:<port>. Never 0.0.0.0."""
 
     asset_source: str = CYBERGYM_ARVO_URL
     """Where task files come from: an http(s) base URL or a local directory (<id>/<file> layout)."""
@@ -89,16 +92,22 @@ class GreenSettings(BaseSettings):
     require_token: bool = True
     """Refuse execute/submit that do not carry the task's token (text form: a 'token: <t>' line)."""
 
-    @field_validator("public_url")
+    @field_validator("public_url", "card_url")
     @classmethod
     def _no_trailing_slash(cls, v: str | None) -> str | None:
         return v.rstrip("/") if v else v
 
-    def reachable_url(self) -> str:
-        if self.public_url:
-            return self.public_url
+    def _listen_url(self) -> str:
         host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
         return f"http://{host}:{self.port}"
+
+    def reachable_url(self) -> str:
+        """What purple is told to use to reach green."""
+        return self.public_url or self.card_url or self._listen_url()
+
+    def advertised_url(self) -> str:
+        """What green's agent card says."""
+        return self.card_url or self.public_url or self._listen_url()
 
     def image_for(self, arvo_id: str) -> str:
         return self.image_template.format(id=arvo_id)

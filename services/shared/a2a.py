@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from a2a.client import ClientConfig, create_client
+from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
 from a2a.server.agent_execution import AgentExecutor
 from a2a.server.request_handlers import DefaultRequestHandler
@@ -129,20 +129,25 @@ def task_to_dict(task: Task) -> dict[str, Any]:
 class A2APeer:
     """A reusable JSON-RPC client for one peer (keep-alive HTTP, card fetched once).
 
-    ``send`` blocks until the peer answers with a Message or a Task; ``start`` asks the peer
-    to return at once (non-blocking send) with its Task in progress.
+    It always calls the base URL it was given, whatever the card advertises (as the AgentBeats
+    gateway does): behind docker compose or a proxy the card names the public address, while a
+    neighbour reaches the service by another name. ``send`` blocks until the peer answers with a
+    Message or a Task; ``return_immediately`` asks for the Task at once, still in progress.
     """
 
-    def __init__(self, base_url: str, *, timeout: float = 60.0) -> None:
+    def __init__(self, base_url: str, *, timeout: float = 60.0,
+                 http: httpx.AsyncClient | None = None) -> None:
         self.base_url = base_url.rstrip("/")
-        self._http = httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=10.0))
+        self._http = http or httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=10.0))
         self._client: Any = None
 
     async def _get(self) -> Any:
         if self._client is None:
-            self._client = await create_client(
-                self.base_url, client_config=ClientConfig(streaming=False, httpx_client=self._http)
-            )
+            card = await A2ACardResolver(self._http, self.base_url).get_agent_card()
+            for interface in card.supported_interfaces:
+                interface.url = self.base_url + "/"
+            factory = ClientFactory(ClientConfig(streaming=False, httpx_client=self._http))
+            self._client = factory.create(card)
         return self._client
 
     async def send(self, message: Message, *, return_immediately: bool = False) -> Message | Task:

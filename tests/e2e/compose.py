@@ -223,25 +223,3 @@ def wait_task(
         if time.monotonic() > deadline:
             raise TimeoutError(f"task {task_id} not in {sorted(until)} after {timeout:.0f} s")
         time.sleep(0.3)
-
-
-class RewriteHostTransport(httpx.AsyncBaseTransport):
-    """Send requests for ``host:port`` names of the compose network to their published ports.
-
-    Green's agent card advertises ``http://green:9009/`` (the URL purple uses); an A2A client
-    outside the network follows the card, so the test resolves that name as /etc/hosts would.
-    """
-
-    def __init__(self, mapping: dict[str, tuple[str, int]]) -> None:
-        self._mapping = mapping
-        self._inner = httpx.AsyncHTTPTransport()
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        target = self._mapping.get(f"{request.url.host}:{request.url.port}")
-        if target is not None:
-            request.url = request.url.copy_with(host=target[0], port=target[1])
-            request.headers["host"] = f"{target[0]}:{target[1]}"
-        return await self._inner.handle_async_request(request)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()

@@ -30,7 +30,6 @@ from services.shared.a2a import A2APeer, new_protocol_message
 from tests.e2e.compose import (
     TERMINAL,
     ComposeStack,
-    RewriteHostTransport,
     compose_available,
     ensure_python_base,
     wait_task,
@@ -116,6 +115,8 @@ def test_services_run_unprivileged_with_the_socket(stack: ComposeStack) -> None:
     assert httpx.get(f"{stack.purple_url}/healthz", timeout=10).json()["policy"] == "stacktrace"
     card = httpx.get(f"{stack.green_url}/.well-known/agent-card.json", timeout=10).json()
     assert "0.0.0.0" not in json.dumps(card)
+    # the card advertises the published host address; purple is told green's service name
+    assert card["url"] == f"http://localhost:{stack.green_port}/"
 
 
 def test_rest_task_runs_in_a_sibling_container(stack: ComposeStack, green: httpx.Client) -> None:
@@ -142,14 +143,8 @@ def test_rest_task_runs_in_a_sibling_container(stack: ComposeStack, green: httpx
 
 
 async def test_a2a_task_id_message(stack: ComposeStack) -> None:
+    # The client calls the base URL it was given, whatever the card advertises.
     peer = A2APeer(stack.green_url, timeout=60)
-    # Green's card names http://green:9009/ (what purple uses); resolve it as /etc/hosts would.
-    # A2APeer takes no client, so its own is swapped before first use.
-    await peer._http.aclose()
-    peer._http = httpx.AsyncClient(
-        timeout=httpx.Timeout(60, connect=10),
-        transport=RewriteHostTransport({"green:9009": ("127.0.0.1", stack.green_port)}),
-    )
     try:
         sent = await peer.send(
             new_protocol_message("Task ID: arvo:900006", role=Role.ROLE_USER),

@@ -31,3 +31,10 @@ def test_reachable_url_never_advertises_a_wildcard_address():
     assert GreenSettings(host="0.0.0.0", port=9009).reachable_url() == "http://127.0.0.1:9009"
     assert GreenSettings(public_url="http://green:9009/").reachable_url() == "http://green:9009"
     assert PurpleSettings(host="::", port=9019).reachable_url() == "http://127.0.0.1:9019"
+
+
+def test_card_url_and_the_url_purple_uses_can_differ():
+    s = GreenSettings(public_url="http://green:9009", card_url="http://localhost:9009")
+    assert (s.reachable_url(), s.advertised_url()) == ("http://green:9009", "http://localhost:9009")
+    only_card = GreenSettings(card_url="https://arena.example.org")
+    assert only_card.reachable_url() == only_card.advertised_url() == "https://arena.example.org"
