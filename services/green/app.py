@@ -78,7 +78,7 @@ def create_app(settings: GreenSettings | None = None, *, orchestrator: Orchestra
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         await orch.start()
-        assessment_store.fail_unfinished("interrupted by restart")
+        assessment_store.fail_unfinished("interrupted by restart", settings.instance_name)
         log.info("green.listening", card_url=settings.advertised_url(),
                  purple_reaches_green_at=settings.reachable_url())
         try:

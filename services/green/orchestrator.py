@@ -132,7 +132,7 @@ class Orchestrator:
     async def start(self) -> None:
         """Clean up after an earlier process: reap its containers, fail its unfinished tasks."""
         reaped = await self._io(self.sandboxes.reap)
-        failed = self.store.fail_unfinished("interrupted by restart")
+        failed = self.store.fail_unfinished("interrupted by restart", self.settings.instance_name)
         log.info("green.started", reaped_containers=reaped, failed_unfinished=failed)
 
     def begin_shutdown(self) -> None:
@@ -187,6 +187,7 @@ class Orchestrator:
             task_timeout_s=opts.task_timeout_s or s.task_timeout_s,
             command_timeout_s=min(opts.command_timeout_s or s.command_timeout_s, s.command_timeout_s),
             assessment_id=opts.assessment_id,
+            owner=s.instance_name,
         )
         self.store.add(task)
         live = LiveTask(

@@ -7,6 +7,9 @@ import time
 import httpx
 import pytest
 
+from services.green.store.crud import TaskStore
+from services.green.store.db import make_engine
+from services.green.store.models import Task
 from tests.integration.conftest import leftover_containers
 from tests.integration.helpers import submit_task, wait_status
 from tests.support.scripted_purple import Script
@@ -39,7 +42,12 @@ def test_killed_green_marks_the_task_failed_and_reaps_its_container(green_settin
             "arena/arvo-base:bookworm", "sleep infinity", detach=True, network_mode="none",
             labels={"arena.managed": "1", "arena.owner": f"other-{green_settings.port}"})
 
+        store = TaskStore(make_engine(green_settings.database_url))
+        store.add(Task(id=f"replica-{green_settings.port}", arvo_id="900001", purple_url="x",
+                       max_steps=1, task_timeout_s=1, command_timeout_s=1, status="running",
+                       owner="another-replica"))
         green.start()
+        assert store.get(f"replica-{green_settings.port}").status == "running"
         foreign.reload()
         assert foreign.status == "running", "start-up reaps only this green's containers"
         foreign.remove(force=True)

@@ -75,10 +75,11 @@ class TaskStore:
             q = select(Command).where(Command.task_id == task_id).order_by(Command.seq)
             return s.exec(q.offset(offset).limit(limit)).all()
 
-    def fail_unfinished(self, reason: str) -> list[str]:
-        """Mark every task a previous process left unfinished as failed; return their ids."""
+    def fail_unfinished(self, reason: str, owner: str) -> list[str]:
+        """Mark the tasks an earlier process of ``owner`` left unfinished as failed; return ids."""
         with Session(self.engine) as s:
-            rows = s.exec(select(Task).where(Task.status.in_(UNFINISHED))).all()
+            q = select(Task).where(Task.status.in_(UNFINISHED), Task.owner == owner)
+            rows = s.exec(q).all()
             now = utcnow()
             for t in rows:
                 t.status = TaskStatus.failed
@@ -122,9 +123,11 @@ class AssessmentStore:
             s.add(rec)
             s.commit()
 
-    def fail_unfinished(self, reason: str) -> None:
+    def fail_unfinished(self, reason: str, owner: str) -> None:
         with Session(self.engine) as s:
-            for rec in s.exec(select(AssessmentRecord).where(AssessmentRecord.status == TaskStatus.running)):
+            q = select(AssessmentRecord).where(AssessmentRecord.status == TaskStatus.running,
+                                               AssessmentRecord.owner == owner)
+            for rec in s.exec(q):
                 rec.status, rec.error, rec.finished_at = TaskStatus.failed, reason, utcnow()
                 s.add(rec)
             s.commit()

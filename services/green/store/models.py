@@ -60,6 +60,9 @@ class TaskBase(SQLModel):
     error: str | None = None
     failure_kind: FailureKind | None = None
     assessment_id: str | None = Field(default=None, index=True)
+    owner: str = Field(default="green", index=True)
+    """The green instance running the task (GREEN_INSTANCE_NAME): after a crash, a restarted
+    green fails only its own unfinished tasks, not those of replicas sharing the database."""
 
 
 class Task(TaskBase, table=True):
@@ -125,6 +128,8 @@ class AssessmentRecord(SQLModel, table=True):
 
     id: str = Field(primary_key=True)
     purple_url: str
+    owner: str = Field(default="green", index=True)
+    """The green instance running it (see Task.owner)."""
     status: TaskStatus = TaskStatus.running
     created_at: datetime = Field(default_factory=utcnow)
     finished_at: datetime | None = None

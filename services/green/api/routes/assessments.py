@@ -25,7 +25,8 @@ async def create_assessment(body: AssessmentRequest, runner: AssessmentsDep,
         tasks = await runner.start(body, aid)
     except ValueError as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from exc
-    store.add(AssessmentRecord(id=aid, purple_url=purple, request=body.model_dump()))
+    store.add(AssessmentRecord(id=aid, purple_url=purple, request=body.model_dump(),
+                               owner=runner.orchestrator.settings.instance_name))
 
     async def finish() -> None:
         try:
