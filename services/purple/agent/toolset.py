@@ -4,17 +4,19 @@ The ReAct loop is the same for root-cause analysis and for fixing issues (SWE-be
 :class:`Toolset` is the part that differs. It makes one fresh :class:`Tools` per run (the tool
 functions plus the run's command history), writes the system prompt around the tool list, and
 wraps the task text into the first user message. :class:`RcaToolset` is the default;
-``services.purple.swebench.toolset.SweToolset`` is the other one.
+``services.purple.swebench.toolset.SweToolset`` is the other one; :class:`CommandToolset` is
+what they share.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol, runtime_checkable
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from services.purple.agent import prompts
 from services.purple.environment import CommandRecord, RunStats, TaskEnvironment
-from services.purple.tools.rca import CommandHook, RcaTools
+from services.purple.tools.base import CommandHook, CommandTools
+from services.purple.tools.rca import RcaTools
 from services.purple.tools.registry import ToolRegistry
 from services.shared.protocol import TaskPaths
 
@@ -75,12 +77,21 @@ class Toolset(Protocol):
         ...
 
 
-class RcaToolset:
-    """Root-cause analysis of a crash (the default): :class:`RcaTools` and the RCA prompt."""
+ToolsT = TypeVar("ToolsT", bound=CommandTools)
 
-    name = "rca"
+
+class CommandToolset(Generic[ToolsT]):
+    """What the toolsets share: fresh :attr:`tools_class` tools per run (with
+    :meth:`tool_options`), and the system prompt from :meth:`prompt` (the limits passed on)."""
+
+    name: str
     reserved_commands = 1
-    finish_hint = "submit your answer with submit_localization"
+    finish_hint: str
+    tools_class: type[ToolsT]
+
+    def tool_options(self) -> dict[str, Any]:
+        """Keyword arguments for :attr:`tools_class` besides the run's (e.g. output limits)."""
+        return {}
 
     def make_tools(
         self,
@@ -90,8 +101,15 @@ class RcaToolset:
         on_command: CommandHook | None = None,
         stats: Callable[[], RunStats] | None = None,
         max_commands: int | None = None,
-    ) -> RcaTools:
-        return RcaTools(env, paths, on_command=on_command, stats=stats, max_commands=max_commands)
+    ) -> ToolsT:
+        return self.tools_class(
+            env,
+            paths,
+            on_command=on_command,
+            stats=stats,
+            max_commands=max_commands,
+            **self.tool_options(),
+        )
 
     def system_prompt(
         self,
@@ -103,9 +121,24 @@ class RcaToolset:
         command_limit: int | None = None,
         base: str | None = None,
     ) -> str:
-        return prompts.system_prompt(
+        return self.prompt(
             paths, tools, mode=mode, step_limit=step_limit, command_limit=command_limit, base=base
         )
+
+    def prompt(self, paths: TaskPaths, tools: str, **limits: Any) -> str:
+        """The system prompt (``limits``: those of :meth:`system_prompt`)."""
+        raise NotImplementedError
+
+
+class RcaToolset(CommandToolset[RcaTools]):
+    """Root-cause analysis of a crash (the default): :class:`RcaTools` and the RCA prompt."""
+
+    name = "rca"
+    finish_hint = "submit your answer with submit_localization"
+    tools_class = RcaTools
+
+    def prompt(self, paths: TaskPaths, tools: str, **limits: Any) -> str:
+        return prompts.system_prompt(paths, tools, **limits)
 
     def task_message(self, description: str) -> str:
         return prompts.task_message(description)

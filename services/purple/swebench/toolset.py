@@ -3,13 +3,12 @@ and the issue-fixing prompts (plug it in with ``ReactAgent(..., toolset=SweTools
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import Any
 
 from services.green.swebench.instances import WORKDIR
-from services.purple.agent.toolset import Tools
-from services.purple.environment import RunStats, TaskEnvironment
+from services.purple.agent.toolset import CommandToolset, Tools
 from services.purple.swebench import prompts
-from services.purple.tools.swe import CommandHook, SweTools
+from services.purple.tools.swe import SweTools
 from services.shared.protocol import TaskPaths
 
 
@@ -18,52 +17,23 @@ def swe_paths(workdir: str = WORKDIR) -> TaskPaths:
     return TaskPaths(workspace=workdir, source_dir=workdir, error_report="", submission="")
 
 
-class SweToolset:
+class SweToolset(CommandToolset[SweTools]):
     name = "swe"
-    reserved_commands = 1
     finish_hint = "call finish (your changes so far are the patch)"
+    tools_class = SweTools
 
     def __init__(self, *, show_file_max_lines: int = 200, search_max_matches: int = 80) -> None:
         self.show_file_max_lines = show_file_max_lines
         self.search_max_matches = search_max_matches
 
-    def make_tools(
-        self,
-        env: TaskEnvironment,
-        paths: TaskPaths,
-        *,
-        on_command: CommandHook | None = None,
-        stats: Callable[[], RunStats] | None = None,
-        max_commands: int | None = None,
-    ) -> SweTools:
-        return SweTools(
-            env,
-            paths,
-            on_command=on_command,
-            stats=stats,
-            max_commands=max_commands,
-            show_file_max_lines=self.show_file_max_lines,
-            search_max_matches=self.search_max_matches,
-        )
+    def tool_options(self) -> dict[str, Any]:
+        return {
+            "show_file_max_lines": self.show_file_max_lines,
+            "search_max_matches": self.search_max_matches,
+        }
 
-    def system_prompt(
-        self,
-        paths: TaskPaths,
-        tools: str,
-        *,
-        mode: str,
-        step_limit: int | None,
-        command_limit: int | None = None,
-        base: str | None = None,
-    ) -> str:
-        return prompts.system_prompt(
-            tools,
-            mode=mode,
-            step_limit=step_limit,
-            command_limit=command_limit,
-            base=base,
-            workdir=paths.workspace,
-        )
+    def prompt(self, paths: TaskPaths, tools: str, **limits: Any) -> str:
+        return prompts.system_prompt(tools, workdir=paths.workspace, **limits)
 
     def task_message(self, description: str) -> str:
         return prompts.task_message(description)

@@ -9,90 +9,42 @@ from __future__ import annotations
 
 import posixpath
 import shlex
-import time
 import uuid
-from collections.abc import Callable
+from typing import Any
 
 from pydantic import ValidationError
 
 from services.purple.agent.errors import Submitted
-from services.purple.environment import CommandRecord, RunStats, TaskEnvironment
+from services.purple.environment import TaskEnvironment
+from services.purple.tools.base import CommandTools, sh_text
 from services.purple.tools.registry import ToolRegistry
-from services.shared.commands import CommandResult
 from services.shared.loc import Location, LocJson
 from services.shared.protocol import SubmitResult, TaskPaths, result_text, submit_result_text
-
-CommandHook = Callable[[CommandRecord, CommandResult], None]
 
 SCORED_LOCATIONS = 5
 
 
-class RcaTools:
+class RcaTools(CommandTools):
+    budget_kept_for = "; the last one is kept for writing loc.json"
+    budget_advice = "Call submit_localization now."
+
     def __init__(
         self,
         env: TaskEnvironment,
         paths: TaskPaths,
         *,
-        command_timeout: float | None = None,
-        on_command: CommandHook | None = None,
-        stats: Callable[[], RunStats] | None = None,
-        max_commands: int | None = None,
         show_file_max_lines: int = 250,
-        search_max_matches: int = 80,
-        line_width: int = 300,
+        **options: Any,
     ) -> None:
-        self.env = env
-        self.paths = paths
-        self.command_timeout = command_timeout
-        """Timeout sent with each command (policies lower it as their deadline nears)."""
-        self.on_command = on_command
-        self.stats = stats
-        self.max_commands = max_commands
-        """Green's command limit; the last command is kept for writing loc.json."""
-        self.show_file_max_lines = show_file_max_lines
-        self.search_max_matches = search_max_matches
-        self.line_width = line_width
-        self.step = 0
-        """Set by the policy before each step; recorded with every command."""
-        self.history: list[CommandRecord] = []
-        self.budget_refusals = 0
-        """Tool calls refused because only the submission's command was left."""
+        """``options``: those of :class:`CommandTools` (``command_timeout``, ``on_command``,
+        ``stats``, ``max_commands`` (green's limit: the last command is kept for writing
+        loc.json), ``search_max_matches``, ``line_width``)."""
+        super().__init__(env, paths, show_file_max_lines=show_file_max_lines, **options)
         self.submissions: list[tuple[LocJson, SubmitResult]] = []
 
     def registry(self) -> ToolRegistry:
         return ToolRegistry(
             [self.run_bash_cmd, self.show_file, self.search_code, self.submit_localization]
-        )
-
-    async def execute(
-        self, command: str, timeout: float | None = None, *, tool: str | None = None
-    ) -> CommandResult:
-        """Run a command through the environment and record it (``tool``: a short label)."""
-        start = time.monotonic()
-        result = await self.env.execute(command, timeout=timeout or self.command_timeout)
-        record = CommandRecord(
-            step=self.step,
-            command=command,
-            tool=tool,
-            exit_code=result.exit_code,
-            timed_out=result.timed_out,
-            truncated=result.truncated,
-            duration_s=result.duration_s or (time.monotonic() - start),
-            output_chars=len(result.output),
-        )
-        self.history.append(record)
-        if self.on_command is not None:
-            self.on_command(record, result)
-        return result
-
-    def budget_exhausted(self) -> str | None:
-        """An observation when only the submission's command is left, else None."""
-        if self.max_commands is None or len(self.history) < self.max_commands - 1:
-            return None
-        self.budget_refusals += 1
-        return (
-            f"Command budget exhausted ({len(self.history)} of {self.max_commands} used; the "
-            "last one is kept for writing loc.json). Call submit_localization now."
         )
 
     # ---- the tools ---------------------------------------------------------------------------
@@ -107,11 +59,7 @@ class RcaTools:
         Args:
             command: The command line, e.g. "grep -rn 'foo(' src-vul --include=*.c | head".
         """
-        if not command.strip():
-            return "Empty command: give a shell command to run."
-        if exhausted := self.budget_exhausted():
-            return exhausted
-        return result_text(await self.execute(command))
+        return await self._run_bash(command)
 
     async def show_file(self, path: str, start_line: int = 1, end_line: int | None = None) -> str:
         """Show a range of a source file with line numbers.
@@ -122,30 +70,17 @@ class RcaTools:
             start_line: First line to show (1-based).
             end_line: Last line to show (inclusive); default: start_line + 249.
         """
-        if exhausted := self.budget_exhausted():
-            return exhausted
-        start = max(1, start_line)
-        end = end_line if end_line is not None else start + self.show_file_max_lines - 1
-        if end < start:
-            return f"end_line ({end}) is before start_line ({start})."
-        note = ""
-        if end - start + 1 > self.show_file_max_lines:
-            end = start + self.show_file_max_lines - 1
-            note = f"[showing at most {self.show_file_max_lines} lines; ask for the next range if needed]"
         src = self.paths.source_dir.rstrip("/")
-        awk = (
-            f"awk -v s={start} -v e={end} -v w={self.line_width} "
-            '\'NR>=s {printf "%6d  %s\\n", NR, substr($0,1,w)} NR>=e {exit}\' "$f"'
-        )
-        script = (
-            f"{self._find_file(path)}\n"
-            f'if [ -z "$f" ]; then echo "File not found: {_sh_text(path)} (looked under {src})"; false; '
-            f'else n=$(awk \'END {{print NR}}\' "$f"); e={end}; if [ "$e" -gt "$n" ]; then e=$n; fi; '
-            f'echo "[${{f#{src}/}}: lines {start}-$e of $n]"; {awk}; fi'
-        )
-        result = await self.execute(f"( {script} )", tool=f"show_file {path} {start}-{end}")
-        text = result.output if result.exit_code == 0 else result_text(result)
-        return f"{text.rstrip()}\n{note}".rstrip() if note else text
+
+        def script(start: int, end: int) -> str:
+            return (
+                f"( {self._find_file(path)}\n"
+                f'if [ -z "$f" ]; then echo "File not found: {sh_text(path)} (looked under {src})"; false; '
+                f'else n=$(awk \'END {{print NR}}\' "$f"); e={end}; if [ "$e" -gt "$n" ]; then e=$n; fi; '
+                f'echo "[${{f#{src}/}}: lines {start}-$e of $n]"; {self._print_lines(str(start), str(end))}; fi )'
+            )
+
+        return await self._show_range(path, start_line, end_line, script)
 
     async def search_code(self, pattern: str, file_pattern: str = "*.c", path: str = "") -> str:
         """Search the source for an extended regular expression (grep -rnE); prints file:line:text.
@@ -157,26 +92,15 @@ class RcaTools:
                 "*.cc,*.cpp,*.h"; "*" searches every file.
             path: File or folder to search, relative to src-vul/ (default: all of src-vul/).
         """
-        if exhausted := self.budget_exhausted():
-            return exhausted
         src = self.paths.source_dir.rstrip("/")
-        target = self._map_path(path) if path.strip() else src
-        globs = [g.strip() for g in file_pattern.replace(" ", ",").split(",") if g.strip()]
-        includes = (
-            "" if globs in ([], ["*"]) else " ".join(f"--include={shlex.quote(g)}" for g in globs)
+        return await self._grep(
+            pattern,
+            file_pattern,
+            self._map_path(path) if path.strip() else src,
+            tool=f"search_code {pattern!r} in {file_pattern!r} under {path or 'src-vul'}",
+            awk_options=f" -v p={shlex.quote(src + '/')}",
+            awk_rewrite="if (index($0, p) == 1) $0 = substr($0, length(p) + 1);",
         )
-        cmd = (
-            f"grep -rnIE {includes} -e {shlex.quote(pattern)} -- {shlex.quote(target)} 2>&1 | "
-            f"awk -v max={self.search_max_matches} -v p={shlex.quote(src + '/')} -v w={self.line_width} "
-            "'{ if (index($0, p) == 1) $0 = substr($0, length(p) + 1); "
-            "if (NR <= max) print substr($0, 1, w) } "
-            'END { if (NR == 0) print "No matches."; '
-            'else if (NR > max) print "[" NR - max " more matches not shown; narrow the pattern or the path]" }\''
-        )
-        result = await self.execute(
-            cmd, tool=f"search_code {pattern!r} in {file_pattern!r} under {path or 'src-vul'}"
-        )
-        return result.output if result.exit_code == 0 else result_text(result)
 
     async def submit_localization(self, locations: list[Location], reasoning: str) -> str:
         """Submit your answer: the code locations of the root cause, most likely first.
@@ -253,8 +177,3 @@ class RcaTools:
             f"f=''; for c in {' '.join(candidates)}; do "
             'if [ -f "$c" ]; then f="$c"; break; fi; done'
         )
-
-
-def _sh_text(text: str) -> str:
-    """Text safe inside a double-quoted shell string."""
-    return "".join(c for c in text if c not in '"$`\\')[:200]

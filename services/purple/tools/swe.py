@@ -12,17 +12,14 @@ from __future__ import annotations
 import base64
 import re
 import shlex
-import time
 import uuid
-from collections.abc import Callable
+from typing import Any
 
 from services.purple.agent.errors import Submitted, Terminating
-from services.purple.environment import CommandRecord, RunStats, TaskEnvironment
+from services.purple.environment import TaskEnvironment
+from services.purple.tools.base import CommandTools, output_text, sh_text
 from services.purple.tools.registry import ToolRegistry
-from services.shared.commands import CommandResult
-from services.shared.protocol import TaskPaths, result_text, submit_result_text
-
-CommandHook = Callable[[CommandRecord, CommandResult], None]
+from services.shared.protocol import TaskPaths, submit_result_text
 
 TEST_PATH_RE = (
     r"(^|/)(tests?|testing)/.*\.py$|(^|/)test_[^/]*\.py$|(^|/)[^/]*_tests?\.py$|(^|/)conftest\.py$"
@@ -44,40 +41,26 @@ class Finished(Submitted):
         self.summary = summary
 
 
-class SweTools:
+class SweTools(CommandTools):
+    budget_advice = "Call finish now: your changes so far are the patch."
+
     def __init__(
         self,
         env: TaskEnvironment,
         paths: TaskPaths,
         *,
-        command_timeout: float | None = None,
-        on_command: CommandHook | None = None,
-        stats: Callable[[], RunStats] | None = None,
-        max_commands: int | None = None,
         show_file_max_lines: int = 200,
-        search_max_matches: int = 80,
         list_max_files: int = 60,
-        line_width: int = 300,
         context_lines: int = 4,
+        **options: Any,
     ) -> None:
-        self.env = env
-        self.paths = paths
-        self.command_timeout = command_timeout
-        """Timeout sent with each command (the loop lowers it as the deadline nears)."""
-        self.on_command = on_command
-        self.stats = stats
-        self.max_commands = max_commands
-        """Most commands for the run (None: no limit); the last one is kept for finish."""
-        self.show_file_max_lines = show_file_max_lines
-        self.search_max_matches = search_max_matches
+        """``options``: those of :class:`CommandTools` (``command_timeout``, ``on_command``,
+        ``stats``, ``max_commands`` (the last command is kept for finish),
+        ``search_max_matches``, ``line_width``)."""
+        super().__init__(env, paths, show_file_max_lines=show_file_max_lines, **options)
         self.list_max_files = list_max_files
-        self.line_width = line_width
         self.context_lines = context_lines
         """Lines shown around an edit, before and after it."""
-        self.step = 0
-        """Set by the loop before each step; recorded with every command."""
-        self.history: list[CommandRecord] = []
-        self.budget_refusals = 0
         self.finish_warned = False
         """finish was refused once because nothing was changed (a second call ends anyway)."""
 
@@ -93,37 +76,6 @@ class SweTools:
             ]
         )
 
-    async def execute(
-        self, command: str, timeout: float | None = None, *, tool: str | None = None
-    ) -> CommandResult:
-        """Run a command through the environment and record it (``tool``: a short label)."""
-        start = time.monotonic()
-        result = await self.env.execute(command, timeout=timeout or self.command_timeout)
-        record = CommandRecord(
-            step=self.step,
-            command=command,
-            tool=tool,
-            exit_code=result.exit_code,
-            timed_out=result.timed_out,
-            truncated=result.truncated,
-            duration_s=result.duration_s or (time.monotonic() - start),
-            output_chars=len(result.output),
-        )
-        self.history.append(record)
-        if self.on_command is not None:
-            self.on_command(record, result)
-        return result
-
-    def budget_exhausted(self) -> str | None:
-        """An observation when only finish's command is left, else None."""
-        if self.max_commands is None or len(self.history) < self.max_commands - 1:
-            return None
-        self.budget_refusals += 1
-        return (
-            f"Command budget exhausted ({len(self.history)} of {self.max_commands} used). "
-            "Call finish now: your changes so far are the patch."
-        )
-
     # ---- the tools ---------------------------------------------------------------------------
 
     async def run_bash_cmd(self, command: str) -> str:
@@ -137,11 +89,7 @@ class SweTools:
         Args:
             command: The command line, e.g. "python -m pytest -q tests/test_parser.py -x".
         """
-        if not command.strip():
-            return "Empty command: give a shell command to run."
-        if exhausted := self.budget_exhausted():
-            return exhausted
-        return result_text(await self.execute(command))
+        return await self._run_bash(command)
 
     async def show_file(self, path: str, start_line: int = 1, end_line: int | None = None) -> str:
         """Show a range of a file with line numbers (use them with replace_in_file).
@@ -151,24 +99,15 @@ class SweTools:
             start_line: First line to show (1-based).
             end_line: Last line to show (inclusive); default: start_line + 199.
         """
-        if exhausted := self.budget_exhausted():
-            return exhausted
-        start = max(1, start_line)
-        end = end_line if end_line is not None else start + self.show_file_max_lines - 1
-        if end < start:
-            return f"end_line ({end}) is before start_line ({start})."
-        note = ""
-        if end - start + 1 > self.show_file_max_lines:
-            end = start + self.show_file_max_lines - 1
-            note = f"[showing at most {self.show_file_max_lines} lines; ask for the next range if needed]"
-        script = (
-            f"f={shlex.quote(path)}; "
-            'if [ ! -f "$f" ]; then echo "File not found (or not a regular file): $f"; exit 1; fi; '
-            + self._numbered(str(start), str(end))
-        )
-        result = await self.execute(script, tool=f"show_file {path} {start}-{end}")
-        text = result.output if result.exit_code == 0 else result_text(result)
-        return f"{text.rstrip()}\n{note}" if note else text
+
+        def script(start: int, end: int) -> str:
+            return (
+                f"f={shlex.quote(path)}; "
+                'if [ ! -f "$f" ]; then echo "File not found (or not a regular file): $f"; exit 1; fi; '
+                + self._numbered(str(start), str(end))
+            )
+
+        return await self._show_range(path, start_line, end_line, script)
 
     async def replace_in_file(self, path: str, from_line: int, to_line: int, content: str) -> str:
         """Replace lines from_line..to_line (inclusive, 1-based) of a file with new text.
@@ -229,8 +168,7 @@ echo {shlex.quote(done)}
 {self._numbered(str(lo), str(hi))}
 {self._syntax_check()}"""
         tool = f"replace_in_file {path} {from_line}-{to_line} ({added} lines)"
-        result = await self.execute(script, tool=tool)
-        return result.output if result.exit_code == 0 else result_text(result)
+        return output_text(await self.execute(script, tool=tool))
 
     async def search_code(self, pattern: str, file_pattern: str = "*.py", path: str = ".") -> str:
         """Search the repository for an extended regular expression (grep -rnE); prints
@@ -243,25 +181,15 @@ echo {shlex.quote(done)}
                 "*" searches every file.
             path: File or folder to search, relative to the repository root.
         """
-        if exhausted := self.budget_exhausted():
-            return exhausted
-        globs = [g.strip() for g in file_pattern.replace(" ", ",").split(",") if g.strip()]
-        includes = (
-            "" if globs in ([], ["*"]) else " ".join(f"--include={shlex.quote(g)}" for g in globs)
-        )
         target = path.strip() or "."
-        cmd = (
-            f"grep -rnIE --exclude-dir=.git {includes} -e {shlex.quote(pattern)} -- "
-            f"{shlex.quote(target)} 2>&1 | "
-            f"awk -v max={self.search_max_matches} -v w={self.line_width} "
-            '\'{ sub(/^\\.\\//, ""); if (NR <= max) print substr($0, 1, w) } '
-            'END { if (NR == 0) print "No matches."; '
-            'else if (NR > max) print "[" NR - max " more matches not shown; narrow the pattern or the path]" }\''
+        return await self._grep(
+            pattern,
+            file_pattern,
+            target,
+            tool=f"search_code {pattern!r} in {file_pattern!r} under {target}",
+            grep_options="--exclude-dir=.git ",
+            awk_rewrite='sub(/^\\.\\//, "");',
         )
-        result = await self.execute(
-            cmd, tool=f"search_code {pattern!r} in {file_pattern!r} under {target}"
-        )
-        return result.output if result.exit_code == 0 else result_text(result)
 
     async def find_test_files(self, name_or_module: str = "") -> str:
         """List the repository's test files, or those related to a name: test files whose path
@@ -294,13 +222,12 @@ echo {shlex.quote(done)}
                 f'tr "\\n" "\\0" < "$t" | xargs -0 -r grep -l -i -w -F -- {q} 2>/dev/null '
                 f'| grep -vxF -f "$t.p" > "$t.m"; '
                 f'n=$(wc -l < "$t.p"); m=$(wc -l < "$t.m"); '
-                f'echo "Test files whose path contains {_sh_text(key)!s}: $n"; head -n {cap} "$t.p"; '
-                f'echo "Other test files that mention {_sh_text(key)!s}: $m"; head -n {cap} "$t.m"; '
+                f'echo "Test files whose path contains {sh_text(key)!s}: $n"; head -n {cap} "$t.p"; '
+                f'echo "Other test files that mention {sh_text(key)!s}: $m"; head -n {cap} "$t.m"; '
                 f'rm -f "$t.p" "$t.m"'
             )
         cmd = f't=$(mktemp) || exit 1; {listing}; {report}; rm -f "$t"'
-        result = await self.execute(cmd, tool=f"find_test_files {name_or_module!r}")
-        return result.output if result.exit_code == 0 else result_text(result)
+        return output_text(await self.execute(cmd, tool=f"find_test_files {name_or_module!r}"))
 
     async def finish(self, summary: str) -> str:
         """End the task: your changes to the repository (as they are now) are the fix.
@@ -336,9 +263,7 @@ echo {shlex.quote(done)}
             f"n=$(awk 'END {{print NR}}' \"$f\"); s={start}; e={end}; "
             'if [ "$e" -gt "$n" ]; then e=$n; fi; '
             'if [ "$n" -eq 0 ]; then echo "[$f is empty]"; '
-            'else echo "[$f: lines $s-$e of $n]"; '
-            f'awk -v s="$s" -v e="$e" -v w={self.line_width} '
-            '\'NR>=s {printf "%6d  %s\\n", NR, substr($0,1,w)} NR>=e {exit}\' "$f"; fi'
+            'else echo "[$f: lines $s-$e of $n]"; ' + self._print_lines('"$s"', '"$e"') + "; fi"
         )
 
     @staticmethod
@@ -364,8 +289,3 @@ def _search_key(name: str) -> str:
 def _one_line(text: str, limit: int) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
-
-
-def _sh_text(text: str) -> str:
-    """Text safe inside a double-quoted shell string."""
-    return "".join(c for c in text if c not in '"$`\\')[:200]
