@@ -13,12 +13,12 @@
 # runs its offline stack-trace analyst. With OPENAI_API_KEY (and optionally OPENAI_BASE_URL,
 # PURPLE_MODEL) in the environment or in .env, the same command runs the LLM agent.
 #
-# Environment: ARENA_DEMO_TASK (default 900006), ARENA_GREEN_PORT / ARENA_PURPLE_PORT (host
+# Environment: ARENA_DEMO_TASK (default 900007), ARENA_GREEN_PORT / ARENA_PURPLE_PORT (host
 # ports, default 9009 / 9019), PYTHON_IMAGE (base image), ARENA_COMPOSE (force a compose).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-task=${ARENA_DEMO_TASK:-900006}
+task=${ARENA_DEMO_TASK:-900007}
 export ARENA_GREEN_PORT=${ARENA_GREEN_PORT:-9009}
 export ARENA_PURPLE_PORT=${ARENA_PURPLE_PORT:-9019}
 export PYTHON_IMAGE=${PYTHON_IMAGE:-python:3.11-slim-bookworm}

@@ -1,7 +1,7 @@
 """The demo's client side: wait for the stack, run one task over green's REST API, show it live.
 
     python scripts/demo_follow.py wait [--green URL] [--purple URL] [--timeout S]
-    python scripts/demo_follow.py run  [--green URL] [--task arvo:900006] [--timeout S]
+    python scripts/demo_follow.py run  [--green URL] [--task arvo:900007] [--timeout S]
 
 ``wait`` returns when both services answer ``/healthz`` with 200 and prints purple's policy.
 ``run`` starts the task (``POST /tasks``), follows ``GET /tasks/<id>`` with a progress line
@@ -239,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     w.set_defaults(fn=cmd_wait)
     r = sub.add_parser("run", help="start one task and follow it to the end")
     r.add_argument("--green", default="http://127.0.0.1:9009")
-    r.add_argument("--task", default="arvo:900006")
+    r.add_argument("--task", default="arvo:900007")
     r.add_argument("--timeout", type=float, default=1800.0)
     r.set_defaults(fn=cmd_run)
     args = parser.parse_args(argv)
