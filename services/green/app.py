@@ -5,11 +5,12 @@ from __future__ import annotations
 from contextlib import asynccontextmanager
 
 from a2a.types import AgentSkill
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from services.green.a2a.executor import GreenExecutor
+from services.green.api.deps import require_operator
 from services.green.api.routes import assessments, health, tasks
 from services.green.assessment import AssessmentRunner
 from services.green.assets import make_asset_source
@@ -89,7 +90,8 @@ def create_app(settings: GreenSettings | None = None, *, orchestrator: Orchestra
     app = FastAPI(title="ARVO RCA arena: green", version=VERSION, lifespan=lifespan,
                   description="Environment and judge for root-cause analysis of ARVO vulnerabilities.")
     app.state.orchestrator = orch
-    app.state.assessments = AssessmentRunner(orch)
+    app.state.api_token = settings.api_token
+    app.state.assessments = AssessmentRunner(orch, heartbeat_s=settings.assessment_heartbeat_s)
     app.state.assessment_store = assessment_store
 
     @app.exception_handler(RequestValidationError)
@@ -100,7 +102,8 @@ def create_app(settings: GreenSettings | None = None, *, orchestrator: Orchestra
 
     # Our routes first: A2A's JSON-RPC lives at "/" (see A2A_NOTES.md).
     app.include_router(health.router)
-    app.include_router(tasks.router)
-    app.include_router(assessments.router)
+    operator_only = [Depends(require_operator)]
+    app.include_router(tasks.router, dependencies=operator_only)
+    app.include_router(assessments.router, dependencies=operator_only)
     mount_a2a(app, GreenExecutor(orch, app.state.assessments), agent_card(settings))
     return app

@@ -8,6 +8,7 @@ batch CLI. Concurrency is bounded by the orchestrator's queue.
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -115,8 +116,11 @@ Progress = Callable[[str], Awaitable[None]]
 
 
 class AssessmentRunner:
-    def __init__(self, orchestrator: Orchestrator) -> None:
+    def __init__(self, orchestrator: Orchestrator, *, heartbeat_s: float = 60.0) -> None:
         self.orchestrator = orchestrator
+        self.heartbeat_s = heartbeat_s
+        """A progress line at least this often, even when no task moves (a slow LLM): the
+        AgentBeats gateway gives up on a stream that stays silent for about 300 s."""
 
     async def start(self, request: AssessmentRequest, assessment_id: str | None = None) -> list[Task]:
         """Create every task (all ids are checked first: one unknown id refuses the request)."""
@@ -136,9 +140,30 @@ class AssessmentRunner:
                   assessment_id: str | None = None) -> AssessmentResult:
         tasks = await self.start(request, assessment_id)
         aid = tasks[0].assessment_id or ""
-        if progress:
-            await progress(f"assessment {aid}: {len(tasks)} task(s) queued")
-        await asyncio.gather(*(self._follow(t, progress) for t in tasks))
+        if progress is None:
+            await asyncio.gather(*(self._follow(t, None) for t in tasks))
+            return self.result(aid, [self.orchestrator.get(t.id) for t in tasks])
+        last_sent = time.monotonic()
+
+        async def report(text: str) -> None:
+            nonlocal last_sent
+            last_sent = time.monotonic()
+            await progress(text)
+
+        async def heartbeat() -> None:
+            while True:
+                await asyncio.sleep(self.heartbeat_s / 4)
+                if time.monotonic() - last_sent >= self.heartbeat_s:
+                    ended = sum(self.orchestrator.get(t.id).status.terminal for t in tasks)
+                    await report(f"assessment {aid}: {ended}/{len(tasks)} task(s) ended; "
+                                 "still working")
+
+        await report(f"assessment {aid}: {len(tasks)} task(s) queued")
+        beat = asyncio.create_task(heartbeat())
+        try:
+            await asyncio.gather(*(self._follow(t, report) for t in tasks))
+        finally:
+            beat.cancel()
         return self.result(aid, [self.orchestrator.get(t.id) for t in tasks])
 
     async def _follow(self, task: Task, progress: Progress | None) -> None:

@@ -191,6 +191,22 @@ class RunConfig:
     poll_interval_s: float = 2.0
     green_grace_s: float = 60.0
     """How long green may be unreachable before the run stops."""
+    api_token: str | None = field(default=None, repr=False)
+    """Green's GREEN_API_TOKEN, sent to green only (never recorded in results.json)."""
+
+
+class GreenAuth(httpx.Auth):
+    """Adds the bearer token to requests for green's origin only (not to purple's)."""
+
+    def __init__(self, green: str, token: str | None) -> None:
+        url = httpx.URL(green)
+        self.origin = (url.scheme, url.host, url.port)
+        self.token = token
+
+    def auth_flow(self, request: httpx.Request):
+        if self.token and (request.url.scheme, request.url.host, request.url.port) == self.origin:
+            request.headers["Authorization"] = f"Bearer {self.token}"
+        yield request
 
 
 @dataclass
@@ -500,7 +516,8 @@ async def run_batch(
     main = asyncio.current_task()
     view = LiveView(total=len(results.task_ids), done=done)
     timeout = httpx.Timeout(30.0, connect=10.0)
-    async with httpx.AsyncClient(timeout=timeout, trust_env=False) as client:
+    auth = GreenAuth(cfg.green, cfg.api_token)
+    async with httpx.AsyncClient(timeout=timeout, trust_env=False, auth=auth) as client:
         warning = await check_green(client, cfg.green)
         if warning:
             console.print(f"[yellow]warning:[/] {escape(warning)}")
@@ -632,6 +649,11 @@ def run(
             min=0, help="Seconds green may be unreachable mid-run before the run stops (exit 2)."
         ),
     ] = 60.0,
+    api_token: Annotated[
+        str | None,
+        typer.Option(envvar="ARENA_API_TOKEN", show_default=False,
+                     help="Green's GREEN_API_TOKEN, when its REST API requires one (never saved)."),
+    ] = None,
 ) -> None:
     """Run ARVO tasks on green, follow them live, save results.json, the task logs and report.md.
 
@@ -729,6 +751,7 @@ def run(
         command_timeout_s=command_timeout,
         poll_interval_s=poll_interval,
         green_grace_s=green_grace,
+        api_token=api_token,
     )
     code = 0
     if todo:

@@ -54,6 +54,9 @@ class GreenSettings(BaseSettings):
     """Default (and maximum) timeout of one command."""
     max_steps: int = Field(100, ge=1)
     """Commands a task may run; after that only submit is accepted."""
+    assessment_heartbeat_s: float = Field(60.0, gt=0)
+    """A streamed assessment sends a progress update at least this often (AgentBeats' gateway
+    drops streams silent for ~300 s)."""
     purple_poll_s: float = Field(5.0, gt=0)
     """How often green checks purple's A2A task while waiting for a submission."""
 
@@ -89,6 +92,10 @@ class GreenSettings(BaseSettings):
     """Remove .git history from the project in the container (the fix may be reachable)."""
     hide_poc: bool = True
     """Remove /tmp/poc from the container."""
+    api_token: str | None = None
+    """When set, the REST API (/tasks, /assessments) requires 'Authorization: Bearer <token>'.
+    The A2A endpoint, the card and /healthz stay open. Set it when agents under test could reach
+    green's REST API (finished tasks show their ground truth there)."""
     require_token: bool = True
     """Refuse execute/submit that do not carry the task's token (text form: a 'token: <t>' line)."""
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fastapi import FastAPI, HTTPException, Query
+from fastapi import FastAPI, HTTPException, Query, Request
 from fastapi.responses import JSONResponse
 from matplotlib import image as mpimg
 from typer.testing import CliRunner
@@ -141,6 +141,8 @@ class FakeGreen:
         self.cancels: list[str] = []
         self.tasks: dict[str, dict[str, Any]] = {}
         self.max_active = 0
+        self.authorizations: list[str | None] = []
+        """The Authorization header of every request green received."""
 
     def active(self) -> int:
         return sum(
@@ -155,6 +157,11 @@ class FakeGreen:
 
     def app(self) -> FastAPI:
         api = FastAPI()
+
+        @api.middleware("http")
+        async def record_auth(request: Request, call_next):
+            self.authorizations.append(request.headers.get("authorization"))
+            return await call_next(request)
 
         @api.get("/healthz")
         def healthz() -> dict[str, Any]:
@@ -259,6 +266,12 @@ class FakeGreen:
 
 def fake_purple(green: FakeGreen) -> FastAPI:
     api = FastAPI()
+    green.purple_authorizations = []
+
+    @api.middleware("http")
+    async def record_auth(request: Request, call_next):
+        green.purple_authorizations.append(request.headers.get("authorization"))
+        return await call_next(request)
 
     @api.get("/tasks/{task_id}")
     def get(task_id: str) -> Any:
@@ -558,3 +571,15 @@ def test_ctrl_c_cancels_in_flight_tasks_and_saves(fake, tmp_path: Path) -> None:
     assert green.posts == Counter({"1001": 1, "5005": 2})
     t = by_id(load(tmp_path))
     assert t["5005"]["status"] == "completed" and t["5005"]["attempts"] == 2
+
+
+def test_api_token_goes_to_green_only_and_is_never_saved(fake, tmp_path: Path) -> None:
+    green, green_url, purple_url = fake
+    green.purple_authorizations.clear()
+    res = cli("run", "1001", *base_args(green_url, tmp_path), "--purple", purple_url,
+              "--api-token", "s3cret")
+    assert res.exit_code == 0, res.output
+    assert green.authorizations and set(green.authorizations) == {"Bearer s3cret"}
+    assert green.purple_authorizations and set(green.purple_authorizations) == {None}
+    saved = "".join(p.read_text() for p in tmp_path.rglob("*") if p.suffix in (".json", ".md"))
+    assert "s3cret" not in saved

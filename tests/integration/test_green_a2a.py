@@ -92,3 +92,15 @@ def test_rest_assessment_runs_tasks_and_keeps_the_result(start_green, scripted_p
     assert httpx.post(f"{green.url}/assessments", json={"task_ids": ["arvo:777"]}).status_code == 404
     assert httpx.post(f"{green.url}/assessments", json={"task_ids": []}).status_code == 422
     assert httpx.get(f"{green.url}/assessments/nope").status_code == 404
+
+
+def test_a_quiet_assessment_still_streams_heartbeats(start_green, scripted_purple):
+    """A purple that takes its time (a slow LLM) must not leave the stream silent."""
+    purple_url, _ = scripted_purple(Script(commands=["true"], pause_s=3.0, submissions=[
+        {"locations": [{"file": "Makefile", "line_start": 1, "line_end": 1}]}]))
+    green = start_green(assessment_heartbeat_s=0.4)
+    request = {"participants": {"agent": purple_url}, "config": {"task_ids": ["arvo:900001"]}}
+    events = asyncio.run(stream_message(green.url, json.dumps(request)))
+    texts = [" ".join(get_text_parts(ev.status_update.status.message.parts))
+             for ev in events if ev.HasField("status_update") and ev.status_update.status.HasField("message")]
+    assert any("0/1 task(s) ended; still working" in t for t in texts), texts

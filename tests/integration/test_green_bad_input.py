@@ -146,3 +146,23 @@ def test_a_container_that_dies_mid_task_fails_it_as_infra(start_green, scripted_
     assert done["end_reason"] == "sandbox" and "container" in done["error"]
     assert "container broke" in (seen.ended or "")
     assert leftover_containers(docker_client, green.owner) == []
+
+
+def test_api_token_guards_the_rest_api_but_not_a2a_card_or_health(start_green, scripted_purple):
+    purple_url, _ = scripted_purple(Script(commands=[], submissions=[VALID]))
+    green = start_green(purple_url=purple_url, api_token="s3cret")
+    assert httpx.get(f"{green.url}/tasks").status_code == 401
+    assert httpx.post(f"{green.url}/tasks", json={"task": "arvo:900001"}).status_code == 401
+    wrong = {"Authorization": "Bearer nope"}
+    assert httpx.get(f"{green.url}/tasks", headers=wrong).status_code == 401
+    assert httpx.get(f"{green.url}/healthz").status_code == 200
+    assert httpx.get(f"{green.url}/.well-known/agent-card.json").status_code == 200
+    ok = {"Authorization": "Bearer s3cret"}
+    r = httpx.post(f"{green.url}/tasks", json={"task": "arvo:900001"}, headers=ok)
+    assert r.status_code == 202
+    task_id = r.json()["id"]
+    for _ in range(300):  # purple works through A2A, which the token does not guard
+        if httpx.get(f"{green.url}/tasks/{task_id}", headers=ok).json()["status"] == "completed":
+            break
+        time.sleep(0.1)
+    assert httpx.get(f"{green.url}/tasks/{task_id}", headers=ok).json()["status"] == "completed"
