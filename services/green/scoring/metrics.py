@@ -155,9 +155,9 @@ class RegionResult(BaseModel):
     best_iou: float = 0.0
 
 
-class TaskScore(BaseModel):
-    """The score of one task. ``model_dump(by_alias=True)`` / :meth:`to_dict` give JSON with
-    the metric names as keys (``"file@1"``, ...)."""
+class Metrics(BaseModel):
+    """The seven numbers, named as in reports (``file@1``...); shared by a task's score and the
+    means of a run."""
 
     model_config = ConfigDict(populate_by_name=True)
 
@@ -168,6 +168,12 @@ class TaskScore(BaseModel):
     line_at_1: float = Field(0.0, alias="line@1")
     line_at_5: float = Field(0.0, alias="line@5")
     iou: float = 0.0
+
+
+class TaskScore(Metrics):
+    """The score of one task. ``model_dump(by_alias=True)`` / :meth:`to_dict` give JSON with
+    the metric names as keys (``"file@1"``, ...)."""
+
     scorable: bool = True
     """False when the ground truth is empty (empty patch, no code changes)."""
     submitted: bool = False
@@ -393,18 +399,9 @@ class TaskOutcome(BaseModel):
         return self
 
 
-class MetricMeans(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-
+class MetricMeans(Metrics):
     n: int = 0
     """Tasks in the denominator."""
-    file_at_1: float = Field(0.0, alias="file@1")
-    file_at_5: float = Field(0.0, alias="file@5")
-    func_at_1: float = Field(0.0, alias="func@1")
-    func_at_5: float = Field(0.0, alias="func@5")
-    line_at_1: float = Field(0.0, alias="line@1")
-    line_at_5: float = Field(0.0, alias="line@5")
-    iou: float = 0.0
 
 
 class Aggregate(BaseModel):

@@ -66,16 +66,32 @@ def system_prompt(
     command_limit: int | None = None,
     base: str | None = None,
 ) -> str:
+    return compose_system_prompt(
+        ROLE_AND_METHOD, tools, mode=mode, step_limit=step_limit, command_limit=command_limit,
+        base=base, error_report=paths.error_report, source_dir=paths.source_dir,
+    )
+
+
+def compose_system_prompt(
+    role_and_method: str,
+    tools: str,
+    *,
+    mode: str,
+    step_limit: int | None,
+    command_limit: int | None,
+    base: str | None,
+    **fields: str,
+) -> str:
+    """A toolset's role text (``{tools}``, ``{budget}`` and ``fields`` filled in), or a custom
+    ``base`` used verbatim with the budget and tools appended; then the response format."""
     limits = [f"{step_limit} steps (one tool call each)"] if step_limit else []
     if command_limit:
         limits.append(f"{command_limit} commands (every tool runs one)")
     budget = f"\nYou have at most {' and '.join(limits)} for the whole task.\n" if limits else ""
-    if base is not None:  # a custom prompt is used verbatim; tools and format are appended
+    if base is not None:
         text = f"{base.rstrip()}\n{budget}\n## Tools\n{tools}\n"
     else:
-        text = ROLE_AND_METHOD.format(
-            error_report=paths.error_report, source_dir=paths.source_dir, tools=tools, budget=budget
-        )
+        text = role_and_method.format(tools=tools, budget=budget, **fields)
     return text + (TEXT_FORMAT if mode == "text" else NATIVE_FORMAT)
 
 

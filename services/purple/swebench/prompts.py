@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from services.green.swebench.instances import WORKDIR, SweInstance
-from services.purple.agent.prompts import NATIVE_FORMAT, TEXT_FORMAT
+from services.purple.agent.prompts import compose_system_prompt
 
 ROLE_AND_METHOD = """\
 You are an expert software engineer. You get a GitHub issue of a Python project and a sandbox \
@@ -50,15 +50,10 @@ def system_prompt(
     base: str | None = None,
     workdir: str = WORKDIR,
 ) -> str:
-    limits = [f"{step_limit} steps (one tool call each)"] if step_limit else []
-    if command_limit:
-        limits.append(f"{command_limit} commands (every tool runs one)")
-    budget = f"\nYou have at most {' and '.join(limits)} for the whole task.\n" if limits else ""
-    if base is not None:  # a custom prompt is used verbatim; tools and format are appended
-        text = f"{base.rstrip()}\n{budget}\n## Tools\n{tools}\n"
-    else:
-        text = ROLE_AND_METHOD.format(workdir=workdir, tools=tools, budget=budget)
-    return text + (TEXT_FORMAT if mode == "text" else NATIVE_FORMAT)
+    return compose_system_prompt(
+        ROLE_AND_METHOD, tools, mode=mode, step_limit=step_limit, command_limit=command_limit,
+        base=base, workdir=workdir,
+    )
 
 
 def issue_description(
