@@ -15,7 +15,8 @@ pytestmark = pytest.mark.docker
 IDS = ["900001", "900002", "900003", "900004"]
 
 
-def test_eight_concurrent_tasks_stay_isolated(start_green, scripted_purple, docker_client):
+def test_eight_concurrent_tasks_stay_isolated(start_green, scripted_purple, docker_client,
+                                              green_settings):
     purple_url, seen = scripted_purple(Script(
         commands=[
             "echo {task_id} > /workspace/shared/owner && echo {task_id} > /tmp/owner",
@@ -44,3 +45,14 @@ def test_eight_concurrent_tasks_stay_isolated(start_green, scripted_purple, dock
                  and r.output.strip() not in by_owner]
     assert len(set(hostnames)) == 8
     assert leftover_containers(docker_client, green.owner) == []
+    # logs: each task's lines are in its own ARVO file only, from both services, never doubled
+    run_dir = green_settings.log_dir / "log_test"
+    logs = {i: (run_dir / f"arvo_{i}.log").read_text() for i in IDS}
+    for t in tasks:
+        homes = [i for i, text in logs.items() if t["id"] in text]
+        assert homes == [t["arvo_id"]], (t["id"], homes)
+    for text in logs.values():
+        lines = [ln for ln in text.splitlines() if "event=command.executed" in ln]
+        assert len(lines) == len(set(lines)) == 2 * 4  # two tasks x (3 commands + loc.json)
+        assert "service=purple" in text
+    assert not any(t["id"] in (run_dir / "agents.log").read_text() for t in tasks)
