@@ -56,7 +56,8 @@ def task_kinds(settings: GreenSettings, sandboxes: SandboxProvider) -> dict[str,
     assets = make_asset_source(settings.asset_source, settings.asset_cache_dir,
                                timeout_s=settings.asset_timeout_s)
     kinds: list[TaskKind] = [ArvoKind(assets, settings.image_template,
-                                      strip_git=settings.strip_git, hide_poc=settings.hide_poc)]
+                                      strip_git=settings.strip_git, hide_poc=settings.hide_poc,
+                                      mask_arvo_id=settings.mask_arvo_id)]
     if settings.swebench_instances:
         kinds.append(SweBenchKind(settings.swebench_instances, sandboxes,
                                   image_template=settings.swebench_image_template,

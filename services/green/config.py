@@ -5,7 +5,6 @@ Every field is documented here and in .env.example.
 
 from __future__ import annotations
 
-from functools import lru_cache
 from pathlib import Path
 
 from pydantic import Field, field_validator
@@ -115,11 +114,3 @@ class GreenSettings(BaseSettings):
     def advertised_url(self) -> str:
         """What green's agent card says."""
         return self.card_url or self.public_url or self._listen_url()
-
-    def image_for(self, arvo_id: str) -> str:
-        return self.image_template.format(id=arvo_id)
-
-
-@lru_cache
-def get_settings() -> GreenSettings:
-    return GreenSettings()

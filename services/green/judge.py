@@ -6,16 +6,13 @@ container and nothing of the ground truth is sent to the agent.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from services.green.assets import check_archive, list_project_files, read_members
 from services.green.scoring.groundtruth import GroundTruth, ground_truth_from_patch
-from services.green.scoring.metrics import TaskScore, aggregate_records, path_candidates, score
+from services.green.scoring.metrics import TaskScore, path_candidates, score
 from services.shared.loc import LocJson, parse_loc_json
 
 
@@ -65,6 +62,3 @@ class Judge:
     def score(self, loc: LocJson | None, prepared: PreparedTask) -> TaskScore:
         return score(loc, prepared.ground_truth, prepared.project)
 
-    def aggregate(self, outcomes: Iterable[BaseModel]) -> dict[str, Any]:
-        """Means over a run; failed tasks count 0, infra failures reported apart."""
-        return aggregate_records(o.model_dump(mode="json") for o in outcomes).to_dict()

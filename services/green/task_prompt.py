@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.shared.protocol import RcaTask
+from services.shared.protocol import TaskAssignment
 
 LOC_JSON_EXAMPLE = """{
   "reasoning": "why these locations are the root cause",
@@ -13,11 +13,13 @@ LOC_JSON_EXAMPLE = """{
 }"""
 
 
-def describe_task(task: RcaTask, project: str | None) -> str:
+def describe_task(task: TaskAssignment, project: str | None, arvo_id: str | None = None) -> str:
+    """``arvo_id`` is named only when green does not mask it (GREEN_MASK_ARVO_ID=false)."""
     p, lim = task.paths, task.limits
     src = f"{p.source_dir}/{project}" if project else p.source_dir
+    named = f"\n(ARVO task arvo:{arvo_id})\n" if arvo_id else ""
     return f"""# Root-cause analysis task {task.task_id}
-
+{named}
 A fuzzer crashed a C/C++ project. Find the ROOT CAUSE of the crash: the code that must change to
 fix the bug (often not the frame where it crashed: look at callers, at the code that sized the
 buffer, at the code that freed the object).

@@ -41,6 +41,13 @@ def test_rest_task_runs_from_queued_to_completed(start_green, scripted_purple, d
     assert "xmlmini" in seen.results[0].output
     assert "poc=1" in seen.results[2].output  # /tmp/poc is hidden from the agent
     assert seen.task_ids == [task["id"]]  # the A2A context id is green's task id
+    # the agent is told paths, tools, limits and the schema, never the ARVO id or the fix
+    [description] = seen.descriptions
+    assert "/workspace/error.txt" in description and "loc.json" in description
+    assert "900001" not in description and "xml_decode_entity" not in description
+    assert "900001" not in seen.results[0].output + seen.results[1].output
+    green_db = httpx.get(f"{green.url}/tasks/{task['id']}").json()
+    assert not any(f in description for f in (green_db["ground_truth"]["files"][0]["path"],))
 
     # the container is gone; the database and both log files hold the story
     assert done["container_name"] and done["container_name"] not in leftover_containers(docker_client, green.owner)

@@ -37,6 +37,7 @@ class Observed:
     submit_replies: list[SubmitResult] = field(default_factory=list)
     ended: str | None = None
     task_ids: list[str] = field(default_factory=list)
+    descriptions: list[str] = field(default_factory=list)
 
 
 class ScriptedPolicy:
@@ -47,6 +48,7 @@ class ScriptedPolicy:
 
     async def run(self, task: TaskContext) -> RunResult:
         self.observed.task_ids.append(task.task_id)
+        self.observed.descriptions.append(task.description)
         stats = RunStats()
         status, reason = "limits", "script ended without an accepted submission"
         try:

@@ -25,6 +25,7 @@ class ArvoPlan:
     prepared: PreparedTask
     strip_git: bool
     hide_poc: bool
+    mask_arvo_id: bool
     paths: TaskPaths = field(default_factory=TaskPaths)
     workdir: str = WORKSPACE
 
@@ -55,7 +56,8 @@ class ArvoPlan:
         return command
 
     def describe(self, task: TaskAssignment) -> str:
-        return describe_task(task, self.prepared.project)
+        return describe_task(task, self.prepared.project,
+                             None if self.mask_arvo_id else self.arvo_id)
 
     def read_submission(self, sandbox: Sandbox) -> tuple[dict[str, Any] | None, list[str]]:
         path = self.paths.submission
@@ -80,11 +82,13 @@ class ArvoKind:
     assignment = RcaTask
 
     def __init__(self, assets: AssetSource, image_template: str, *, strip_git: bool = True,
-                 hide_poc: bool = True, judge: Judge | None = None) -> None:
+                 hide_poc: bool = True, mask_arvo_id: bool = True,
+                 judge: Judge | None = None) -> None:
         self.assets = assets
         self.image_template = image_template
         self.strip_git = strip_git
         self.hide_poc = hide_poc
+        self.mask_arvo_id = mask_arvo_id
         self.judge = judge or Judge()
 
     def canonical(self, ref: str) -> str:
@@ -98,7 +102,8 @@ class ArvoKind:
                  for name in ("error.txt", "repo-vul.tar.gz", "patch.diff")}
         prepared = self.judge.prepare(files["patch.diff"], files["repo-vul.tar.gz"])
         return ArvoPlan(arvo_id=ref, image=self.image_template.format(id=ref), assets=files,
-                        prepared=prepared, strip_git=self.strip_git, hide_poc=self.hide_poc)
+                        prepared=prepared, strip_git=self.strip_git, hide_poc=self.hide_poc,
+                        mask_arvo_id=self.mask_arvo_id)
 
     def aggregate(self, records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         return aggregate_records(records).to_dict()
