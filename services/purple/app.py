@@ -29,12 +29,17 @@ def create_app(settings: PurpleSettings | None = None,
     store = PurpleStore(make_engine(settings.database_url))
     make_policy = make_policy or policy_factory(settings)
 
+    executor = PurpleExecutor(settings, store, make_policy)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         store.fail_unfinished("interrupted by restart")
         log.info("purple.listening", url=settings.reachable_url(),
                  policy=settings.effective_policy(), model=settings.model)
-        yield
+        try:
+            yield
+        finally:
+            await executor.shutdown()
 
     app = FastAPI(title="ARVO RCA arena: purple", version=VERSION, lifespan=lifespan,
                   description="A ReAct root-cause analyst that works through green over A2A.")
@@ -64,5 +69,5 @@ def create_app(settings: PurpleSettings | None = None,
                            description="Localize the root cause of a sanitizer crash.",
                            tags=["security", "rca", "react"])],
     )
-    mount_a2a(app, PurpleExecutor(settings, store, make_policy), card)
+    mount_a2a(app, executor, card)
     return app

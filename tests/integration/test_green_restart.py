@@ -10,10 +10,14 @@ import pytest
 from services.green.store.crud import TaskStore
 from services.green.store.db import make_engine
 from services.green.store.models import Task
+from services.purple.app import create_app as create_purple
+from services.purple.config import PurpleSettings
+from services.purple.store.crud import PurpleStore
+from services.purple.store.crud import make_engine as make_purple_engine
 from tests.integration.conftest import leftover_containers
-from tests.integration.helpers import submit_task, wait_status
-from tests.support.scripted_purple import Script
-from tests.support.servers import ServiceProcess
+from tests.integration.helpers import submit_task, wait_status, wait_terminal
+from tests.support.scripted_purple import Observed, Script, ScriptedPolicy
+from tests.support.servers import ServiceProcess, ThreadedServer, free_port
 
 pytestmark = pytest.mark.docker
 
@@ -76,3 +80,25 @@ def test_graceful_stop_ends_running_tasks_and_removes_containers(green_settings,
         assert after["status"] == "failed" and after["error"] == "green shut down"
     finally:
         green.stop()
+
+
+def test_purple_shut_down_mid_task_records_it_and_green_fails_the_task(start_green, green_settings,
+                                                                       tmp_path, docker_client):
+    port = free_port()
+    settings = PurpleSettings(port=port, database_url=f"sqlite:///{tmp_path}/p.db",
+                              log_dir=tmp_path / "logs")
+    policy = ScriptedPolicy(Script(commands=["sleep 2"] * 20), Observed())
+    purple = ThreadedServer(create_purple(settings, make_policy=lambda kind="rca_task": policy),
+                            port).start()
+    green = start_green(purple_url=purple.url, idle_timeout_s=3)
+    task = submit_task(green.url, {"task": "arvo:900001"})
+    wait_status(green.url, task["id"], "running")
+    time.sleep(1)
+    purple.stop()  # lifespan shutdown: the job is cancelled and recorded
+
+    store = PurpleStore(make_purple_engine(settings.database_url))
+    row = store.get(task["id"])
+    assert row.status == "cancelled" and row.reason == "purple shut down"
+    done = wait_terminal(green.url, task["id"], timeout=60)
+    assert done["status"] == "failed" and done["failure_kind"] == "agent"
+    assert leftover_containers(docker_client, green.owner) == []

@@ -7,6 +7,7 @@ the accepted ``loc.json`` as an artifact, or ``failed`` with the reason.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 from collections.abc import Callable
@@ -70,6 +71,15 @@ class PurpleExecutor(AgentExecutor):
         self.make_policy = make_policy
         self._slots = asyncio.Semaphore(settings.max_concurrent_tasks)
         self._jobs: dict[str, asyncio.Task[None]] = {}
+        self._stop_reason: str | None = None
+
+    async def shutdown(self) -> None:
+        """Stop every task in progress (each records why) before the process exits."""
+        self._stop_reason = "purple shut down"
+        jobs = list(self._jobs.values())
+        for job in jobs:
+            job.cancel()
+        await asyncio.gather(*jobs, return_exceptions=True)
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         payload = message_parts(context.message)
@@ -125,7 +135,10 @@ class PurpleExecutor(AgentExecutor):
                 async with self._slots:
                     result = await policy.run(ctx)
             except asyncio.CancelledError:
-                self.store.update(task_id, status="cancelled", finished_at=utcnow())
+                self.store.update(task_id, status="cancelled", finished_at=utcnow(),
+                                  reason=self._stop_reason or "cancelled")
+                with contextlib.suppress(Exception):  # the queue may be gone at shutdown
+                    await updater.cancel()
                 raise
             except Exception as exc:
                 log.exception("task.crashed")
