@@ -442,7 +442,6 @@ class Orchestrator:
                 duration_s=result.duration_s, timed_out=result.timed_out,
                 truncated=result.truncated, output=_clip(result.output), created_at=started,
             ))
-            self.store.update(live.id, steps=live.steps)
             self._publish(live, TaskEvent(live.id, live.status, f"step {live.steps}: {command[:80]}",
                                           {"step": live.steps, "exit_code": result.exit_code}))
             return result

@@ -13,7 +13,7 @@ from services.purple.config import PurpleSettings
 from services.purple.environment import Policy
 from services.purple.policies import policy_factory
 from services.purple.store.crud import PurpleStore, make_engine
-from services.purple.store.models import PurpleTask
+from services.purple.store.models import PurpleTask, PurpleTaskView
 from services.shared.a2a import build_agent_card, mount_a2a
 from services.shared.logging import configure_logging, get_logger
 
@@ -52,12 +52,13 @@ def create_app(settings: PurpleSettings | None = None,
     async def list_tasks(limit: int = 100) -> list[PurpleTask]:
         return store.list(min(max(limit, 1), 1000))
 
-    @app.get("/tasks/{task_id}", tags=["tasks"], response_model=PurpleTask)
-    async def get_task(task_id: str) -> PurpleTask:
+    @app.get("/tasks/{task_id}", tags=["tasks"], response_model=PurpleTaskView)
+    async def get_task(task_id: str) -> PurpleTaskView:
         row = store.get(task_id)
         if row is None:
             raise HTTPException(404, f"no task {task_id}")
-        return row
+        return PurpleTaskView.model_validate(
+            {**row.model_dump(), "command_history": store.commands(task_id)})
 
     policy = make_policy().name
     card = build_agent_card(

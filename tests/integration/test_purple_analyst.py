@@ -53,4 +53,7 @@ def test_stack_trace_analyst_on_every_fixture_through_an_a2a_assessment(start_gr
     one = tasks[0]["task_id"]
     ctx = httpx.get(f"{analyst_purple.url}/tasks/{one}").json()
     assert ctx["status"] == "submitted" and ctx["command_count"] >= 1 and ctx["submission"]
+    green_commands = httpx.get(f"{green.url}/tasks/{one}/commands").json()
+    assert [c["command"] for c in ctx["command_history"]] == [c["command"] for c in green_commands]
+    assert [c["seq"] for c in ctx["command_history"]] == list(range(1, ctx["command_count"] + 1))
     assert leftover_containers(docker_client, green.owner) == []

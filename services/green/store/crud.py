@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, func, select
+from sqlmodel import Session, func, select, update
 
 from services.green.store.models import AssessmentRecord, Command, Task, TaskStatus, utcnow
 
@@ -66,8 +66,11 @@ class TaskStore:
             return rows, total
 
     def add_command(self, command: Command) -> None:
+        """Record a command and the task's step count in one transaction (the inner loop)."""
         with Session(self.engine) as s:
             s.add(command)
+            s.exec(update(Task).where(Task.id == command.task_id)
+                   .values(steps=command.seq, updated_at=utcnow()))
             s.commit()
 
     def commands(self, task_id: str, offset: int = 0, limit: int = 500) -> Sequence[Command]:

@@ -119,9 +119,10 @@ class PurpleExecutor(AgentExecutor):
             green = A2APeer(green_url, timeout=self.settings.green_timeout_s)
 
             async def record(command: str, result: CommandResult) -> None:
-                self.store.append_command(task_id, {
-                    "command": command, "exit_code": result.exit_code,
-                    "duration_s": round(result.duration_s, 4), "timed_out": result.timed_out})
+                await asyncio.to_thread(
+                    self.store.append_command, task_id, command=command,
+                    exit_code=result.exit_code, duration_s=round(result.duration_s, 4),
+                    timed_out=result.timed_out)
 
             env = GreenEnvironment(green, task_id, token, on_command=record)
             ctx = TaskContext(

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
+from sqlmodel import Session, select, update
 
-from services.purple.store.models import PurpleModel, PurpleTask, utcnow
+from services.purple.store.models import PurpleCommand, PurpleModel, PurpleTask, utcnow
 from services.shared.db import make_engine as _make_engine
 
 
@@ -39,16 +39,23 @@ class PurpleStore:
             s.add(row)
             s.commit()
 
-    def append_command(self, task_id: str, record: dict[str, Any]) -> None:
+    def append_command(self, task_id: str, *, command: str, exit_code: int, duration_s: float,
+                       timed_out: bool) -> None:
+        """One insert and one counter update, in one transaction: O(1) per command."""
         with Session(self.engine) as s:
-            row = s.get(PurpleTask, task_id)
-            if row is None:
+            count = s.exec(select(PurpleTask.command_count).where(PurpleTask.id == task_id)).first()
+            if count is None:
                 return
-            row.command_history = [*row.command_history, record]
-            row.command_count = len(row.command_history)
-            row.updated_at = utcnow()
-            s.add(row)
+            s.add(PurpleCommand(task_id=task_id, seq=count + 1, command=command,
+                                exit_code=exit_code, duration_s=duration_s, timed_out=timed_out))
+            s.exec(update(PurpleTask).where(PurpleTask.id == task_id)
+                   .values(command_count=count + 1, updated_at=utcnow()))
             s.commit()
+
+    def commands(self, task_id: str) -> list[PurpleCommand]:
+        with Session(self.engine) as s:
+            q = select(PurpleCommand).where(PurpleCommand.task_id == task_id)
+            return list(s.exec(q.order_by(PurpleCommand.seq)).all())
 
     def list(self, limit: int = 100) -> list[PurpleTask]:
         with Session(self.engine) as s:
