@@ -21,9 +21,6 @@ from services.green.kinds.base import split_task_ref
 from services.green.orchestrator import Orchestrator, TaskOptions
 from services.green.scoring.metrics import METRICS
 from services.green.store.models import Task, TaskStatus
-from services.shared.logging import get_logger
-
-log = get_logger("services.green.assessment")
 
 PURPLE_ROLES = ("purple", "agent", "participant", "solver", "rca_agent", "analyst")
 
@@ -61,12 +58,9 @@ class AssessmentRequest(BaseModel):
         ids = config.get("task_ids") or config.get("tasks") or config.get("task_id")
         if not ids:
             raise ValueError("config.task_ids is required (e.g. [\"arvo:10055\"])")
-        try:
-            return cls(task_ids=ids, purple_url=url, **{
-                k: config[k] for k in ("max_steps", "task_timeout_s", "command_timeout_s")
-                if k in config})
-        except ValueError as exc:
-            raise ValueError(str(exc)) from exc
+        limits = {k: config[k] for k in ("max_steps", "task_timeout_s", "command_timeout_s")
+                  if k in config}
+        return cls(task_ids=ids, purple_url=url, **limits)
 
 
 class TaskOutcome(BaseModel):

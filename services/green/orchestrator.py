@@ -52,7 +52,6 @@ class TaskEvent:
     task_id: str
     status: TaskStatus
     message: str
-    data: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -102,7 +101,12 @@ class LiveTask:
     exec_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     runner: asyncio.Task[None] | None = None
     cancel_reason: str | None = None
+    submissions: int = 0
     subscribers: list[asyncio.Queue[TaskEvent]] = field(default_factory=list)
+
+    def log_context(self) -> contextlib.AbstractContextManager[None]:
+        """Every log line inside goes to this task's ARVO log file, tagged with its ids."""
+        return task_log_context(self.id, self.log_key, arvo_id=self.arvo_id)
 
 
 class Orchestrator:
@@ -146,7 +150,6 @@ class Orchestrator:
         self._stopping = True
         live = list(self._live.values())
         for t in live:
-            t.cancel_reason = "green shut down"
             if t.runner is not None:
                 t.runner.cancel()
         await asyncio.gather(*(t.runner for t in live if t.runner), return_exceptions=True)
@@ -202,7 +205,7 @@ class Orchestrator:
             log_key=f"{task_kind.name}_{arvo_id}",
         )
         self._live[task.id] = live
-        with task_log_context(task.id, live.log_key, arvo_id=arvo_id):
+        with live.log_context():
             log.info("task.queued", purple_url=task.purple_url, max_steps=task.max_steps)
             live.runner = asyncio.create_task(self._run(live), name=f"task-{task.id}")
         return task
@@ -252,11 +255,8 @@ class Orchestrator:
                 await self._prepare(live)
                 end_reason = await self._serve(live)
                 outcome = await self._evaluate(live, end_reason)
-        except asyncio.CancelledError:
-            reason = live.cancel_reason or "cancelled"
-            outcome = (Outcome(TaskStatus.failed, "interrupted", reason, FailureKind.infra)
-                       if reason == "green shut down"
-                       else Outcome(TaskStatus.cancelled, "cancelled", reason))
+        except asyncio.CancelledError:  # a cancel request (a shutdown is recorded below)
+            outcome = Outcome(TaskStatus.cancelled, "cancelled", live.cancel_reason or "cancelled")
         except PurpleUnreachable as exc:
             outcome = Outcome(TaskStatus.failed, "purple_unreachable", str(exc), FailureKind.agent)
         except AssetError as exc:
@@ -264,7 +264,7 @@ class Orchestrator:
         except SandboxError as exc:
             outcome = Outcome(TaskStatus.failed, "sandbox", str(exc), FailureKind.infra)
         except Exception as exc:  # a harness bug or a Docker failure: recorded, never swallowed
-            with task_log_context(live.id, live.log_key, arvo_id=live.arvo_id):
+            with live.log_context():
                 log.exception("task.crashed")
             outcome = Outcome(TaskStatus.failed, "harness_error", f"{type(exc).__name__}: {exc}",
                               FailureKind.infra)
@@ -284,7 +284,7 @@ class Orchestrator:
     def _transition(self, live: LiveTask, status: TaskStatus, message: str, **fields: Any) -> None:
         live.status = status
         self.store.update(live.id, status=status, **fields)
-        with task_log_context(live.id, live.log_key, arvo_id=live.arvo_id):
+        with live.log_context():
             log.info(f"task.{status.value}", detail=message)
         self._publish(live, TaskEvent(live.id, status, message))
 
@@ -301,7 +301,7 @@ class Orchestrator:
                          failure_kind=outcome.failure_kind, finished_at=utcnow(), **fields)
 
     async def _prepare(self, live: LiveTask) -> None:
-        with task_log_context(live.id, live.log_key, arvo_id=live.arvo_id):
+        with live.log_context():
             self._transition(live, TaskStatus.preparing, "fetching assets")
             live.plan = plan = await self._io(live.kind.prepare, live.arvo_id)
             self.store.update(live.id, workspace_dir=plan.paths.workspace,
@@ -319,7 +319,7 @@ class Orchestrator:
 
     async def _serve(self, live: LiveTask) -> str:
         """Hand the task to purple, then wait for a submission or an ending. Returns why it ended."""
-        with task_log_context(live.id, live.log_key, arvo_id=live.arvo_id):
+        with live.log_context():
             now = time.monotonic()
             live.deadline = now + live.task_timeout_s
             live.last_activity = now
@@ -361,7 +361,7 @@ class Orchestrator:
                 return f"purple_{ended}"
 
     async def _evaluate(self, live: LiveTask, end_reason: str) -> Outcome:
-        with task_log_context(live.id, live.log_key, arvo_id=live.arvo_id):
+        with live.log_context():
             self._transition(live, TaskStatus.evaluating, f"ended: {end_reason}")
             plan, sandbox = live.plan, live.sandbox
             assert plan is not None and sandbox is not None
@@ -379,7 +379,7 @@ class Orchestrator:
                            fields={"submission": submission, "scores": score})
 
     async def _cleanup(self, live: LiveTask) -> None:
-        with task_log_context(live.id, live.log_key, arvo_id=live.arvo_id):
+        with live.log_context():
             if live.sandbox is not None:
                 try:
                     await self._io(live.sandbox.remove)
@@ -422,7 +422,7 @@ class Orchestrator:
                         max(1.0, live.deadline - time.monotonic()))
             assert live.sandbox is not None
             started = utcnow()
-            with task_log_context(live.id, live.log_key, arvo_id=live.arvo_id):
+            with live.log_context():
                 try:
                     assert live.plan is not None
                     result: CommandResult = await self._io(
@@ -442,8 +442,8 @@ class Orchestrator:
                 duration_s=result.duration_s, timed_out=result.timed_out,
                 truncated=result.truncated, output=_clip(result.output), created_at=started,
             ))
-            self._publish(live, TaskEvent(live.id, live.status, f"step {live.steps}: {command[:80]}",
-                                          {"step": live.steps, "exit_code": result.exit_code}))
+            self._publish(live, TaskEvent(live.id, live.status,
+                                          f"step {live.steps}: {command[:80]} -> {result.exit_code}"))
             return result
 
     async def submit(self, task_id: str, token: str | None, stats: Submit) -> SubmitResult:
@@ -453,13 +453,12 @@ class Orchestrator:
             assert live.plan is not None and live.sandbox is not None
             submission, errors = await self._io(live.plan.read_submission, live.sandbox)
             accepted = submission is not None and not errors
-            task = self.store.update(
-                live.id, submissions=(self.get(live.id).submissions + 1),
-                tokens_in=stats.tokens_in, tokens_out=stats.tokens_out, cost=stats.cost,
-            )
-            with task_log_context(live.id, live.log_key, arvo_id=live.arvo_id):
+            live.submissions += 1
+            self.store.update(live.id, submissions=live.submissions, tokens_in=stats.tokens_in,
+                              tokens_out=stats.tokens_out, cost=stats.cost)
+            with live.log_context():
                 log.info("submission.received", accepted=accepted, errors=errors,
-                         attempt=task.submissions)
+                         attempt=live.submissions)
             if accepted:
                 live.submission = submission
                 live.ended.set()

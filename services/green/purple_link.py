@@ -7,7 +7,7 @@ from a2a.types import Role, Task, TaskState
 
 from services.shared.a2a import A2APeer, new_protocol_message
 from services.shared.logging import get_logger
-from services.shared.protocol import RcaTask
+from services.shared.protocol import TaskAssignment
 
 log = get_logger("services.green.purple_link")
 
@@ -32,7 +32,7 @@ class PurpleLink:
         self._peer = A2APeer(base_url, timeout=timeout)
         self._purple_task_id: str | None = None
 
-    async def start(self, task: RcaTask, description: str, *, log_key: str | None = None) -> None:
+    async def start(self, task: TaskAssignment, description: str, *, log_key: str | None = None) -> None:
         message = new_protocol_message(
             description, task.model_dump(mode="json"), context_id=task.task_id,
             role=Role.ROLE_USER, metadata={"log_key": log_key} if log_key else None,

@@ -119,10 +119,6 @@ def message_parts(message: Message | None) -> Payload:
     return Payload(text="\n".join(get_text_parts(message.parts)), data=data, metadata=metadata)
 
 
-def task_to_dict(task: Task) -> dict[str, Any]:
-    return MessageToDict(task, preserving_proto_field_name=True)
-
-
 # ---- client -------------------------------------------------------------------------------
 
 
@@ -138,6 +134,7 @@ class A2APeer:
     def __init__(self, base_url: str, *, timeout: float = 60.0,
                  http: httpx.AsyncClient | None = None) -> None:
         self.base_url = base_url.rstrip("/")
+        self._owns_http = http is None
         self._http = http or httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=10.0))
         self._client: Any = None
 
@@ -166,6 +163,5 @@ class A2APeer:
         return await client.get_task(GetTaskRequest(id=task_id))
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.close()
-        await self._http.aclose()
+        if self._owns_http:  # a client passed in belongs to the caller
+            await self._http.aclose()

@@ -44,12 +44,11 @@ class GreenExecutor(AgentExecutor):
                 try:
                     request = AssessmentRequest.from_agentbeats(participants, config)
                 except ValueError as exc:
-                    await self._reply(context, event_queue, f"Bad assessment request: {exc}",
-                                      ErrorReply(message=str(exc)).model_dump())
+                    await self._refuse(context, event_queue, f"bad assessment request: {exc}")
                     return
                 await self._assess(context, event_queue, request)
             case Unknown(why=why):
-                await self._reply(context, event_queue, why, ErrorReply(message=why).model_dump())
+                await self._refuse(context, event_queue, why)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         # The framework cancels execute(); the runner's own cancellation ends the green tasks.
@@ -60,6 +59,9 @@ class GreenExecutor(AgentExecutor):
     async def _reply(self, context: RequestContext, queue: EventQueue, text: str,
                      data: dict) -> None:
         await queue.enqueue_event(new_protocol_message(text, data, context_id=context.context_id))
+
+    async def _refuse(self, context: RequestContext, queue: EventQueue, why: str) -> None:
+        await self._reply(context, queue, f"Refused: {why}", ErrorReply(message=why).model_dump())
 
     async def _serve(self, context: RequestContext, queue: EventQueue, req: ProtocolRequest) -> None:
         task_id = context.context_id or ""
@@ -76,7 +78,7 @@ class GreenExecutor(AgentExecutor):
         except (RequestRefused, TaskNotFound) as exc:
             why = f"unknown task {task_id}" if isinstance(exc, TaskNotFound) else str(exc)
             log.info("request.refused", context_id=task_id, reason=why)
-            await self._reply(context, queue, f"Refused: {why}", ErrorReply(message=why).model_dump())
+            await self._refuse(context, queue, why)
 
     async def _assess(self, context: RequestContext, queue: EventQueue,
                       request: AssessmentRequest) -> None:

@@ -11,6 +11,7 @@ import contextlib
 import json
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from a2a.helpers import new_data_part, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
@@ -51,16 +52,38 @@ def assignment_of(payload: Payload) -> TaskAssignment | None:
         raise BadTask(f"invalid {payload.data['kind']} data: {exc.errors()[0]['msg']}") from exc
 
 
-def read_task(payload: Payload, context_id: str, default_green: str | None) -> tuple[str, str | None, str]:
-    """(green_url, token, description) from a structured task, or from plain text."""
+@dataclass(frozen=True)
+class Incoming:
+    """A task as purple received it: structured (``assignment``) or plain text."""
+
+    green_url: str
+    token: str | None
+    description: str
+    assignment: TaskAssignment | None
+
+    @property
+    def kind(self) -> str:
+        return self.assignment.kind if self.assignment else "rca_task"
+
+    def context(self, task_id: str, env: GreenEnvironment) -> TaskContext:
+        a = self.assignment
+        return TaskContext(
+            task_id=task_id, description=self.description, env=env,
+            paths=a.paths if a else TaskPaths(), max_steps=a.limits.max_steps if a else None,
+            deadline=a.limits.deadline if a else None,
+            command_timeout_s=a.limits.command_timeout_s if a else None)
+
+
+def read_task(payload: Payload, default_green: str | None) -> Incoming:
+    """A structured task, or a plain-text one (green from PURPLE_GREEN_URL, token from the text)."""
     if (task := assignment_of(payload)) is not None:
-        return task.green_url, task.token, payload.text
+        return Incoming(task.green_url, task.token, payload.text, task)
     if not payload.text.strip():
         raise BadTask("empty task")
     if not default_green:
         raise BadTask("a plain-text task needs PURPLE_GREEN_URL (no green URL in the message)")
     m = _TOKEN_RE.search(payload.text)
-    return default_green, (m.group(1) if m else None), payload.text
+    return Incoming(default_green, m.group(1) if m else None, payload.text, None)
 
 
 class PurpleExecutor(AgentExecutor):
@@ -85,24 +108,22 @@ class PurpleExecutor(AgentExecutor):
         payload = message_parts(context.message)
         task_id = context.context_id or context.task_id or ""
         try:
-            green_url, token, description = read_task(payload, task_id, self.settings.green_url)
+            incoming = read_task(payload, self.settings.green_url)
         except BadTask as exc:
             await event_queue.enqueue_event(new_protocol_message(
                 f"Cannot take this task: {exc}", {"kind": "error", "message": str(exc)},
                 context_id=context.context_id))
             return
-        rca = assignment_of(payload)
         await event_queue.enqueue_event(Task(
             id=context.task_id, context_id=context.context_id,
             status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED)))
         updater = TaskUpdater(event_queue, context.task_id or "", context.context_id or "")
         await updater.start_work()
-        policy = self.make_policy(rca.kind if rca else "rca_task")
-        self.store.add(PurpleTask(id=task_id, a2a_task_id=context.task_id, green_url=green_url,
-                                  policy=policy.name))
-        ctx_log_key = payload.metadata.get("log_key") or f"task_{task_id}"
-        job = asyncio.create_task(self._work(task_id, ctx_log_key, green_url, token, description,
-                                             rca, policy, updater))
+        policy = self.make_policy(incoming.kind)
+        self.store.add(PurpleTask(id=task_id, a2a_task_id=context.task_id,
+                                  green_url=incoming.green_url, policy=policy.name))
+        log_key = payload.metadata.get("log_key") or f"task_{task_id}"
+        job = asyncio.create_task(self._work(task_id, log_key, incoming, policy, updater))
         self._jobs[task_id] = job
         job.add_done_callback(lambda _: self._jobs.pop(task_id, None))
 
@@ -112,11 +133,10 @@ class PurpleExecutor(AgentExecutor):
             job.cancel()
         await TaskUpdater(event_queue, context.task_id or "", context.context_id or "").cancel()
 
-    async def _work(self, task_id: str, log_key: str, green_url: str, token: str | None,
-                    description: str, rca: TaskAssignment | None, policy: Policy,
+    async def _work(self, task_id: str, log_key: str, incoming: Incoming, policy: Policy,
                     updater: TaskUpdater) -> None:
         with task_log_context(task_id, log_key):
-            green = A2APeer(green_url, timeout=self.settings.green_timeout_s)
+            green = A2APeer(incoming.green_url, timeout=self.settings.green_timeout_s)
 
             async def record(command: str, result: CommandResult) -> None:
                 await asyncio.to_thread(
@@ -124,14 +144,9 @@ class PurpleExecutor(AgentExecutor):
                     exit_code=result.exit_code, duration_s=round(result.duration_s, 4),
                     timed_out=result.timed_out)
 
-            env = GreenEnvironment(green, task_id, token, on_command=record)
-            ctx = TaskContext(
-                task_id=task_id, description=description, env=env,
-                paths=rca.paths if rca else TaskPaths(),
-                max_steps=rca.limits.max_steps if rca else None,
-                deadline=rca.limits.deadline if rca else None,
-                command_timeout_s=rca.limits.command_timeout_s if rca else None)
-            log.info("task.accepted", policy=policy.name, green_url=green_url)
+            env = GreenEnvironment(green, task_id, incoming.token, on_command=record)
+            ctx = incoming.context(task_id, env)
+            log.info("task.accepted", policy=policy.name, green_url=incoming.green_url)
             try:
                 async with self._slots:
                     result = await policy.run(ctx)
