@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 import threading
 from contextlib import contextmanager
@@ -23,6 +24,7 @@ from typing import Any, TextIO
 import structlog
 
 AGENTS_LOG = "agents"
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
 
 class LogRouter:
@@ -39,6 +41,9 @@ class LogRouter:
         run_dir.mkdir(parents=True, exist_ok=True)
 
     def _file(self, key: str) -> TextIO:
+        # The key may come from a peer (purple reads it from green's message metadata): keep it
+        # a plain file name inside the run folder.
+        key = _UNSAFE.sub("_", key).lstrip(".") or AGENTS_LOG
         f = self._files.get(key)
         if f is None:
             f = (self.run_dir / f"{key}.log").open("a", encoding="utf-8", buffering=1)
