@@ -117,32 +117,34 @@ class AssessmentRunner:
         AgentBeats gateway gives up on a stream that stays silent for about 300 s."""
 
     async def start(self, request: AssessmentRequest, assessment_id: str | None = None) -> list[Task]:
-        """Create every task (all ids are checked first: one unknown id refuses the request)."""
+        """Create every task. All ids are checked first: one unknown id refuses the request
+        (UnknownTask) before any task starts."""
         aid = assessment_id or str(uuid.uuid4())
         opts = TaskOptions(purple_url=request.purple_url, max_steps=request.max_steps,
                            task_timeout_s=request.task_timeout_s,
                            command_timeout_s=request.command_timeout_s, assessment_id=aid)
         refs = [split_task_ref(r) for r in request.task_ids]
-        for kind, ref in dict.fromkeys(refs):
+        for kind, ref in dict.fromkeys(refs):  # ValueError for a kind this green does not serve
             try:
                 await asyncio.to_thread(self.orchestrator.kind(kind).check, ref)
             except UnknownTask as exc:
-                raise ValueError(f"unknown task {kind}:{ref}: {exc}") from exc
+                raise UnknownTask(f"{kind}:{ref} ({exc})") from exc
         return [await self.orchestrator.create_task(ref, opts, kind=kind) for kind, ref in refs]
 
     async def run(self, request: AssessmentRequest, progress: Progress | None = None,
                   assessment_id: str | None = None) -> AssessmentResult:
-        tasks = await self.start(request, assessment_id)
+        return await self.follow(await self.start(request, assessment_id), progress)
+
+    async def follow(self, tasks: list[Task], progress: Progress | None = None) -> AssessmentResult:
+        """Wait for the tasks of one assessment, reporting each task event (and a heartbeat)."""
         aid = tasks[0].assessment_id or ""
-        if progress is None:
-            await asyncio.gather(*(self._follow(t, None) for t in tasks))
-            return self.result(aid, [self.orchestrator.get(t.id) for t in tasks])
         last_sent = time.monotonic()
 
         async def report(text: str) -> None:
             nonlocal last_sent
             last_sent = time.monotonic()
-            await progress(text)
+            if progress is not None:
+                await progress(text)
 
         async def heartbeat() -> None:
             while True:
@@ -160,7 +162,7 @@ class AssessmentRunner:
             beat.cancel()
         return self.result(aid, [self.orchestrator.get(t.id) for t in tasks])
 
-    async def _follow(self, task: Task, progress: Progress | None) -> None:
+    async def _follow(self, task: Task, progress: Progress) -> None:
         q = self.orchestrator.subscribe(task.id)
         waiter = asyncio.create_task(self.orchestrator.wait(task.id))
         try:
@@ -169,9 +171,8 @@ class AssessmentRunner:
                 done, _ = await asyncio.wait({getter, waiter}, return_when=asyncio.FIRST_COMPLETED)
                 if getter in done:
                     ev = getter.result()
-                    if progress:
-                        await progress(f"{task.kind}:{task.arvo_id} [{task.id[:8]}] "
-                                       f"{ev.status.value}: {ev.message}")
+                    await progress(f"{task.kind}:{task.arvo_id} [{task.id[:8]}] "
+                                   f"{ev.status.value}: {ev.message}")
                 else:
                     getter.cancel()
         except asyncio.CancelledError:

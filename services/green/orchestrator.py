@@ -30,10 +30,11 @@ from services.green.store.models import Command, FailureKind, Task, TaskStatus, 
 from services.shared.commands import CommandResult
 from services.shared.logging import get_logger, router, task_log_context
 from services.shared.protocol import Submit, SubmitResult, TaskLimits
+from services.shared.text import clip_middle
 
 log = get_logger("services.green.orchestrator")
 
-STORED_OUTPUT_BYTES = 8 * 1024
+STORED_OUTPUT_CHARS = 8 * 1024
 """How much of each command's output the commands table keeps (head and tail)."""
 
 
@@ -440,7 +441,7 @@ class Orchestrator:
             self.store.add_command(Command(
                 task_id=live.id, seq=live.steps, command=command, exit_code=result.exit_code,
                 duration_s=result.duration_s, timed_out=result.timed_out,
-                truncated=result.truncated, output=_clip(result.output), created_at=started,
+                truncated=result.truncated, output=clip_middle(result.output, STORED_OUTPUT_CHARS, "characters not stored"), created_at=started,
             ))
             self._publish(live, TaskEvent(live.id, live.status,
                                           f"step {live.steps}: {command[:80]} -> {result.exit_code}"))
@@ -463,10 +464,3 @@ class Orchestrator:
                 live.submission = submission
                 live.ended.set()
             return SubmitResult(accepted=accepted, errors=errors)
-
-
-def _clip(text: str, limit: int = STORED_OUTPUT_BYTES) -> str:
-    if len(text) <= limit:
-        return text
-    half = limit // 2
-    return f"{text[:half]}\n[... {len(text) - limit} characters not stored ...]\n{text[-half:]}"

@@ -90,6 +90,11 @@ def test_rest_assessment_runs_tasks_and_keeps_the_result(start_green, scripted_p
     listed = httpx.get(f"{green.url}/tasks", params={"assessment_id": body["id"]}).json()
     assert listed["total"] == 2
     assert httpx.post(f"{green.url}/assessments", json={"task_ids": ["arvo:777"]}).status_code == 404
+    # a kind this green does not serve (GREEN_SWEBENCH_INSTANCES unset) is a bad request, not a 404
+    for path, body in (("/assessments", {"task_ids": ["swebench:x__y-1"]}),
+                       ("/tasks", {"task": "swebench:x__y-1"})):
+        r = httpx.post(f"{green.url}{path}", json=body)
+        assert r.status_code == 422 and "unknown task kind 'swebench'" in r.text, r.text
     assert httpx.post(f"{green.url}/assessments", json={"task_ids": []}).status_code == 422
     assert httpx.get(f"{green.url}/assessments/nope").status_code == 404
 

@@ -18,6 +18,7 @@ from a2a.types import Task, TaskState, TaskStatus
 
 from services.green.a2a.requests import Assessment, ProtocolRequest, StartTask, Unknown, classify
 from services.green.assessment import AssessmentRequest, AssessmentRunner
+from services.green.assets.base import UnknownTask
 from services.green.orchestrator import Orchestrator, RequestRefused, TaskNotFound
 from services.shared.a2a import message_parts, new_protocol_message
 from services.shared.logging import get_logger
@@ -95,8 +96,9 @@ class GreenExecutor(AgentExecutor):
 
         try:
             result = await self.assessments.run(request, progress)
-        except ValueError as exc:  # e.g. an unknown task id: the request itself is wrong
-            await updater.failed(updater.new_agent_message([new_text_part(str(exc))]))
+        except (UnknownTask, ValueError) as exc:  # the request itself is wrong
+            why = f"unknown task {exc}" if isinstance(exc, UnknownTask) else str(exc)
+            await updater.failed(updater.new_agent_message([new_text_part(why)]))
             return
         await updater.add_artifact(
             [new_text_part(result.summary()), new_data_part(json.loads(result.model_dump_json()))],

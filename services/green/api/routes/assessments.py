@@ -10,6 +10,7 @@ from fastapi import APIRouter, HTTPException, status
 
 from services.green.api.deps import AssessmentsDep, AssessmentStoreDep
 from services.green.assessment import AssessmentRequest
+from services.green.assets.base import UnknownTask
 from services.green.store.models import AssessmentRecord, TaskStatus, utcnow
 
 router = APIRouter(prefix="/assessments", tags=["assessments"])
@@ -23,15 +24,16 @@ async def create_assessment(body: AssessmentRequest, runner: AssessmentsDep,
     purple = body.purple_url or runner.orchestrator.settings.purple_url
     try:
         tasks = await runner.start(body, aid)
-    except ValueError as exc:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from exc
+    except UnknownTask as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown task {exc}") from exc
+    except ValueError as exc:  # e.g. a task kind this green does not serve
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, str(exc)) from exc
     store.add(AssessmentRecord(id=aid, purple_url=purple, request=body.model_dump(),
                                owner=runner.orchestrator.settings.instance_name))
 
     async def finish() -> None:
         try:
-            done = await asyncio.gather(*(runner.orchestrator.wait(t.id) for t in tasks))
-            result = runner.result(aid, list(done))
+            result = await runner.follow(tasks)
             store.update(aid, status=TaskStatus.completed, finished_at=utcnow(),
                          result=result.model_dump(mode="json"))
         except BaseException as exc:
