@@ -9,8 +9,8 @@ measured as the baseline; the ratio says how much the loop adds to the cheapest 
 
     .venv/bin/python bench/bench_agent_loop.py [--steps 400] [--commands 200] [--output-bytes 2000]
 
-(A variant against real green, i.e. docker exec / a shell session in the task container, can
-reuse :func:`measure_roundtrip` with the A2A environment.)
+(The round trip through real green, A2A and the task container's shell session, is measured
+by bench/bench_green_exec.py.)
 """
 
 from __future__ import annotations
@@ -146,9 +146,7 @@ async def main() -> None:
         f"  median {rt_median * 1000:.3f} ms   p90 "
         f"{statistics.quantiles(rt, n=10)[-1] * 1000:.3f} ms   min {min(rt) * 1000:.3f} ms"
     )
-    print(
-        "(for reference, DESIGN.md: docker exec 35-60 ms; a shell session in the container < 1 ms)"
-    )
+    print("(through green and a task container: bench/bench_green_exec.py; figures in README.md)")
 
 
 if __name__ == "__main__":

@@ -28,8 +28,10 @@ def policy_factory(settings: PurpleSettings) -> Callable[[str], Policy]:
 
     def make(kind: str = "rca_task") -> Policy:
         if kind == "swe_task" and not use_llm:
-            return NoPolicy("none", "SWE-bench tasks need an LLM: set OPENAI_API_KEY "
-                                    "(and PURPLE_POLICY=react or auto)")
+            return NoPolicy(
+                "none",
+                "SWE-bench tasks need an LLM: set OPENAI_API_KEY (and PURPLE_POLICY=react or auto)",
+            )
         return build_policy(
             model=settings.model if use_llm else None,
             base_url=settings.openai_base_url,
@@ -41,8 +43,11 @@ def policy_factory(settings: PurpleSettings) -> Callable[[str], Policy]:
                 "wall_time_limit_s": settings.wall_time_limit_s,
                 "context_budget_tokens": settings.context_budget_tokens,
             },
-            llm={"timeout_s": settings.llm_timeout_s, "max_retries": settings.llm_retries,
-                 "prices": settings.prices},
+            llm={
+                "timeout_s": settings.llm_timeout_s,
+                "max_retries": settings.llm_retries,
+                "prices": settings.prices,
+            },
             trajectory_dir=settings.trajectory_dir,
             toolset=SweToolset() if kind == "swe_task" else None,
         )

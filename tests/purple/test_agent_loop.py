@@ -10,11 +10,12 @@ import pytest
 
 from services.purple.agent.compaction import SUMMARY_HEADER, estimate_tokens
 from services.purple.agent.config import AgentConfig
-from services.purple.agent.loop import ReactAgent, truncate_observation
+from services.purple.agent.loop import OBSERVATION_CUT, ReactAgent
 from services.purple.agent.parser import FORMAT_HELP, format_text_call
 from services.purple.environment import Policy, TaskContext, TaskEnded
 from services.purple.llm.base import LLMError, LLMReply, ToolCall
 from services.purple.llm.scripted import ScriptedLLM
+from services.shared.text import clip_middle
 from tests.support.local_env import LocalShellEnvironment, make_workspace
 
 _ids = itertools.count()
@@ -288,12 +289,14 @@ async def test_native_mode_accepts_a_textual_call_as_fallback(task) -> None:
     assert llm.calls[1]["messages"][3]["content"].startswith("Observation: <returncode>0")
 
 
-def test_truncate_observation() -> None:
+def test_observation_clipping() -> None:
     text = "HEAD" + "x" * 10_000 + "TAIL"
-    out = truncate_observation(text, 1000)
+    out = clip_middle(text, 1000, OBSERVATION_CUT)
     assert out.startswith("HEAD") and out.endswith("TAIL") and len(out) <= 1000
-    assert "characters cut from the middle" in out
-    assert truncate_observation("short", 1000) == "short"
+    kept = len(out) - len(out.splitlines()[1]) - 2
+    assert f"[... {len(text) - kept} characters cut from the middle of this output ...]" in out
+    assert clip_middle("short", 1000, OBSERVATION_CUT) == "short"
+    assert clip_middle("y" * 1000, 1000, OBSERVATION_CUT) == "y" * 1000
 
 
 async def test_long_observations_are_truncated(task) -> None:
@@ -305,7 +308,8 @@ async def test_long_observations_are_truncated(task) -> None:
     )
     await run(llm, task, observation_limit=2000)
     obs = llm.calls[1]["messages"][3]["content"]
-    assert len(obs) <= 2000 and "characters cut" in obs and obs.endswith("END\n</output>")
+    assert len(obs) <= 2000 and OBSERVATION_CUT in obs and obs.endswith("END\n</output>")
+    assert obs.startswith("<returncode>0</returncode>\n<output>xxx")
 
 
 async def test_compaction_keeps_every_command_and_respects_the_budget(task, tmp_path) -> None:

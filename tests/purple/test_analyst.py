@@ -11,7 +11,7 @@ from services.purple.analyst.cfunc import (
     FunctionSpan,
     awk_outline,
     enclosing_function,
-    parse_outline,
+    parse_numbered,
     tight_span,
 )
 from services.purple.analyst.policy import StackTraceAnalyst
@@ -125,7 +125,7 @@ def test_enclosing_function(tmp_path: Path, line, start, end, name, span) -> Non
     out = subprocess.run(
         ["bash", "-c", awk_outline(str(path), line)], capture_output=True, text=True, check=True
     ).stdout
-    fn = enclosing_function(parse_outline(out), line)
+    fn = enclosing_function(parse_numbered(out), line)
     assert (fn.start, fn.end, fn.name) == (start, end, name)
     assert tight_span(line, fn) == span
 

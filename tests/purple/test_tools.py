@@ -143,6 +143,15 @@ async def test_run_bash_cmd_reports_exit_code(workspace) -> None:
     assert tools.history[-1].exit_code == 3
 
 
+async def test_run_bash_cmd_says_when_output_was_cut(workspace) -> None:
+    paths, _, _ = workspace
+    tools = RcaTools(LocalShellEnvironment(paths, output_limit=1000), paths)
+    out = await tools.run_bash_cmd("head -c 5000 /dev/zero | tr '\\0' x; echo END")
+    assert "[... 4,004 bytes cut ...]" in out and out.count("x") == 996
+    assert out.endswith("END\n</output>\n[4004 bytes of output cut from the middle]")
+    assert tools.history[-1].truncated
+
+
 @pytest.mark.parametrize(
     "path", ["lib/a.c", "proj/lib/a.c", "/src/proj/lib/a.c", "src-vul/proj/lib/a.c"]
 )
@@ -163,10 +172,12 @@ async def test_show_file_caps_and_clips(workspace) -> None:
     assert "end_line (5) is before start_line (9)" in await tools.show_file("lib/a.c", 9, 5)
 
 
-async def test_show_file_missing(workspace) -> None:
-    _, _, tools = workspace
+async def test_show_file_missing_or_empty(workspace) -> None:
+    paths, _, tools = workspace
     out = await tools.show_file("lib/zzz.c")
     assert "<returncode>1</returncode>" in out and "File not found: lib/zzz.c" in out
+    (Path(paths.source_dir) / "proj" / "lib" / "empty.c").write_text("")
+    assert await tools.show_file("lib/empty.c") == "[proj/lib/empty.c is empty]\n"
 
 
 async def test_search_code(workspace) -> None:

@@ -2,7 +2,8 @@
 temp-dir workspace laid out like a task container's (error.txt, src-vul/<project>/, shared/).
 
 Commands run with ``bash -c`` in their own process group, so a timeout kills the whole group;
-output is capped (head + tail) like green's. ``submit`` validates loc.json like green would and
+output is capped by green's own :class:`~services.green.sandbox.output.OutputCapture` (head +
+tail, with a line saying how much was cut). ``submit`` validates loc.json like green would and
 can be told to refuse the first submissions.
 """
 
@@ -15,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from services.green.sandbox.output import OutputCapture
 from services.purple.environment import RunStats
 from services.shared.commands import CommandResult
 from services.shared.loc import LocJson, parse_loc_json
@@ -76,15 +78,13 @@ class LocalShellEnvironment:
             timed_out = True
             os.killpg(proc.pid, signal.SIGKILL)
             out, _ = await proc.communicate()
-        cut = max(0, len(out) - self.output_limit)
-        if cut:
-            half = self.output_limit // 2
-            out = out[:half] + out[-half:]
+        capture = OutputCapture(self.output_limit)
+        capture.feed(out)
         return CommandResult(
             exit_code=-1 if timed_out else (proc.returncode or 0),
-            output=out.decode("utf-8", "replace"),
-            truncated=bool(cut),
-            bytes_cut=cut,
+            output=capture.text(),
+            truncated=capture.bytes_cut > 0,
+            bytes_cut=capture.bytes_cut,
             timed_out=timed_out,
             duration_s=time.monotonic() - start,
         )

@@ -12,12 +12,14 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.purple.agent.parser import BEGIN
 from services.purple.environment import CommandRecord
 
 Message = dict[str, Any]
 
 CHARS_PER_TOKEN = 4
 MESSAGE_OVERHEAD_TOKENS = 4
+SUMMARY_HEADER = "[Context summary:"
 
 
 def estimate_tokens(messages: list[Message]) -> int:
@@ -52,7 +54,7 @@ def turn_note(turn: list[Message], limit: int = 240) -> str | None:
     first = turn[0]
     if first.get("role") != "assistant":
         return None
-    thought = (first.get("content") or "").split("----BEGIN_FUNCTION_CALL----")[0]
+    thought = (first.get("content") or "").split(BEGIN)[0]
     return _one_line(thought, limit) or None
 
 
@@ -132,6 +134,3 @@ class Compactor:
             lines.append(n)
         lines.append("Continue the analysis from here.")
         return {"role": "user", "content": "\n".join(lines)}
-
-
-SUMMARY_HEADER = "[Context summary:"

@@ -34,6 +34,7 @@ from services.purple.environment import (
 from services.purple.llm.base import LLM, LLMReply, ToolCall
 from services.shared.commands import CommandResult
 from services.shared.logging import get_logger
+from services.shared.text import clip_middle
 
 log = get_logger(__name__)
 
@@ -41,13 +42,8 @@ Call = tuple[str | None, str, dict[str, Any] | FormatError]
 """(native tool-call id or None in text mode, tool name, arguments or what is wrong)"""
 
 
-def truncate_observation(text: str, limit: int) -> str:
-    """Keep head and tail of a long observation, saying how much was cut."""
-    if len(text) <= limit:
-        return text
-    half = max(1, (limit - 80) // 2)
-    cut = len(text) - 2 * half
-    return f"{text[:half]}\n[... {cut} characters cut from the middle of this output ...]\n{text[-half:]}"
+OBSERVATION_CUT = "characters cut from the middle of this output"
+"""What a long observation says where its middle was cut (:func:`clip_middle`)."""
 
 
 class ReactAgent:
@@ -73,7 +69,7 @@ class ReactAgent:
 
 class _Run:
     def __init__(self, agent: ReactAgent, task: TaskContext) -> None:
-        self.cfg, self.llm, self.task = agent.config, agent.llm, task
+        self.cfg, self.llm, self.task, self.name = agent.config, agent.llm, task, agent.name
         self.log = log.bind(task_id=task.task_id, policy=agent.name)
         self.stats = RunStats()
         self.start = time.monotonic()
@@ -140,7 +136,7 @@ class _Run:
         finally:
             result = RunResult(
                 task_id=self.task.task_id,
-                policy="react",
+                policy=self.name,
                 status=status,
                 reason=reason,
                 stats=self.stats,
@@ -242,7 +238,7 @@ class _Run:
         return [(None, "", error)]
 
     def _observe(self, call_id: str | None, output: str) -> None:
-        text = truncate_observation(output, self.cfg.observation_limit)
+        text = clip_middle(output, self.cfg.observation_limit, OBSERVATION_CUT)
         lefts = [self.step_limit - self.stats.steps] if self.step_limit else []
         if self.task.max_steps:  # green's command limit, minus those kept for the answer
             reserved = self.toolset.reserved_commands

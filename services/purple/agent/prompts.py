@@ -67,8 +67,14 @@ def system_prompt(
     base: str | None = None,
 ) -> str:
     return compose_system_prompt(
-        ROLE_AND_METHOD, tools, mode=mode, step_limit=step_limit, command_limit=command_limit,
-        base=base, error_report=paths.error_report, source_dir=paths.source_dir,
+        ROLE_AND_METHOD,
+        tools,
+        mode=mode,
+        step_limit=step_limit,
+        command_limit=command_limit,
+        base=base,
+        error_report=paths.error_report,
+        source_dir=paths.source_dir,
     )
 
 

@@ -60,21 +60,24 @@ def awk_outline(path_expr: str, line: int, max_lines: int = 60) -> str:
     return f"awk {shlex.quote(prog)} {path_expr} | tail -n {max_lines}"
 
 
-def parse_outline(text: str) -> list[tuple[int, str]]:
-    out = []
+def parse_numbered(text: str) -> dict[int, str]:
+    """``{N: text}`` from the ``N: text`` lines that :func:`awk_outline` (and
+    :func:`.dataflow.awk_frame`) print."""
+    out: dict[int, str] = {}
     for raw in text.splitlines():
         num, sep, rest = raw.partition(": ")
         if sep and num.strip().isdigit():
-            out.append((int(num), rest))
-        elif raw.strip().isdigit() and raw.endswith(":"):
-            out.append((int(raw[:-1]), ""))
+            out[int(num)] = rest
+        elif raw.endswith(":") and raw[:-1].strip().isdigit():
+            out[int(raw[:-1])] = ""
     return out
 
 
-def enclosing_function(outline: list[tuple[int, str]], line: int) -> FunctionSpan:
-    """Find the function around ``line`` from an :func:`awk_outline` listing."""
-    before = [(n, t) for n, t in outline if n <= line]
-    after = [n for n, t in outline if n >= line and t.startswith("}")]
+def enclosing_function(outline: dict[int, str], line: int) -> FunctionSpan:
+    """Find the function around ``line`` from an :func:`awk_outline` listing
+    (:func:`parse_numbered`)."""
+    before = [(n, t) for n, t in outline.items() if n <= line]
+    after = [n for n, t in outline.items() if n >= line and t.startswith("}")]
     end = after[0] if after else None
     body_start = start = name = None
     for i in range(len(before) - 1, -1, -1):

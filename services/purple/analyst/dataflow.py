@@ -808,7 +808,7 @@ def awk_frame(
     this module needs: its header (the first lines), the frame's line and the few after it, and
     the lines that may assign something (``=``, ``++``, ``--``, ``&``) from ``before`` lines
     above the frame's line to the function's end (at most ``after`` lines below).
-    ``path_expr`` is inserted verbatim."""
+    ``path_expr`` is inserted verbatim; read the output with :func:`.cfunc.parse_numbered`."""
     stop = min(end, line + after) if end is not None and end >= line else line + 6
     head = min(line, start + 12)
     prog = (
@@ -818,17 +818,6 @@ def awk_frame(
         '{print NR": "substr($0,1,300)}'
     )
     return f"awk {shlex.quote(prog)} {path_expr}"
-
-
-def parse_numbered(text: str) -> dict[int, str]:
-    out: dict[int, str] = {}
-    for raw in text.splitlines():
-        num, sep, rest = raw.partition(": ")
-        if sep and num.strip().isdigit():
-            out[int(num)] = rest
-        elif raw.endswith(":") and raw[:-1].strip().isdigit():
-            out[int(raw[:-1])] = ""
-    return out
 
 
 def _depth(text: str) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from services.purple.analyst.sanitizer import Frame, SanitizerReport, Stack
+from services.purple.analyst.sanitizer import Frame, Stack
 
 RUNTIME_FUNCTIONS = {
     "malloc",
@@ -175,7 +175,7 @@ def project_frames(stack: Stack | None) -> list[Frame]:
         return []
     out = []
     for frame in stack.frames:
-        if frame.function_name in _HARNESS_FUNCTIONS:
+        if is_harness_boundary(frame):
             break
         if is_project_frame(frame):
             out.append(frame)
@@ -198,11 +198,7 @@ def harness_frames(stack: Stack | None) -> list[Frame]:
     """The fuzz target's own frames (``LLVMFuzzerTestOneInput`` in project code): a last resort."""
     if stack is None:
         return []
-    return [
-        f
-        for f in stack.frames
-        if f.function_name in _HARNESS_FUNCTIONS and f.file and not is_system_frame(f)
-    ]
+    return [f for f in stack.frames if is_harness_boundary(f) and f.file and not is_system_frame(f)]
 
 
 def split_src_path(path: str) -> tuple[str | None, str]:
@@ -213,14 +209,3 @@ def split_src_path(path: str) -> tuple[str | None, str]:
         if len(parts) == 2 and parts[1]:
             return parts[0], parts[1]
     return None, p.removeprefix("./")
-
-
-def guess_project(report: SanitizerReport) -> str | None:
-    """The /src/<project> folder of the top project frame (crash stack first)."""
-    stacks = sorted(report.stacks, key=lambda s: s.kind != "crash")
-    for stack in stacks:
-        for frame in project_frames(stack):
-            project, _ = split_src_path(frame.file or "")
-            if project:
-                return project
-    return None

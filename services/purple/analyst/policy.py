@@ -31,7 +31,7 @@ from services.purple.analyst.cfunc import (
     FunctionSpan,
     awk_outline,
     enclosing_function,
-    parse_outline,
+    parse_numbered,
     tight_span,
 )
 from services.purple.analyst.dataflow import (
@@ -40,7 +40,6 @@ from services.purple.analyst.dataflow import (
     follow,
     frame_code,
     memory_function,
-    parse_numbered,
 )
 from services.purple.analyst.frames import (
     harness_frames,
@@ -355,10 +354,10 @@ class StackTraceAnalyst:
                 tries.append(f"{src}/{rel}")
             tries += [f"{src}/{d}/{s}" for s in suffixes for d in folders]
             quoted = " ".join(shlex.quote(t) for t in dict.fromkeys(tries))
+            outline = awk_outline('"$f"', c.line, max_lines=30)
             parts.append(
                 f'f=\'\'; for c in {quoted}; do if [ -f "$c" ]; then f="$c"; break; fi; done; '
-                f'echo "{_MARK} {i} $f"; if [ -n "$f" ]; then '
-                f"{awk_outline(chr(34) + '$f' + chr(34), c.line, max_lines=30)}; fi"
+                f'echo "{_MARK} {i} $f"; if [ -n "$f" ]; then {outline}; fi'
             )
         output = (await tools.execute("( " + "\n".join(parts) + " )")).output
         resolved: list[Resolved] = []
@@ -370,7 +369,7 @@ class StackTraceAnalyst:
             c = candidates[int(index)]
             rel = path[len(src) + 1 :] if path.startswith(src + "/") else path
             rel = rel.split("/", 1)[1] if "/" in rel else rel  # drop the project folder
-            fn = enclosing_function(parse_outline(body), c.line)
+            fn = enclosing_function(parse_numbered(body), c.line)
             resolved.append(Resolved(c, rel, fn, path))
         return resolved
 

@@ -124,12 +124,17 @@ class CommandTools:
         text = output_text(result)
         return f"{text.rstrip()}\n{note}" if note else text
 
-    def _print_lines(self, start: str, end: str) -> str:
-        """Shell printing lines ``start``..``end`` of ``$f`` numbered, cut at :attr:`line_width`
-        (``start``, ``end``: shell words)."""
+    def _numbered(self, start: str, end: str, name: str = "$f") -> str:
+        """Shell printing ``[<name>: lines A-B of N]`` (or ``[<name> is empty]``) and lines
+        ``start``..``end`` of ``$f`` numbered, cut at :attr:`line_width` (``start``, ``end``:
+        shell words; ``name``: how the header calls the file, expanded in double quotes)."""
         return (
-            f"awk -v s={start} -v e={end} -v w={self.line_width} "
-            '\'NR>=s {printf "%6d  %s\\n", NR, substr($0,1,w)} NR>=e {exit}\' "$f"'
+            f"n=$(awk 'END {{print NR}}' \"$f\"); s={start}; e={end}; "
+            'if [ "$e" -gt "$n" ]; then e=$n; fi; '
+            f'if [ "$n" -eq 0 ]; then echo "[{name} is empty]"; '
+            f'else echo "[{name}: lines $s-$e of $n]"; '
+            f'awk -v s="$s" -v e="$e" -v w={self.line_width} '
+            '\'NR>=s {printf "%6d  %s\\n", NR, substr($0,1,w)} NR>=e {exit}\' "$f"; fi'
         )
 
     async def _grep(

@@ -76,8 +76,7 @@ class RcaTools(CommandTools):
             return (
                 f"( {self._find_file(path)}\n"
                 f'if [ -z "$f" ]; then echo "File not found: {sh_text(path)} (looked under {src})"; false; '
-                f'else n=$(awk \'END {{print NR}}\' "$f"); e={end}; if [ "$e" -gt "$n" ]; then e=$n; fi; '
-                f'echo "[${{f#{src}/}}: lines {start}-$e of $n]"; {self._print_lines(str(start), str(end))}; fi )'
+                f"else {self._numbered(str(start), str(end), f'${{f#{src}/}}')}; fi )"
             )
 
         return await self._show_range(path, start_line, end_line, script)

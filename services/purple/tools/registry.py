@@ -87,13 +87,10 @@ class ToolRegistry:
         for fn in tools or []:
             self.register(fn)
 
-    def register(self, fn: ToolFn, *, name: str | None = None) -> Tool:
-        tool = make_tool(fn, name=name)
+    def register(self, fn: ToolFn) -> Tool:
+        tool = make_tool(fn)
         self.tools[tool.name] = tool
         return tool
-
-    def __contains__(self, name: str) -> bool:
-        return name in self.tools
 
     def schemas(self) -> list[dict[str, Any]]:
         return [t.openai_schema() for t in self.tools.values()]
@@ -134,7 +131,7 @@ class ToolRegistry:
 # ---- building a tool from a function ----------------------------------------------------------
 
 
-def make_tool(fn: ToolFn, *, name: str | None = None) -> Tool:
+def make_tool(fn: ToolFn) -> Tool:
     sig = inspect.signature(fn)
     hints = typing.get_type_hints(fn)
     description, arg_docs = parse_docstring(inspect.getdoc(fn) or "")
@@ -149,11 +146,10 @@ def make_tool(fn: ToolFn, *, name: str | None = None) -> Tool:
         doc = arg_docs.get(p.name, "")
         params.append(ToolParam(p.name, ann, type_text(ann), required, default, doc))
         fields[p.name] = (ann, Field(... if required else default, description=doc or None))
-    tool_name = name or fn.__name__
     model = create_model(  # type: ignore[call-overload]
-        f"{tool_name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
+        f"{fn.__name__}_arguments", __config__=ConfigDict(extra="forbid"), **fields
     )
-    return Tool(tool_name, fn, description, params, model)
+    return Tool(fn.__name__, fn, description, params, model)
 
 
 _SECTION_RE = re.compile(

@@ -257,15 +257,6 @@ echo {shlex.quote(done)}
 
     # ---- shell pieces ------------------------------------------------------------------------
 
-    def _numbered(self, start: str, end: str) -> str:
-        """Shell printing ``[$f: lines A-B of N]`` and the numbered lines (``$f`` set)."""
-        return (
-            f"n=$(awk 'END {{print NR}}' \"$f\"); s={start}; e={end}; "
-            'if [ "$e" -gt "$n" ]; then e=$n; fi; '
-            'if [ "$n" -eq 0 ]; then echo "[$f is empty]"; '
-            'else echo "[$f: lines $s-$e of $n]"; ' + self._print_lines('"$s"', '"$e"') + "; fi"
-        )
-
     @staticmethod
     def _syntax_check() -> str:
         """Shell warning when an edited .py file no longer parses (``$f`` set)."""
