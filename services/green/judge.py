@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from services.green.assets import check_archive, list_project_files, read_members
+from services.green.assets import check_archive
 from services.green.scoring.groundtruth import GroundTruth, ground_truth_from_patch
 from services.green.scoring.metrics import TaskScore, path_candidates, score
 from services.shared.loc import LocJson, parse_loc_json
@@ -36,9 +36,13 @@ class PreparedTask:
         if loc is None:
             return None, errors
         for i, location in enumerate(loc.locations):
-            if not any(c in self.project_files for c in path_candidates(location.file, self.project)):
-                errors.append(f"locations.{i}.file: {location.file!r} is not a file of the project "
-                              "(give a path relative to the project root, e.g. 'src/x.c')")
+            if not any(
+                c in self.project_files for c in path_candidates(location.file, self.project)
+            ):
+                errors.append(
+                    f"locations.{i}.file: {location.file!r} is not a file of the project "
+                    "(give a path relative to the project root, e.g. 'src/x.c')"
+                )
         return (loc.model_dump(), []) if not errors else (None, errors)
 
     def validated(self, submission: dict[str, Any]) -> LocJson:
@@ -47,18 +51,22 @@ class PreparedTask:
 
 class Judge:
     def prepare(self, patch_path: Path, archive_path: Path) -> PreparedTask:
-        """Check the archive, read the patched files' vulnerable versions, build the ground truth."""
+        """Check the archive, read the patched files' vulnerable versions, build the ground truth.
+
+        One pass over the archive (a real repo-vul.tar.gz is 100+ MB) does the checks, lists the
+        project's files and reads the patched ones.
+        """
+        patch = patch_path.read_bytes()
+        patched = [f.path for f in ground_truth_from_patch(patch).files]  # parsing only: cheap
         # Links that point outside the archive are skipped, not fatal: green never extracts the
         # archive, and inside the container (the boundary) such a link is harmless.
-        info = check_archive(archive_path, escaping_symlinks="skip")
-        patch = patch_path.read_bytes()
-        files_only = ground_truth_from_patch(patch)  # which files the fix touches
-        wanted = [f.path for f in files_only.files]
-        sources = read_members(archive_path, wanted, top_dir=info.top_dir) if wanted else {}
-        gt = ground_truth_from_patch(patch, sources=sources)
-        return PreparedTask(project=info.project, archive_top=info.top_dir, ground_truth=gt,
-                            project_files=frozenset(list_project_files(archive_path, info.top_dir)))
+        info = check_archive(archive_path, escaping_symlinks="skip", read=patched)
+        return PreparedTask(
+            project=info.project,
+            archive_top=info.top_dir,
+            ground_truth=ground_truth_from_patch(patch, sources=info.sources),
+            project_files=info.files,
+        )
 
     def score(self, loc: LocJson | None, prepared: PreparedTask) -> TaskScore:
         return score(loc, prepared.ground_truth, prepared.project)
-

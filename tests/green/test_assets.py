@@ -24,10 +24,8 @@ from services.green.assets import (
     LocalAssetSource,
     UnknownTask,
     check_archive,
-    list_project_files,
     make_asset_source,
     parse_arvo_id,
-    read_members,
     safe_extract,
     verify_gzip_tar,
 )
@@ -615,17 +613,28 @@ def test_verify_gzip_tar_detects_crc_and_truncation(tmp_path):
         verify_gzip_tar(tmp_path / "cut.tar.gz")
 
 
-def test_read_members_without_extracting(tmp_path):
+def test_check_archive_lists_files_and_reads_members_in_the_same_pass(tmp_path):
     tar = make_tar(tmp_path / "t.tar.gz", PROJECT_ENTRIES)
-    info = check_archive(tar)
-    got = read_members(
-        tar, ["lib/x.c", "include/x.h", "missing.c", "include/alias.h"], top_dir=info.top_dir
-    )
-    assert got == {"lib/x.c": b"int main(void) { return 0; }\n", "include/x.h": b"#pragma once\n"}
-    assert read_members(tar, []) == {}
-
-
-def test_list_project_files(tmp_path):
-    tar = make_tar(tmp_path / "t.tar.gz", PROJECT_ENTRIES)
-    assert sorted(list_project_files(tar, "src-vul/libfoo")) == ["README", "include/x.h", "lib/x.c"]
-    assert len(list_project_files(tar)) == 3
+    info = check_archive(tar, read=["lib/x.c", "/include/x.h", "missing.c", "include/alias.h"])
+    assert info.sources == {
+        "lib/x.c": b"int main(void) { return 0; }\n",
+        "include/x.h": b"#pragma once\n",
+    }  # links and missing files are left out
+    assert info.files == {"README", "include/x.h", "lib/x.c"}  # regular files only
+    assert check_archive(tar).sources == {}
+    # the root is only known at the end: a same-named file under another root is not taken
+    entries = [
+        ("src-vul/p/lib/x.c", "file", b"p's"),
+        ("src-vul/dep/lib/x.c", "file", b"dep's"),
+        ("src-vul/lib/x.c", "file", b"src-vul's"),
+    ]
+    other = make_tar(tmp_path / "o.tar.gz", entries)
+    info = check_archive(other, project_hint="p", read=["lib/x.c"])
+    assert (info.top_dir, info.sources) == ("src-vul/p", {"lib/x.c": b"p's"})
+    assert info.files == {"lib/x.c"}
+    info = check_archive(other, read=["lib/x.c", "p/lib/x.c"])
+    assert info.top_dir == "src-vul"
+    assert info.sources == {"lib/x.c": b"src-vul's", "p/lib/x.c": b"p's"}
+    flat = make_tar(tmp_path / "f.tar.gz", [("a.c", "file", b"a"), ("lib/b.c", "file", b"b")])
+    info = check_archive(flat, read=["lib/b.c"])
+    assert (info.files, info.sources) == ({"a.c", "lib/b.c"}, {"lib/b.c": b"b"})

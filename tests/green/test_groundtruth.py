@@ -430,25 +430,38 @@ def test_ground_truth_round_trips_through_json():
     assert back == gt and back.empty is False
 
 
-def test_from_the_archive_without_extracting(tmp_path):
-    """End to end with the asset helpers: read only the patched files out of repo-vul.tar.gz."""
+def test_judge_prepares_from_the_archive_without_extracting(tmp_path, monkeypatch):
+    """End to end with the asset helpers: the judge reads only the patched files out of
+    repo-vul.tar.gz, in one pass, and gets the ground truth an extracted tree gives."""
     import tarfile
 
-    from services.green.assets import check_archive, read_members, safe_extract
+    from services.green.assets import safe_extract
+    from services.green.judge import Judge
 
     tar_path = tmp_path / "repo-vul.tar.gz"
     with tarfile.open(tar_path, "w:gz") as tf:
         tf.add(PROJECT, arcname="src-vul/demo")
-    info = check_archive(tar_path)
-    assert (info.top_dir, info.project) == ("src-vul/demo", "demo")
+    patch_path = PATCHES / "multi_file_format_patch.diff"
+    opened: list[object] = []
+    real_open = tarfile.open
+
+    def counting_open(*args, **kwargs):
+        opened.append(args[0] if args else kwargs.get("name"))
+        return real_open(*args, **kwargs)
+
+    monkeypatch.setattr(tarfile, "open", counting_open)
+    prepared = Judge().prepare(patch_path, tar_path)
+    monkeypatch.undo()
+    assert opened == [tar_path]  # the archive is decompressed once
+    assert (prepared.archive_top, prepared.project) == ("src-vul/demo", "demo")
+    assert prepared.project_files == {
+        p.relative_to(PROJECT).as_posix() for p in PROJECT.rglob("*") if p.is_file()
+    }
+    assert all(f.source_available for f in prepared.ground_truth.files)
     text = patch("multi_file_format_patch.diff")
-    wanted = [f.path for f in ground_truth_from_patch(text, None).files]
-    sources = read_members(tar_path, wanted, top_dir=info.top_dir)
-    assert set(sources) == set(wanted)
-    from_archive = ground_truth_from_patch(text, sources=sources)
     root = safe_extract(tar_path, tmp_path / "x")
     assert (
-        from_archive
+        prepared.ground_truth
         == ground_truth_from_patch(text, root)
         == ground_truth_from_patch(text, PROJECT)
     )

@@ -136,7 +136,24 @@ def test_span_longer_than_50_lines_earns_no_line_credit(multi_gt):
     assert s.metrics()["line@1"] == 0.0 and s.metrics()["line@5"] == 0.0
     assert s.metrics()["file@1"] == 1.0 and s.metrics()["func@1"] == 1.0
     assert 0 < s.iou < 0.05  # 2/51 with the 38-39 region at best
+    assert s.locations[0].best_region == 4
     assert "longer than 50" in " ".join(s.locations[0].notes)
+    # the parse.c regions (R3-R5) are overlapped, none is found
+    assert [(r.overlapped_by, r.line_matched_by) for r in s.regions] == [
+        ([], []),
+        ([], []),
+        ([1], []),
+        ([1], []),
+        ([1], []),
+    ]
+    assert [r.best_iou for r in s.regions] == [
+        0.0,
+        0.0,
+        round(1 / 51, 6),
+        round(2 / 51, 6),
+        round(1 / 51, 6),
+    ]
+    assert "only overlapped by spans longer than 50 lines (rank(s) 1)" in "\n".join(s.explanation)
     # exactly 50 lines is allowed
     s = score(sub(loc("src/parse.c", 10, 59)), multi_gt)
     assert s.metrics()["line@1"] == 1.0

@@ -14,8 +14,6 @@ from services.green.assets.base import (
 from services.green.assets.extract import (
     ArchiveInfo,
     check_archive,
-    list_project_files,
-    read_members,
     safe_extract,
     verify_gzip_tar,
 )
@@ -42,10 +40,8 @@ __all__ = [
     "LocalAssetSource",
     "UnknownTask",
     "check_archive",
-    "list_project_files",
     "make_asset_source",
     "parse_arvo_id",
-    "read_members",
     "safe_extract",
     "validate_asset",
     "verify_gzip_tar",

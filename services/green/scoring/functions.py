@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable
 from functools import lru_cache
 from typing import Literal
 
@@ -74,9 +73,6 @@ class FunctionSpan(BaseModel):
         if self.start_line is None or self.end_line is None:
             return False
         return self.start_line <= start and end <= self.end_line
-
-    def covers(self, line: int) -> bool:
-        return self.contains(line, line)
 
 
 def language_for(path: str) -> Language | None:
@@ -567,17 +563,6 @@ def list_functions(source: bytes | str, path: str) -> list[FunctionSpan]:
         return []
     src = source.encode("utf-8", "surrogateescape") if isinstance(source, str) else source
     return _tree_sitter_functions(src, lang)
-
-
-def innermost(functions: Iterable[FunctionSpan], start: int, end: int) -> FunctionSpan | None:
-    """The smallest function whose span contains the whole range ``start..end``."""
-    best: FunctionSpan | None = None
-    for f in functions:
-        if f.contains(start, end) and (
-            best is None or (f.end_line - f.start_line) < (best.end_line - best.start_line)  # type: ignore[operator]
-        ):
-            best = f
-    return best
 
 
 class _SpanTable:

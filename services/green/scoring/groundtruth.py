@@ -43,7 +43,7 @@ from pydantic import BaseModel
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
-from services.green.scoring.functions import FunctionIndex, FunctionSource, FunctionSpan
+from services.green.scoring.functions import FunctionIndex, FunctionSpan
 
 CODE_EXTENSIONS = frozenset(
     {
@@ -70,30 +70,8 @@ DEV_NULL = "/dev/null"
 FileStatus = Literal["modified", "renamed", "deleted"]
 
 
-class GTFunction(BaseModel):
-    name: str
-    qualified: str
-    start_line: int | None = None
-    end_line: int | None = None
-    source: FunctionSource
-
-    @classmethod
-    def of(cls, span: FunctionSpan) -> GTFunction:
-        return cls(
-            name=span.name,
-            qualified=span.qualified,
-            start_line=span.start_line,
-            end_line=span.end_line,
-            source=span.source,
-        )
-
-    def contains(self, start: int, end: int) -> bool:
-        return (
-            self.start_line is not None
-            and self.end_line is not None
-            and self.start_line <= start
-            and end <= self.end_line
-        )
+GTFunction = FunctionSpan
+"""A function enclosing ground-truth lines: the record :class:`FunctionIndex` returns."""
 
 
 class GTRegion(BaseModel):
@@ -439,7 +417,7 @@ def ground_truth_from_patch(
 
     ``source_root`` is the extracted vulnerable project root (what
     :func:`services.green.assets.safe_extract` returns); ``sources`` maps repo-relative paths to
-    file contents instead (e.g. from :func:`services.green.assets.read_members`). Without
+    file contents instead (e.g. ``check_archive(..., read=paths).sources``). Without
     either, functions come from the hunk headers only and hunks are not checked against the
     source.
     """
@@ -652,14 +630,14 @@ def _build_file(acc: _FileAcc, src: bytes | None, gt: GroundTruth) -> GTFile:
                 end=group[-1],
                 removed_lines=[x for x in group if x in removed],
                 anchor_lines=[x for x in group if x in anchors],
-                function=GTFunction.of(fn) if fn else None,
+                function=fn,
                 hunk_header=acc.headers.get(group[0], ""),
             )
         )
     functions: dict[tuple[str, int | None], GTFunction] = {}
     for f in per_line.values():
         if f is not None:
-            functions.setdefault((f.qualified, f.start_line), GTFunction.of(f))
+            functions.setdefault((f.qualified, f.start_line), f)
     return GTFile(
         path=acc.path,
         new_path=acc.new_path,

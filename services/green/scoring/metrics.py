@@ -30,6 +30,8 @@ from services.shared.loc import ROOT_PREFIXES, Location, LocJson, normalize_path
 TOP_K = 5
 MAX_SPAN_LINES = 50
 METRICS = ("file@1", "file@5", "func@1", "func@5", "line@1", "line@5", "iou")
+_FIELDS = ("file_at_1", "file_at_5", "func_at_1", "func_at_5", "line_at_1", "line_at_5", "iou")
+"""The attribute names of :data:`METRICS`."""
 
 
 # --- matching helpers -----------------------------------------------------------------------
@@ -259,7 +261,7 @@ def score(submission: LocJson | None, gt: GroundTruth, project: str | None = Non
                 else f"(ranks {TOP_K + 1}-{len(submission.locations)} are ignored)"
             )
         )
-    region_index = {id(r): i for i, r in enumerate(regions, 1)}
+    region_result = {id(r): rr for r, rr in zip(regions, result.regions, strict=True)}
     gt_basenames = {f.path.rsplit("/", 1)[-1]: f.path for f in gt.files}
 
     for rank, loc in enumerate(top, 1):
@@ -317,29 +319,24 @@ def score(submission: LocJson | None, gt: GroundTruth, project: str | None = Non
             lr.notes.append(note)
             parts.append("line ✗ — " + note)
 
-        best: tuple[float, GTRegion | None] = (0.0, None)
+        best_iou, best = 0.0, None
         for region in gtf.regions:
             value = _iou(loc.line_start, loc.line_end, region)
-            if value > best[0]:
-                best = (value, region)
-        if best[1] is not None:
-            lr.iou = round(best[0], 6)
-            lr.best_region = region_index[id(best[1])]
-            parts.append(f"IoU {best[0]:.2f} with region R{lr.best_region} {best[1].label()}")
+            if value == 0:
+                continue
+            rr = region_result[id(region)]
+            rr.overlapped_by.append(rank)
+            rr.best_iou = max(rr.best_iou, round(value, 6))
+            if n_lines <= MAX_SPAN_LINES:
+                rr.line_matched_by.append(rank)
+            if value > best_iou:
+                best_iou, best = value, rr
+        if best is not None:
+            lr.iou = round(best_iou, 6)
+            lr.best_region = best.index
+            parts.append(f"IoU {best_iou:.2f} with region R{best.index} {best.label}")
         else:
             parts.append("IoU 0 (overlaps no region)")
-        for region in gtf.regions:
-            rr = result.regions[region_index[id(region)] - 1]
-            value = _iou(loc.line_start, loc.line_end, region)
-            if value > 0:
-                rr.overlapped_by.append(rank)
-                rr.best_iou = max(rr.best_iou, round(value, 6))
-            if (
-                n_lines <= MAX_SPAN_LINES
-                and loc.line_start <= region.end
-                and region.start <= loc.line_end
-            ):
-                rr.line_matched_by.append(rank)
         why.append(f"{where}: " + "; ".join(parts))
         result.locations.append(lr)
 
@@ -367,9 +364,8 @@ def score(submission: LocJson | None, gt: GroundTruth, project: str | None = Non
         else:
             why.append(f"region R{rr.index} {rr.label}: not found by any of the top {TOP_K}")
     if not result.scorable:
-        for k in ("file_at_1", "file_at_5", "func_at_1", "func_at_5", "line_at_1", "line_at_5"):
+        for k in _FIELDS:
             setattr(result, k, 0.0)
-        result.iou = 0.0
     return result
 
 
@@ -426,9 +422,6 @@ class Aggregate(BaseModel):
 
     def to_dict(self) -> dict:
         return self.model_dump(by_alias=True, mode="json")
-
-
-_FIELDS = ("file_at_1", "file_at_5", "func_at_1", "func_at_5", "line_at_1", "line_at_5", "iou")
 
 
 def _means(values: Iterable[dict[str, float]]) -> MetricMeans:
@@ -491,8 +484,14 @@ def aggregate_records(records: Iterable[Mapping[str, Any]]) -> Aggregate:
         status = str(r["status"])
         kind = r.get("failure_kind") or ("infra" if status == "failed" else None)
         scores = r.get("scores")
-        outcomes.append(TaskOutcome(
-            task_id=r.get("task_id"), arvo_id=r.get("arvo_id"), status=status,
-            failure_kind=kind, score=TaskScore.model_validate(scores) if scores else None,
-            error=r.get("error")))
+        outcomes.append(
+            TaskOutcome(
+                task_id=r.get("task_id"),
+                arvo_id=r.get("arvo_id"),
+                status=status,
+                failure_kind=kind,
+                score=TaskScore.model_validate(scores) if scores else None,
+                error=r.get("error"),
+            )
+        )
     return aggregate(outcomes)
