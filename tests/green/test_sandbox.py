@@ -331,6 +331,10 @@ def test_put_archive_put_files_read_file(shared: DockerSandbox) -> None:
     shared.put_archive("/workspace/src-vul", buf.getvalue())
     listing = shared.exec("cd src-vul && find . -type f | sort", timeout=10).output
     assert listing == "./proj/README\n./proj/src/a.c\n"
+    buf.seek(0)  # an open file is streamed to the engine, the same result
+    shared.put_archive("/workspace/streamed", buf)
+    listing = shared.exec("cd streamed && find . -type f | sort", timeout=10).output
+    assert listing == "./proj/README\n./proj/src/a.c\n"
     assert shared.read_file("/workspace/src-vul/proj/src/a.c") == b"int main(){}\n"
 
     binary = bytes(range(256)) * 100

@@ -42,7 +42,8 @@ class ArvoPlan:
                                       "shared/.keep": b""})
         top = self.prepared.archive_top.strip("/")
         dest = WORKSPACE if top == "src-vul" or top.startswith("src-vul/") else f"{WORKSPACE}/src-vul"
-        sandbox.put_archive(dest, self.assets["repo-vul.tar.gz"].read_bytes())
+        with self.assets["repo-vul.tar.gz"].open("rb") as archive:  # streamed, not loaded
+            sandbox.put_archive(dest, archive)
         hardening = [f"rm -f {WORKSPACE}/shared/.keep"]
         if self.strip_git:
             hardening.append(f"rm -rf {WORKSPACE}/src-vul/*/.git /src/*/.git")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import BinaryIO, Protocol, runtime_checkable
 
 from services.shared.commands import CommandResult
 
@@ -62,8 +62,9 @@ class Sandbox(Protocol):
         """Create ``dest_dir/<relpath>`` for each entry (parents created)."""
         ...
 
-    def put_archive(self, dest_dir: str, tar_bytes: bytes) -> None:
-        """Extract an (uncompressed or gzip) tar archive into ``dest_dir`` (created if needed)."""
+    def put_archive(self, dest_dir: str, archive: bytes | BinaryIO) -> None:
+        """Extract an (uncompressed or gzip) tar archive into ``dest_dir`` (created if needed).
+        ``archive`` may be an open file: it is streamed, never read into memory whole."""
         ...
 
     def read_file(self, path: str, max_bytes: int = 1 << 20) -> bytes:

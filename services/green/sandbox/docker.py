@@ -28,7 +28,7 @@ import tarfile
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, BinaryIO
 
 import docker
 import docker.errors
@@ -136,11 +136,12 @@ class DockerSandbox:
                 tar.addfile(info, io.BytesIO(data))
         self._put("/", buf.getvalue())
 
-    def put_archive(self, dest_dir: str, tar_bytes: bytes) -> None:
-        """Extract a tar (plain, gzip, bzip2 or xz: the engine decompresses) into ``dest_dir``."""
+    def put_archive(self, dest_dir: str, archive: bytes | BinaryIO) -> None:
+        """Extract a tar (plain, gzip, bzip2 or xz: the engine decompresses) into ``dest_dir``;
+        an open file is streamed to the engine."""
         dest = _absolute(dest_dir)
         self._mkdir(dest)
-        self._put(dest, tar_bytes)
+        self._put(dest, archive)
 
     def read_file(self, path: str, max_bytes: int = 1 << 20) -> bytes:
         """Read one regular file (a symlink is followed) through ``get_archive``, streamed and
@@ -156,7 +157,7 @@ class DockerSandbox:
             finally:
                 stream.close()
 
-    def _put(self, dest: str, data: bytes) -> None:
+    def _put(self, dest: str, data: bytes | BinaryIO) -> None:
         with self._lock, self._api_errors(f"copy into {dest}"):
             if not self._container.put_archive(dest, data):
                 raise SandboxError(f"{self.name}: the engine refused the archive for {dest}")
