@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # `make demo`: from a fresh machine to a scored root-cause analysis task, in one command.
 #
-#  1. a Docker engine (scripts/ensure-docker.sh) and docker compose (v2, or Debian's v1);
-#  2. uv and the locked Python environment;
-#  3. the ARVO-shaped demo task (fixtures: image arena/arvo:<id>-vul and build/assets/<id>/);
-#  4. the Python base image of the service images: pulled when a registry answers, else a
+#  1. a Docker engine and docker compose (v2, or Debian's v1), uv and the locked Python
+#     environment (scripts/ensure-env.sh, as `make test` does);
+#  2. the ARVO-shaped demo task (fixtures: image arena/arvo:<id>-vul and build/assets/<id>/);
+#  3. the Python base image of the service images: pulled when a registry answers, else a
 #     local Debian stand-in (images/python-base.sh);
-#  5. green + purple built and started with docker compose (deploy/, offline demo overlay);
-#  6. one task through green's REST API, followed live, then its scores.
+#  4. green + purple built and started with docker compose (deploy/, offline demo overlay);
+#  5. one task through green's REST API, followed live, then its scores.
 #
 # The stack keeps running afterwards; `make down` stops it. No API key is needed: purple then
 # runs its offline stack-trace analyst. With OPENAI_API_KEY (and optionally OPENAI_BASE_URL,
@@ -36,23 +36,9 @@ step() {
   printf '\n%s==>%s %s%s%s\n' "$blue" "$off" "$bold" "$*" "$off"
 }
 
-step "Docker engine and compose"
-bash scripts/ensure-docker.sh
-if ! docker compose version >/dev/null 2>&1 && ! command -v docker-compose >/dev/null 2>&1; then
-  echo "installing docker-compose (Debian's package)..."
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq && apt-get install -y -qq docker-compose >/dev/null
-fi
+step "Docker engine and compose, uv and the locked Python environment"
+source scripts/ensure-env.sh
 bash deploy/compose.sh version | head -1
-
-step "Python environment (uv, uv.lock)"
-if ! command -v uv >/dev/null 2>&1; then
-  python3 -m pip --version >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq python3-pip >/dev/null; }
-  # Debian's system Python refuses pip installs (PEP 668) unless told otherwise.
-  python3 -m pip install -q uv 2>/dev/null || python3 -m pip install -q --break-system-packages uv
-  export PATH="$HOME/.local/bin:$PATH"
-fi
-uv sync --frozen --quiet
 uv --version
 
 step "Demo task arvo:$task (ARVO-shaped fixture: image arena/arvo:$task-vul, build/assets/$task)"

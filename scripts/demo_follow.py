@@ -22,8 +22,9 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from services.green.scoring.metrics import METRICS
+
 TERMINAL = {"completed", "failed", "cancelled"}
-METRICS = ("file@1", "file@5", "func@1", "func@5", "line@1", "line@5", "iou")
 STATUS_STYLE = {
     "queued": "dim",
     "preparing": "cyan",

@@ -1,7 +1,7 @@
 """Write .env.example from the settings classes (their field docstrings are the documentation).
 
-    uv run python scripts/gen_env_example.py          # rewrite .env.example
-    uv run python scripts/gen_env_example.py --check  # exit 1 if it is out of date (tests do this)
+uv run python scripts/gen_env_example.py          # rewrite .env.example
+uv run python scripts/gen_env_example.py --check  # exit 1 if it is out of date (tests do this)
 """
 
 from __future__ import annotations
@@ -27,11 +27,12 @@ SHARED = """\
 """
 
 
-def _env_names(cls: type[BaseSettings], name: str, field) -> list[str]:
+def env_name(cls: type[BaseSettings], name: str, field) -> str:
+    """The environment variable of a settings field: its first alias, else prefix + name."""
     alias = field.validation_alias
     if alias is not None and hasattr(alias, "choices"):
-        return [str(alias.choices[0])]
-    return [f"{cls.model_config.get('env_prefix', '')}{name}".upper()]
+        return str(alias.choices[0])
+    return f"{cls.model_config.get('env_prefix', '')}{name}".upper()
 
 
 def _value(v) -> str:
@@ -50,10 +51,10 @@ def render() -> str:
         out.append(f"# ---- {title} " + "-" * (88 - len(title)) + "\n")
         for name, field in cls.model_fields.items():
             doc = (field.description or "").strip()
-            for env in _env_names(cls, name, field):
-                for line in doc.splitlines():
-                    out.append(f"# {line.strip()}\n")
-                out.append(f"# {env}={_value(field.get_default(call_default_factory=True))}\n\n")
+            for line in doc.splitlines():
+                out.append(f"# {line.strip()}\n")
+            env = env_name(cls, name, field)
+            out.append(f"# {env}={_value(field.get_default(call_default_factory=True))}\n\n")
     return "".join(out).rstrip() + "\n"
 
 

@@ -41,8 +41,9 @@ from services.green.report import (
     render_report,
     task_dir_name,
 )
-from services.green.report.results import TERMINAL, now_iso, write_json
+from services.green.report.results import TERMINAL, now_iso
 from services.green.scoring.metrics import METRICS
+from services.shared.files import write_json_atomic
 
 app = typer.Typer(
     name="arena",
@@ -356,8 +357,6 @@ class Batch:
             resp = await self._request(
                 "POST", "/tasks", json={k: v for k, v in body.items() if v is not None}
             )
-        except GreenUnreachable:
-            raise
         except httpx.HTTPError as exc:
             self._refused(arvo_id, f"POST /tasks failed: {type(exc).__name__}: {exc}", "error")
             return
@@ -428,12 +427,12 @@ class Batch:
             return  # green's verdict is unknown: leave the id pending, a resume runs it again
         name = task_dir_name(arvo_id, task["id"])
         tdir = self.run_dir / "tasks" / name
-        write_json(tdir / "task.json", task)
+        write_json_atomic(tdir / "task.json", task)
         commands, note_c = await self._commands(task["id"])
-        write_json(tdir / "commands.json", commands)
+        write_json_atomic(tdir / "commands.json", commands)
         trajectory, note_t = await self._trajectory(task)
         if trajectory is not None:
-            write_json(tdir / "trajectory.json", trajectory)
+            write_json_atomic(tdir / "trajectory.json", trajectory)
         outcome = outcome_from_task(task, task_dir=f"tasks/{name}")
         outcome.arvo_id = arvo_id
         outcome.trajectory = trajectory is not None
@@ -651,8 +650,11 @@ def run(
     ] = 60.0,
     api_token: Annotated[
         str | None,
-        typer.Option(envvar="ARENA_API_TOKEN", show_default=False,
-                     help="Green's GREEN_API_TOKEN, when its REST API requires one (never saved)."),
+        typer.Option(
+            envvar="ARENA_API_TOKEN",
+            show_default=False,
+            help="Green's GREEN_API_TOKEN, when its REST API requires one (never saved).",
+        ),
     ] = None,
 ) -> None:
     """Run ARVO tasks on green, follow them live, save results.json, the task logs and report.md.
@@ -728,7 +730,6 @@ def run(
     results.finished_at = None
     session = Session(started_at=now_iso(), args=args)
     results.sessions.append(session)
-    results.refresh_aggregate()
     console.print(
         f"run [bold]{name}[/] → {run_dir}: {len(results.task_ids)} task(s), "
         f"{len(todo)} to run" + (f", {skipped} kept from earlier sessions" if skipped else "")

@@ -12,6 +12,7 @@ import re
 from pydantic_settings import BaseSettings
 
 from fixtures.catalog import REPO_ROOT
+from scripts.gen_env_example import env_name
 from services.green.config import GreenSettings
 from services.purple.config import PurpleSettings
 
@@ -33,15 +34,8 @@ INTERNAL = {
 
 
 def env_names(cls: type[BaseSettings]) -> set[str]:
-    prefix = cls.model_config.get("env_prefix", "")
-    names = set()
-    for name, field in cls.model_fields.items():
-        alias = field.validation_alias
-        if alias is not None and hasattr(alias, "choices"):
-            names.add(str(alias.choices[0]))
-        else:
-            names.add(f"{prefix}{name}".upper())
-    return names
+    """The variables of .env.example for ``cls``."""
+    return {env_name(cls, name, field) for name, field in cls.model_fields.items()}
 
 
 def service_block(text: str, service: str) -> str:

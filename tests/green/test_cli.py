@@ -576,8 +576,15 @@ def test_ctrl_c_cancels_in_flight_tasks_and_saves(fake, tmp_path: Path) -> None:
 def test_api_token_goes_to_green_only_and_is_never_saved(fake, tmp_path: Path) -> None:
     green, green_url, purple_url = fake
     green.purple_authorizations.clear()
-    res = cli("run", "1001", *base_args(green_url, tmp_path), "--purple", purple_url,
-              "--api-token", "s3cret")
+    res = cli(
+        "run",
+        "1001",
+        *base_args(green_url, tmp_path),
+        "--purple",
+        purple_url,
+        "--api-token",
+        "s3cret",
+    )
     assert res.exit_code == 0, res.output
     assert green.authorizations and set(green.authorizations) == {"Bearer s3cret"}
     assert green.purple_authorizations and set(green.purple_authorizations) == {None}

@@ -8,6 +8,7 @@ import sys
 
 import httpx
 import pytest
+from unidiff import PatchSet
 
 from fixtures.swebench.build import HERE as SWE_FIXTURES
 from fixtures.swebench.build import INSTANCES_FILE
@@ -26,17 +27,26 @@ SOURCE = "src/wraptext/wrap.py"
 
 @pytest.fixture(scope="module")
 def swe_fixtures(docker_client):
-    proc = subprocess.run([sys.executable, "-m", "fixtures.swebench.build"], cwd=REPO,
-                          capture_output=True, text=True, timeout=1800, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "fixtures.swebench.build"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
     assert proc.returncode == 0, f"fixture build failed:\n{proc.stdout}\n{proc.stderr}"
     return INSTANCES_FILE
 
 
 def buggy_line() -> tuple[int, str]:
-    lines = (SWE_FIXTURES / "wraptext" / "repo" / SOURCE).read_text().splitlines()
-    fixed = (SWE_FIXTURES / "wraptext" / "fix" / SOURCE).read_text().splitlines()
-    n = next(i for i, (a, b) in enumerate(zip(lines, fixed, strict=False)) if a != b)
-    return n + 1, fixed[n]
+    """The line the known fix changes (its number in the buggy file) and its fixed text."""
+    [changed] = PatchSet((SWE_FIXTURES / "wraptext" / "fix.patch").read_text())
+    assert changed.path == SOURCE
+    [hunk] = changed
+    [removed] = [line for line in hunk if line.is_removed]
+    [added] = [line for line in hunk if line.is_added]
+    return removed.source_line_no, added.value.rstrip("\n")
 
 
 def call(name: str, **args) -> FakeReply:
@@ -47,9 +57,16 @@ def call(name: str, **args) -> FakeReply:
 def swe_stack(tmp_path, start_green, swe_fixtures):
     with FakeLLMServer() as llm:
         port = free_port()
-        settings = PurpleSettings(port=port, policy="react", model="fake", openai_base_url=llm.base_url,
-                                  openai_api_key="test", database_url=f"sqlite:///{tmp_path}/p.db",
-                                  log_dir=tmp_path / "logs", trajectory_dir=tmp_path / "traj")
+        settings = PurpleSettings(
+            port=port,
+            policy="react",
+            model="fake",
+            openai_base_url=llm.base_url,
+            openai_api_key="test",
+            database_url=f"sqlite:///{tmp_path}/p.db",
+            log_dir=tmp_path / "logs",
+            trajectory_dir=tmp_path / "traj",
+        )
         with serve(create_purple(settings), port) as purple:
             green = start_green(purple_url=purple.url, swebench_instances=str(swe_fixtures))
             yield green, llm
@@ -84,7 +101,9 @@ def test_a_wrong_fix_is_judged_unresolved(swe_stack):
         call("run_bash_cmd", command=f"sed -i '1i # a comment, not a fix' {SOURCE}"),
         call("finish", summary="not really"),
     )
-    done = wait_terminal(green.url, submit_task(green.url, {"task": f"swebench:{WRAP}"})["id"], timeout=300)
+    done = wait_terminal(
+        green.url, submit_task(green.url, {"task": f"swebench:{WRAP}"})["id"], timeout=300
+    )
     assert done["status"] == "completed" and done["scores"]["resolved"] == 0.0
     assert "not resolved" in done["scores"]["explanation"][0]
     r = httpx.post(f"{green.url}/tasks", json={"task": "swebench:no-such-instance"})

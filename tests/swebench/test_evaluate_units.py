@@ -14,6 +14,8 @@ from services.green.swebench.evaluate import (
 from services.green.swebench.instances import SweInstance
 from services.purple.swebench.runner import count_patch_lines
 
+from .test_swe_tools import GIT_ENV, git
+
 PYTEST_RA = """\
 ============================= test session starts ==============================
 collected 6 items
@@ -77,16 +79,8 @@ def test_reset_tests_script_restores_and_removes(tmp_path: Path) -> None:
     repo = tmp_path / "r"
     (repo / "tests").mkdir(parents=True)
     (repo / "tests" / "test_old.py").write_text("old\n")
-    env = {
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@t",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@t",
-        "GIT_CONFIG_GLOBAL": "/dev/null",
-        "PATH": "/usr/bin:/bin",
-    }
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "i"]):
-        subprocess.run(["git", *args], cwd=repo, env=env, check=True)
+        git(repo, *args)
     (repo / "tests" / "test_old.py").write_text("changed by the model\n")
     (repo / "tests" / "test_new.py").write_text("left over\n")
     instance = SweInstance(
@@ -100,6 +94,6 @@ def test_reset_tests_script_restores_and_removes(tmp_path: Path) -> None:
         ),
     )
     script = reset_tests_script(instance, workdir=str(repo))
-    subprocess.run(["bash", "-c", script], env=env, check=True)
+    subprocess.run(["bash", "-c", script], env=GIT_ENV, check=True)
     assert (repo / "tests" / "test_old.py").read_text() == "old\n"
     assert not (repo / "tests" / "test_new.py").exists()

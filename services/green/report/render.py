@@ -59,13 +59,14 @@ def _duration(seconds: float | None) -> str:
 
 def render_markdown(results: RunResults, plot: str | None = PLOT_FILE) -> str:
     agg = results.aggregate
+    not_run = results.not_run()
     lines: list[str] = [f"# Run `{results.run}`", ""]
     lines += [
         f"- green: `{results.green}`",
         f"- purple: `{results.purple or '(green default)'}`",
         f"- started: {results.started_at}; finished: {results.finished_at or '(not finished)'}",
         f"- tasks: {len(results.task_ids)} ({len(results.tasks)} ended"
-        + (f", {len(results.not_run())} not run" if results.not_run() else "")
+        + (f", {len(not_run)} not run" if not_run else "")
         + f"); sessions: {len(results.sessions)}",
     ]
     args = {k: v for k, v in results.args.items() if k != "ids" and v not in (None, [], "")}
@@ -91,8 +92,8 @@ def render_markdown(results: RunResults, plot: str | None = PLOT_FILE) -> str:
     lines.append(f"| scored submissions | {agg.get('n_scored', 0)} |")
     lines.append(f"| completed without a valid submission | {agg.get('n_no_submission', 0)} |")
     lines.append(f"| empty ground truth (left out) | {agg.get('n_unscorable', 0)} |")
-    if results.not_run():
-        lines.append(f"| not run | {len(results.not_run())} |")
+    if not_run:
+        lines.append(f"| not run | {len(not_run)} |")
     cost = sum(o.cost for o in results.tasks)
     steps = sum(o.steps for o in results.tasks)
     lines.append(f"| total cost / steps | {cost:.4f} / {steps} |")
@@ -118,7 +119,7 @@ def render_markdown(results: RunResults, plot: str | None = PLOT_FILE) -> str:
             _why(o),
         ]
         lines.append("| " + " | ".join(row) + " |")
-    for arvo_id in results.not_run():
+    for arvo_id in not_run:
         lines.append(
             f"| arvo:{arvo_id} | - | not run | - | "
             + " | ".join("-" for _ in METRICS)

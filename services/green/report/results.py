@@ -1,14 +1,12 @@
 """``results/<run>/results.json``: run metadata, one outcome per ARVO id, and the aggregate.
 
-The aggregate is green's own (:func:`services.green.scoring.metrics.aggregate_records`), fed from the outcomes recorded here, so a
-batch report and an AgentBeats assessment score a run the same way.
+The aggregate is green's own (:func:`services.green.scoring.metrics.aggregate_records`), fed
+from the outcomes recorded here, so a batch report and an AgentBeats assessment score a run the
+same way.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -16,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from services.green.scoring.metrics import METRICS, aggregate_records
+from services.shared.files import write_json_atomic
 
 RESULTS_FILE = "results.json"
 SCHEMA_VERSION = 1
@@ -129,12 +128,14 @@ class RunResults(BaseModel):
     def pending(self, retry_failed: bool) -> list[str]:
         """Ids still to run: never ended, cancelled (an interrupted run), and, with
         ``retry_failed``, failed."""
-        out = []
-        for arvo_id in self.task_ids:
-            o = self.outcome(arvo_id)
-            if o is None or o.status == "cancelled" or (o.status == "failed" and retry_failed):
-                out.append(arvo_id)
-        return out
+        ended = {o.arvo_id: o for o in self.tasks}
+        return [
+            arvo_id
+            for arvo_id in self.task_ids
+            if (o := ended.get(arvo_id)) is None
+            or o.status == "cancelled"
+            or (o.status == "failed" and retry_failed)
+        ]
 
     def not_run(self) -> list[str]:
         ended = {o.arvo_id for o in self.tasks}
@@ -150,21 +151,7 @@ class RunResults(BaseModel):
         return cls.model_validate_json(path.read_text(encoding="utf-8"))
 
     def save(self, path: Path) -> None:
-        write_json(path, self.model_dump(mode="json"))
-
-
-def write_json(path: Path, data: Any) -> None:
-    """Write JSON atomically (a reader never sees half a file, an interrupt never leaves one)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, ensure_ascii=False, default=str)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        write_json_atomic(path, self.model_dump(mode="json"))
 
 
 # ---- conversions ---------------------------------------------------------------------------
@@ -219,7 +206,13 @@ def aggregate_outcomes(outcomes: list[Outcome]) -> dict[str, Any]:
     count 0, infra failures are reported apart, unscorable tasks stay out of the means. A failed
     outcome without a failure kind counts as an infra failure (as in green)."""
     return aggregate_records(
-        {"task_id": o.task_id, "arvo_id": o.arvo_id, "status": o.status,
-         "failure_kind": o.failure_kind, "scores": o.scores, "error": o.error}
+        {
+            "task_id": o.task_id,
+            "arvo_id": o.arvo_id,
+            "status": o.status,
+            "failure_kind": o.failure_kind,
+            "scores": o.scores,
+            "error": o.error,
+        }
         for o in outcomes
     ).to_dict()

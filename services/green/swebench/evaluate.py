@@ -198,7 +198,7 @@ def run_tests_with_log(
 ) -> TestRun:
     """Reset and apply the instance's ``test_patch`` (unless told not to), run ``tests``
     (all the tests when empty) with the instance's test command, parse the output.
-    ``activate``: an activation prefix (see :func:`~.environment.resolve_activate`)."""
+    ``activate``: an activation prefix (see :func:`~.activation.resolve_activate`)."""
     notes = ""
     if apply_test_patch and instance.test_patch.strip():
         reset = sandbox.exec(reset_tests_script(instance, workdir), 120)

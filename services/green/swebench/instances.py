@@ -185,11 +185,11 @@ def select(
     matches the regex ``filter_re``, then the Python slice ``slice_spec`` (``"0:10"``,
     ``":5"``, ``"3"`` = the first 3)."""
     if ids is not None:
-        wanted = list(dict.fromkeys(ids))
+        wanted = dict.fromkeys(ids)  # ordered, and a set for the lookups
         known = {i.instance_id for i in instances}
         if missing := [i for i in wanted if i not in known]:
             raise KeyError(f"unknown instance id(s): {', '.join(missing)}")
-        instances = [i for i in instances if i.instance_id in set(wanted)]
+        instances = [i for i in instances if i.instance_id in wanted]
     if filter_re:
         pattern = re.compile(filter_re)
         instances = [i for i in instances if pattern.search(i.instance_id)]

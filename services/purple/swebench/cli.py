@@ -30,8 +30,9 @@ from services.green.swebench.instances import (
 from services.purple.agent.config import AgentConfig
 from services.purple.config import PurpleSettings
 from services.purple.llm.openai_chat import OpenAIChatModel, OpenAIModelConfig
-from services.purple.swebench.predictions import load_predictions, write_json_atomic
+from services.purple.swebench.predictions import load_predictions
 from services.purple.swebench.runner import InstanceResult, RunConfig, run_batch
+from services.shared.files import write_json_atomic
 from services.shared.logging import configure_logging
 
 app = typer.Typer(

@@ -1,23 +1,13 @@
 """Run the agent's commands in a SWE-bench container: a :class:`TaskEnvironment` over a green
-:class:`~services.green.sandbox.base.Sandbox`, with the image's Python environment activated.
-
-Official images keep the project's interpreter in a conda env (``testbed``) that every command
-must activate; the local fixtures use the system Python and need nothing. Each sandbox command
-is a fresh ``bash -c``, so activation is a prefix of every command: ``auto`` looks for conda
-once per container, ``""`` (or ``none``) uses none, anything else is used as given.
-"""
+:class:`~services.green.sandbox.base.Sandbox`, with the image's Python environment activated
+(the prefix of :mod:`services.green.swebench.activation`)."""
 
 from __future__ import annotations
 
 import asyncio
 
 from services.green.sandbox.base import Sandbox, SandboxError
-from services.green.swebench.activation import (  # noqa: F401  (re-exported for the runner)
-    CONDA_ACTIVATE,
-    detect_activate,
-    resolve_activate,
-    with_activate,
-)
+from services.green.swebench.activation import with_activate
 from services.purple.environment import RunStats, TaskEnded
 from services.shared.commands import CommandResult
 from services.shared.protocol import SubmitResult

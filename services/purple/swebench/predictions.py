@@ -10,10 +10,10 @@ or from JSONL.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from services.shared.files import write_atomic, write_json_atomic
 
 Prediction = dict[str, str]
 
@@ -53,31 +53,14 @@ def load_predictions(path: str | Path) -> dict[str, Prediction]:
     return out
 
 
-def write_json_atomic(path: str | Path, data: Any) -> None:
-    """Write JSON to a temporary file in the same folder, then rename it over ``path``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2, ensure_ascii=False)
-            f.write("\n")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_predictions(path: str | Path, predictions: dict[str, Prediction]) -> None:
     """Write ``preds.json`` (an object keyed by instance id, sorted) atomically; a ``.jsonl``
     path gets one record per line."""
     path = Path(path)
     ordered = dict(sorted(predictions.items()))
     if path.suffix == ".jsonl":
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".jsonl.tmp")
-        tmp.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in ordered.values()))
-        tmp.replace(path)
+        write_atomic(
+            path, "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in ordered.values())
+        )
     else:
         write_json_atomic(path, ordered)

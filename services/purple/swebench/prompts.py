@@ -51,8 +51,13 @@ def system_prompt(
     workdir: str = WORKDIR,
 ) -> str:
     return compose_system_prompt(
-        ROLE_AND_METHOD, tools, mode=mode, step_limit=step_limit, command_limit=command_limit,
-        base=base, workdir=workdir,
+        ROLE_AND_METHOD,
+        tools,
+        mode=mode,
+        step_limit=step_limit,
+        command_limit=command_limit,
+        base=base,
+        workdir=workdir,
     )
 
 

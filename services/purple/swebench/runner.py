@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from services.green.sandbox.base import Sandbox, SandboxError, SandboxProvider, SandboxSpec
+from services.green.swebench.activation import resolve_activate
 from services.green.swebench.evaluate import extract_patch
 from services.green.swebench.instances import WORKDIR, SweInstance, image_name
 from services.purple.agent.config import AgentConfig
@@ -30,15 +31,11 @@ from services.purple.agent.loop import ReactAgent
 from services.purple.agent.trajectory import _safe
 from services.purple.environment import TaskContext
 from services.purple.llm.base import LLM, LLMReply
-from services.purple.swebench.environment import SandboxEnvironment, resolve_activate
-from services.purple.swebench.predictions import (
-    load_predictions,
-    prediction,
-    write_json_atomic,
-    write_predictions,
-)
+from services.purple.swebench.environment import SandboxEnvironment
+from services.purple.swebench.predictions import load_predictions, prediction, write_predictions
 from services.purple.swebench.prompts import issue_description
 from services.purple.swebench.toolset import SweToolset, swe_paths
+from services.shared.files import write_json_atomic
 from services.shared.logging import get_logger
 
 log = get_logger(__name__)
