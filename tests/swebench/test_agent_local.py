@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from services.green.swebench.instances import SweInstance
+from services.green.swebench.instances import SweInstance, swe_paths
 from services.purple.agent.config import AgentConfig
 from services.purple.agent.loop import ReactAgent
 from services.purple.agent.parser import format_text_call
@@ -15,7 +15,7 @@ from services.purple.environment import TaskContext
 from services.purple.llm.base import LLMReply, ToolCall
 from services.purple.llm.scripted import ScriptedLLM
 from services.purple.swebench.prompts import issue_description
-from services.purple.swebench.toolset import SweToolset, swe_paths
+from services.purple.swebench.toolset import SweToolset
 
 from .test_swe_tools import SweLocalEnvironment, git
 

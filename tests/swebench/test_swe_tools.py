@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from services.green.swebench.instances import swe_paths
 from services.purple.environment import RunStats
-from services.purple.swebench.toolset import SweToolset, swe_paths
+from services.purple.swebench.toolset import SweToolset
 from services.purple.tools.swe import Finished, SweTools, _search_key
 from services.shared.protocol import SubmitResult
 from tests.support.local_env import LocalShellEnvironment

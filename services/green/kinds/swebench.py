@@ -19,7 +19,12 @@ from services.green.assets.base import UnknownTask
 from services.green.sandbox.base import Sandbox, SandboxProvider
 from services.green.swebench.activation import resolve_activate, with_activate
 from services.green.swebench.evaluate import evaluate, extract_patch, patch_files
-from services.green.swebench.instances import WORKDIR, SweInstance, image_name, load_instances
+from services.green.swebench.instances import (
+    WORKDIR,
+    SweInstance,
+    image_name,
+    load_instances,
+)
 from services.shared.protocol import SweTask, TaskAssignment, TaskPaths
 
 _ID_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,200}$")

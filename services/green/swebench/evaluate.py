@@ -27,6 +27,7 @@ from pydantic import BaseModel
 from services.green.sandbox.base import Sandbox, SandboxError, SandboxProvider, SandboxSpec
 from services.green.swebench.activation import resolve_activate, with_activate
 from services.green.swebench.instances import WORKDIR, SweInstance, image_name
+from services.shared.text import clip_middle
 
 TestStatus = Literal["PASSED", "FAILED", "ERROR"]
 
@@ -288,7 +289,7 @@ def evaluate(
             )
             report.fail_to_pass = {t: run.status_of(t) for t in instance.FAIL_TO_PASS}
             report.pass_to_pass = {t: run.status_of(t) for t in instance.PASS_TO_PASS}
-            report.log += _cut(run.output, LOG_LIMIT)
+            report.log += clip_middle(run.output, LOG_LIMIT)
             if run.timed_out:
                 report.error = f"the tests timed out after {timeout:.0f}s"
             report.resolved = (
@@ -306,10 +307,3 @@ def evaluate(
             sandbox.remove()
         report.duration_s = round(time.monotonic() - start, 3)
     return report
-
-
-def _cut(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    half = limit // 2
-    return f"{text[:half]}\n[... {len(text) - 2 * half} characters cut ...]\n{text[-half:]}"

@@ -16,6 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from services.shared.protocol import TaskPaths
+
 DATASETS = {
     "verified": "princeton-nlp/SWE-bench_Verified",
     "lite": "princeton-nlp/SWE-bench_Lite",
@@ -28,6 +30,11 @@ DEFAULT_IMAGE_TEMPLATE = "swebench/sweb.eval.x86_64.{id}:latest"
 
 WORKDIR = "/testbed"
 """Where the repository lives in SWE-bench images (their working directory)."""
+
+
+def swe_paths(workdir: str = WORKDIR) -> TaskPaths:
+    """Task paths for a SWE-bench container: everything is the repository."""
+    return TaskPaths(workspace=workdir, source_dir=workdir, error_report="", submission="")
 
 
 class DatasetUnavailable(RuntimeError):

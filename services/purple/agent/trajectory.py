@@ -15,12 +15,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from services.shared.files import write_atomic
+
 
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:120] or "task"
 
 
 class Trajectory:
+    @staticmethod
+    def stem(task_id: str, policy: str) -> str:
+        """The file-name stem of a task's trajectory files (``<stem>.events.jsonl``, ...)."""
+        return f"{_safe(task_id)}.{_safe(policy)}"
+
     def __init__(self, directory: str | Path | None, task_id: str, policy: str = "react") -> None:
         self.task_id = task_id
         self.policy = policy
@@ -32,7 +39,7 @@ class Trajectory:
         if directory is not None:
             d = Path(directory)
             d.mkdir(parents=True, exist_ok=True)
-            stem = f"{_safe(task_id)}.{_safe(policy)}"
+            stem = self.stem(task_id, policy)
             self.events_path = d / f"{stem}.events.jsonl"
             self.final_path = d / f"{stem}.traj.json"
             self._file = self.events_path.open("a", encoding="utf-8")
@@ -55,9 +62,7 @@ class Trajectory:
                 "events_file": self.events_path.name if self.events_path else None,
                 **final,
             }
-            tmp = self.final_path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(doc, default=str, ensure_ascii=False, indent=1))
-            tmp.replace(self.final_path)
+            write_atomic(self.final_path, json.dumps(doc, default=str, ensure_ascii=False, indent=1))
         self.close()
 
     def close(self) -> None:

@@ -25,16 +25,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from services.green.sandbox.base import Sandbox, SandboxError, SandboxProvider, SandboxSpec
 from services.green.swebench.activation import resolve_activate
 from services.green.swebench.evaluate import extract_patch
-from services.green.swebench.instances import WORKDIR, SweInstance, image_name
+from services.green.swebench.instances import WORKDIR, SweInstance, image_name, swe_paths
 from services.purple.agent.config import AgentConfig
 from services.purple.agent.loop import ReactAgent
-from services.purple.agent.trajectory import _safe
+from services.purple.agent.trajectory import Trajectory
 from services.purple.environment import TaskContext
 from services.purple.llm.base import LLM, LLMReply
 from services.purple.swebench.environment import SandboxEnvironment
 from services.purple.swebench.predictions import load_predictions, prediction, write_predictions
 from services.purple.swebench.prompts import issue_description
-from services.purple.swebench.toolset import SweToolset, swe_paths
+from services.purple.swebench.toolset import SweToolset
 from services.shared.files import write_json_atomic
 from services.shared.logging import get_logger
 
@@ -144,7 +144,7 @@ async def run_instance(
         notify(iid, state="running", steps=usage["steps"], cost=usage["cost"])
 
     traj_dir = config.output_dir / "trajectories"
-    for old in traj_dir.glob(f"{_safe(iid)}.react.*"):
+    for old in traj_dir.glob(f"{Trajectory.stem(iid, 'react')}.*"):
         old.unlink()  # a retried instance starts a new trajectory
     spec = SandboxSpec(
         image=image,

@@ -5,16 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.green.swebench.instances import WORKDIR
 from services.purple.agent.toolset import CommandToolset, Tools
 from services.purple.swebench import prompts
 from services.purple.tools.swe import SweTools
 from services.shared.protocol import TaskPaths
-
-
-def swe_paths(workdir: str = WORKDIR) -> TaskPaths:
-    """Task paths for a SWE-bench container: everything is the repository."""
-    return TaskPaths(workspace=workdir, source_dir=workdir, error_report="", submission="")
 
 
 class SweToolset(CommandToolset[SweTools]):
