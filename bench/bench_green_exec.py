@@ -59,19 +59,31 @@ class BenchPolicy:
             self.a2a.append(time.perf_counter() - t0)
             self.in_sandbox.append(result.duration_s)
             t0 = time.perf_counter()
-            await asyncio.to_thread(subprocess.run, ["docker", "exec", container, "true"], check=True)
+            await asyncio.to_thread(
+                subprocess.run, ["docker", "exec", container, "true"], check=True
+            )
             self.cli.append(time.perf_counter() - t0)
-        return RunResult(task_id=task.task_id, policy=self.name, status="limits", reason="bench done")
+        return RunResult(
+            task_id=task.task_id, policy=self.name, status="limits", reason="bench done"
+        )
 
 
 def ms(values: list[float], q: float = 0.5) -> float:
-    return statistics.quantiles(values, n=100)[int(q * 100) - 1] * 1000 if len(values) > 2 else values[0] * 1000
+    return (
+        statistics.quantiles(values, n=100)[int(q * 100) - 1] * 1000
+        if len(values) > 2
+        else values[0] * 1000
+    )
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--n", type=int, default=200, help="commands per side")
-    ap.add_argument("--tasks", type=int, default=5, help="tasks for the time-to-first-command figure")
+    ap.add_argument(
+        "--tasks", type=int, default=5, help="tasks for the time-to-first-command figure"
+    )
     ap.add_argument("--arvo-id", default="900001")
     args = ap.parse_args()
 
@@ -79,13 +91,26 @@ def main() -> None:
     os.environ["ARENA_LOG_RUN"] = "log_bench"
     policy = BenchPolicy(args.n)
     purple_port, green_port = free_port(), free_port()
-    purple = create_purple(PurpleSettings(port=purple_port, database_url=f"sqlite:///{tmp}/p.db",
-                                          log_dir=tmp / "logs"), make_policy=lambda kind="rca_task": policy)
-    green = create_green(GreenSettings(
-        port=green_port, asset_source=str(DEFAULT_ASSETS_DIR), asset_cache_dir=tmp / "cache",
-        image_template=IMAGE_TEMPLATE, database_url=f"sqlite:///{tmp}/g.db", log_dir=tmp / "logs",
-        purple_url=f"http://127.0.0.1:{purple_port}", idle_timeout_s=5, purple_poll_s=0.2,
-        max_steps=args.n + 10))
+    purple = create_purple(
+        PurpleSettings(
+            port=purple_port, database_url=f"sqlite:///{tmp}/p.db", log_dir=tmp / "logs"
+        ),
+        make_policy=lambda kind="rca_task": policy,
+    )
+    green = create_green(
+        GreenSettings(
+            port=green_port,
+            asset_source=str(DEFAULT_ASSETS_DIR),
+            asset_cache_dir=tmp / "cache",
+            image_template=IMAGE_TEMPLATE,
+            database_url=f"sqlite:///{tmp}/g.db",
+            log_dir=tmp / "logs",
+            purple_url=f"http://127.0.0.1:{purple_port}",
+            idle_timeout_s=5,
+            purple_poll_s=0.2,
+            max_steps=args.n + 10,
+        )
+    )
     with serve(purple, purple_port), serve(green, green_port) as g:
         if router():
             router().echo = None  # keep the table readable
@@ -93,22 +118,33 @@ def main() -> None:
         for i in range(args.tasks):
             policy.n = args.n if i == 0 else 0
             t0 = time.perf_counter()
-            task = httpx.post(f"{g.url}/tasks", json={"task": f"arvo:{args.arvo_id}"}, timeout=60).json()
+            task = httpx.post(
+                f"{g.url}/tasks", json={"task": f"arvo:{args.arvo_id}"}, timeout=60
+            ).json()
             posted[task["id"]] = t0
-            while httpx.get(f"{g.url}/tasks/{task['id']}").json()["status"] not in ("completed", "failed"):
+            while httpx.get(f"{g.url}/tasks/{task['id']}").json()["status"] not in (
+                "completed",
+                "failed",
+            ):
                 time.sleep(0.1)
     first = [policy.first_command_at[t] - posted[t] for t in posted if t in policy.first_command_at]
 
     a2a, cli = ms(policy.a2a), ms(policy.cli)
-    print(f"green service path vs docker CLI, {args.n} interleaved trivial commands on one container")
+    print(
+        f"green service path vs docker CLI, {args.n} interleaved trivial commands on one container"
+    )
     print(f"{'path':<44}{'median ms':>10}{'p90 ms':>10}")
     print(f"{'execute via green A2A (purple client)':<44}{a2a:>10.2f}{ms(policy.a2a, 0.9):>10.2f}")
     print(f"{'docker exec <container> true (CLI)':<44}{cli:>10.2f}{ms(policy.cli, 0.9):>10.2f}")
-    print(f"{'  of which inside the sandbox session':<44}{ms(policy.in_sandbox):>10.2f}"
-          f"{ms(policy.in_sandbox, 0.9):>10.2f}")
+    print(
+        f"{'  of which inside the sandbox session':<44}{ms(policy.in_sandbox):>10.2f}"
+        f"{ms(policy.in_sandbox, 0.9):>10.2f}"
+    )
     print(f"ratio green/CLI = {a2a / cli:.3f}   (goal <= 1.0)")
-    print(f"POST /tasks -> first command served, median of {len(first)} cached tasks: "
-          f"{statistics.median(first) * 1000:.0f} ms (min {min(first) * 1000:.0f}, max {max(first) * 1000:.0f}; goal < 2000)")
+    print(
+        f"POST /tasks -> first command served, median of {len(first)} cached tasks: "
+        f"{statistics.median(first) * 1000:.0f} ms (min {min(first) * 1000:.0f}, max {max(first) * 1000:.0f}; goal < 2000)"
+    )
 
 
 if __name__ == "__main__":

@@ -19,4 +19,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = outcome.get_result()
     if STRICT and report.skipped and "docker" in item.keywords:
         report.outcome = "failed"
-        report.longrepr = f"ARENA_STRICT: a docker test was skipped: {call.excinfo.value if call.excinfo else ''}"
+        report.longrepr = (
+            f"ARENA_STRICT: a docker test was skipped: {call.excinfo.value if call.excinfo else ''}"
+        )

@@ -14,16 +14,25 @@ cli = typer.Typer(add_completion=False)
 def serve(
     host: str = typer.Option(None, help="Interface to listen on (default GREEN_HOST or 127.0.0.1)"),
     port: int = typer.Option(None, help="Port (default GREEN_PORT or 9009)"),
-    card_url: str = typer.Option(None, "--card-url", help="URL advertised in the agent card "
-                                 "(also given to purple unless GREEN_PUBLIC_URL says otherwise)"),
+    card_url: str = typer.Option(
+        None,
+        "--card-url",
+        help="URL advertised in the agent card "
+        "(also given to purple unless GREEN_PUBLIC_URL says otherwise)",
+    ),
 ) -> None:
     overrides = {k: v for k, v in {"host": host, "port": port, "card_url": card_url}.items() if v}
     settings = GreenSettings(**overrides)
     from services.green.app import create_app
 
     app = create_app(settings)
-    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning",
-                            timeout_graceful_shutdown=30)
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level="warning",
+        timeout_graceful_shutdown=30,
+    )
     GreenServer(config).run()
 
 

@@ -40,40 +40,61 @@ def agent_card(settings: GreenSettings):
         url=settings.advertised_url(),
         version=VERSION,
         skills=[
-            AgentSkill(id="rca_assessment", name="Root-cause analysis assessment",
-                       description="Send 'Task ID: arvo:<n>' or an AgentBeats assessment request "
-                                   "(JSON with participants and config.task_ids).",
-                       tags=["security", "rca", "arvo", "benchmark"],
-                       examples=["Task ID: arvo:10055"]),
-            AgentSkill(id="sandbox", name="Task sandbox",
-                       description="Inside a running task: 'execute: <command>' and 'submit'.",
-                       tags=["sandbox", "shell"]),
+            AgentSkill(
+                id="rca_assessment",
+                name="Root-cause analysis assessment",
+                description="Send 'Task ID: arvo:<n>' or an AgentBeats assessment request "
+                "(JSON with participants and config.task_ids).",
+                tags=["security", "rca", "arvo", "benchmark"],
+                examples=["Task ID: arvo:10055"],
+            ),
+            AgentSkill(
+                id="sandbox",
+                name="Task sandbox",
+                description="Inside a running task: 'execute: <command>' and 'submit'.",
+                tags=["sandbox", "shell"],
+            ),
         ],
     )
 
 
 def task_kinds(settings: GreenSettings, sandboxes: SandboxProvider) -> dict[str, TaskKind]:
-    assets = make_asset_source(settings.asset_source, settings.asset_cache_dir,
-                               timeout_s=settings.asset_timeout_s)
-    kinds: list[TaskKind] = [ArvoKind(assets, settings.image_template,
-                                      strip_git=settings.strip_git, hide_poc=settings.hide_poc,
-                                      mask_arvo_id=settings.mask_arvo_id)]
+    assets = make_asset_source(
+        settings.asset_source, settings.asset_cache_dir, timeout_s=settings.asset_timeout_s
+    )
+    kinds: list[TaskKind] = [
+        ArvoKind(
+            assets,
+            settings.image_template,
+            strip_git=settings.strip_git,
+            hide_poc=settings.hide_poc,
+            mask_arvo_id=settings.mask_arvo_id,
+        )
+    ]
     if settings.swebench_instances:
-        kinds.append(SweBenchKind(settings.swebench_instances, sandboxes,
-                                  image_template=settings.swebench_image_template,
-                                  activate=settings.swebench_activate,
-                                  eval_timeout_s=settings.swebench_eval_timeout_s))
+        kinds.append(
+            SweBenchKind(
+                settings.swebench_instances,
+                sandboxes,
+                image_template=settings.swebench_image_template,
+                activate=settings.swebench_activate,
+                eval_timeout_s=settings.swebench_eval_timeout_s,
+            )
+        )
     return {k.name: k for k in kinds}
 
 
-def create_app(settings: GreenSettings | None = None, *, orchestrator: Orchestrator | None = None) -> FastAPI:
+def create_app(
+    settings: GreenSettings | None = None, *, orchestrator: Orchestrator | None = None
+) -> FastAPI:
     settings = settings or GreenSettings()
     configure_logging(settings.log_dir)
     engine = make_engine(settings.database_url)
     if orchestrator is None:
         sandboxes = DockerSandboxProvider(owner=settings.instance_name)
-        orchestrator = Orchestrator(settings, TaskStore(engine), sandboxes,
-                                    task_kinds(settings, sandboxes))
+        orchestrator = Orchestrator(
+            settings, TaskStore(engine), sandboxes, task_kinds(settings, sandboxes)
+        )
     orch = orchestrator
     assessment_store = AssessmentStore(engine)
 
@@ -81,15 +102,22 @@ def create_app(settings: GreenSettings | None = None, *, orchestrator: Orchestra
     async def lifespan(app: FastAPI):
         await orch.start()
         assessment_store.fail_unfinished("interrupted by restart", settings.instance_name)
-        log.info("green.listening", card_url=settings.advertised_url(),
-                 purple_reaches_green_at=settings.reachable_url())
+        log.info(
+            "green.listening",
+            card_url=settings.advertised_url(),
+            purple_reaches_green_at=settings.reachable_url(),
+        )
         try:
             yield
         finally:
             await orch.shutdown()
 
-    app = FastAPI(title="ARVO RCA arena: green", version=VERSION, lifespan=lifespan,
-                  description="Environment and judge for root-cause analysis of ARVO vulnerabilities.")
+    app = FastAPI(
+        title="ARVO RCA arena: green",
+        version=VERSION,
+        lifespan=lifespan,
+        description="Environment and judge for root-cause analysis of ARVO vulnerabilities.",
+    )
     app.state.orchestrator = orch
     app.state.api_token = settings.api_token
     app.state.assessments = AssessmentRunner(orch, heartbeat_s=settings.assessment_heartbeat_s)
@@ -97,8 +125,9 @@ def create_app(settings: GreenSettings | None = None, *, orchestrator: Orchestra
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = [{"where": ".".join(str(p) for p in e["loc"]), "message": e["msg"]}
-                  for e in exc.errors()]
+        errors = [
+            {"where": ".".join(str(p) for p in e["loc"]), "message": e["msg"]} for e in exc.errors()
+        ]
         return JSONResponse({"detail": "invalid request", "errors": errors}, status_code=422)
 
     # Our routes first: A2A's JSON-RPC lives at "/" (see A2A_NOTES.md).

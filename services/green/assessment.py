@@ -47,7 +47,9 @@ class AssessmentRequest(BaseModel):
         return [task_ref(x) for x in v]
 
     @classmethod
-    def from_agentbeats(cls, participants: dict[str, str], config: dict[str, Any]) -> AssessmentRequest:
+    def from_agentbeats(
+        cls, participants: dict[str, str], config: dict[str, Any]
+    ) -> AssessmentRequest:
         if len(participants) == 1:
             url = next(iter(participants.values()))
         else:
@@ -57,9 +59,12 @@ class AssessmentRequest(BaseModel):
             url = participants[role]
         ids = config.get("task_ids") or config.get("tasks") or config.get("task_id")
         if not ids:
-            raise ValueError("config.task_ids is required (e.g. [\"arvo:10055\"])")
-        limits = {k: config[k] for k in ("max_steps", "task_timeout_s", "command_timeout_s")
-                  if k in config}
+            raise ValueError('config.task_ids is required (e.g. ["arvo:10055"])')
+        limits = {
+            k: config[k]
+            for k in ("max_steps", "task_timeout_s", "command_timeout_s")
+            if k in config
+        }
         return cls(task_ids=ids, purple_url=url, **limits)
 
 
@@ -80,11 +85,26 @@ class TaskOutcome(BaseModel):
 
     @classmethod
     def of(cls, t: Task) -> TaskOutcome:
-        duration = (t.finished_at - t.started_at).total_seconds() if t.finished_at and t.started_at else None
-        return cls(task_id=t.id, kind=t.kind, arvo_id=t.arvo_id, status=t.status, end_reason=t.end_reason,
-                   failure_kind=t.failure_kind, error=t.error, steps=t.steps,
-                   tokens_in=t.tokens_in, tokens_out=t.tokens_out, cost=t.cost,
-                   duration_s=duration, scores=t.scores)
+        duration = (
+            (t.finished_at - t.started_at).total_seconds()
+            if t.finished_at and t.started_at
+            else None
+        )
+        return cls(
+            task_id=t.id,
+            kind=t.kind,
+            arvo_id=t.arvo_id,
+            status=t.status,
+            end_reason=t.end_reason,
+            failure_kind=t.failure_kind,
+            error=t.error,
+            steps=t.steps,
+            tokens_in=t.tokens_in,
+            tokens_out=t.tokens_out,
+            cost=t.cost,
+            duration_s=duration,
+            scores=t.scores,
+        )
 
 
 class AssessmentResult(BaseModel):
@@ -95,12 +115,17 @@ class AssessmentResult(BaseModel):
 
     def summary(self) -> str:
         agg = self.aggregate
-        lines = [f"Assessment {self.assessment_id}: {len(self.tasks)} task(s) against {self.purple_url}"]
+        lines = [
+            f"Assessment {self.assessment_id}: {len(self.tasks)} task(s) against {self.purple_url}"
+        ]
+
         def figures(d: dict[str, Any]) -> str:
             return " ".join(f"{k}={float(d[k]):.3f}" for k in (*METRICS, "resolved") if k in d)
 
-        lines += [f"  {t.kind}:{t.arvo_id} {t.status.value:<9} {figures(t.scores or {})}"
-                  for t in self.tasks]
+        lines += [
+            f"  {t.kind}:{t.arvo_id} {t.status.value:<9} {figures(t.scores or {})}"
+            for t in self.tasks
+        ]
         if means := agg.get("mean_all"):
             lines.append(f"  mean over {means.get('n', 0)}: {figures(means)}")
         return "\n".join(lines)
@@ -116,13 +141,19 @@ class AssessmentRunner:
         """A progress line at least this often, even when no task moves (a slow LLM): the
         AgentBeats gateway gives up on a stream that stays silent for about 300 s."""
 
-    async def start(self, request: AssessmentRequest, assessment_id: str | None = None) -> list[Task]:
+    async def start(
+        self, request: AssessmentRequest, assessment_id: str | None = None
+    ) -> list[Task]:
         """Create every task. All ids are checked first: one unknown id refuses the request
         (UnknownTask) before any task starts."""
         aid = assessment_id or str(uuid.uuid4())
-        opts = TaskOptions(purple_url=request.purple_url, max_steps=request.max_steps,
-                           task_timeout_s=request.task_timeout_s,
-                           command_timeout_s=request.command_timeout_s, assessment_id=aid)
+        opts = TaskOptions(
+            purple_url=request.purple_url,
+            max_steps=request.max_steps,
+            task_timeout_s=request.task_timeout_s,
+            command_timeout_s=request.command_timeout_s,
+            assessment_id=aid,
+        )
         refs = [split_task_ref(r) for r in request.task_ids]
         for kind, ref in dict.fromkeys(refs):  # ValueError for a kind this green does not serve
             try:
@@ -131,8 +162,12 @@ class AssessmentRunner:
                 raise UnknownTask(f"{kind}:{ref} ({exc})") from exc
         return [await self.orchestrator.create_task(ref, opts, kind=kind) for kind, ref in refs]
 
-    async def run(self, request: AssessmentRequest, progress: Progress | None = None,
-                  assessment_id: str | None = None) -> AssessmentResult:
+    async def run(
+        self,
+        request: AssessmentRequest,
+        progress: Progress | None = None,
+        assessment_id: str | None = None,
+    ) -> AssessmentResult:
         return await self.follow(await self.start(request, assessment_id), progress)
 
     async def follow(self, tasks: list[Task], progress: Progress | None = None) -> AssessmentResult:
@@ -151,8 +186,9 @@ class AssessmentRunner:
                 await asyncio.sleep(self.heartbeat_s / 4)
                 if time.monotonic() - last_sent >= self.heartbeat_s:
                     ended = sum(self.orchestrator.get(t.id).status.terminal for t in tasks)
-                    await report(f"assessment {aid}: {ended}/{len(tasks)} task(s) ended; "
-                                 "still working")
+                    await report(
+                        f"assessment {aid}: {ended}/{len(tasks)} task(s) ended; still working"
+                    )
 
         await report(f"assessment {aid}: {len(tasks)} task(s) queued")
         beat = asyncio.create_task(heartbeat())
@@ -171,8 +207,10 @@ class AssessmentRunner:
                 done, _ = await asyncio.wait({getter, waiter}, return_when=asyncio.FIRST_COMPLETED)
                 if getter in done:
                     ev = getter.result()
-                    await progress(f"{task.kind}:{task.arvo_id} [{task.id[:8]}] "
-                                   f"{ev.status.value}: {ev.message}")
+                    await progress(
+                        f"{task.kind}:{task.arvo_id} [{task.id[:8]}] "
+                        f"{ev.status.value}: {ev.message}"
+                    )
                 else:
                     getter.cancel()
         except asyncio.CancelledError:
@@ -185,8 +223,12 @@ class AssessmentRunner:
     def result(self, assessment_id: str, tasks: list[Task]) -> AssessmentResult:
         outcomes = [TaskOutcome.of(t) for t in tasks]
         purple = tasks[0].purple_url if tasks else ""
-        return AssessmentResult(assessment_id=assessment_id, purple_url=purple, tasks=outcomes,
-                                aggregate=self.aggregate(outcomes))
+        return AssessmentResult(
+            assessment_id=assessment_id,
+            purple_url=purple,
+            tasks=outcomes,
+            aggregate=self.aggregate(outcomes),
+        )
 
     def aggregate(self, outcomes: list[TaskOutcome]) -> dict[str, Any]:
         """Each kind's own aggregate; a run of one kind (the usual case) gets it at the top."""

@@ -166,10 +166,13 @@ class Orchestrator:
         try:
             return self.kinds[name]
         except KeyError:
-            raise ValueError(f"unknown task kind {name!r} (known: {', '.join(self.kinds)})") from None
+            raise ValueError(
+                f"unknown task kind {name!r} (known: {', '.join(self.kinds)})"
+            ) from None
 
-    async def create_task(self, ref: str, options: TaskOptions | None = None, *,
-                          kind: str = "arvo") -> Task:
+    async def create_task(
+        self, ref: str, options: TaskOptions | None = None, *, kind: str = "arvo"
+    ) -> Task:
         """Validate, record as queued, and schedule. Raises ValueError for a malformed id or an
         unknown kind, UnknownTask for an id the source lacks."""
         opts = options or TaskOptions()
@@ -189,7 +192,9 @@ class Orchestrator:
             purple_url=(opts.purple_url or s.purple_url).rstrip("/"),
             max_steps=opts.max_steps or s.max_steps,
             task_timeout_s=opts.task_timeout_s or s.task_timeout_s,
-            command_timeout_s=min(opts.command_timeout_s or s.command_timeout_s, s.command_timeout_s),
+            command_timeout_s=min(
+                opts.command_timeout_s or s.command_timeout_s, s.command_timeout_s
+            ),
             assessment_id=opts.assessment_id,
             owner=s.instance_name,
         )
@@ -249,8 +254,9 @@ class Orchestrator:
     async def _run(self, live: LiveTask) -> None:
         """The whole life of one task. The terminal status is written only after cleanup, so a
         client that sees ``completed`` also sees the container gone."""
-        outcome = Outcome(TaskStatus.failed, "harness_error", "green stopped unexpectedly",
-                          FailureKind.infra)
+        outcome = Outcome(
+            TaskStatus.failed, "harness_error", "green stopped unexpectedly", FailureKind.infra
+        )
         try:
             async with self._slots:
                 await self._prepare(live)
@@ -267,8 +273,12 @@ class Orchestrator:
         except Exception as exc:  # a harness bug or a Docker failure: recorded, never swallowed
             with live.log_context():
                 log.exception("task.crashed")
-            outcome = Outcome(TaskStatus.failed, "harness_error", f"{type(exc).__name__}: {exc}",
-                              FailureKind.infra)
+            outcome = Outcome(
+                TaskStatus.failed,
+                "harness_error",
+                f"{type(exc).__name__}: {exc}",
+                FailureKind.infra,
+            )
         finally:
             # Cleanup and the final record must happen even if this runner is cancelled again
             # (e.g. a cancel request racing with shutdown): wait for them through any cancel.
@@ -277,8 +287,9 @@ class Orchestrator:
                 with contextlib.suppress(asyncio.CancelledError):
                     await asyncio.shield(cleanup)
             if self._stopping and outcome.status is not TaskStatus.completed:
-                outcome = Outcome(TaskStatus.failed, "interrupted", "green shut down",
-                                  FailureKind.infra)
+                outcome = Outcome(
+                    TaskStatus.failed, "interrupted", "green shut down", FailureKind.infra
+                )
             self._finish(live, outcome)
             self._forget(live)
 
@@ -297,21 +308,35 @@ class Orchestrator:
         fields = dict(outcome.fields)
         if "scores" not in fields and live.plan:  # no valid submission: zeros, explained
             fields["scores"] = live.plan.score(None)
-        self._transition(live, outcome.status, outcome.error or outcome.end_reason,
-                         end_reason=outcome.end_reason, error=outcome.error,
-                         failure_kind=outcome.failure_kind, finished_at=utcnow(), **fields)
+        self._transition(
+            live,
+            outcome.status,
+            outcome.error or outcome.end_reason,
+            end_reason=outcome.end_reason,
+            error=outcome.error,
+            failure_kind=outcome.failure_kind,
+            finished_at=utcnow(),
+            **fields,
+        )
 
     async def _prepare(self, live: LiveTask) -> None:
         with live.log_context():
             self._transition(live, TaskStatus.preparing, "fetching assets")
             live.plan = plan = await self._io(live.kind.prepare, live.arvo_id)
-            self.store.update(live.id, workspace_dir=plan.paths.workspace,
-                              ground_truth=plan.ground_truth())
+            self.store.update(
+                live.id, workspace_dir=plan.paths.workspace, ground_truth=plan.ground_truth()
+            )
             s = self.settings
             spec = SandboxSpec(
-                image=plan.image, task_id=live.id, arvo_id=live.arvo_id, workdir=plan.workdir,
-                memory=s.container_memory, cpus=s.container_cpus, pids_limit=s.container_pids,
-                network=s.container_network, output_limit=s.output_limit_bytes,
+                image=plan.image,
+                task_id=live.id,
+                arvo_id=live.arvo_id,
+                workdir=plan.workdir,
+                memory=s.container_memory,
+                cpus=s.container_cpus,
+                pids_limit=s.container_pids,
+                network=s.container_network,
+                output_limit=s.output_limit_bytes,
             )
             live.sandbox = await self._io(self.sandboxes.create, spec)
             self.store.update(live.id, container_name=live.sandbox.name)
@@ -328,9 +353,15 @@ class Orchestrator:
             self._transition(live, TaskStatus.running, "sent to purple", started_at=utcnow())
             assert live.plan is not None
             assignment = live.kind.assignment(
-                task_id=live.id, token=live.token, green_url=self.settings.reachable_url(),
-                paths=live.plan.paths, limits=TaskLimits(max_steps=live.max_steps,
-                command_timeout_s=live.command_timeout_s, deadline=deadline_at),
+                task_id=live.id,
+                token=live.token,
+                green_url=self.settings.reachable_url(),
+                paths=live.plan.paths,
+                limits=TaskLimits(
+                    max_steps=live.max_steps,
+                    command_timeout_s=live.command_timeout_s,
+                    deadline=deadline_at,
+                ),
             )
             link = self._purple_link(live.purple_url)
             try:
@@ -373,11 +404,16 @@ class Orchestrator:
             score = await self._io(plan.score, submission)
             if submission is None:
                 why = "; ".join(errors) or "nothing was submitted"
-                return Outcome(TaskStatus.failed, end_reason,
-                               f"no valid submission ({end_reason}): {why}", FailureKind.agent,
-                               {"scores": score})
-            return Outcome(TaskStatus.completed, end_reason,
-                           fields={"submission": submission, "scores": score})
+                return Outcome(
+                    TaskStatus.failed,
+                    end_reason,
+                    f"no valid submission ({end_reason}): {why}",
+                    FailureKind.agent,
+                    {"scores": score},
+                )
+            return Outcome(
+                TaskStatus.completed, end_reason, fields={"submission": submission, "scores": score}
+            )
 
     async def _cleanup(self, live: LiveTask) -> None:
         with live.log_context():
@@ -410,8 +446,9 @@ class Orchestrator:
             raise RequestRefused(f"task {task_id} is {live.status.value}, not running")
         return live
 
-    async def execute(self, task_id: str, token: str | None, command: str,
-                      timeout: float | None = None) -> CommandResult:
+    async def execute(
+        self, task_id: str, token: str | None, command: str, timeout: float | None = None
+    ) -> CommandResult:
         live = self._running(task_id, token)
         async with live.exec_lock:
             if live.steps >= live.max_steps:
@@ -419,15 +456,19 @@ class Orchestrator:
                     f"step limit reached ({live.max_steps} commands); only submit is accepted now"
                 )
             live.last_activity = time.monotonic()
-            limit = min(timeout or live.command_timeout_s, live.command_timeout_s,
-                        max(1.0, live.deadline - time.monotonic()))
+            limit = min(
+                timeout or live.command_timeout_s,
+                live.command_timeout_s,
+                max(1.0, live.deadline - time.monotonic()),
+            )
             assert live.sandbox is not None
             started = utcnow()
             with live.log_context():
                 try:
                     assert live.plan is not None
                     result: CommandResult = await self._io(
-                        live.sandbox.exec, live.plan.wrap(command), limit)
+                        live.sandbox.exec, live.plan.wrap(command), limit
+                    )
                 except SandboxError as exc:  # the container is gone: the harness failed, end it
                     log.error("sandbox.broken", error=str(exc))
                     live.sandbox_error = f"the task container broke: {exc}"
@@ -435,16 +476,34 @@ class Orchestrator:
                     raise RequestRefused(live.sandbox_error) from exc
                 live.steps += 1
                 live.last_activity = time.monotonic()
-                log.info("command.executed", step=live.steps, command=command[:500],
-                         exit_code=result.exit_code, duration_s=round(result.duration_s, 4),
-                         timed_out=result.timed_out, truncated=result.truncated)
-            self.store.add_command(Command(
-                task_id=live.id, seq=live.steps, command=command, exit_code=result.exit_code,
-                duration_s=result.duration_s, timed_out=result.timed_out,
-                truncated=result.truncated, output=clip_middle(result.output, STORED_OUTPUT_CHARS, "characters not stored"), created_at=started,
-            ))
-            self._publish(live, TaskEvent(live.id, live.status,
-                                          f"step {live.steps}: {command[:80]} -> {result.exit_code}"))
+                log.info(
+                    "command.executed",
+                    step=live.steps,
+                    command=command[:500],
+                    exit_code=result.exit_code,
+                    duration_s=round(result.duration_s, 4),
+                    timed_out=result.timed_out,
+                    truncated=result.truncated,
+                )
+            self.store.add_command(
+                Command(
+                    task_id=live.id,
+                    seq=live.steps,
+                    command=command,
+                    exit_code=result.exit_code,
+                    duration_s=result.duration_s,
+                    timed_out=result.timed_out,
+                    truncated=result.truncated,
+                    output=clip_middle(result.output, STORED_OUTPUT_CHARS, "characters not stored"),
+                    created_at=started,
+                )
+            )
+            self._publish(
+                live,
+                TaskEvent(
+                    live.id, live.status, f"step {live.steps}: {command[:80]} -> {result.exit_code}"
+                ),
+            )
             return result
 
     async def submit(self, task_id: str, token: str | None, stats: Submit) -> SubmitResult:
@@ -455,11 +514,20 @@ class Orchestrator:
             submission, errors = await self._io(live.plan.read_submission, live.sandbox)
             accepted = submission is not None and not errors
             live.submissions += 1
-            self.store.update(live.id, submissions=live.submissions, tokens_in=stats.tokens_in,
-                              tokens_out=stats.tokens_out, cost=stats.cost)
+            self.store.update(
+                live.id,
+                submissions=live.submissions,
+                tokens_in=stats.tokens_in,
+                tokens_out=stats.tokens_out,
+                cost=stats.cost,
+            )
             with live.log_context():
-                log.info("submission.received", accepted=accepted, errors=errors,
-                         attempt=live.submissions)
+                log.info(
+                    "submission.received",
+                    accepted=accepted,
+                    errors=errors,
+                    attempt=live.submissions,
+                )
             if accepted:
                 live.submission = submission
                 live.ended.set()

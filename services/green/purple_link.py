@@ -32,22 +32,33 @@ class PurpleLink:
         self._peer = A2APeer(base_url, timeout=timeout)
         self._purple_task_id: str | None = None
 
-    async def start(self, task: TaskAssignment, description: str, *, log_key: str | None = None) -> None:
+    async def start(
+        self, task: TaskAssignment, description: str, *, log_key: str | None = None
+    ) -> None:
         message = new_protocol_message(
-            description, task.model_dump(mode="json"), context_id=task.task_id,
-            role=Role.ROLE_USER, metadata={"log_key": log_key} if log_key else None,
+            description,
+            task.model_dump(mode="json"),
+            context_id=task.task_id,
+            role=Role.ROLE_USER,
+            metadata={"log_key": log_key} if log_key else None,
         )
         try:
             reply = await self._peer.send(message, return_immediately=True)
         except Exception as exc:  # the SDK wraps transport errors in its own types
             transport = isinstance(exc, httpx.HTTPError | OSError) or isinstance(
-                exc.__cause__, httpx.HTTPError | OSError)
+                exc.__cause__, httpx.HTTPError | OSError
+            )
             verb = "is unreachable" if transport else "refused the task"
             raise PurpleUnreachable(f"purple at {self.base_url} {verb}: {exc}") from exc
         if isinstance(reply, Task):
             self._purple_task_id = reply.id
-            if reply.status.state in _ENDED and reply.status.state != TaskState.TASK_STATE_COMPLETED:
-                raise PurpleUnreachable(f"purple ended the task at once: {_ENDED[reply.status.state]}")
+            if (
+                reply.status.state in _ENDED
+                and reply.status.state != TaskState.TASK_STATE_COMPLETED
+            ):
+                raise PurpleUnreachable(
+                    f"purple ended the task at once: {_ENDED[reply.status.state]}"
+                )
         log.info("purple.started", purple_task=self._purple_task_id, purple_url=self.base_url)
 
     async def ended(self) -> str | None:

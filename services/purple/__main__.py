@@ -12,7 +12,9 @@ cli = typer.Typer(add_completion=False)
 
 @cli.command()
 def serve(
-    host: str = typer.Option(None, help="Interface to listen on (default PURPLE_HOST or 127.0.0.1)"),
+    host: str = typer.Option(
+        None, help="Interface to listen on (default PURPLE_HOST or 127.0.0.1)"
+    ),
     port: int = typer.Option(None, help="Port (default PURPLE_PORT or 9019)"),
     card_url: str = typer.Option(None, "--card-url", help="URL advertised in the agent card"),
 ) -> None:

@@ -21,8 +21,9 @@ VERSION = "0.1.0"
 log = get_logger("services.purple")
 
 
-def create_app(settings: PurpleSettings | None = None,
-               make_policy: Callable[[str], Policy] | None = None) -> FastAPI:
+def create_app(
+    settings: PurpleSettings | None = None, make_policy: Callable[[str], Policy] | None = None
+) -> FastAPI:
     """``make_policy`` replaces the policy chosen by the settings (tests script purple with it)."""
     settings = settings or PurpleSettings()
     configure_logging(settings.log_dir)
@@ -34,15 +35,23 @@ def create_app(settings: PurpleSettings | None = None,
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         store.fail_unfinished("interrupted by restart")
-        log.info("purple.listening", url=settings.reachable_url(),
-                 policy=settings.effective_policy(), model=settings.model)
+        log.info(
+            "purple.listening",
+            url=settings.reachable_url(),
+            policy=settings.effective_policy(),
+            model=settings.model,
+        )
         try:
             yield
         finally:
             await executor.shutdown()
 
-    app = FastAPI(title="ARVO RCA arena: purple", version=VERSION, lifespan=lifespan,
-                  description="A ReAct root-cause analyst that works through green over A2A.")
+    app = FastAPI(
+        title="ARVO RCA arena: purple",
+        version=VERSION,
+        lifespan=lifespan,
+        description="A ReAct root-cause analyst that works through green over A2A.",
+    )
 
     @app.get("/healthz", tags=["health"])
     async def healthz() -> dict:
@@ -58,17 +67,24 @@ def create_app(settings: PurpleSettings | None = None,
         if row is None:
             raise HTTPException(404, f"no task {task_id}")
         return PurpleTaskView.model_validate(
-            {**row.model_dump(), "command_history": store.commands(task_id)})
+            {**row.model_dump(), "command_history": store.commands(task_id)}
+        )
 
     policy = make_policy().name
     card = build_agent_card(
         name="ARVO RCA agent (purple)",
         description=f"Root-cause analyst for fuzzer crashes (policy: {policy}). Send it an "
-                    "rca_task from green; it explores through green and submits loc.json.",
-        url=settings.reachable_url(), version=VERSION,
-        skills=[AgentSkill(id="root_cause_analysis", name="Root-cause analysis",
-                           description="Localize the root cause of a sanitizer crash.",
-                           tags=["security", "rca", "react"])],
+        "rca_task from green; it explores through green and submits loc.json.",
+        url=settings.reachable_url(),
+        version=VERSION,
+        skills=[
+            AgentSkill(
+                id="root_cause_analysis",
+                name="Root-cause analysis",
+                description="Localize the root cause of a sanitizer crash.",
+                tags=["security", "rca", "react"],
+            )
+        ],
     )
     mount_a2a(app, executor, card)
     return app

@@ -27,10 +27,12 @@ class PurpleSettings(BaseSettings):
     model: str = "gpt-4o-mini"
     """Model name sent to the OpenAI-compatible endpoint."""
     openai_base_url: str | None = Field(
-        None, validation_alias=AliasChoices("OPENAI_BASE_URL", "PURPLE_OPENAI_BASE_URL"))
+        None, validation_alias=AliasChoices("OPENAI_BASE_URL", "PURPLE_OPENAI_BASE_URL")
+    )
     """OpenAI-compatible endpoint (default: OpenAI's)."""
     openai_api_key: str | None = Field(
-        None, validation_alias=AliasChoices("OPENAI_API_KEY", "PURPLE_OPENAI_API_KEY"))
+        None, validation_alias=AliasChoices("OPENAI_API_KEY", "PURPLE_OPENAI_API_KEY")
+    )
     """API key; without one purple runs the stack-trace analyst."""
     mode: Literal["tool_calls", "text"] = "tool_calls"
     """Native tool calls, or the textual ----BEGIN_FUNCTION_CALL---- format."""

@@ -131,8 +131,9 @@ class A2APeer:
     Message or a Task; ``return_immediately`` asks for the Task at once, still in progress.
     """
 
-    def __init__(self, base_url: str, *, timeout: float = 60.0,
-                 http: httpx.AsyncClient | None = None) -> None:
+    def __init__(
+        self, base_url: str, *, timeout: float = 60.0, http: httpx.AsyncClient | None = None
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self._owns_http = http is None
         self._http = http or httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=10.0))

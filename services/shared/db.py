@@ -14,8 +14,9 @@ def make_engine(url: str, metadata: MetaData) -> Engine:
     is_sqlite = url.startswith("sqlite")
     if url.startswith("sqlite:///") and ":memory:" not in url:
         Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}
-                           if is_sqlite else {})
+    engine = create_engine(
+        url, connect_args={"check_same_thread": False, "timeout": 30} if is_sqlite else {}
+    )
     if is_sqlite:
 
         @event.listens_for(engine, "connect")

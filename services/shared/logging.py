@@ -91,8 +91,9 @@ def run_dir_for(log_dir: str | os.PathLike[str]) -> Path:
     return Path(log_dir) / run
 
 
-def configure_logging(log_dir: str | os.PathLike[str], *, echo: bool = True,
-                      level: int = logging.INFO) -> LogRouter:
+def configure_logging(
+    log_dir: str | os.PathLike[str], *, echo: bool = True, level: int = logging.INFO
+) -> LogRouter:
     """Route structlog (and the stdlib loggers of our libraries) through one :class:`LogRouter`.
 
     Idempotent for the same folder; a new folder (tests start services with their own) replaces
@@ -134,7 +135,9 @@ def router() -> LogRouter | None:
 class _StdlibBridge(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         # structlog swallows the DropEvent the router raises after writing the line.
-        structlog.get_logger(record.name, source=record.name).log(record.levelno, record.getMessage())
+        structlog.get_logger(record.name, source=record.name).log(
+            record.levelno, record.getMessage()
+        )
 
 
 @contextmanager

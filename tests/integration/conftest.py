@@ -35,8 +35,14 @@ def docker_client() -> docker.DockerClient:
 @pytest.fixture(scope="session")
 def fixture_assets(docker_client) -> Path:
     """Build (or confirm cached) the fixture images and assets once per session."""
-    proc = subprocess.run([sys.executable, "-m", "fixtures.build"], cwd=REPO_ROOT,
-                          capture_output=True, text=True, timeout=2400, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "fixtures.build"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=2400,
+        check=False,
+    )
     assert proc.returncode == 0, f"fixture build failed:\n{proc.stdout}\n{proc.stderr}"
     return DEFAULT_ASSETS_DIR
 
@@ -51,12 +57,22 @@ def leftover_containers(client: docker.DockerClient, owner: str | None = None) -
 def green_settings(tmp_path: Path, fixture_assets: Path) -> GreenSettings:
     port = free_port()
     return GreenSettings(
-        host="127.0.0.1", port=port, asset_source=str(fixture_assets),
-        asset_cache_dir=tmp_path / "cache", image_template=IMAGE_TEMPLATE,
-        database_url=f"sqlite:///{tmp_path}/green.db", log_dir=tmp_path / "logs",
-        purple_url="http://127.0.0.1:9", max_concurrent_tasks=8, task_timeout_s=120,
-        idle_timeout_s=60, command_timeout_s=30, max_steps=30, purple_poll_s=0.5,
-        container_memory="1g", instance_name=f"test-{port}",
+        host="127.0.0.1",
+        port=port,
+        asset_source=str(fixture_assets),
+        asset_cache_dir=tmp_path / "cache",
+        image_template=IMAGE_TEMPLATE,
+        database_url=f"sqlite:///{tmp_path}/green.db",
+        log_dir=tmp_path / "logs",
+        purple_url="http://127.0.0.1:9",
+        max_concurrent_tasks=8,
+        task_timeout_s=120,
+        idle_timeout_s=60,
+        command_timeout_s=30,
+        max_steps=30,
+        purple_poll_s=0.5,
+        container_memory="1g",
+        instance_name=f"test-{port}",
     )
 
 
@@ -84,9 +100,15 @@ def scripted_purple(tmp_path: Path) -> Iterator[Callable[[Script], tuple[str, Ob
     def start(script: Script) -> tuple[str, Observed]:
         observed = Observed()
         port = free_port()
-        settings = PurpleSettings(port=port, database_url=f"sqlite:///{tmp_path}/purple-{len(stack)}.db",
-                                  log_dir=tmp_path / "logs", trajectory_dir=tmp_path / "traj")
-        app = create_purple(settings, make_policy=lambda kind="rca_task": ScriptedPolicy(script, observed))
+        settings = PurpleSettings(
+            port=port,
+            database_url=f"sqlite:///{tmp_path}/purple-{len(stack)}.db",
+            log_dir=tmp_path / "logs",
+            trajectory_dir=tmp_path / "traj",
+        )
+        app = create_purple(
+            settings, make_policy=lambda kind="rca_task": ScriptedPolicy(script, observed)
+        )
         cm = serve(app, port)
         srv = cm.__enter__()
         stack.append(cm)
@@ -113,8 +135,12 @@ def a2a03_python() -> Path:
     marker = venv / ".installed"
     if not (marker.exists() and marker.read_text() == A2A_03):
         uv = shutil.which("uv")
-        assert uv, "uv is needed to build the a2a-sdk 0.3 environment (scripts/setup.sh installs it)"
+        assert uv, (
+            "uv is needed to build the a2a-sdk 0.3 environment (scripts/setup.sh installs it)"
+        )
         subprocess.run([uv, "venv", "-q", "--python", "3.11", str(venv)], check=True)
-        subprocess.run([uv, "pip", "install", "-q", "--python", str(python), A2A_03, "httpx"], check=True)
+        subprocess.run(
+            [uv, "pip", "install", "-q", "--python", str(python), A2A_03, "httpx"], check=True
+        )
         marker.write_text(A2A_03)
     return python

@@ -45,7 +45,9 @@ def submit_task(green_url: str, body: dict[str, Any]) -> dict[str, Any]:
 async def stream_message(green_url: str, text: str, metadata: dict[str, Any] | None = None) -> list:
     """Send one user message with a streaming A2A client; return every stream event."""
     async with httpx.AsyncClient(timeout=600) as http:
-        client = await create_client(green_url, client_config=ClientConfig(streaming=True, httpx_client=http))
+        client = await create_client(
+            green_url, client_config=ClientConfig(streaming=True, httpx_client=http)
+        )
         msg = new_protocol_message(text, None, role=Role.ROLE_USER, metadata=metadata)
         events = [ev async for ev in client.send_message(SendMessageRequest(message=msg))]
         await client.close()

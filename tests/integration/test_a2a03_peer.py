@@ -16,11 +16,20 @@ CLIENT = Path(__file__).parents[1] / "support" / "a2a03_client.py"
 
 
 def test_a2a03_client_runs_a_task_through_green(a2a03_python, start_green, scripted_purple):
-    purple_url, _ = scripted_purple(Script(commands=["ls"], submissions=[
-        {"locations": [{"file": "Makefile", "line_start": 1, "line_end": 1}]}]))
+    purple_url, _ = scripted_purple(
+        Script(
+            commands=["ls"],
+            submissions=[{"locations": [{"file": "Makefile", "line_start": 1, "line_end": 1}]}],
+        )
+    )
     green = start_green()
-    out = subprocess.run([str(a2a03_python), str(CLIENT), "poll", green.url, "Task ID: arvo:900001", purple_url],
-                         capture_output=True, text=True, timeout=300, check=False)
+    out = subprocess.run(
+        [str(a2a03_python), str(CLIENT), "poll", green.url, "Task ID: arvo:900001", purple_url],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["card_url"] == f"{green.url}/" and report["protocol"] == "0.3"
@@ -30,13 +39,26 @@ def test_a2a03_client_runs_a_task_through_green(a2a03_python, start_green, scrip
 
 def test_a2a03_client_streams_an_agentbeats_assessment(a2a03_python, start_green, scripted_purple):
     """The gateway's way: message/stream with {"participants", "config"}; status updates; Result."""
-    purple_url, _ = scripted_purple(Script(commands=["ls"], submissions=[
-        {"locations": [{"file": "Makefile", "line_start": 1, "line_end": 1}]}]))
+    purple_url, _ = scripted_purple(
+        Script(
+            commands=["ls"],
+            submissions=[{"locations": [{"file": "Makefile", "line_start": 1, "line_end": 1}]}],
+        )
+    )
     green = start_green()
-    request = json.dumps({"participants": {"rca_agent": purple_url},
-                          "config": {"task_ids": [900002, "arvo:900003"], "max_steps": 10}})
-    out = subprocess.run([str(a2a03_python), str(CLIENT), "stream", green.url, request],
-                         capture_output=True, text=True, timeout=300, check=False)
+    request = json.dumps(
+        {
+            "participants": {"rca_agent": purple_url},
+            "config": {"task_ids": [900002, "arvo:900003"], "max_steps": 10},
+        }
+    )
+    out = subprocess.run(
+        [str(a2a03_python), str(CLIENT), "stream", green.url, request],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["state"] == "completed" and report["updates"] >= 6

@@ -19,12 +19,31 @@ from tests.support.scripted_purple import Script
 pytestmark = pytest.mark.docker
 
 
-def test_task_id_message_streams_and_ends_with_a_result_artifact(start_green, scripted_purple, docker_client):
+def test_task_id_message_streams_and_ends_with_a_result_artifact(
+    start_green, scripted_purple, docker_client
+):
     t = get_task(900004)
-    purple_url, _ = scripted_purple(Script(commands=["ls"], submissions=[{
-        "locations": [{"file": t.fix_file, "function": t.fix_function, "line_start": 1, "line_end": 3}]}]))
+    purple_url, _ = scripted_purple(
+        Script(
+            commands=["ls"],
+            submissions=[
+                {
+                    "locations": [
+                        {
+                            "file": t.fix_file,
+                            "function": t.fix_function,
+                            "line_start": 1,
+                            "line_end": 3,
+                        }
+                    ]
+                }
+            ],
+        )
+    )
     green = start_green()
-    events = asyncio.run(stream_message(green.url, "Task ID: arvo:900004", {"purple_url": purple_url}))
+    events = asyncio.run(
+        stream_message(green.url, "Task ID: arvo:900004", {"purple_url": purple_url})
+    )
 
     statuses = [ev.status_update.status for ev in events if ev.HasField("status_update")]
     texts = [" ".join(get_text_parts(s.message.parts)) for s in statuses if s.HasField("message")]
@@ -40,10 +59,17 @@ def test_task_id_message_streams_and_ends_with_a_result_artifact(start_green, sc
 
 
 def test_agentbeats_assessment_request_runs_every_task(start_green, scripted_purple):
-    purple_url, _ = scripted_purple(Script(commands=[], submissions=[
-        {"locations": [{"file": "Makefile", "line_start": 1, "line_end": 1}]}]))
+    purple_url, _ = scripted_purple(
+        Script(
+            commands=[],
+            submissions=[{"locations": [{"file": "Makefile", "line_start": 1, "line_end": 1}]}],
+        )
+    )
     green = start_green()
-    request = {"participants": {"agent": purple_url}, "config": {"task_ids": ["arvo:900001", 900002], "max_steps": 5}}
+    request = {
+        "participants": {"agent": purple_url},
+        "config": {"task_ids": ["arvo:900001", 900002], "max_steps": 5},
+    }
     events = asyncio.run(stream_message(green.url, json.dumps(request)))
     artifacts = [ev.artifact_update.artifact for ev in events if ev.HasField("artifact_update")]
     result = get_data_parts(artifacts[-1].parts)[0]
@@ -54,7 +80,10 @@ def test_agentbeats_assessment_request_runs_every_task(start_green, scripted_pur
 
 def test_assessment_with_an_unknown_task_fails_cleanly(start_green):
     green = start_green()
-    request = {"participants": {"agent": "http://127.0.0.1:9"}, "config": {"task_ids": ["arvo:31337"]}}
+    request = {
+        "participants": {"agent": "http://127.0.0.1:9"},
+        "config": {"task_ids": ["arvo:31337"]},
+    }
     events = asyncio.run(stream_message(green.url, json.dumps(request)))
     final = [ev.status_update.status for ev in events if ev.HasField("status_update")][-1]
     assert final.state == TaskState.TASK_STATE_FAILED
@@ -72,8 +101,12 @@ def test_agent_card_is_reachable_and_speaks_both_protocols(start_green):
 
 
 def test_rest_assessment_runs_tasks_and_keeps_the_result(start_green, scripted_purple):
-    purple_url, _ = scripted_purple(Script(commands=[], submissions=[
-        {"locations": [{"file": "Makefile", "line_start": 1, "line_end": 1}]}]))
+    purple_url, _ = scripted_purple(
+        Script(
+            commands=[],
+            submissions=[{"locations": [{"file": "Makefile", "line_start": 1, "line_end": 1}]}],
+        )
+    )
     green = start_green(purple_url=purple_url)
     r = httpx.post(f"{green.url}/assessments", json={"task_ids": ["arvo:900001", "900002"]})
     assert r.status_code == 202, r.text
@@ -89,10 +122,14 @@ def test_rest_assessment_runs_tasks_and_keeps_the_result(start_green, scripted_p
     assert rec["result"]["aggregate"]["n_tasks"] == 2
     listed = httpx.get(f"{green.url}/tasks", params={"assessment_id": body["id"]}).json()
     assert listed["total"] == 2
-    assert httpx.post(f"{green.url}/assessments", json={"task_ids": ["arvo:777"]}).status_code == 404
+    assert (
+        httpx.post(f"{green.url}/assessments", json={"task_ids": ["arvo:777"]}).status_code == 404
+    )
     # a kind this green does not serve (GREEN_SWEBENCH_INSTANCES unset) is a bad request, not a 404
-    for path, body in (("/assessments", {"task_ids": ["swebench:x__y-1"]}),
-                       ("/tasks", {"task": "swebench:x__y-1"})):
+    for path, body in (
+        ("/assessments", {"task_ids": ["swebench:x__y-1"]}),
+        ("/tasks", {"task": "swebench:x__y-1"}),
+    ):
         r = httpx.post(f"{green.url}{path}", json=body)
         assert r.status_code == 422 and "unknown task kind 'swebench'" in r.text, r.text
     assert httpx.post(f"{green.url}/assessments", json={"task_ids": []}).status_code == 422
@@ -101,11 +138,19 @@ def test_rest_assessment_runs_tasks_and_keeps_the_result(start_green, scripted_p
 
 def test_a_quiet_assessment_still_streams_heartbeats(start_green, scripted_purple):
     """A purple that takes its time (a slow LLM) must not leave the stream silent."""
-    purple_url, _ = scripted_purple(Script(commands=["true"], pause_s=3.0, submissions=[
-        {"locations": [{"file": "Makefile", "line_start": 1, "line_end": 1}]}]))
+    purple_url, _ = scripted_purple(
+        Script(
+            commands=["true"],
+            pause_s=3.0,
+            submissions=[{"locations": [{"file": "Makefile", "line_start": 1, "line_end": 1}]}],
+        )
+    )
     green = start_green(assessment_heartbeat_s=0.4)
     request = {"participants": {"agent": purple_url}, "config": {"task_ids": ["arvo:900001"]}}
     events = asyncio.run(stream_message(green.url, json.dumps(request)))
-    texts = [" ".join(get_text_parts(ev.status_update.status.message.parts))
-             for ev in events if ev.HasField("status_update") and ev.status_update.status.HasField("message")]
+    texts = [
+        " ".join(get_text_parts(ev.status_update.status.message.parts))
+        for ev in events
+        if ev.HasField("status_update") and ev.status_update.status.HasField("message")
+    ]
     assert any("0/1 task(s) ended; still working" in t for t in texts), texts

@@ -23,10 +23,26 @@ def test_rest_rejects_bad_requests_with_clear_4xx(start_green):
     green = start_green()
     cases = [
         (httpx.post(f"{green.url}/tasks", json={"task": "arvo:424242"}), 404, "unknown task"),
-        (httpx.post(f"{green.url}/tasks", content=b"{not json", headers={"content-type": "application/json"}), 422, "invalid request"),
-        (httpx.post(f"{green.url}/tasks", json={"task": "../../etc/passwd"}), 422, "not an ARVO id"),
+        (
+            httpx.post(
+                f"{green.url}/tasks",
+                content=b"{not json",
+                headers={"content-type": "application/json"},
+            ),
+            422,
+            "invalid request",
+        ),
+        (
+            httpx.post(f"{green.url}/tasks", json={"task": "../../etc/passwd"}),
+            422,
+            "not an ARVO id",
+        ),
         (httpx.post(f"{green.url}/tasks", json={}), 422, "give 'task'"),
-        (httpx.post(f"{green.url}/tasks", json={"task": "arvo:900001", "max_steps": -1}), 422, "max_steps"),
+        (
+            httpx.post(f"{green.url}/tasks", json={"task": "arvo:900001", "max_steps": -1}),
+            422,
+            "max_steps",
+        ),
         (httpx.get(f"{green.url}/tasks/nope"), 404, "no task"),
         (httpx.get(f"{green.url}/tasks/nope/commands"), 404, "no task"),
         (httpx.post(f"{green.url}/tasks/nope/cancel"), 404, "no task"),
@@ -43,19 +59,32 @@ def test_rest_rejects_bad_requests_with_clear_4xx(start_green):
 async def _ask(green_url: str, context_id: str, text: str, data: dict | None = None):
     peer = A2APeer(green_url)
     try:
-        reply = await peer.send(new_protocol_message(text, data, context_id=context_id, role=Role.ROLE_USER))
+        reply = await peer.send(
+            new_protocol_message(text, data, context_id=context_id, role=Role.ROLE_USER)
+        )
         return message_parts(reply)
     finally:
         await peer.aclose()
 
 
-def test_protocol_requests_are_refused_without_the_token_and_after_the_end(start_green, scripted_purple):
-    purple_url, _seen = scripted_purple(Script(commands=["true"] * 2, pause_s=2.0, submissions=[VALID]))
+def test_protocol_requests_are_refused_without_the_token_and_after_the_end(
+    start_green, scripted_purple
+):
+    purple_url, _seen = scripted_purple(
+        Script(commands=["true"] * 2, pause_s=2.0, submissions=[VALID])
+    )
     green = start_green(purple_url=purple_url)
     task = submit_task(green.url, {"task": "arvo:900002"})
     wait_status(green.url, task["id"], "running")
 
-    wrong = asyncio.run(_ask(green.url, task["id"], "execute: id", {"kind": "execute", "command": "id", "token": "guess"}))
+    wrong = asyncio.run(
+        _ask(
+            green.url,
+            task["id"],
+            "execute: id",
+            {"kind": "execute", "command": "id", "token": "guess"},
+        )
+    )
     assert wrong.data == {"kind": "error", "message": "missing or wrong task token"}
     missing = asyncio.run(_ask(green.url, task["id"], "execute: id"))
     assert missing.data["kind"] == "error"
@@ -67,17 +96,26 @@ def test_protocol_requests_are_refused_without_the_token_and_after_the_end(start
     done = wait_terminal(green.url, task["id"])
     assert done["status"] == "completed"
     assert done["steps"] == 3  # refused requests ran nothing
-    late = asyncio.run(_ask(green.url, task["id"], "execute: id", {"kind": "execute", "command": "id", "token": "x"}))
+    late = asyncio.run(
+        _ask(
+            green.url, task["id"], "execute: id", {"kind": "execute", "command": "id", "token": "x"}
+        )
+    )
     assert "is completed; it accepts no requests" in late.data["message"]
 
 
 def test_invalid_loc_json_is_refused_with_errors_then_fixed(start_green, scripted_purple):
-    purple_url, seen = scripted_purple(Script(commands=[], submissions=[
-        "{not json",
-        {"locations": [{"file": "no/such/file.c", "line_start": 5, "line_end": 2}]},
-        {"locations": [{"file": "does/not/exist.c", "line_start": 1, "line_end": 2}]},
-        VALID,
-    ]))
+    purple_url, seen = scripted_purple(
+        Script(
+            commands=[],
+            submissions=[
+                "{not json",
+                {"locations": [{"file": "no/such/file.c", "line_start": 5, "line_end": 2}]},
+                {"locations": [{"file": "does/not/exist.c", "line_start": 1, "line_end": 2}]},
+                VALID,
+            ],
+        )
+    )
     green = start_green(purple_url=purple_url)
     task = submit_task(green.url, {"task": "arvo:900003"})
     done = wait_terminal(green.url, task["id"])
@@ -102,8 +140,12 @@ def test_unreachable_purple_fails_the_task_with_the_reason(start_green, docker_c
 
 
 def test_command_timeout_kills_and_reports(start_green, scripted_purple):
-    purple_url, seen = scripted_purple(Script(
-        commands=["sleep 30 & sleep 30; echo never", "ps -eo args | grep -c '^sleep 30$'"], submissions=[VALID]))
+    purple_url, seen = scripted_purple(
+        Script(
+            commands=["sleep 30 & sleep 30; echo never", "ps -eo args | grep -c '^sleep 30$'"],
+            submissions=[VALID],
+        )
+    )
     green = start_green(purple_url=purple_url, command_timeout_s=1.5)
     task = submit_task(green.url, {"task": "arvo:900001"})
     done = wait_terminal(green.url, task["id"])
@@ -115,7 +157,9 @@ def test_command_timeout_kills_and_reports(start_green, scripted_purple):
     assert commands[0]["timed_out"] is True
 
 
-def test_idle_purple_ends_the_task_and_an_existing_loc_json_is_still_judged(start_green, scripted_purple):
+def test_idle_purple_ends_the_task_and_an_existing_loc_json_is_still_judged(
+    start_green, scripted_purple
+):
     purple_url, _ = scripted_purple(Script(commands=[], submissions=[VALID], submit=False))
     green = start_green(purple_url=purple_url, idle_timeout_s=2)
     task = submit_task(green.url, {"task": "arvo:900001"})
@@ -135,8 +179,12 @@ def test_cancel_a_running_task(start_green, scripted_purple, docker_client):
     assert leftover_containers(docker_client, green.owner) == []
 
 
-def test_a_container_that_dies_mid_task_fails_it_as_infra(start_green, scripted_purple, docker_client):
-    purple_url, seen = scripted_purple(Script(commands=["sleep 2", "echo after"], submissions=[VALID]))
+def test_a_container_that_dies_mid_task_fails_it_as_infra(
+    start_green, scripted_purple, docker_client
+):
+    purple_url, seen = scripted_purple(
+        Script(commands=["sleep 2", "echo after"], submissions=[VALID])
+    )
     green = start_green(purple_url=purple_url)
     task = submit_task(green.url, {"task": "arvo:900001"})
     running = wait_status(green.url, task["id"], "running")

@@ -15,16 +15,19 @@ pytestmark = pytest.mark.docker
 IDS = ["900001", "900002", "900003", "900004"]
 
 
-def test_eight_concurrent_tasks_stay_isolated(start_green, scripted_purple, docker_client,
-                                              green_settings):
-    purple_url, seen = scripted_purple(Script(
-        commands=[
-            "echo {task_id} > /workspace/shared/owner && echo {task_id} > /tmp/owner",
-            "sleep 1; cat /workspace/shared/owner /tmp/owner; ls /workspace/shared | wc -l",
-            "hostname",
-        ],
-        submissions=[{"locations": [{"file": "Makefile", "line_start": 1, "line_end": 1}]}],
-    ))
+def test_eight_concurrent_tasks_stay_isolated(
+    start_green, scripted_purple, docker_client, green_settings
+):
+    purple_url, seen = scripted_purple(
+        Script(
+            commands=[
+                "echo {task_id} > /workspace/shared/owner && echo {task_id} > /tmp/owner",
+                "sleep 1; cat /workspace/shared/owner /tmp/owner; ls /workspace/shared | wc -l",
+                "hostname",
+            ],
+            submissions=[{"locations": [{"file": "Makefile", "line_start": 1, "line_end": 1}]}],
+        )
+    )
     green = start_green(purple_url=purple_url, max_concurrent_tasks=8)
 
     with cf.ThreadPoolExecutor(8) as pool:
@@ -41,8 +44,11 @@ def test_eight_concurrent_tasks_stay_isolated(start_green, scripted_purple, dock
             by_owner.setdefault(lines[0], []).append(lines[2])
     assert set(by_owner) == {t["id"] for t in tasks}
     assert all(counts == ["1"] for counts in by_owner.values()), by_owner
-    hostnames = [r.output.strip() for r in seen.results if r.output.strip() and len(r.output.split()) == 1
-                 and r.output.strip() not in by_owner]
+    hostnames = [
+        r.output.strip()
+        for r in seen.results
+        if r.output.strip() and len(r.output.split()) == 1 and r.output.strip() not in by_owner
+    ]
     assert len(set(hostnames)) == 8
     assert leftover_containers(docker_client, green.owner) == []
     # logs: each task's lines are in its own ARVO file only, from both services, never doubled

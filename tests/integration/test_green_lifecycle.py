@@ -17,15 +17,27 @@ pytestmark = pytest.mark.docker
 
 def perfect_file_and_function(arvo_id: int) -> dict:
     t = get_task(arvo_id)
-    return {"reasoning": "scripted", "locations": [
-        {"file": t.fix_file, "function": t.fix_function, "line_start": 1, "line_end": 2}]}
+    return {
+        "reasoning": "scripted",
+        "locations": [
+            {"file": t.fix_file, "function": t.fix_function, "line_start": 1, "line_end": 2}
+        ],
+    }
 
 
-def test_rest_task_runs_from_queued_to_completed(start_green, scripted_purple, docker_client,
-                                                 green_settings, tmp_path: Path):
-    purple_url, seen = scripted_purple(Script(
-        commands=["ls /workspace/src-vul", "cat /workspace/error.txt | head -3", "test -e /tmp/poc; echo poc=$?"],
-        submissions=[perfect_file_and_function(900001)]))
+def test_rest_task_runs_from_queued_to_completed(
+    start_green, scripted_purple, docker_client, green_settings, tmp_path: Path
+):
+    purple_url, seen = scripted_purple(
+        Script(
+            commands=[
+                "ls /workspace/src-vul",
+                "cat /workspace/error.txt | head -3",
+                "test -e /tmp/poc; echo poc=$?",
+            ],
+            submissions=[perfect_file_and_function(900001)],
+        )
+    )
     green = start_green(purple_url=purple_url)
 
     task = submit_task(green.url, {"task": "arvo:900001"})
@@ -50,17 +62,33 @@ def test_rest_task_runs_from_queued_to_completed(start_green, scripted_purple, d
     assert not any(f in description for f in (green_db["ground_truth"]["files"][0]["path"],))
 
     # the container is gone; the database and both log files hold the story
-    assert done["container_name"] and done["container_name"] not in leftover_containers(docker_client, green.owner)
+    assert done["container_name"] and done["container_name"] not in leftover_containers(
+        docker_client, green.owner
+    )
     commands = httpx.get(f"{green.url}/tasks/{task['id']}/commands").json()
     assert [c["seq"] for c in commands] == [1, 2, 3, 4]
     assert commands[0]["command"] == "ls /workspace/src-vul"
 
     run_dir = green_settings.log_dir / "log_test"
     arvo_log = (run_dir / "arvo_900001.log").read_text()
-    events = [e for e in ("task.queued", "task.preparing", "task.running", "task.evaluating",
-                          "task.completed") if f"event={e}" in arvo_log]
-    assert events == ["task.queued", "task.preparing", "task.running", "task.evaluating",
-                      "task.completed"]
+    events = [
+        e
+        for e in (
+            "task.queued",
+            "task.preparing",
+            "task.running",
+            "task.evaluating",
+            "task.completed",
+        )
+        if f"event={e}" in arvo_log
+    ]
+    assert events == [
+        "task.queued",
+        "task.preparing",
+        "task.running",
+        "task.evaluating",
+        "task.completed",
+    ]
     assert arvo_log.index("task.queued") < arvo_log.index("task.completed")
     assert "service=green" in arvo_log and "service=purple" in arvo_log
     agents_log = (run_dir / "agents.log").read_text()

@@ -24,32 +24,55 @@ pytestmark = pytest.mark.docker
 
 def _env(settings) -> dict[str, str]:
     return {
-        "GREEN_ASSET_SOURCE": settings.asset_source, "GREEN_IMAGE_TEMPLATE": settings.image_template,
-        "GREEN_DATABASE_URL": settings.database_url, "GREEN_LOG_DIR": str(settings.log_dir),
-        "GREEN_ASSET_CACHE_DIR": str(settings.asset_cache_dir), "GREEN_PURPLE_POLL_S": "0.5",
+        "GREEN_ASSET_SOURCE": settings.asset_source,
+        "GREEN_IMAGE_TEMPLATE": settings.image_template,
+        "GREEN_DATABASE_URL": settings.database_url,
+        "GREEN_LOG_DIR": str(settings.log_dir),
+        "GREEN_ASSET_CACHE_DIR": str(settings.asset_cache_dir),
+        "GREEN_PURPLE_POLL_S": "0.5",
         "GREEN_INSTANCE_NAME": settings.instance_name,
     }
 
 
-def test_killed_green_marks_the_task_failed_and_reaps_its_container(green_settings, scripted_purple,
-                                                                     docker_client, tmp_path):
+def test_killed_green_marks_the_task_failed_and_reaps_its_container(
+    green_settings, scripted_purple, docker_client, tmp_path
+):
     purple_url, _ = scripted_purple(Script(commands=["sleep 3"] * 20))
     env = {**_env(green_settings), "GREEN_PURPLE_URL": purple_url}
-    green = ServiceProcess("services.green", green_settings.port, env, tmp_path / "green.out").start()
+    green = ServiceProcess(
+        "services.green", green_settings.port, env, tmp_path / "green.out"
+    ).start()
     try:
         task = submit_task(green.url, {"task": "arvo:900005"})
         running = wait_status(green.url, task["id"], "running")
-        assert running["container_name"] in leftover_containers(docker_client, green_settings.instance_name)
+        assert running["container_name"] in leftover_containers(
+            docker_client, green_settings.instance_name
+        )
         green.kill()  # SIGKILL: no shutdown hook runs
-        assert running["container_name"] in leftover_containers(docker_client, green_settings.instance_name)
+        assert running["container_name"] in leftover_containers(
+            docker_client, green_settings.instance_name
+        )
         foreign = docker_client.containers.run(  # another green replica's task on the same engine
-            "arena/arvo-base:bookworm", "sleep infinity", detach=True, network_mode="none",
-            labels={"arena.managed": "1", "arena.owner": f"other-{green_settings.port}"})
+            "arena/arvo-base:bookworm",
+            "sleep infinity",
+            detach=True,
+            network_mode="none",
+            labels={"arena.managed": "1", "arena.owner": f"other-{green_settings.port}"},
+        )
 
         store = TaskStore(make_engine(green_settings.database_url))
-        store.add(Task(id=f"replica-{green_settings.port}", arvo_id="900001", purple_url="x",
-                       max_steps=1, task_timeout_s=1, command_timeout_s=1, status="running",
-                       owner="another-replica"))
+        store.add(
+            Task(
+                id=f"replica-{green_settings.port}",
+                arvo_id="900001",
+                purple_url="x",
+                max_steps=1,
+                task_timeout_s=1,
+                command_timeout_s=1,
+                status="running",
+                owner="another-replica",
+            )
+        )
         green.start()
         assert store.get(f"replica-{green_settings.port}").status == "running"
         foreign.reload()
@@ -63,11 +86,14 @@ def test_killed_green_marks_the_task_failed_and_reaps_its_container(green_settin
         green.stop()
 
 
-def test_graceful_stop_ends_running_tasks_and_removes_containers(green_settings, scripted_purple,
-                                                                   docker_client, tmp_path):
+def test_graceful_stop_ends_running_tasks_and_removes_containers(
+    green_settings, scripted_purple, docker_client, tmp_path
+):
     purple_url, _ = scripted_purple(Script(commands=["sleep 3"] * 20))
     env = {**_env(green_settings), "GREEN_PURPLE_URL": purple_url}
-    green = ServiceProcess("services.green", green_settings.port, env, tmp_path / "green.out").start()
+    green = ServiceProcess(
+        "services.green", green_settings.port, env, tmp_path / "green.out"
+    ).start()
     task = submit_task(green.url, {"task": "arvo:900005"})
     wait_status(green.url, task["id"], "running")
     t0 = time.monotonic()
@@ -82,14 +108,17 @@ def test_graceful_stop_ends_running_tasks_and_removes_containers(green_settings,
         green.stop()
 
 
-def test_purple_shut_down_mid_task_records_it_and_green_fails_the_task(start_green, green_settings,
-                                                                       tmp_path, docker_client):
+def test_purple_shut_down_mid_task_records_it_and_green_fails_the_task(
+    start_green, green_settings, tmp_path, docker_client
+):
     port = free_port()
-    settings = PurpleSettings(port=port, database_url=f"sqlite:///{tmp_path}/p.db",
-                              log_dir=tmp_path / "logs")
+    settings = PurpleSettings(
+        port=port, database_url=f"sqlite:///{tmp_path}/p.db", log_dir=tmp_path / "logs"
+    )
     policy = ScriptedPolicy(Script(commands=["sleep 2"] * 20), Observed())
-    purple = ThreadedServer(create_purple(settings, make_policy=lambda kind="rca_task": policy),
-                            port).start()
+    purple = ThreadedServer(
+        create_purple(settings, make_policy=lambda kind="rca_task": policy), port
+    ).start()
     green = start_green(purple_url=purple.url, idle_timeout_s=3)
     task = submit_task(green.url, {"task": "arvo:900001"})
     wait_status(green.url, task["id"], "running")

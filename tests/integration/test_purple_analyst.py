@@ -23,14 +23,20 @@ pytestmark = pytest.mark.docker
 @pytest.fixture
 def analyst_purple(tmp_path):
     port = free_port()
-    settings = PurpleSettings(port=port, policy="stacktrace", database_url=f"sqlite:///{tmp_path}/p.db",
-                              log_dir=tmp_path / "logs", trajectory_dir=tmp_path / "traj")
+    settings = PurpleSettings(
+        port=port,
+        policy="stacktrace",
+        database_url=f"sqlite:///{tmp_path}/p.db",
+        log_dir=tmp_path / "logs",
+        trajectory_dir=tmp_path / "traj",
+    )
     with serve(create_purple(settings), port) as srv:
         yield srv
 
 
-def test_stack_trace_analyst_on_every_fixture_through_an_a2a_assessment(start_green, analyst_purple,
-                                                                        docker_client):
+def test_stack_trace_analyst_on_every_fixture_through_an_a2a_assessment(
+    start_green, analyst_purple, docker_client
+):
     """An AgentBeats-style assessment request over A2A (streamed), checked on its Result artifact."""
     green = start_green(max_concurrent_tasks=4)
     ids = [f"arvo:{t.id}" for t in load_tasks()]

@@ -19,8 +19,15 @@ pytestmark = pytest.mark.docker
 
 SRC = "/workspace/src-vul/xmlmini"
 WRONG = [{"file": "src/nowhere.c", "function": "f", "line_start": 1, "line_end": 2}]
-RIGHT = [{"file": "src/entity.c", "function": "xml_decode_entity", "line_start": 1, "line_end": 3,
-          "description": "reads past the end of the entity"}]
+RIGHT = [
+    {
+        "file": "src/entity.c",
+        "function": "xml_decode_entity",
+        "line_start": 1,
+        "line_end": 3,
+        "description": "reads past the end of the entity",
+    }
+]
 
 
 @pytest.fixture
@@ -36,10 +43,17 @@ def llm_purple(tmp_path, llm):
     def start(**overrides):
         port = free_port()
         settings = PurpleSettings(
-            port=port, policy="react", model="fake-model", openai_base_url=llm.base_url,
-            openai_api_key="test", database_url=f"sqlite:///{tmp_path}/p.db",
-            log_dir=tmp_path / "logs", trajectory_dir=tmp_path / "traj", llm_retries=1,
-            **overrides)
+            port=port,
+            policy="react",
+            model="fake-model",
+            openai_base_url=llm.base_url,
+            openai_api_key="test",
+            database_url=f"sqlite:///{tmp_path}/p.db",
+            log_dir=tmp_path / "logs",
+            trajectory_dir=tmp_path / "traj",
+            llm_retries=1,
+            **overrides,
+        )
         cm = serve(create_purple(settings), port)
         stack.append(cm)
         return cm.__enter__()
@@ -50,18 +64,38 @@ def llm_purple(tmp_path, llm):
 
 
 def test_tool_calling_agent_explores_fixes_a_refused_submission_and_counts_tokens(
-        start_green, llm, llm_purple, docker_client):
+    start_green, llm, llm_purple, docker_client
+):
     llm.push(
-        FakeReply(tool_calls=[("run_bash_cmd", {"command": "head -20 /workspace/error.txt"})],
-                  prompt_tokens=900, completion_tokens=30),
-        FakeReply(tool_calls=[("search_code", {"pattern": "xml_decode_entity", "file_pattern": "*.c"})],
-                  prompt_tokens=1500, completion_tokens=25),
-        FakeReply(tool_calls=[("show_file", {"path": f"{SRC}/src/entity.c", "start_line": 1, "end_line": 40})],
-                  prompt_tokens=2100, completion_tokens=40),
-        FakeReply(tool_calls=[("submit_localization", {"locations": WRONG, "reasoning": "guess"})],
-                  prompt_tokens=2600, completion_tokens=60),
-        FakeReply(tool_calls=[("submit_localization", {"locations": RIGHT, "reasoning": "the bound check"})],
-                  prompt_tokens=2900, completion_tokens=70),
+        FakeReply(
+            tool_calls=[("run_bash_cmd", {"command": "head -20 /workspace/error.txt"})],
+            prompt_tokens=900,
+            completion_tokens=30,
+        ),
+        FakeReply(
+            tool_calls=[("search_code", {"pattern": "xml_decode_entity", "file_pattern": "*.c"})],
+            prompt_tokens=1500,
+            completion_tokens=25,
+        ),
+        FakeReply(
+            tool_calls=[
+                ("show_file", {"path": f"{SRC}/src/entity.c", "start_line": 1, "end_line": 40})
+            ],
+            prompt_tokens=2100,
+            completion_tokens=40,
+        ),
+        FakeReply(
+            tool_calls=[("submit_localization", {"locations": WRONG, "reasoning": "guess"})],
+            prompt_tokens=2600,
+            completion_tokens=60,
+        ),
+        FakeReply(
+            tool_calls=[
+                ("submit_localization", {"locations": RIGHT, "reasoning": "the bound check"})
+            ],
+            prompt_tokens=2900,
+            completion_tokens=70,
+        ),
     )
     purple = llm_purple()
     green = start_green(purple_url=purple.url)
@@ -89,10 +123,16 @@ def test_tool_calling_agent_explores_fixes_a_refused_submission_and_counts_token
 
 def test_text_mode_agent_submits_through_green(start_green, llm, llm_purple):
     llm.push(
-        FakeReply(content=format_text_call("run_bash_cmd", {"command": "ls src-vul/xmlmini/src"},
-                                           "Look around.")),
-        FakeReply(content=format_text_call("submit_localization",
-                                           {"locations": json.dumps(RIGHT), "reasoning": "entity bound"})),
+        FakeReply(
+            content=format_text_call(
+                "run_bash_cmd", {"command": "ls src-vul/xmlmini/src"}, "Look around."
+            )
+        ),
+        FakeReply(
+            content=format_text_call(
+                "submit_localization", {"locations": json.dumps(RIGHT), "reasoning": "entity bound"}
+            )
+        ),
     )
     purple = llm_purple(mode="text")
     green = start_green(purple_url=purple.url)

@@ -39,12 +39,17 @@ class TextOnlyRelay(AgentExecutor):
         self.forwarded.append(payload.text)
         peer = A2APeer(self.purple_url)
         try:
-            await peer.send(new_protocol_message(payload.text, None, context_id=context.context_id,
-                                                 role=Role.ROLE_USER), return_immediately=True)
+            await peer.send(
+                new_protocol_message(
+                    payload.text, None, context_id=context.context_id, role=Role.ROLE_USER
+                ),
+                return_immediately=True,
+            )
         finally:
             await peer.aclose()
         await event_queue.enqueue_event(
-            new_protocol_message("forwarded as text", None, context_id=context.context_id))
+            new_protocol_message("forwarded as text", None, context_id=context.context_id)
+        )
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         return None
@@ -53,14 +58,28 @@ class TextOnlyRelay(AgentExecutor):
 def test_purple_works_on_a_text_only_task(start_green, green_settings, tmp_path):
     port, relay_port = free_port(), free_port()
     green_url = f"http://127.0.0.1:{green_settings.port}"
-    purple = create_purple(PurpleSettings(
-        port=port, policy="stacktrace", green_url=green_url,
-        database_url=f"sqlite:///{tmp_path}/p.db", log_dir=tmp_path / "logs"))
+    purple = create_purple(
+        PurpleSettings(
+            port=port,
+            policy="stacktrace",
+            green_url=green_url,
+            database_url=f"sqlite:///{tmp_path}/p.db",
+            log_dir=tmp_path / "logs",
+        )
+    )
     relay = TextOnlyRelay(f"http://127.0.0.1:{port}")
     relay_app = FastAPI()
-    mount_a2a(relay_app, relay, build_agent_card(
-        name="relay", description="text-only relay", url=f"http://127.0.0.1:{relay_port}",
-        version="0", skills=[AgentSkill(id="relay", name="relay", description="relay", tags=["x"])]))
+    mount_a2a(
+        relay_app,
+        relay,
+        build_agent_card(
+            name="relay",
+            description="text-only relay",
+            url=f"http://127.0.0.1:{relay_port}",
+            version="0",
+            skills=[AgentSkill(id="relay", name="relay", description="relay", tags=["x"])],
+        ),
+    )
     with serve(purple, port), serve(relay_app, relay_port):
         green = start_green(purple_url=f"http://127.0.0.1:{relay_port}")
         task = submit_task(green.url, {"task": "arvo:900001"})

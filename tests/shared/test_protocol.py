@@ -14,15 +14,21 @@ from services.shared.protocol import (
 )
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("execute: ls /workspace/src-vul", Execute(command="ls /workspace/src-vul")),
-    ("  EXECUTE:cat <<'EOF'\nmulti\nline\nEOF", Execute(command="cat <<'EOF'\nmulti\nline\nEOF")),
-    ("submit", Submit()),
-    (" Submit \n", Submit()),
-    ("execute:   ", None),
-    ("please execute: ls", None),
-    ("submitted", None),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("execute: ls /workspace/src-vul", Execute(command="ls /workspace/src-vul")),
+        (
+            "  EXECUTE:cat <<'EOF'\nmulti\nline\nEOF",
+            Execute(command="cat <<'EOF'\nmulti\nline\nEOF"),
+        ),
+        ("submit", Submit()),
+        (" Submit \n", Submit()),
+        ("execute:   ", None),
+        ("please execute: ls", None),
+        ("submitted", None),
+    ],
+)
 def test_plain_text_requests(text, expected):
     assert parse_text_request(text) == expected
 
@@ -37,21 +43,32 @@ def test_numbers_that_crossed_a2a_as_floats_are_coerced():
 
 
 def test_result_text_says_what_was_cut_and_killed():
-    text = result_text(Result(exit_code=-1, output="abc", truncated=True, bytes_cut=42, timed_out=True))
+    text = result_text(
+        Result(exit_code=-1, output="abc", truncated=True, bytes_cut=42, timed_out=True)
+    )
     assert text.startswith("<returncode>-1</returncode>\n<output>abc</output>")
     assert "timed out" in text and "42 bytes" in text
 
 
-@pytest.mark.parametrize("payload, kind", [
-    (Payload(text="execute: ls", data={"kind": "execute", "command": "ls", "token": "t"}), ProtocolRequest),
-    (Payload(text="execute: ls\ntoken: abcdefgh"), ProtocolRequest),
-    (Payload(text="submit"), ProtocolRequest),
-    (Payload(text="Task ID: arvo:10055"), StartTask),
-    (Payload(text='{"participants": {"agent": "http://p"}, "config": {"task_ids": [1]}}'), Assessment),
-    (Payload(text='{"participants": {}}'), Unknown),
-    (Payload(text="hello"), Unknown),
-    (Payload(text="x", data={"kind": "execute"}), Unknown),
-])
+@pytest.mark.parametrize(
+    "payload, kind",
+    [
+        (
+            Payload(text="execute: ls", data={"kind": "execute", "command": "ls", "token": "t"}),
+            ProtocolRequest,
+        ),
+        (Payload(text="execute: ls\ntoken: abcdefgh"), ProtocolRequest),
+        (Payload(text="submit"), ProtocolRequest),
+        (Payload(text="Task ID: arvo:10055"), StartTask),
+        (
+            Payload(text='{"participants": {"agent": "http://p"}, "config": {"task_ids": [1]}}'),
+            Assessment,
+        ),
+        (Payload(text='{"participants": {}}'), Unknown),
+        (Payload(text="hello"), Unknown),
+        (Payload(text="x", data={"kind": "execute"}), Unknown),
+    ],
+)
 def test_classify(payload, kind):
     assert isinstance(classify(payload), kind)
 
@@ -69,6 +86,10 @@ def test_a_command_that_names_an_arvo_id_is_still_a_command():
 
 
 def test_start_task_collects_unique_ids():
-    assert classify(Payload(text="Task ID: arvo:1 and arvo:2, again arvo:1")).task_ids == ["arvo:1", "arvo:2"]
-    assert classify(Payload(text="Task ID: swebench:arena__ini-1")).task_ids == ["swebench:arena__ini-1"]
-
+    assert classify(Payload(text="Task ID: arvo:1 and arvo:2, again arvo:1")).task_ids == [
+        "arvo:1",
+        "arvo:2",
+    ]
+    assert classify(Payload(text="Task ID: swebench:arena__ini-1")).task_ids == [
+        "swebench:arena__ini-1"
+    ]

@@ -9,21 +9,38 @@ from tests.support.servers import REPO
 
 
 def test_env_example_is_current():
-    out = subprocess.run([sys.executable, "scripts/gen_env_example.py", "--check"], cwd=REPO,
-                         capture_output=True, text=True, check=False)
+    out = subprocess.run(
+        [sys.executable, "scripts/gen_env_example.py", "--check"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr
 
 
 def test_every_setting_has_a_docstring():
     for cls in (GreenSettings, PurpleSettings):
-        missing = [name for name, f in cls.model_fields.items() if not (f.description or "").strip()]
+        missing = [
+            name for name, f in cls.model_fields.items() if not (f.description or "").strip()
+        ]
         assert not missing, f"{cls.__name__}: document {missing}"
 
 
 def test_issue_named_green_settings_exist():
-    for name in ("asset_source", "image_template", "database_url", "purple_url", "public_url",
-                 "max_concurrent_tasks", "task_timeout_s", "idle_timeout_s", "command_timeout_s",
-                 "max_steps", "log_dir"):
+    for name in (
+        "asset_source",
+        "image_template",
+        "database_url",
+        "purple_url",
+        "public_url",
+        "max_concurrent_tasks",
+        "task_timeout_s",
+        "idle_timeout_s",
+        "command_timeout_s",
+        "max_steps",
+        "log_dir",
+    ):
         assert name in GreenSettings.model_fields
 
 

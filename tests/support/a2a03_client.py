@@ -22,10 +22,15 @@ async def main(mode: str, green_url: str, text: str, purple_url: str | None) -> 
     async with httpx.AsyncClient(timeout=300) as http:
         card = await A2ACardResolver(http, green_url).get_agent_card()
         streaming = mode == "stream"
-        client = ClientFactory(ClientConfig(streaming=streaming, polling=not streaming,
-                                            httpx_client=http)).create(card)
-        msg = Message(role=Role.user, message_id=uuid.uuid4().hex, parts=[Part(root=TextPart(text=text))],
-                      metadata={"purple_url": purple_url} if purple_url else None)
+        client = ClientFactory(
+            ClientConfig(streaming=streaming, polling=not streaming, httpx_client=http)
+        ).create(card)
+        msg = Message(
+            role=Role.user,
+            message_id=uuid.uuid4().hex,
+            parts=[Part(root=TextPart(text=text))],
+            metadata={"purple_url": purple_url} if purple_url else None,
+        )
         task, updates = None, 0
         config = None if streaming else MessageSendConfiguration(blocking=False)
         async for event in client.send_message(msg, configuration=config):
@@ -42,9 +47,21 @@ async def main(mode: str, green_url: str, text: str, purple_url: str | None) -> 
         for artifact in task.artifacts or []:
             if artifact.name == "Result":
                 result = next((p.root.data for p in artifact.parts if p.root.kind == "data"), None)
-        print(json.dumps({"card_url": card.url, "card_name": card.name, "protocol": card.protocol_version,
-                          "state": task.status.state.value, "updates": updates, "result": result}))
+        print(
+            json.dumps(
+                {
+                    "card_url": card.url,
+                    "card_name": card.name,
+                    "protocol": card.protocol_version,
+                    "state": task.status.state.value,
+                    "updates": updates,
+                    "result": result,
+                }
+            )
+        )
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else None))
+    asyncio.run(
+        main(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else None)
+    )

@@ -22,7 +22,9 @@ def write_file_command(path: str, content: str) -> str:
 
 @dataclass
 class Script:
-    commands: list[str] = field(default_factory=lambda: ["ls /workspace", "head -5 /workspace/error.txt"])
+    commands: list[str] = field(
+        default_factory=lambda: ["ls /workspace", "head -5 /workspace/error.txt"]
+    )
     """Shell commands; ``{task_id}`` is replaced by the task's id."""
     submissions: list[dict[str, Any] | str] = field(default_factory=list)
     """loc.json contents to try in turn (a str is written verbatim: use it for malformed JSON)."""
@@ -72,5 +74,6 @@ class ScriptedPolicy:
         except TaskEnded as exc:
             self.observed.ended = str(exc)
             status, reason = "limits", str(exc)
-        return RunResult(task_id=task.task_id, policy=self.name, status=status, reason=reason,
-                         stats=stats)
+        return RunResult(
+            task_id=task.task_id, policy=self.name, status=status, reason=reason, stats=stats
+        )

@@ -30,8 +30,11 @@ class ThreadedServer:
     def __init__(self, app, port: int | None = None) -> None:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port,
-                                                    log_level="warning", lifespan="on"))
+        self.server = uvicorn.Server(
+            uvicorn.Config(
+                app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on"
+            )
+        )
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def start(self) -> ThreadedServer:
@@ -69,14 +72,20 @@ class ServiceProcess:
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", self.module, "--host", "127.0.0.1", "--port", str(self.port)],
-            cwd=REPO, env={**os.environ, **self.env}, stdout=log, stderr=subprocess.STDOUT,
+            cwd=REPO,
+            env={**os.environ, **self.env},
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"{self.module} exited: {self.log_path.read_text()[-2000:]}")
             with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{self.url}/.well-known/agent-card.json", timeout=1).status_code == 200:
+                if (
+                    httpx.get(f"{self.url}/.well-known/agent-card.json", timeout=1).status_code
+                    == 200
+                ):
                     return self
             time.sleep(0.2)
         raise RuntimeError(f"{self.module} did not start: {self.log_path.read_text()[-2000:]}")

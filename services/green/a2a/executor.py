@@ -57,22 +57,26 @@ class GreenExecutor(AgentExecutor):
             updater = TaskUpdater(event_queue, context.task_id, context.context_id or "")
             await updater.cancel()
 
-    async def _reply(self, context: RequestContext, queue: EventQueue, text: str,
-                     data: dict) -> None:
+    async def _reply(
+        self, context: RequestContext, queue: EventQueue, text: str, data: dict
+    ) -> None:
         await queue.enqueue_event(new_protocol_message(text, data, context_id=context.context_id))
 
     async def _refuse(self, context: RequestContext, queue: EventQueue, why: str) -> None:
         await self._reply(context, queue, f"Refused: {why}", ErrorReply(message=why).model_dump())
 
-    async def _serve(self, context: RequestContext, queue: EventQueue, req: ProtocolRequest) -> None:
+    async def _serve(
+        self, context: RequestContext, queue: EventQueue, req: ProtocolRequest
+    ) -> None:
         task_id = context.context_id or ""
         try:
             if isinstance(req.request, Execute):
                 result = await self.orchestrator.execute(
                     task_id, req.token, req.request.command, req.request.timeout
                 )
-                await self._reply(context, queue, result_text(result),
-                                  Result(**result.model_dump()).model_dump())
+                await self._reply(
+                    context, queue, result_text(result), Result(**result.model_dump()).model_dump()
+                )
             else:
                 reply = await self.orchestrator.submit(task_id, req.token, req.request)
                 await self._reply(context, queue, submit_result_text(reply), reply.model_dump())
@@ -81,10 +85,14 @@ class GreenExecutor(AgentExecutor):
             log.info("request.refused", context_id=task_id, reason=why)
             await self._refuse(context, queue, why)
 
-    async def _assess(self, context: RequestContext, queue: EventQueue,
-                      request: AssessmentRequest) -> None:
-        task = Task(id=context.task_id, context_id=context.context_id,
-                    status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED))
+    async def _assess(
+        self, context: RequestContext, queue: EventQueue, request: AssessmentRequest
+    ) -> None:
+        task = Task(
+            id=context.task_id,
+            context_id=context.context_id,
+            status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
+        )
         await queue.enqueue_event(task)
         updater = TaskUpdater(queue, context.task_id or "", context.context_id or "")
         await updater.start_work()

@@ -36,5 +36,8 @@ def require_operator(request: Request) -> None:
         return
     given = request.headers.get("authorization", "")
     if not secrets.compare_digest(given.encode(), f"Bearer {token}".encode()):
-        raise HTTPException(status.HTTP_401_UNAUTHORIZED, "missing or wrong bearer token",
-                            headers={"WWW-Authenticate": "Bearer"})
+        raise HTTPException(
+            status.HTTP_401_UNAUTHORIZED,
+            "missing or wrong bearer token",
+            headers={"WWW-Authenticate": "Bearer"},
+        )

@@ -38,10 +38,13 @@ class ArvoPlan:
 
         The ground truth (patch.diff) never enters the container.
         """
-        sandbox.put_files(WORKSPACE, {"error.txt": self.assets["error.txt"].read_bytes(),
-                                      "shared/.keep": b""})
+        sandbox.put_files(
+            WORKSPACE, {"error.txt": self.assets["error.txt"].read_bytes(), "shared/.keep": b""}
+        )
         top = self.prepared.archive_top.strip("/")
-        dest = WORKSPACE if top == "src-vul" or top.startswith("src-vul/") else f"{WORKSPACE}/src-vul"
+        dest = (
+            WORKSPACE if top == "src-vul" or top.startswith("src-vul/") else f"{WORKSPACE}/src-vul"
+        )
         with self.assets["repo-vul.tar.gz"].open("rb") as archive:  # streamed, not loaded
             sandbox.put_archive(dest, archive)
         hardening = [f"rm -f {WORKSPACE}/shared/.keep"]
@@ -57,8 +60,9 @@ class ArvoPlan:
         return command
 
     def describe(self, task: TaskAssignment) -> str:
-        return describe_task(task, self.prepared.project,
-                             None if self.mask_arvo_id else self.arvo_id)
+        return describe_task(
+            task, self.prepared.project, None if self.mask_arvo_id else self.arvo_id
+        )
 
     def read_submission(self, sandbox: Sandbox) -> tuple[dict[str, Any] | None, list[str]]:
         path = self.paths.submission
@@ -82,9 +86,16 @@ class ArvoKind:
     name = "arvo"
     assignment = RcaTask
 
-    def __init__(self, assets: AssetSource, image_template: str, *, strip_git: bool = True,
-                 hide_poc: bool = True, mask_arvo_id: bool = True,
-                 judge: Judge | None = None) -> None:
+    def __init__(
+        self,
+        assets: AssetSource,
+        image_template: str,
+        *,
+        strip_git: bool = True,
+        hide_poc: bool = True,
+        mask_arvo_id: bool = True,
+        judge: Judge | None = None,
+    ) -> None:
         self.assets = assets
         self.image_template = image_template
         self.strip_git = strip_git
@@ -99,12 +110,20 @@ class ArvoKind:
         self.assets.fetch(ref, "error.txt")  # small; warms the cache for preparation
 
     def prepare(self, ref: str) -> ArvoPlan:
-        files = {name: self.assets.fetch(ref, name)
-                 for name in ("error.txt", "repo-vul.tar.gz", "patch.diff")}
+        files = {
+            name: self.assets.fetch(ref, name)
+            for name in ("error.txt", "repo-vul.tar.gz", "patch.diff")
+        }
         prepared = self.judge.prepare(files["patch.diff"], files["repo-vul.tar.gz"])
-        return ArvoPlan(arvo_id=ref, image=self.image_template.format(id=ref), assets=files,
-                        prepared=prepared, strip_git=self.strip_git, hide_poc=self.hide_poc,
-                        mask_arvo_id=self.mask_arvo_id)
+        return ArvoPlan(
+            arvo_id=ref,
+            image=self.image_template.format(id=ref),
+            assets=files,
+            prepared=prepared,
+            strip_git=self.strip_git,
+            hide_poc=self.hide_poc,
+            mask_arvo_id=self.mask_arvo_id,
+        )
 
     def aggregate(self, records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         return aggregate_records(records).to_dict()

@@ -69,8 +69,11 @@ class TaskStore:
         """Record a command and the task's step count in one transaction (the inner loop)."""
         with Session(self.engine) as s:
             s.add(command)
-            s.exec(update(Task).where(Task.id == command.task_id)
-                   .values(steps=command.seq, updated_at=utcnow()))
+            s.exec(
+                update(Task)
+                .where(Task.id == command.task_id)
+                .values(steps=command.seq, updated_at=utcnow())
+            )
             s.commit()
 
     def commands(self, task_id: str, offset: int = 0, limit: int = 500) -> Sequence[Command]:
@@ -128,8 +131,9 @@ class AssessmentStore:
 
     def fail_unfinished(self, reason: str, owner: str) -> None:
         with Session(self.engine) as s:
-            q = select(AssessmentRecord).where(AssessmentRecord.status == TaskStatus.running,
-                                               AssessmentRecord.owner == owner)
+            q = select(AssessmentRecord).where(
+                AssessmentRecord.status == TaskStatus.running, AssessmentRecord.owner == owner
+            )
             for rec in s.exec(q):
                 rec.status, rec.error, rec.finished_at = TaskStatus.failed, reason, utcnow()
                 s.add(rec)

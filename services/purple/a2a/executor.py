@@ -68,10 +68,14 @@ class Incoming:
     def context(self, task_id: str, env: GreenEnvironment) -> TaskContext:
         a = self.assignment
         return TaskContext(
-            task_id=task_id, description=self.description, env=env,
-            paths=a.paths if a else TaskPaths(), max_steps=a.limits.max_steps if a else None,
+            task_id=task_id,
+            description=self.description,
+            env=env,
+            paths=a.paths if a else TaskPaths(),
+            max_steps=a.limits.max_steps if a else None,
             deadline=a.limits.deadline if a else None,
-            command_timeout_s=a.limits.command_timeout_s if a else None)
+            command_timeout_s=a.limits.command_timeout_s if a else None,
+        )
 
 
 def read_task(payload: Payload, default_green: str | None) -> Incoming:
@@ -87,8 +91,9 @@ def read_task(payload: Payload, default_green: str | None) -> Incoming:
 
 
 class PurpleExecutor(AgentExecutor):
-    def __init__(self, settings: PurpleSettings, store: PurpleStore,
-                 make_policy: Callable[[str], Policy]) -> None:
+    def __init__(
+        self, settings: PurpleSettings, store: PurpleStore, make_policy: Callable[[str], Policy]
+    ) -> None:
         self.settings = settings
         self.store = store
         self.make_policy = make_policy
@@ -110,18 +115,32 @@ class PurpleExecutor(AgentExecutor):
         try:
             incoming = read_task(payload, self.settings.green_url)
         except BadTask as exc:
-            await event_queue.enqueue_event(new_protocol_message(
-                f"Cannot take this task: {exc}", {"kind": "error", "message": str(exc)},
-                context_id=context.context_id))
+            await event_queue.enqueue_event(
+                new_protocol_message(
+                    f"Cannot take this task: {exc}",
+                    {"kind": "error", "message": str(exc)},
+                    context_id=context.context_id,
+                )
+            )
             return
-        await event_queue.enqueue_event(Task(
-            id=context.task_id, context_id=context.context_id,
-            status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED)))
+        await event_queue.enqueue_event(
+            Task(
+                id=context.task_id,
+                context_id=context.context_id,
+                status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
+            )
+        )
         updater = TaskUpdater(event_queue, context.task_id or "", context.context_id or "")
         await updater.start_work()
         policy = self.make_policy(incoming.kind)
-        self.store.add(PurpleTask(id=task_id, a2a_task_id=context.task_id,
-                                  green_url=incoming.green_url, policy=policy.name))
+        self.store.add(
+            PurpleTask(
+                id=task_id,
+                a2a_task_id=context.task_id,
+                green_url=incoming.green_url,
+                policy=policy.name,
+            )
+        )
         log_key = payload.metadata.get("log_key") or f"task_{task_id}"
         job = asyncio.create_task(self._work(task_id, log_key, incoming, policy, updater))
         self._jobs[task_id] = job
@@ -133,16 +152,21 @@ class PurpleExecutor(AgentExecutor):
             job.cancel()
         await TaskUpdater(event_queue, context.task_id or "", context.context_id or "").cancel()
 
-    async def _work(self, task_id: str, log_key: str, incoming: Incoming, policy: Policy,
-                    updater: TaskUpdater) -> None:
+    async def _work(
+        self, task_id: str, log_key: str, incoming: Incoming, policy: Policy, updater: TaskUpdater
+    ) -> None:
         with task_log_context(task_id, log_key):
             green = A2APeer(incoming.green_url, timeout=self.settings.green_timeout_s)
 
             async def record(command: str, result: CommandResult) -> None:
                 await asyncio.to_thread(
-                    self.store.append_command, task_id, command=command,
-                    exit_code=result.exit_code, duration_s=round(result.duration_s, 4),
-                    timed_out=result.timed_out)
+                    self.store.append_command,
+                    task_id,
+                    command=command,
+                    exit_code=result.exit_code,
+                    duration_s=round(result.duration_s, 4),
+                    timed_out=result.timed_out,
+                )
 
             env = GreenEnvironment(green, task_id, incoming.token, on_command=record)
             ctx = incoming.context(task_id, env)
@@ -151,15 +175,21 @@ class PurpleExecutor(AgentExecutor):
                 async with self._slots:
                     result = await policy.run(ctx)
             except asyncio.CancelledError:
-                self.store.update(task_id, status="cancelled", finished_at=utcnow(),
-                                  reason=self._stop_reason or "cancelled")
+                self.store.update(
+                    task_id,
+                    status="cancelled",
+                    finished_at=utcnow(),
+                    reason=self._stop_reason or "cancelled",
+                )
                 with contextlib.suppress(Exception):  # the queue may be gone at shutdown
                     await updater.cancel()
                 raise
             except Exception as exc:
                 log.exception("task.crashed")
                 self.store.update(task_id, status="failed", reason=repr(exc), finished_at=utcnow())
-                await updater.failed(updater.new_agent_message([new_text_part(f"purple failed: {exc}")]))
+                await updater.failed(
+                    updater.new_agent_message([new_text_part(f"purple failed: {exc}")])
+                )
                 return
             finally:
                 await green.aclose()
@@ -168,18 +198,37 @@ class PurpleExecutor(AgentExecutor):
     async def _finish(self, task_id: str, result: RunResult, updater: TaskUpdater) -> None:
         status = "submitted" if result.status == "submitted" else "failed"
         self.store.update(
-            task_id, status=status, reason=result.reason, finished_at=utcnow(),
-            step_count=result.stats.steps, tokens_in=result.stats.tokens_in,
-            tokens_out=result.stats.tokens_out, cost=result.stats.cost,
+            task_id,
+            status=status,
+            reason=result.reason,
+            finished_at=utcnow(),
+            step_count=result.stats.steps,
+            tokens_in=result.stats.tokens_in,
+            tokens_out=result.stats.tokens_out,
+            cost=result.stats.cost,
             submission=result.submission.model_dump() if result.submission else None,
-            trajectory_path=result.trajectory_path, messages=_messages(result.trajectory_path))
-        log.info("task.finished", status=result.status, reason=result.reason,
-                 steps=result.stats.steps, tokens_in=result.stats.tokens_in,
-                 tokens_out=result.stats.tokens_out, cost=result.stats.cost)
-        summary = f"{result.policy}: {result.status} ({result.reason}) after {result.stats.steps} steps"
+            trajectory_path=result.trajectory_path,
+            messages=_messages(result.trajectory_path),
+        )
+        log.info(
+            "task.finished",
+            status=result.status,
+            reason=result.reason,
+            steps=result.stats.steps,
+            tokens_in=result.stats.tokens_in,
+            tokens_out=result.stats.tokens_out,
+            cost=result.stats.cost,
+        )
+        summary = (
+            f"{result.policy}: {result.status} ({result.reason}) after {result.stats.steps} steps"
+        )
         await updater.add_artifact(
-            [new_text_part(summary), new_data_part(json.loads(result.model_dump_json(
-                exclude={"command_history"})))], name="submission")
+            [
+                new_text_part(summary),
+                new_data_part(json.loads(result.model_dump_json(exclude={"command_history"}))),
+            ],
+            name="submission",
+        )
         if result.status == "submitted":
             await updater.complete()
         else:

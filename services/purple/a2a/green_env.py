@@ -29,8 +29,9 @@ class GreenEnvironment:
     data part. A refusal (task over, step limit, wrong token) raises :class:`TaskEnded`.
     """
 
-    def __init__(self, green: A2APeer, task_id: str, token: str | None,
-                 on_command: OnCommand | None = None) -> None:
+    def __init__(
+        self, green: A2APeer, task_id: str, token: str | None, on_command: OnCommand | None = None
+    ) -> None:
         self.green = green
         self.task_id = task_id
         self.token = token
@@ -61,8 +62,13 @@ class GreenEnvironment:
 
     async def submit(self, stats: RunStats | None = None) -> SubmitResult:
         s = stats or RunStats()
-        req = Submit(token=self.token, steps=s.steps, tokens_in=s.tokens_in,
-                     tokens_out=s.tokens_out, cost=s.cost)
+        req = Submit(
+            token=self.token,
+            steps=s.steps,
+            tokens_in=s.tokens_in,
+            tokens_out=s.tokens_out,
+            cost=s.cost,
+        )
         reply = await self._ask("submit", req.model_dump())
         if not isinstance(reply, SubmitResult):
             raise TaskEnded(f"unexpected reply to submit: {type(reply).__name__}")

@@ -62,7 +62,9 @@ class Trajectory:
                 "events_file": self.events_path.name if self.events_path else None,
                 **final,
             }
-            write_atomic(self.final_path, json.dumps(doc, default=str, ensure_ascii=False, indent=1))
+            write_atomic(
+                self.final_path, json.dumps(doc, default=str, ensure_ascii=False, indent=1)
+            )
         self.close()
 
     def close(self) -> None:

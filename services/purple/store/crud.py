@@ -39,17 +39,29 @@ class PurpleStore:
             s.add(row)
             s.commit()
 
-    def append_command(self, task_id: str, *, command: str, exit_code: int, duration_s: float,
-                       timed_out: bool) -> None:
+    def append_command(
+        self, task_id: str, *, command: str, exit_code: int, duration_s: float, timed_out: bool
+    ) -> None:
         """One insert and one counter update, in one transaction: O(1) per command."""
         with Session(self.engine) as s:
             count = s.exec(select(PurpleTask.command_count).where(PurpleTask.id == task_id)).first()
             if count is None:
                 return
-            s.add(PurpleCommand(task_id=task_id, seq=count + 1, command=command,
-                                exit_code=exit_code, duration_s=duration_s, timed_out=timed_out))
-            s.exec(update(PurpleTask).where(PurpleTask.id == task_id)
-                   .values(command_count=count + 1, updated_at=utcnow()))
+            s.add(
+                PurpleCommand(
+                    task_id=task_id,
+                    seq=count + 1,
+                    command=command,
+                    exit_code=exit_code,
+                    duration_s=duration_s,
+                    timed_out=timed_out,
+                )
+            )
+            s.exec(
+                update(PurpleTask)
+                .where(PurpleTask.id == task_id)
+                .values(command_count=count + 1, updated_at=utcnow())
+            )
             s.commit()
 
     def commands(self, task_id: str) -> list[PurpleCommand]:

@@ -18,8 +18,9 @@ _background: set[asyncio.Task[None]] = set()
 
 
 @router.post("", status_code=status.HTTP_202_ACCEPTED)
-async def create_assessment(body: AssessmentRequest, runner: AssessmentsDep,
-                            store: AssessmentStoreDep) -> dict[str, Any]:
+async def create_assessment(
+    body: AssessmentRequest, runner: AssessmentsDep, store: AssessmentStoreDep
+) -> dict[str, Any]:
     aid = str(uuid.uuid4())
     purple = body.purple_url or runner.orchestrator.settings.purple_url
     try:
@@ -28,14 +29,24 @@ async def create_assessment(body: AssessmentRequest, runner: AssessmentsDep,
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown task {exc}") from exc
     except ValueError as exc:  # e.g. a task kind this green does not serve
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, str(exc)) from exc
-    store.add(AssessmentRecord(id=aid, purple_url=purple, request=body.model_dump(),
-                               owner=runner.orchestrator.settings.instance_name))
+    store.add(
+        AssessmentRecord(
+            id=aid,
+            purple_url=purple,
+            request=body.model_dump(),
+            owner=runner.orchestrator.settings.instance_name,
+        )
+    )
 
     async def finish() -> None:
         try:
             result = await runner.follow(tasks)
-            store.update(aid, status=TaskStatus.completed, finished_at=utcnow(),
-                         result=result.model_dump(mode="json"))
+            store.update(
+                aid,
+                status=TaskStatus.completed,
+                finished_at=utcnow(),
+                result=result.model_dump(mode="json"),
+            )
         except BaseException as exc:
             store.update(aid, status=TaskStatus.failed, finished_at=utcnow(), error=repr(exc))
             raise

@@ -22,5 +22,7 @@ async def healthz(orch: OrchestratorDep) -> JSONResponse:
 
     docker_ok, db_ok = await asyncio.gather(check(orch.sandboxes.ping), check(orch.store.ping))
     ok = docker_ok and db_ok
-    return JSONResponse({"status": "ok" if ok else "degraded", "docker": docker_ok,
-                         "database": db_ok}, status_code=200 if ok else 503)
+    return JSONResponse(
+        {"status": "ok" if ok else "degraded", "docker": docker_ok, "database": db_ok},
+        status_code=200 if ok else 503,
+    )

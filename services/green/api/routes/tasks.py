@@ -18,10 +18,13 @@ router = APIRouter(prefix="/tasks", tags=["tasks"])
 
 
 class TaskCreate(BaseModel):
-    task: str | None = Field(None, examples=["arvo:10055"],
-                             description="'arvo:<n>', '<n>' or 'swebench:<instance id>'")
+    task: str | None = Field(
+        None, examples=["arvo:10055"], description="'arvo:<n>', '<n>' or 'swebench:<instance id>'"
+    )
     arvo_id: int | str | None = Field(None, examples=[10055], description="An ARVO id")
-    purple_url: str | None = Field(None, description="A2A base URL of the agent (default: settings)")
+    purple_url: str | None = Field(
+        None, description="A2A base URL of the agent (default: settings)"
+    )
     max_steps: int | None = Field(None, ge=1, le=10_000)
     task_timeout_s: float | None = Field(None, gt=0, le=86_400)
     command_timeout_s: float | None = Field(None, gt=0, le=3_600)
@@ -46,8 +49,12 @@ def public(task: Task) -> TaskPublic:
 
 @router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=TaskPublic)
 async def create_task(body: TaskCreate, orch: OrchestratorDep) -> TaskPublic:
-    opts = TaskOptions(purple_url=body.purple_url, max_steps=body.max_steps,
-                       task_timeout_s=body.task_timeout_s, command_timeout_s=body.command_timeout_s)
+    opts = TaskOptions(
+        purple_url=body.purple_url,
+        max_steps=body.max_steps,
+        task_timeout_s=body.task_timeout_s,
+        command_timeout_s=body.command_timeout_s,
+    )
     kind, ref = split_task_ref(body.task or "")
     try:
         task = await orch.create_task(ref, opts, kind=kind)
@@ -67,8 +74,9 @@ async def list_tasks(
     offset: Annotated[int, Query(ge=0)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> Any:
-    rows, total = orch.store.list(status=status_, arvo_id=arvo_id, assessment_id=assessment_id,
-                                  offset=offset, limit=limit)
+    rows, total = orch.store.list(
+        status=status_, arvo_id=arvo_id, assessment_id=assessment_id, offset=offset, limit=limit
+    )
     return TaskList(items=[public(t) for t in rows], total=total, offset=offset, limit=limit)
 
 
