@@ -16,6 +16,7 @@ from services.green.app import create_app as create_green
 from services.green.config import GreenSettings
 from services.purple.app import create_app as create_purple
 from services.purple.config import PurpleSettings
+from tests.support.fake_llm import FakeLLMServer
 from tests.support.scripted_purple import Observed, Script, ScriptedPolicy
 from tests.support.servers import ThreadedServer, free_port, serve
 
@@ -144,3 +145,36 @@ def a2a03_python() -> Path:
         )
         marker.write_text(A2A_03)
     return python
+
+
+@pytest.fixture
+def llm():
+    with FakeLLMServer() as server:
+        yield server
+
+
+@pytest.fixture
+def llm_purple(tmp_path, llm):
+    stack: list = []
+
+    def start(**overrides):
+        port = free_port()
+        settings = PurpleSettings(
+            port=port,
+            policy="react",
+            model="fake-model",
+            openai_base_url=llm.base_url,
+            openai_api_key="test",
+            database_url=f"sqlite:///{tmp_path}/p.db",
+            log_dir=tmp_path / "logs",
+            trajectory_dir=tmp_path / "traj",
+            llm_retries=1,
+            **overrides,
+        )
+        cm = serve(create_purple(settings), port)
+        stack.append(cm)
+        return cm.__enter__()
+
+    yield start
+    for cm in stack:
+        cm.__exit__(None, None, None)

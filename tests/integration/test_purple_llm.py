@@ -8,12 +8,9 @@ import httpx
 import pytest
 
 from services.purple.agent.parser import format_text_call
-from services.purple.app import create_app as create_purple
-from services.purple.config import PurpleSettings
 from tests.integration.conftest import leftover_containers
 from tests.integration.helpers import submit_task, wait_terminal
-from tests.support.fake_llm import FakeLLMServer, FakeReply
-from tests.support.servers import free_port, serve
+from tests.support.fake_llm import FakeReply
 
 pytestmark = pytest.mark.docker
 
@@ -28,39 +25,6 @@ RIGHT = [
         "description": "reads past the end of the entity",
     }
 ]
-
-
-@pytest.fixture
-def llm():
-    with FakeLLMServer() as server:
-        yield server
-
-
-@pytest.fixture
-def llm_purple(tmp_path, llm):
-    stack: list = []
-
-    def start(**overrides):
-        port = free_port()
-        settings = PurpleSettings(
-            port=port,
-            policy="react",
-            model="fake-model",
-            openai_base_url=llm.base_url,
-            openai_api_key="test",
-            database_url=f"sqlite:///{tmp_path}/p.db",
-            log_dir=tmp_path / "logs",
-            trajectory_dir=tmp_path / "traj",
-            llm_retries=1,
-            **overrides,
-        )
-        cm = serve(create_purple(settings), port)
-        stack.append(cm)
-        return cm.__enter__()
-
-    yield start
-    for cm in stack:
-        cm.__exit__(None, None, None)
 
 
 def test_tool_calling_agent_explores_fixes_a_refused_submission_and_counts_tokens(

@@ -12,12 +12,10 @@ from unidiff import PatchSet
 
 from fixtures.swebench.build import HERE as SWE_FIXTURES
 from fixtures.swebench.build import INSTANCES_FILE
-from services.purple.app import create_app as create_purple
-from services.purple.config import PurpleSettings
 from tests.integration.conftest import leftover_containers
 from tests.integration.helpers import submit_task, wait_terminal
-from tests.support.fake_llm import FakeLLMServer, FakeReply
-from tests.support.servers import REPO, free_port, serve
+from tests.support.fake_llm import FakeReply
+from tests.support.servers import REPO
 
 pytestmark = pytest.mark.docker
 
@@ -54,22 +52,9 @@ def call(name: str, **args) -> FakeReply:
 
 
 @pytest.fixture
-def swe_stack(tmp_path, start_green, swe_fixtures):
-    with FakeLLMServer() as llm:
-        port = free_port()
-        settings = PurpleSettings(
-            port=port,
-            policy="react",
-            model="fake",
-            openai_base_url=llm.base_url,
-            openai_api_key="test",
-            database_url=f"sqlite:///{tmp_path}/p.db",
-            log_dir=tmp_path / "logs",
-            trajectory_dir=tmp_path / "traj",
-        )
-        with serve(create_purple(settings), port) as purple:
-            green = start_green(purple_url=purple.url, swebench_instances=str(swe_fixtures))
-            yield green, llm
+def swe_stack(llm, llm_purple, start_green, swe_fixtures):
+    purple = llm_purple()
+    return start_green(purple_url=purple.url, swebench_instances=str(swe_fixtures)), llm
 
 
 def test_a_swebench_task_is_fixed_through_green_and_judged_resolved(swe_stack, docker_client):
