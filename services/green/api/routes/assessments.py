@@ -28,7 +28,7 @@ async def create_assessment(
     except UnknownTask as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown task {exc}") from exc
     except ValueError as exc:  # e.g. a task kind this green does not serve
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, str(exc)) from exc
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from exc
     store.add(
         AssessmentRecord(
             id=aid,

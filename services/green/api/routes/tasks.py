@@ -61,7 +61,7 @@ async def create_task(body: TaskCreate, orch: OrchestratorDep) -> TaskPublic:
     except UnknownTask as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown task {body.task}: {exc}") from exc
     except ValueError as exc:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, str(exc)) from exc
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from exc
     return public(task)
 
 
