@@ -36,6 +36,8 @@ from services.purple.environment import RunResult, TaskContext
 from services.shared.logging import router
 from tests.support.servers import free_port, serve
 
+BENCH_TOKEN = "bench-operator-token"
+
 
 class BenchPolicy:
     """Purple's side of the benchmark: time each execute, and a CLI exec next to it."""
@@ -106,6 +108,8 @@ def main() -> None:
             database_url=f"sqlite:///{tmp}/g.db",
             log_dir=tmp / "logs",
             purple_url=f"http://127.0.0.1:{purple_port}",
+            api_token=BENCH_TOKEN,
+            api_token_file=tmp / "operator-token",
             idle_timeout_s=5,
             purple_poll_s=0.2,
             max_steps=args.n + 10,
@@ -119,10 +123,15 @@ def main() -> None:
             policy.n = args.n if i == 0 else 0
             t0 = time.perf_counter()
             task = httpx.post(
-                f"{g.url}/tasks", json={"task": f"arvo:{args.arvo_id}"}, timeout=60
+                f"{g.url}/tasks",
+                headers={"Authorization": f"Bearer {BENCH_TOKEN}"},
+                json={"task": f"arvo:{args.arvo_id}"},
+                timeout=60,
             ).json()
             posted[task["id"]] = t0
-            while httpx.get(f"{g.url}/tasks/{task['id']}").json()["status"] not in (
+            while httpx.get(
+                f"{g.url}/tasks/{task['id']}", headers={"Authorization": f"Bearer {BENCH_TOKEN}"}
+            ).json()["status"] not in (
                 "completed",
                 "failed",
             ):

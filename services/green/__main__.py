@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import typer
-import uvicorn
 
 from services.green.config import GreenSettings
 
@@ -24,25 +23,9 @@ def serve(
     overrides = {k: v for k, v in {"host": host, "port": port, "card_url": card_url}.items() if v}
     settings = GreenSettings(**overrides)
     from services.green.app import create_app
+    from services.green.server import run
 
-    app = create_app(settings)
-    config = uvicorn.Config(
-        app,
-        host=settings.host,
-        port=settings.port,
-        log_level="warning",
-        timeout_graceful_shutdown=30,
-    )
-    GreenServer(config).run()
-
-
-class GreenServer(uvicorn.Server):
-    """Tells the orchestrator at the first signal, before uvicorn drains its connections, so a
-    task cut off by the shutdown is recorded as an infra failure, not as the agent's."""
-
-    def handle_exit(self, sig, frame) -> None:
-        self.config.app.state.orchestrator.begin_shutdown()
-        super().handle_exit(sig, frame)
+    run(create_app(settings), settings)
 
 
 def main() -> None:

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 from contextlib import asynccontextmanager
 
-from a2a.types import AgentSkill
+from a2a.types import AgentSkill, HTTPAuthSecurityScheme, SecurityRequirement, StringList
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from services.green.a2a.executor import GreenExecutor
+from services.green.a2a.gate import CallContextBuilder, GreenRequestHandler, RefusalStatus
 from services.green.api.deps import require_operator
 from services.green.api.routes import assessments, health, tasks
 from services.green.assessment import AssessmentRunner
 from services.green.assets import make_asset_source
+from services.green.auth import OperatorAuth, load_operator_token
 from services.green.config import GreenSettings
+from services.green.intake_limits import IntakeLimits
 from services.green.kinds.arvo import ArvoKind
 from services.green.kinds.base import TaskKind
 from services.green.kinds.swebench import SweBenchKind
@@ -30,8 +33,13 @@ VERSION = "0.1.0"
 log = get_logger("services.green")
 
 
+OPERATOR_SCHEME = "operator"
+"""The card's name for the operator's bearer token (the operator plane's credential)."""
+
+
 def agent_card(settings: GreenSettings):
-    return build_agent_card(
+    operator_only = [SecurityRequirement(schemes={OPERATOR_SCHEME: StringList()})]
+    card = build_agent_card(
         name="ARVO RCA arena (green)",
         description=(
             "Hosts ARVO vulnerability tasks in per-task Docker containers, serves the agent's "
@@ -47,15 +55,25 @@ def agent_card(settings: GreenSettings):
                 "(JSON with participants and config.task_ids).",
                 tags=["security", "rca", "arvo", "benchmark"],
                 examples=["Task ID: arvo:10055"],
+                security_requirements=[] if settings.open_operator_plane else operator_only,
             ),
             AgentSkill(
                 id="sandbox",
                 name="Task sandbox",
-                description="Inside a running task: 'execute: <command>' and 'submit'.",
+                description="Inside a running task: 'execute: <command>' and 'submit', with the "
+                "task's own token (given in the task message).",
                 tags=["sandbox", "shell"],
             ),
         ],
     )
+    card.security_schemes[OPERATOR_SCHEME].http_auth_security_scheme.CopyFrom(
+        HTTPAuthSecurityScheme(
+            scheme="bearer",
+            description="The operator token (GREEN_API_TOKEN, or the file GREEN_API_TOKEN_FILE): "
+            "starting tasks and assessments, reading, listing and cancelling A2A tasks.",
+        )
+    )
+    return card
 
 
 def task_kinds(settings: GreenSettings, sandboxes: SandboxProvider) -> dict[str, TaskKind]:
@@ -119,7 +137,16 @@ def create_app(
         description="Environment and judge for root-cause analysis of ARVO vulnerabilities.",
     )
     app.state.orchestrator = orch
-    app.state.api_token = settings.api_token
+    token = load_operator_token(settings.api_token, settings.api_token_file)
+    app.state.auth = auth = OperatorAuth(token, open_plane=settings.open_operator_plane)
+    if settings.open_operator_plane:
+        log.warning("auth.operator_plane_open", detail="anonymous callers may create tasks")
+    app.state.intake = intake = IntakeLimits(
+        per_minute=settings.intake_per_minute,
+        max_queued=settings.max_queued_tasks,
+        max_batch=settings.max_assessment_tasks,
+        unfinished=orch.store.count_unfinished,
+    )
     app.state.assessments = AssessmentRunner(orch, heartbeat_s=settings.assessment_heartbeat_s)
     app.state.assessment_store = assessment_store
 
@@ -130,10 +157,18 @@ def create_app(
         ]
         return JSONResponse({"detail": "invalid request", "errors": errors}, status_code=422)
 
-    # Our routes first: A2A's JSON-RPC lives at "/" (see A2A_NOTES.md).
+    # Our routes first: A2A's JSON-RPC lives at "/" (the AgentBeats gateway calls the base URL).
     app.include_router(health.router)
     operator_only = [Depends(require_operator)]
     app.include_router(tasks.router, dependencies=operator_only)
     app.include_router(assessments.router, dependencies=operator_only)
-    mount_a2a(app, GreenExecutor(orch, app.state.assessments), agent_card(settings))
+    mount_a2a(
+        app,
+        GreenExecutor(orch, app.state.assessments),
+        agent_card(settings),
+        handler_class=GreenRequestHandler,
+        handler_options={"intake": intake},
+        context_builder=CallContextBuilder(auth),
+    )
+    app.add_middleware(RefusalStatus)
     return app

@@ -32,11 +32,12 @@ def task_ref(value: str | int) -> str:
 
 
 class AssessmentRequest(BaseModel):
-    task_ids: list[str] = Field(min_length=1, max_length=2000)
+    task_ids: list[str] = Field(min_length=1, max_length=100_000)
+    """At most GREEN_MAX_ASSESSMENT_TASKS (checked at intake)."""
     purple_url: str | None = None
-    max_steps: int | None = Field(None, ge=1)
-    task_timeout_s: float | None = Field(None, gt=0)
-    command_timeout_s: float | None = Field(None, gt=0)
+    max_steps: int | None = Field(None, ge=1, le=10_000)
+    task_timeout_s: float | None = Field(None, gt=0, le=86_400)
+    command_timeout_s: float | None = Field(None, gt=0, le=3_600)
 
     @field_validator("task_ids", mode="before")
     @classmethod
@@ -44,6 +45,8 @@ class AssessmentRequest(BaseModel):
         """Normalize to ``<kind>:<id>`` (a bare id is an ARVO id)."""
         if isinstance(v, str | int):
             v = [v]
+        if not isinstance(v, list):
+            raise ValueError("task_ids must be a list of task ids")
         return [task_ref(x) for x in v]
 
     @classmethod

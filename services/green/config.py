@@ -92,9 +92,29 @@ class GreenSettings(BaseSettings):
     hide_poc: bool = True
     """Remove /tmp/poc from the container."""
     api_token: str | None = None
-    """When set, the REST API (/tasks, /assessments) requires 'Authorization: Bearer <token>'.
-    The A2A endpoint, the card and /healthz stay open. Set it when agents under test could reach
-    green's REST API (finished tasks show their ground truth there)."""
+    """The operator's credential: the operator plane (REST /tasks and /assessments, A2A task
+    intake and A2A task reads) requires 'Authorization: Bearer <token>'. Unset: read from
+    api_token_file, or generated there at the first start (and logged where)."""
+    api_token_file: Path = Path("data/operator-token")
+    """Where the operator token is kept when GREEN_API_TOKEN is unset (created with mode 0600)."""
+    open_operator_plane: bool = False
+    """INSECURE. Let anonymous callers use the operator plane (create, list, cancel tasks). They
+    still never see the ground truth: only the token holder does. For closed networks only."""
+    purple_allowlist: list[str] = []
+    """purple_url values a request may name besides GREEN_PURPLE_URL (shell-style patterns,
+    e.g. http://purple-*:9019). Green never calls any other URL."""
+    max_queued_tasks: int = Field(2000, ge=1, le=1_000_000)
+    """Tasks waiting or running at once; an intake beyond it is refused with 429."""
+    max_assessment_tasks: int = Field(2000, ge=1, le=100_000)
+    """Task ids in one assessment or A2A message (CyberGym has 1,368 ARVO tasks)."""
+    intake_per_minute: int = Field(120, ge=1, le=100_000)
+    """Intake requests (new tasks or assessments) one credential may make per minute (429 with
+    Retry-After beyond it). Anonymous callers share one budget."""
+    request_read_timeout_s: float = Field(30.0, gt=0, le=600)
+    """A client must send a request's headers and body within this many seconds, else green
+    closes the connection (slow-client defence)."""
+    max_connections: int = Field(1024, ge=16, le=100_000)
+    """Open connections green accepts; a connection beyond it is closed at once."""
     require_token: bool = True
     """Refuse execute/submit that do not carry the task's token (text form: a 'token: <t>' line)."""
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fnmatch
 import secrets
 import time
 import uuid
@@ -177,6 +178,7 @@ class Orchestrator:
         unknown kind, UnknownTask for an id the source lacks."""
         opts = options or TaskOptions()
         s = self.settings
+        purple_url = self._allowed_purple(opts.purple_url)
         task_kind = self.kind(kind)
         arvo_id = task_kind.canonical(ref)
         try:  # cheap existence check; also warms the cache for preparation
@@ -189,7 +191,7 @@ class Orchestrator:
             id=str(uuid.uuid4()),
             kind=task_kind.name,
             arvo_id=arvo_id,
-            purple_url=(opts.purple_url or s.purple_url).rstrip("/"),
+            purple_url=purple_url,
             max_steps=opts.max_steps or s.max_steps,
             task_timeout_s=opts.task_timeout_s or s.task_timeout_s,
             command_timeout_s=min(
@@ -215,6 +217,19 @@ class Orchestrator:
             log.info("task.queued", purple_url=task.purple_url, max_steps=task.max_steps)
             live.runner = asyncio.create_task(self._run(live), name=f"task-{task.id}")
         return task
+
+    def _allowed_purple(self, requested: str | None) -> str:
+        """The purple a task may use: the configured one, or one the allow-list names. Green
+        calls no other URL, so a caller cannot make it probe hosts or ports."""
+        default = self.settings.purple_url.rstrip("/")
+        url = (requested or default).strip().rstrip("/")
+        patterns = [default, *(p.rstrip("/") for p in self.settings.purple_allowlist)]
+        if not any(fnmatch.fnmatchcase(url, p) for p in patterns):
+            raise ValueError(
+                f"purple_url {url!r} is not allowed: green calls only GREEN_PURPLE_URL and "
+                "the URLs in GREEN_PURPLE_ALLOWLIST"
+            )
+        return url
 
     def get(self, task_id: str) -> Task:
         task = self.store.get(task_id)
@@ -365,7 +380,7 @@ class Orchestrator:
             )
             link = self._purple_link(live.purple_url)
             try:
-                await link.start(assignment, live.plan.describe(assignment), log_key=live.log_key)
+                await link.start(assignment, live.plan.describe(assignment))
                 return await self._wait_for_end(live, link)
             finally:
                 await link.aclose()
@@ -439,7 +454,7 @@ class Orchestrator:
                 raise TaskNotFound(task_id)
             raise RequestRefused(f"task {task_id} is {task.status.value}; it accepts no requests")
         if self.settings.require_token and not (
-            token and secrets.compare_digest(token, live.token)
+            token and secrets.compare_digest(token.encode("utf-8", "replace"), live.token.encode())
         ):
             raise RequestRefused("missing or wrong task token")
         if live.status is not TaskStatus.running:

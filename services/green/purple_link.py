@@ -32,15 +32,11 @@ class PurpleLink:
         self._peer = A2APeer(base_url, timeout=timeout)
         self._purple_task_id: str | None = None
 
-    async def start(
-        self, task: TaskAssignment, description: str, *, log_key: str | None = None
-    ) -> None:
+    async def start(self, task: TaskAssignment, description: str) -> None:
+        """Hand the task over. The message carries the assignment and nothing else: no metadata,
+        so nothing that names the bug (purple keys its logs by the task's context id)."""
         message = new_protocol_message(
-            description,
-            task.model_dump(mode="json"),
-            context_id=task.task_id,
-            role=Role.ROLE_USER,
-            metadata={"log_key": log_key} if log_key else None,
+            description, task.model_dump(mode="json"), context_id=task.task_id, role=Role.ROLE_USER
         )
         try:
             reply = await self._peer.send(message, return_immediately=True)
@@ -48,8 +44,12 @@ class PurpleLink:
             transport = isinstance(exc, httpx.HTTPError | OSError) or isinstance(
                 exc.__cause__, httpx.HTTPError | OSError
             )
-            verb = "is unreachable" if transport else "refused the task"
-            raise PurpleUnreachable(f"purple at {self.base_url} {verb}: {exc}") from exc
+            # The detail stays in green's log: a caller-visible error must not tell whether a
+            # port is open (the URL is allow-listed anyway).
+            log.warning("purple.start_failed", transport_error=transport, error=str(exc))
+            raise PurpleUnreachable(
+                f"purple at {self.base_url} could not be reached or refused the task"
+            ) from exc
         if isinstance(reply, Task):
             self._purple_task_id = reply.id
             if (

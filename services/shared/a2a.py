@@ -1,6 +1,6 @@
 """A2A plumbing both services use: the agent card, mounting the routes, and a small client.
 
-Both protocol versions are served (A2A_NOTES.md): JSON-RPC at ``/`` with the 0.3 compatibility
+Both protocol versions are served (docs/protocol.md): JSON-RPC at ``/`` with the 0.3 compatibility
 layer on, and a card that lists a 1.0 and a 0.3 JSONRPC interface at the same URL.
 Every protocol message has a text part (what a person or an LLM reads) and a data part (the
 same content structured); :func:`message_parts` reads both back.
@@ -18,6 +18,7 @@ from a2a.helpers import get_data_parts, get_text_parts, new_data_part, new_text_
 from a2a.server.agent_execution import AgentExecutor
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import (
+    ServerCallContextBuilder,
     add_a2a_routes_to_fastapi,
     create_agent_card_routes,
     create_jsonrpc_routes,
@@ -58,11 +59,24 @@ def build_agent_card(
 
 
 def mount_a2a(
-    app: FastAPI, executor: AgentExecutor, card: AgentCard, task_store: TaskStore | None = None
+    app: FastAPI,
+    executor: AgentExecutor,
+    card: AgentCard,
+    task_store: TaskStore | None = None,
+    *,
+    handler_class: type[DefaultRequestHandler] = DefaultRequestHandler,
+    handler_options: dict[str, Any] | None = None,
+    context_builder: ServerCallContextBuilder | None = None,
 ) -> DefaultRequestHandler:
-    """Card at /.well-known/agent-card.json (and the 0.3-era /.well-known/agent.json), JSON-RPC at /."""
-    handler = DefaultRequestHandler(
-        agent_executor=executor, task_store=task_store or InMemoryTaskStore(), agent_card=card
+    """Card at /.well-known/agent-card.json (and the 0.3-era /.well-known/agent.json), JSON-RPC at /.
+
+    A service that gates requests passes its own ``handler_class`` (with ``handler_options``) and
+    a ``context_builder`` that names the caller; the task store is scoped by that name."""
+    handler = handler_class(
+        agent_executor=executor,
+        task_store=task_store or InMemoryTaskStore(),
+        agent_card=card,
+        **(handler_options or {}),
     )
     card_routes = create_agent_card_routes(card) + create_agent_card_routes(
         card, card_url="/.well-known/agent.json"
@@ -70,7 +84,9 @@ def mount_a2a(
     add_a2a_routes_to_fastapi(
         app,
         agent_card_routes=card_routes,
-        jsonrpc_routes=create_jsonrpc_routes(handler, rpc_url="/", enable_v0_3_compat=True),
+        jsonrpc_routes=create_jsonrpc_routes(
+            handler, rpc_url="/", enable_v0_3_compat=True, context_builder=context_builder
+        ),
     )
     return handler
 

@@ -16,6 +16,7 @@ from services.green.app import create_app as create_green
 from services.green.config import GreenSettings
 from services.purple.app import create_app as create_purple
 from services.purple.config import PurpleSettings
+from tests.integration.helpers import OPERATOR_TOKEN
 from tests.support.fake_llm import FakeLLMServer
 from tests.support.scripted_purple import Observed, Script, ScriptedPolicy
 from tests.support.servers import ThreadedServer, free_port, serve
@@ -66,6 +67,9 @@ def green_settings(tmp_path: Path, fixture_assets: Path) -> GreenSettings:
         database_url=f"sqlite:///{tmp_path}/green.db",
         log_dir=tmp_path / "logs",
         purple_url="http://127.0.0.1:9",
+        purple_allowlist=["http://127.0.0.1:*"],
+        api_token=OPERATOR_TOKEN,
+        api_token_file=tmp_path / "operator-token",
         max_concurrent_tasks=8,
         task_timeout_s=120,
         idle_timeout_s=60,

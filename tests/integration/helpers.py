@@ -13,11 +13,15 @@ from services.shared.a2a import new_protocol_message
 
 TERMINAL = {"completed", "failed", "cancelled"}
 
+OPERATOR_TOKEN = "test-operator-token"
+"""The operator credential every test green is started with (conftest.green_settings)."""
+OPERATOR = {"Authorization": f"Bearer {OPERATOR_TOKEN}"}
+
 
 def wait_terminal(green_url: str, task_id: str, timeout: float = 180) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        task = httpx.get(f"{green_url}/tasks/{task_id}", timeout=10).json()
+        task = httpx.get(f"{green_url}/tasks/{task_id}", headers=OPERATOR, timeout=10).json()
         if task["status"] in TERMINAL:
             return task
         time.sleep(0.2)
@@ -27,7 +31,7 @@ def wait_terminal(green_url: str, task_id: str, timeout: float = 180) -> dict[st
 def wait_status(green_url: str, task_id: str, status: str, timeout: float = 120) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        task = httpx.get(f"{green_url}/tasks/{task_id}", timeout=10).json()
+        task = httpx.get(f"{green_url}/tasks/{task_id}", headers=OPERATOR, timeout=10).json()
         if task["status"] == status:
             return task
         if task["status"] in TERMINAL:
@@ -37,14 +41,20 @@ def wait_status(green_url: str, task_id: str, status: str, timeout: float = 120)
 
 
 def submit_task(green_url: str, body: dict[str, Any]) -> dict[str, Any]:
-    r = httpx.post(f"{green_url}/tasks", json=body, timeout=60)
+    r = httpx.post(f"{green_url}/tasks", headers=OPERATOR, json=body, timeout=60)
     assert r.status_code == 202, r.text
     return r.json()
 
 
-async def stream_message(green_url: str, text: str, metadata: dict[str, Any] | None = None) -> list:
-    """Send one user message with a streaming A2A client; return every stream event."""
-    async with httpx.AsyncClient(timeout=600) as http:
+async def stream_message(
+    green_url: str,
+    text: str,
+    metadata: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = OPERATOR,
+) -> list:
+    """Send one user message with a streaming A2A client (as the operator unless ``headers``
+    says otherwise); return every stream event."""
+    async with httpx.AsyncClient(timeout=600, headers=headers) as http:
         client = await create_client(
             green_url, client_config=ClientConfig(streaming=True, httpx_client=http)
         )

@@ -13,7 +13,7 @@ from a2a.types import TaskState
 
 from fixtures.catalog import get_task
 from tests.integration.conftest import leftover_containers
-from tests.integration.helpers import stream_message, wait_terminal
+from tests.integration.helpers import OPERATOR, stream_message, wait_terminal
 from tests.support.scripted_purple import Script
 
 pytestmark = pytest.mark.docker
@@ -108,32 +108,42 @@ def test_rest_assessment_runs_tasks_and_keeps_the_result(start_green, scripted_p
         )
     )
     green = start_green(purple_url=purple_url)
-    r = httpx.post(f"{green.url}/assessments", json={"task_ids": ["arvo:900001", "900002"]})
+    r = httpx.post(
+        f"{green.url}/assessments", headers=OPERATOR, json={"task_ids": ["arvo:900001", "900002"]}
+    )
     assert r.status_code == 202, r.text
     body = r.json()
     for task_id in body["task_ids"]:
         wait_terminal(green.url, task_id)
     for _ in range(100):
-        rec = httpx.get(f"{green.url}/assessments/{body['id']}").json()
+        rec = httpx.get(f"{green.url}/assessments/{body['id']}", headers=OPERATOR).json()
         if rec["status"] != "running":
             break
         time.sleep(0.1)
     assert rec["status"] == "completed"
     assert rec["result"]["aggregate"]["n_tasks"] == 2
-    listed = httpx.get(f"{green.url}/tasks", params={"assessment_id": body["id"]}).json()
+    listed = httpx.get(
+        f"{green.url}/tasks", headers=OPERATOR, params={"assessment_id": body["id"]}
+    ).json()
     assert listed["total"] == 2
     assert (
-        httpx.post(f"{green.url}/assessments", json={"task_ids": ["arvo:777"]}).status_code == 404
+        httpx.post(
+            f"{green.url}/assessments", headers=OPERATOR, json={"task_ids": ["arvo:777"]}
+        ).status_code
+        == 404
     )
     # a kind this green does not serve (GREEN_SWEBENCH_INSTANCES unset) is a bad request, not a 404
     for path, body in (
         ("/assessments", {"task_ids": ["swebench:x__y-1"]}),
         ("/tasks", {"task": "swebench:x__y-1"}),
     ):
-        r = httpx.post(f"{green.url}{path}", json=body)
+        r = httpx.post(f"{green.url}{path}", headers=OPERATOR, json=body)
         assert r.status_code == 422 and "unknown task kind 'swebench'" in r.text, r.text
-    assert httpx.post(f"{green.url}/assessments", json={"task_ids": []}).status_code == 422
-    assert httpx.get(f"{green.url}/assessments/nope").status_code == 404
+    assert (
+        httpx.post(f"{green.url}/assessments", headers=OPERATOR, json={"task_ids": []}).status_code
+        == 422
+    )
+    assert httpx.get(f"{green.url}/assessments/nope", headers=OPERATOR).status_code == 404
 
 
 def test_a_quiet_assessment_still_streams_heartbeats(start_green, scripted_purple):

@@ -15,7 +15,7 @@ from services.purple.config import PurpleSettings
 from services.purple.store.crud import PurpleStore
 from services.purple.store.crud import make_engine as make_purple_engine
 from tests.integration.conftest import leftover_containers
-from tests.integration.helpers import submit_task, wait_status, wait_terminal
+from tests.integration.helpers import OPERATOR, submit_task, wait_status, wait_terminal
 from tests.support.scripted_purple import Observed, Script, ScriptedPolicy
 from tests.support.servers import ServiceProcess, ThreadedServer, free_port
 
@@ -78,7 +78,7 @@ def test_killed_green_marks_the_task_failed_and_reaps_its_container(
         foreign.reload()
         assert foreign.status == "running", "start-up reaps only this green's containers"
         foreign.remove(force=True)
-        after = httpx.get(f"{green.url}/tasks/{task['id']}").json()
+        after = httpx.get(f"{green.url}/tasks/{task['id']}", headers=OPERATOR).json()
         assert after["status"] == "failed" and after["error"] == "interrupted by restart"
         assert after["failure_kind"] == "infra"
         assert leftover_containers(docker_client, green_settings.instance_name) == []
@@ -102,7 +102,7 @@ def test_graceful_stop_ends_running_tasks_and_removes_containers(
     assert leftover_containers(docker_client, green_settings.instance_name) == []
     green.start()
     try:
-        after = httpx.get(f"{green.url}/tasks/{task['id']}").json()
+        after = httpx.get(f"{green.url}/tasks/{task['id']}", headers=OPERATOR).json()
         assert after["status"] == "failed" and after["error"] == "green shut down"
     finally:
         green.stop()

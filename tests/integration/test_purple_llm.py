@@ -9,7 +9,7 @@ import pytest
 
 from services.purple.agent.parser import format_text_call
 from tests.integration.conftest import leftover_containers
-from tests.integration.helpers import submit_task, wait_terminal
+from tests.integration.helpers import OPERATOR, submit_task, wait_terminal
 from tests.support.fake_llm import FakeReply
 
 pytestmark = pytest.mark.docker
@@ -80,7 +80,7 @@ def test_tool_calling_agent_explores_fixes_a_refused_submission_and_counts_token
     assert any("xml_decode_entity" in o for o in observations)
     assert any("is not a file of the project" in o for o in observations)  # green refused
     assert llm.requests[0]["model"] == "fake-model" and llm.requests[0]["tools"]
-    commands = httpx.get(f"{green.url}/tasks/{task['id']}/commands").json()
+    commands = httpx.get(f"{green.url}/tasks/{task['id']}/commands", headers=OPERATOR).json()
     assert commands[0]["command"] == "head -20 /workspace/error.txt"
     assert leftover_containers(docker_client, green.owner) == []
 

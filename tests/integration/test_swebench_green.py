@@ -13,7 +13,7 @@ from unidiff import PatchSet
 from fixtures.swebench.build import HERE as SWE_FIXTURES
 from fixtures.swebench.build import INSTANCES_FILE
 from tests.integration.conftest import leftover_containers
-from tests.integration.helpers import submit_task, wait_terminal
+from tests.integration.helpers import OPERATOR, submit_task, wait_terminal
 from tests.support.fake_llm import FakeReply
 from tests.support.servers import REPO
 
@@ -91,5 +91,7 @@ def test_a_wrong_fix_is_judged_unresolved(swe_stack):
     )
     assert done["status"] == "completed" and done["scores"]["resolved"] == 0.0
     assert "not resolved" in done["scores"]["explanation"][0]
-    r = httpx.post(f"{green.url}/tasks", json={"task": "swebench:no-such-instance"})
+    r = httpx.post(
+        f"{green.url}/tasks", headers=OPERATOR, json={"task": "swebench:no-such-instance"}
+    )
     assert r.status_code == 404

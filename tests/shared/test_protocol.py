@@ -64,13 +64,34 @@ def test_result_text_says_what_was_cut_and_killed():
             Payload(text='{"participants": {"agent": "http://p"}, "config": {"task_ids": [1]}}'),
             Assessment,
         ),
-        (Payload(text='{"participants": {}}'), Unknown),
         (Payload(text="hello"), Unknown),
         (Payload(text="x", data={"kind": "execute"}), Unknown),
     ],
 )
 def test_classify(payload, kind):
     assert isinstance(classify(payload), kind)
+
+
+@pytest.mark.parametrize(
+    "payload, why",
+    [
+        (Payload(text='{"participants": {}}'), "'participants' must map roles to URLs"),
+        (Payload(text='{"participants": {"a": 1}}'), "each participant must be a URL string"),
+        (Payload(text='{"participants": {"a": "http://p"}, "config": [1]}'), "'config' must be"),
+        (Payload(text="Task ID: arvo:1", metadata={"purple_url": 7}), "metadata.purple_url"),
+        (Payload(text="execute: id", metadata={"token": ["x"]}), "metadata.token"),
+    ],
+)
+def test_malformed_requests_are_refused_with_a_sentence(payload, why):
+    with pytest.raises(ValueError, match=why):
+        classify(payload)
+
+
+def test_task_ids_are_ascii_digits_only():
+    # fullwidth digits are \d in Python's default regex: they must not pass as an ARVO id
+    assert isinstance(classify(Payload(text="Task ID: arvo:\uff11\uff12")), Unknown)
+    deep = Payload(text='{"participants":' * 100_000)
+    assert isinstance(classify(deep), Unknown)  # no RecursionError
 
 
 def test_token_travels_in_data_metadata_or_a_last_text_line():

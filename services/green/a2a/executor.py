@@ -1,8 +1,9 @@
 """Routes every message that reaches green's A2A endpoint.
 
 - inside a running task's context: ``execute``/``submit`` from purple -> one reply Message;
-- ``Task ID: arvo:<n>`` or an AgentBeats assessment request -> an A2A Task that streams a status
-  update per task event and ends with a ``Result`` artifact (JSON scores);
+- ``Task ID: arvo:<n>`` or an AgentBeats assessment request (admitted by :mod:`.gate`) -> an A2A
+  Task that streams a status update per task event and ends with a ``Result`` artifact (JSON
+  scores; the ground truth only for the operator, see :mod:`services.green.disclosure`);
 - anything else -> one Message that says what green understands.
 """
 
@@ -16,11 +17,14 @@ from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types import Task, TaskState, TaskStatus
 
-from services.green.a2a.requests import Assessment, ProtocolRequest, StartTask, Unknown, classify
+from services.green.a2a.gate import INTAKE, VERDICT, caller_of
+from services.green.a2a.requests import Assessment, ProtocolRequest, StartTask, Unknown
 from services.green.assessment import AssessmentRequest, AssessmentRunner
 from services.green.assets.base import UnknownTask
+from services.green.auth import Caller
+from services.green.disclosure import Disclosure
 from services.green.orchestrator import Orchestrator, RequestRefused, TaskNotFound
-from services.shared.a2a import message_parts, new_protocol_message
+from services.shared.a2a import new_protocol_message
 from services.shared.logging import get_logger
 from services.shared.protocol import ErrorReply, Execute, Result, result_text, submit_result_text
 
@@ -33,23 +37,18 @@ class GreenExecutor(AgentExecutor):
         self.assessments = assessments
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
-        payload = message_parts(context.message)
-        match classify(payload):
+        state = context.call_context.state
+        verdict = state.get(VERDICT)  # classified (and its caller admitted) by the gate
+        match verdict:
             case ProtocolRequest() as req:
                 await self._serve(context, event_queue, req)
-            case StartTask(task_ids=ids):
-                purple = payload.metadata.get("purple_url")
-                request = AssessmentRequest(task_ids=ids, purple_url=purple)
-                await self._assess(context, event_queue, request)
-            case Assessment(participants=participants, config=config):
-                try:
-                    request = AssessmentRequest.from_agentbeats(participants, config)
-                except ValueError as exc:
-                    await self._refuse(context, event_queue, f"bad assessment request: {exc}")
-                    return
-                await self._assess(context, event_queue, request)
+            case StartTask() | Assessment():
+                caller = caller_of(context.call_context)
+                await self._assess(context, event_queue, state[INTAKE], caller)
             case Unknown(why=why):
                 await self._refuse(context, event_queue, why)
+            case _:  # only reachable if the executor is mounted without the gate
+                await self._refuse(context, event_queue, "request not classified")
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         # The framework cancels execute(); the runner's own cancellation ends the green tasks.
@@ -86,7 +85,11 @@ class GreenExecutor(AgentExecutor):
             await self._refuse(context, queue, why)
 
     async def _assess(
-        self, context: RequestContext, queue: EventQueue, request: AssessmentRequest
+        self,
+        context: RequestContext,
+        queue: EventQueue,
+        request: AssessmentRequest,
+        caller: Caller,
     ) -> None:
         task = Task(
             id=context.task_id,
@@ -108,8 +111,9 @@ class GreenExecutor(AgentExecutor):
             why = f"unknown task {exc}" if isinstance(exc, UnknownTask) else str(exc)
             await updater.failed(updater.new_agent_message([new_text_part(why)]))
             return
+        shown = json.loads(result.model_dump_json())
+        shown["tasks"] = Disclosure(self.orchestrator.store, caller).outcomes(shown["tasks"])
         await updater.add_artifact(
-            [new_text_part(result.summary()), new_data_part(json.loads(result.model_dump_json()))],
-            name="Result",
+            [new_text_part(result.summary()), new_data_part(shown)], name="Result"
         )
         await updater.complete()

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from services.shared.a2a import Payload
 from services.shared.protocol import Execute, Submit, parse_data, parse_text_request
 
-_TASK_RE = re.compile(r"\b(arvo:\d+|swebench:[A-Za-z0-9_.\-]+)", re.IGNORECASE)
+_TASK_RE = re.compile(r"\b(arvo:[0-9]+|swebench:[A-Za-z0-9_.\-]+)", re.IGNORECASE | re.ASCII)
 _TOKEN_LINE_RE = re.compile(r"\n?[ \t]*token:[ \t]*(\S+)[ \t]*\Z", re.IGNORECASE)
 
 
@@ -28,6 +28,8 @@ class ProtocolRequest:
 class StartTask:
     task_ids: list[str]
     """``arvo:<n>`` / ``swebench:<instance>`` as written."""
+    purple_url: str | None = None
+    """From the message's ``metadata.purple_url``."""
 
 
 @dataclass
@@ -41,18 +43,29 @@ class Unknown:
     why: str
 
 
-def classify(payload: Payload) -> ProtocolRequest | StartTask | Assessment | Unknown:
+Classified = ProtocolRequest | StartTask | Assessment | Unknown
+
+
+def _text_field(metadata: dict[str, Any], key: str) -> str | None:
+    value = metadata.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"metadata.{key} must be a string")
+    return value
+
+
+def classify(payload: Payload) -> Classified:
+    """What a message asks for. ValueError, with a sentence, for a malformed request."""
     # 1. structured protocol data wins
     if payload.data is not None and payload.data.get("kind") in ("execute", "submit"):
         try:
             req = parse_data(payload.data)
         except ValidationError as exc:
             return Unknown(f"invalid {payload.data.get('kind')} data: {exc.errors()[0]['msg']}")
-        token = req.token or payload.metadata.get("token")  # type: ignore[union-attr]
+        token = req.token or _text_field(payload.metadata, "token")  # type: ignore[union-attr]
         return ProtocolRequest(req, token)  # type: ignore[arg-type]
     text = payload.text
-    # 2. the seed's plain text, with an optional trailing "token: <t>" line
-    token = payload.metadata.get("token")
+    # 2. the plain-text form, with an optional trailing "token: <t>" line
+    token = _text_field(payload.metadata, "token")
     if m := _TOKEN_LINE_RE.search(text):
         token, text = m.group(1), text[: m.start()]
     if (req := parse_text_request(text)) is not None:
@@ -62,15 +75,20 @@ def classify(payload: Payload) -> ProtocolRequest | StartTask | Assessment | Unk
     if stripped.startswith("{"):
         try:
             obj = json.loads(stripped)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             obj = None
         if isinstance(obj, dict) and "participants" in obj:
-            if not isinstance(obj["participants"], dict) or not obj["participants"]:
-                return Unknown("assessment request: 'participants' must map roles to URLs")
-            return Assessment(dict(obj["participants"]), dict(obj.get("config") or {}))
+            participants, config = obj["participants"], obj.get("config") or {}
+            if not isinstance(participants, dict) or not participants:
+                raise ValueError("assessment request: 'participants' must map roles to URLs")
+            if not all(isinstance(v, str) for v in participants.values()):
+                raise ValueError("assessment request: each participant must be a URL string")
+            if not isinstance(config, dict):
+                raise ValueError("assessment request: 'config' must be a JSON object")
+            return Assessment(dict(participants), dict(config))
     # 4. "Task ID: arvo:<n>" / "swebench:<id>" (or any text naming task ids)
     if ids := _TASK_RE.findall(payload.text):
-        return StartTask(list(dict.fromkeys(ids)))
+        return StartTask(list(dict.fromkeys(ids)), _text_field(payload.metadata, "purple_url"))
     return Unknown(
         "send 'Task ID: arvo:<n>' (or swebench:<instance>) to start a task, an AgentBeats assessment request as JSON, "
         "or, inside a running task, 'execute: <command>' / 'submit'"

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import secrets
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request, status
 
 from services.green.assessment import AssessmentRunner
+from services.green.auth import Caller, OperatorAuth
+from services.green.disclosure import Disclosure
+from services.green.intake_limits import IntakeLimits, TooBusy
 from services.green.orchestrator import Orchestrator
 from services.green.store.crud import AssessmentStore
 
@@ -29,15 +31,53 @@ AssessmentsDep = Annotated[AssessmentRunner, Depends(_assessments)]
 AssessmentStoreDep = Annotated[AssessmentStore, Depends(_assessment_store)]
 
 
-def require_operator(request: Request) -> None:
-    """The REST API is the operator's: with GREEN_API_TOKEN set, a bearer token is required."""
-    token = request.app.state.api_token
-    if not token:
-        return
-    given = request.headers.get("authorization", "")
-    if not secrets.compare_digest(given.encode(), f"Bearer {token}".encode()):
+def caller(request: Request) -> Caller:
+    """Who sent this request (the operator token in ``Authorization: Bearer``, or nobody)."""
+    auth: OperatorAuth = request.app.state.auth
+    return auth.caller(request.headers.get("authorization"))
+
+
+CallerDep = Annotated[Caller, Depends(caller)]
+
+
+def require_operator(who: CallerDep) -> Caller:
+    """The operator plane needs the operator token (unless GREEN_OPEN_OPERATOR_PLANE is on)."""
+    if not who.may_operate:
         raise HTTPException(
             status.HTTP_401_UNAUTHORIZED,
-            "missing or wrong bearer token",
+            "this is the operator's API: send 'Authorization: Bearer <operator token>' "
+            "(see GREEN_API_TOKEN_FILE on green's machine)",
             headers={"WWW-Authenticate": "Bearer"},
         )
+    return who
+
+
+OperatorDep = Annotated[Caller, Depends(require_operator)]
+
+
+def _disclosure(request: Request, who: OperatorDep) -> Disclosure:
+    return Disclosure(request.app.state.orchestrator.store, who)
+
+
+DisclosureDep = Annotated[Disclosure, Depends(_disclosure)]
+
+
+def _intake(request: Request) -> IntakeLimits:
+    return request.app.state.intake
+
+
+IntakeDep = Annotated[IntakeLimits, Depends(_intake)]
+
+
+def admit(intake: IntakeLimits, who: Caller, n_tasks: int) -> None:
+    """Apply the intake bounds, as HTTP errors (429 with Retry-After, or 422)."""
+    try:
+        intake.admit(who.name, n_tasks)
+    except TooBusy as exc:
+        raise HTTPException(
+            status.HTTP_429_TOO_MANY_REQUESTS,
+            str(exc),
+            headers={"Retry-After": str(exc.retry_after)},
+        ) from exc
+    except ValueError as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from exc

@@ -65,6 +65,21 @@ class TaskStore:
             rows = s.exec(q.order_by(Task.created_at.desc()).offset(offset).limit(limit)).all()
             return rows, total
 
+    def unfinished_refs(self, refs: set[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Which of these ``(kind, id)`` bugs have a task not yet ended (any replica's)."""
+        if not refs:
+            return set()
+        with Session(self.engine) as s:
+            q = select(Task.kind, Task.arvo_id).where(
+                Task.status.in_(UNFINISHED), Task.arvo_id.in_({ref for _, ref in refs})
+            )
+            return {(k, r) for k, r in s.exec(q.distinct()).all() if (k, r) in refs}
+
+    def count_unfinished(self) -> int:
+        with Session(self.engine) as s:
+            q = select(func.count()).select_from(Task).where(Task.status.in_(UNFINISHED))
+            return s.exec(q).one()
+
     def add_command(self, command: Command) -> None:
         """Record a command and the task's step count in one transaction (the inner loop)."""
         with Session(self.engine) as s:

@@ -8,7 +8,14 @@ from typing import Any
 
 from fastapi import APIRouter, HTTPException, status
 
-from services.green.api.deps import AssessmentsDep, AssessmentStoreDep
+from services.green.api.deps import (
+    AssessmentsDep,
+    AssessmentStoreDep,
+    DisclosureDep,
+    IntakeDep,
+    OperatorDep,
+    admit,
+)
 from services.green.assessment import AssessmentRequest
 from services.green.assets.base import UnknownTask
 from services.green.store.models import AssessmentRecord, TaskStatus, utcnow
@@ -19,8 +26,13 @@ _background: set[asyncio.Task[None]] = set()
 
 @router.post("", status_code=status.HTTP_202_ACCEPTED)
 async def create_assessment(
-    body: AssessmentRequest, runner: AssessmentsDep, store: AssessmentStoreDep
+    body: AssessmentRequest,
+    runner: AssessmentsDep,
+    store: AssessmentStoreDep,
+    who: OperatorDep,
+    intake: IntakeDep,
 ) -> dict[str, Any]:
+    admit(intake, who, len(body.task_ids))
     aid = str(uuid.uuid4())
     purple = body.purple_url or runner.orchestrator.settings.purple_url
     try:
@@ -58,8 +70,12 @@ async def create_assessment(
 
 
 @router.get("/{assessment_id}")
-async def get_assessment(assessment_id: str, store: AssessmentStoreDep) -> AssessmentRecord:
+async def get_assessment(
+    assessment_id: str, store: AssessmentStoreDep, show: DisclosureDep
+) -> AssessmentRecord:
     rec = store.get(assessment_id)
     if rec is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no assessment {assessment_id}")
+    if rec.result and isinstance(rec.result.get("tasks"), list):
+        rec.result = {**rec.result, "tasks": show.outcomes(rec.result["tasks"])}
     return rec

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Query, status
 from pydantic import BaseModel, Field, model_validator
 
-from services.green.api.deps import OrchestratorDep
+from services.green.api.deps import DisclosureDep, IntakeDep, OperatorDep, OrchestratorDep, admit
 from services.green.assessment import task_ref
 from services.green.assets.base import UnknownTask
 from services.green.kinds.base import split_task_ref
@@ -38,17 +38,15 @@ class TaskCreate(BaseModel):
         return self
 
 
-def public(task: Task) -> TaskPublic:
-    """The API view. The ground truth stays hidden until the task has ended."""
-    view = TaskPublic.model_validate(task, from_attributes=True)
-    if not task.status.terminal:
-        view.ground_truth = None
-        view.scores = None
-    return view
-
-
 @router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=TaskPublic)
-async def create_task(body: TaskCreate, orch: OrchestratorDep) -> TaskPublic:
+async def create_task(
+    body: TaskCreate,
+    orch: OrchestratorDep,
+    who: OperatorDep,
+    intake: IntakeDep,
+    show: DisclosureDep,
+) -> TaskPublic:
+    admit(intake, who, 1)
     opts = TaskOptions(
         purple_url=body.purple_url,
         max_steps=body.max_steps,
@@ -62,12 +60,13 @@ async def create_task(body: TaskCreate, orch: OrchestratorDep) -> TaskPublic:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown task {body.task}: {exc}") from exc
     except ValueError as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from exc
-    return public(task)
+    return show.task(task)
 
 
 @router.get("", response_model=TaskList)
 async def list_tasks(
     orch: OrchestratorDep,
+    show: DisclosureDep,
     status_: Annotated[TaskStatus | None, Query(alias="status")] = None,
     arvo_id: str | None = None,
     assessment_id: str | None = None,
@@ -77,7 +76,7 @@ async def list_tasks(
     rows, total = orch.store.list(
         status=status_, arvo_id=arvo_id, assessment_id=assessment_id, offset=offset, limit=limit
     )
-    return TaskList(items=[public(t) for t in rows], total=total, offset=offset, limit=limit)
+    return TaskList(items=show.tasks(list(rows)), total=total, offset=offset, limit=limit)
 
 
 def _get(orch: OrchestratorDep, task_id: str) -> Task:
@@ -88,8 +87,8 @@ def _get(orch: OrchestratorDep, task_id: str) -> Task:
 
 
 @router.get("/{task_id}", response_model=TaskPublic)
-async def get_task(task_id: str, orch: OrchestratorDep) -> TaskPublic:
-    return public(_get(orch, task_id))
+async def get_task(task_id: str, orch: OrchestratorDep, show: DisclosureDep) -> TaskPublic:
+    return show.task(_get(orch, task_id))
 
 
 @router.get("/{task_id}/commands", response_model=list[CommandPublic])
@@ -104,8 +103,8 @@ async def get_commands(
 
 
 @router.post("/{task_id}/cancel", response_model=TaskPublic)
-async def cancel_task(task_id: str, orch: OrchestratorDep) -> TaskPublic:
+async def cancel_task(task_id: str, orch: OrchestratorDep, show: DisclosureDep) -> TaskPublic:
     task = _get(orch, task_id)
     if task.status.terminal:
         raise HTTPException(status.HTTP_409_CONFLICT, f"task {task_id} already {task.status.value}")
-    return public(await orch.cancel(task_id))
+    return show.task(await orch.cancel(task_id))

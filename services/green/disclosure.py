@@ -1,0 +1,70 @@
+"""What of a task's record a caller may see.
+
+The ground truth (the changed files, functions and lines, and every score detail that names
+them) is for the operator only, and not even for the operator while any task of the same bug is
+unfinished: a hostile agent that learned the operator's token, or an operator's tool that shows
+results to an agent, must not turn a finished task into an answer key for a running one.
+Anyone else sees the numbers only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from services.green.auth import Caller
+from services.green.scoring.metrics import METRICS
+from services.green.store.crud import TaskStore
+from services.green.store.models import Task, TaskPublic
+
+PUBLIC_SCORE_KEYS = frozenset({*METRICS, "resolved", "scorable", "submitted", "n_locations"})
+"""Score fields that say how well the agent did without saying what the right answer was."""
+
+
+def public_scores(scores: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A task's scores without anything that names the ground truth."""
+    if scores is None:
+        return None
+    return {k: v for k, v in scores.items() if k in PUBLIC_SCORE_KEYS}
+
+
+class Disclosure:
+    """Decides, for one caller, which tasks' ground truth may be shown."""
+
+    def __init__(self, store: TaskStore, caller: Caller) -> None:
+        self.store = store
+        self.caller = caller
+
+    def revealable(self, tasks: Iterable[Task]) -> set[str]:
+        """Ids of the tasks whose ground truth this caller may see now."""
+        if not self.caller.operator:
+            return set()
+        ended = [t for t in tasks if t.status.terminal]
+        busy = self.store.unfinished_refs({(t.kind, t.arvo_id) for t in ended})
+        return {t.id for t in ended if (t.kind, t.arvo_id) not in busy}
+
+    def task(self, task: Task, reveal: bool | None = None) -> TaskPublic:
+        """The API view of one task: scores once it has ended, the ground truth if allowed."""
+        if reveal is None:
+            reveal = task.id in self.revealable([task])
+        view = TaskPublic.model_validate(task, from_attributes=True)
+        if not task.status.terminal:
+            view.scores = None
+        elif not reveal:
+            view.scores = public_scores(task.scores)
+        if not reveal:
+            view.ground_truth = None
+        return view
+
+    def tasks(self, tasks: list[Task]) -> list[TaskPublic]:
+        allowed = self.revealable(tasks)
+        return [self.task(t, t.id in allowed) for t in tasks]
+
+    def outcomes(self, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Stored assessment outcomes (``task_id``, ``scores``...), redacted where needed."""
+        by_id = {t.id: t for t in (self.store.get(o["task_id"]) for o in tasks) if t is not None}
+        allowed = self.revealable(by_id.values())
+        return [
+            o if o["task_id"] in allowed else {**o, "scores": public_scores(o.get("scores"))}
+            for o in tasks
+        ]

@@ -1,0 +1,60 @@
+"""Bounds on the operator plane's intake: requests per credential, and tasks waiting at once.
+
+A caller over a bound gets :class:`TooBusy` (429 with ``Retry-After`` over REST, the same code
+and sentence over A2A); nothing is created.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+
+from limits import RateLimitItemPerMinute
+from limits.storage import MemoryStorage
+from limits.strategies import MovingWindowRateLimiter
+
+
+class TooBusy(Exception):
+    """An intake refused by a bound; ``retry_after`` seconds from now it may succeed."""
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = max(1, retry_after)
+
+
+class IntakeLimits:
+    def __init__(
+        self,
+        *,
+        per_minute: int,
+        max_queued: int,
+        max_batch: int,
+        unfinished: Callable[[], int],
+    ) -> None:
+        self._limiter = MovingWindowRateLimiter(MemoryStorage())
+        self._rate = RateLimitItemPerMinute(per_minute)
+        self.max_queued = max_queued
+        self.max_batch = max_batch
+        self._unfinished = unfinished
+
+    def admit(self, caller: str, n_tasks: int) -> None:
+        """Count one intake request of ``caller`` creating ``n_tasks`` tasks, or refuse it."""
+        if n_tasks > self.max_batch:
+            raise ValueError(
+                f"{n_tasks} task ids in one request; at most {self.max_batch} "
+                "(GREEN_MAX_ASSESSMENT_TASKS)"
+            )
+        if not self._limiter.hit(self._rate, caller):
+            reset, _ = self._limiter.get_window_stats(self._rate, caller)
+            raise TooBusy(
+                f"too many requests: at most {self._rate.amount} per minute per credential",
+                math.ceil(reset - time.time()),
+            )
+        waiting = self._unfinished()
+        if waiting + n_tasks > self.max_queued:
+            raise TooBusy(
+                f"green is full: {waiting} task(s) unfinished, at most {self.max_queued} "
+                "(GREEN_MAX_QUEUED_TASKS); try again later",
+                30,
+            )

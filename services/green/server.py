@@ -1,0 +1,161 @@
+"""Green's HTTP server: uvicorn, hardened against slow and numerous clients.
+
+uvicorn closes idle keep-alive connections but never times out a request that is still being
+sent, so a few thousand half-sent requests ("slowloris") hold green's file descriptors forever.
+Green keeps uvicorn's own protocol and adds three things to it:
+
+- a *read deadline*: a request's headers and body must arrive within
+  ``GREEN_REQUEST_READ_TIMEOUT_S`` of its first byte (or of the connection's start), else the
+  connection is closed;
+- a *connection cap*: beyond ``GREEN_MAX_CONNECTIONS`` open connections a new one is closed at
+  once, before it costs more than the accept;
+- *quiet logs*: the same server error (an accept failure, a malformed request) is logged at most
+  once a minute, with a count of what was suppressed.
+
+The open-file limit is raised to its hard maximum at start, so the cap, not the kernel, decides.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import resource
+import time
+from typing import Any
+
+import h11
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from services.green.config import GreenSettings
+
+
+class GuardedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol with a per-request read deadline and a connection cap."""
+
+    read_timeout_s: float = 30.0
+    max_connections: int = 1024
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        self._read_deadline: asyncio.TimerHandle | None = None
+        super().connection_made(transport)
+        if len(self.connections) > self.max_connections:
+            transport.close()
+            return
+        self._arm()  # a connection that never sends a byte is a request that never arrives
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        self._watch()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._watch()
+
+    def _reading(self) -> bool:
+        """A request has begun and has not yet fully arrived."""
+        state = self.conn.their_state
+        return state is h11.SEND_BODY or (state is h11.IDLE and bool(self.conn.trailing_data[0]))
+
+    def _watch(self) -> None:
+        if self._reading():
+            if self._read_deadline is None:
+                self._arm()
+        else:
+            self._disarm()
+
+    def _arm(self) -> None:
+        self._read_deadline = self.loop.call_later(self.read_timeout_s, self._too_slow)
+
+    def _disarm(self) -> None:
+        if self._read_deadline is not None:
+            self._read_deadline.cancel()
+            self._read_deadline = None
+
+    def _too_slow(self) -> None:
+        self._read_deadline = None
+        responding = self.cycle is not None and self.cycle.response_started
+        if not responding and not self.transport.is_closing():
+            self.transport.close()
+
+
+class OncePerMinute(logging.Filter):
+    """Lets a given message through at most once a minute; the next one says how many were
+    dropped in between."""
+
+    def __init__(self, period_s: float = 60.0) -> None:
+        super().__init__()
+        self.period_s = period_s
+        self._seen: dict[tuple[str, str], tuple[float, int]] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING:
+            return True
+        key = (record.name, str(record.msg))
+        now = time.monotonic()
+        last, dropped = self._seen.get(key, (float("-inf"), 0))
+        if now - last < self.period_s:
+            self._seen[key] = (last, dropped + 1)
+            return False
+        self._seen[key] = (now, 0)
+        if dropped:
+            record.msg = f"{record.msg} (and {dropped} more in the last minute, not logged)"
+        return True
+
+
+def quiet_server_logs() -> None:
+    flood_guard = OncePerMinute()
+    for name in ("asyncio", "uvicorn.error"):
+        logging.getLogger(name).addFilter(flood_guard)
+
+
+def raise_open_file_limit() -> int:
+    """Raise the soft limit on open files to the hard one; returns the new soft limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        return hard
+    return soft
+
+
+def guarded_protocol(settings: GreenSettings) -> type[GuardedH11Protocol]:
+    return type(
+        "GreenH11Protocol",
+        (GuardedH11Protocol,),
+        {
+            "read_timeout_s": settings.request_read_timeout_s,
+            "max_connections": settings.max_connections,
+        },
+    )
+
+
+def server_config(app: Any, settings: GreenSettings, **overrides: Any) -> uvicorn.Config:
+    """The uvicorn configuration green runs with (also used by the tests' threaded servers)."""
+    options: dict[str, Any] = {
+        "host": settings.host,
+        "port": settings.port,
+        "log_level": "warning",
+        "timeout_graceful_shutdown": 30,
+        "http": guarded_protocol(settings),
+        "backlog": 2048,
+    }
+    return uvicorn.Config(app, **(options | overrides))
+
+
+class GreenServer(uvicorn.Server):
+    """Tells the orchestrator at the first signal, before uvicorn drains its connections, so a
+    task cut off by the shutdown is recorded as an infra failure, not as the agent's."""
+
+    def handle_exit(self, sig, frame) -> None:
+        self.config.app.state.orchestrator.begin_shutdown()
+        super().handle_exit(sig, frame)
+
+
+def run(app: Any, settings: GreenSettings) -> None:
+    raise_open_file_limit()
+    quiet_server_logs()
+    GreenServer(server_config(app, settings)).run()
