@@ -138,8 +138,9 @@ def test_rest_task_runs_in_a_sibling_container(stack: ComposeStack, green: httpx
 
     # Both services wrote into the same run folder (ARENA_LOG_RUN), bind-mounted from the host.
     log = (stack.logs_dir / stack.log_run / "arvo_900001.log").read_text()
-    assert task_id in log
-    assert "service=green" in log and "service=purple" in log
+    assert task_id in log and "service=green" in log
+    purple_log = (stack.logs_dir / stack.log_run / f"task_{task_id}.log").read_text()
+    assert "service=purple" in purple_log and "900001" not in purple_log
 
 
 async def test_a2a_task_id_message(stack: ComposeStack) -> None:

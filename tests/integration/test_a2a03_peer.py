@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.integration.helpers import OPERATOR_TOKEN
 from tests.support.scripted_purple import Script
 
 pytestmark = pytest.mark.docker
@@ -29,6 +31,7 @@ def test_a2a03_client_runs_a_task_through_green(a2a03_python, start_green, scrip
         text=True,
         timeout=300,
         check=False,
+        env={**os.environ, "GREEN_API_TOKEN": OPERATOR_TOKEN},
     )
     assert out.returncode == 0, out.stderr[-3000:]
     report = json.loads(out.stdout.strip().splitlines()[-1])
@@ -58,6 +61,7 @@ def test_a2a03_client_streams_an_agentbeats_assessment(a2a03_python, start_green
         text=True,
         timeout=300,
         check=False,
+        env={**os.environ, "GREEN_API_TOKEN": OPERATOR_TOKEN},
     )
     assert out.returncode == 0, out.stderr[-3000:]
     report = json.loads(out.stdout.strip().splitlines()[-1])

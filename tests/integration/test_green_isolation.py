@@ -60,5 +60,8 @@ def test_eight_concurrent_tasks_stay_isolated(
     for text in logs.values():
         lines = [ln for ln in text.splitlines() if "event=command.executed" in ln]
         assert len(lines) == len(set(lines)) == 2 * 4  # two tasks x (3 commands + loc.json)
-        assert "service=purple" in text
+        assert "service=purple" not in text  # purple is never told the bug id
+    for t in tasks:  # purple's lines are keyed by the task's context id instead
+        purple_log = (run_dir / f"task_{t['id']}.log").read_text()
+        assert "service=purple" in purple_log and t["arvo_id"] not in purple_log
     assert not any(t["id"] in (run_dir / "agents.log").read_text() for t in tasks)

@@ -90,7 +90,11 @@ def test_rest_task_runs_from_queued_to_completed(
         "task.completed",
     ]
     assert arvo_log.index("task.queued") < arvo_log.index("task.completed")
-    assert "service=green" in arvo_log and "service=purple" in arvo_log
+    assert "service=green" in arvo_log
+    # purple never learns the bug id: its lines go to a file named by the task's context id
+    purple_log = (run_dir / f"task_{task['id']}.log").read_text()
+    assert "service=purple" in purple_log and "service=purple" not in arvo_log
+    assert "900001" not in purple_log
     agents_log = (run_dir / "agents.log").read_text()
     assert "green.started" in agents_log
     assert task["id"] not in agents_log, "task lines must not be written to agents.log too"

@@ -15,7 +15,7 @@ from services.purple.config import PurpleSettings
 from services.purple.store.crud import PurpleStore
 from services.purple.store.crud import make_engine as make_purple_engine
 from tests.integration.conftest import leftover_containers
-from tests.integration.helpers import OPERATOR, submit_task, wait_status, wait_terminal
+from tests.integration.helpers import OPERATOR, OPERATOR_TOKEN, submit_task, wait_status, wait_terminal
 from tests.support.scripted_purple import Observed, Script, ScriptedPolicy
 from tests.support.servers import ServiceProcess, ThreadedServer, free_port
 
@@ -31,6 +31,7 @@ def _env(settings) -> dict[str, str]:
         "GREEN_ASSET_CACHE_DIR": str(settings.asset_cache_dir),
         "GREEN_PURPLE_POLL_S": "0.5",
         "GREEN_INSTANCE_NAME": settings.instance_name,
+        "GREEN_API_TOKEN": OPERATOR_TOKEN,
     }
 
 

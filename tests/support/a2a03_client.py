@@ -6,10 +6,13 @@ Reads green's card the 0.3 way and sends TEXT as a user message, then either
   stream: message/stream, reading every status update and artifact (what the AgentBeats
           gateway does with an assessment request),
 and prints one JSON line: card fields, final state, number of status updates, the Result data.
+The operator token, when the environment has GREEN_API_TOKEN, goes in 'Authorization: Bearer'
+(the header the card's security scheme names).
 """
 
 import asyncio
 import json
+import os
 import sys
 import uuid
 
@@ -19,7 +22,9 @@ from a2a.types import Message, MessageSendConfiguration, Part, Role, TaskQueryPa
 
 
 async def main(mode: str, green_url: str, text: str, purple_url: str | None) -> None:
-    async with httpx.AsyncClient(timeout=300) as http:
+    token = os.environ.get("GREEN_API_TOKEN")
+    headers = {"Authorization": f"Bearer {token}"} if token else None
+    async with httpx.AsyncClient(timeout=300, headers=headers) as http:
         card = await A2ACardResolver(http, green_url).get_agent_card()
         streaming = mode == "stream"
         client = ClientFactory(

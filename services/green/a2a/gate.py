@@ -82,7 +82,6 @@ class CallContextBuilder(DefaultServerCallContextBuilder):
     def build(self, request: Request) -> ServerCallContext:
         context = super().build(request)
         context.state["scope"] = request.scope
-        context.state.pop("headers", None)  # the token stays out of anything the SDK logs
         return context
 
 
