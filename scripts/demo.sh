@@ -55,9 +55,10 @@ else
 fi
 
 step "Build the service images (deploy/Dockerfile)"
-mkdir -p build logs
-# The services run as uid 10001; the demo's logs go to ./logs on this machine.
-if [ "$(id -u)" = 0 ]; then chown 10001:10001 logs; else chmod a+rwx logs; fi
+mkdir -p build logs data/compose
+# The services run as uid 10001; the demo's logs go to ./logs on this machine, and green keeps
+# its operator token in data/compose/operator-token (mode 0600), where the demo client reads it.
+if [ "$(id -u)" = 0 ]; then chown 10001:10001 logs data/compose; else chmod a+rwx logs data/compose; fi
 build_log=build/demo-compose-build.log
 if ! bash deploy/compose.sh --demo build >"$build_log" 2>&1; then
   tail -40 "$build_log"
@@ -92,15 +93,18 @@ PY
 
 step "Done in $(( $(date +%s) - t0 )) s. The stack keeps running:"
 cat <<EOF
-  curl -s $green/tasks | python3 -m json.tool        # every task
-  curl -s -X POST $green/tasks -H 'content-type: application/json' \\
+  The operator token (the REST API and A2A task intake need it) is in data/compose/operator-token:
+  auth="Authorization: Bearer \$(cat data/compose/operator-token)"
+  curl -s -H "\$auth" $green/tasks | python3 -m json.tool        # every task
+  curl -s -H "\$auth" -X POST $green/tasks -H 'content-type: application/json' \\
        -d '{"task": "arvo:$task"}'                           # another run
-  curl -s $green/tasks/<id>                           # status, steps, scores, ground truth
-  curl -s $green/tasks/<id>/commands                  # what the agent ran, with output
+  curl -s -H "\$auth" $green/tasks/<id>              # status, steps, scores, ground truth
+  curl -s -H "\$auth" $green/tasks/<id>/commands     # what the agent ran, with output
   curl -s $green/.well-known/agent-card.json          # green's A2A agent card
   curl -s $purple/healthz                             # purple's policy
   $green/docs                                      # the REST API (OpenAPI)
-  logs/$ARENA_LOG_RUN/arvo_$task.log         # both services' lines about the task
+  logs/$ARENA_LOG_RUN/arvo_$task.log         # green's lines about the task
+  logs/$ARENA_LOG_RUN/task_<id>.log          # purple's (it never learns the bug id)
   bash deploy/compose.sh ps                           # the stack (also: logs -f green)
   uv run python -m fixtures.build                     # the other demo tasks, arvo:900001..7
   make down   (= bash deploy/compose.sh down -v)      # stop it and remove its volumes

@@ -22,6 +22,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from services.green.auth import find_local_token
 from services.green.scoring.metrics import METRICS
 
 TERMINAL = {"completed", "failed", "cancelled"}
@@ -208,7 +209,12 @@ def print_result(task: dict[str, Any]) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    with httpx.Client(base_url=args.green, timeout=30) as http:
+    token = find_local_token()
+    if token is None:
+        console.print("[red]no operator token:[/] set GREEN_API_TOKEN or GREEN_API_TOKEN_FILE")
+        return 2
+    headers = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=args.green, timeout=30, headers=headers) as http:
         try:
             r = http.post("/tasks", json={"task": args.task})
         except httpx.HTTPError as exc:

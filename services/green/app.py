@@ -167,7 +167,7 @@ def create_app(
         GreenExecutor(orch, app.state.assessments),
         agent_card(settings),
         handler_class=GreenRequestHandler,
-        handler_options={"intake": intake},
+        handler_options={"intake": intake, "allowed_purple": orch.allowed_purple},
         context_builder=CallContextBuilder(auth),
     )
     app.add_middleware(RefusalStatus)

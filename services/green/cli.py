@@ -32,6 +32,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from services.green.assets.ids import parse_arvo_id
+from services.green.auth import find_local_token
 from services.green.report import (
     RESULTS_FILE,
     Outcome,
@@ -653,7 +654,8 @@ def run(
         typer.Option(
             envvar="ARENA_API_TOKEN",
             show_default=False,
-            help="Green's GREEN_API_TOKEN, when its REST API requires one (never saved).",
+            help="Green's operator token (never saved). Default: GREEN_API_TOKEN, else the file "
+            "GREEN_API_TOKEN_FILE, data/operator-token or data/compose/operator-token.",
         ),
     ] = None,
 ) -> None:
@@ -752,7 +754,7 @@ def run(
         command_timeout_s=command_timeout,
         poll_interval_s=poll_interval,
         green_grace_s=green_grace,
-        api_token=api_token,
+        api_token=api_token or find_local_token(),
     )
     code = 0
     if todo:

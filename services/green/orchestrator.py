@@ -178,7 +178,7 @@ class Orchestrator:
         unknown kind, UnknownTask for an id the source lacks."""
         opts = options or TaskOptions()
         s = self.settings
-        purple_url = self._allowed_purple(opts.purple_url)
+        purple_url = self.allowed_purple(opts.purple_url)
         task_kind = self.kind(kind)
         arvo_id = task_kind.canonical(ref)
         try:  # cheap existence check; also warms the cache for preparation
@@ -218,7 +218,7 @@ class Orchestrator:
             live.runner = asyncio.create_task(self._run(live), name=f"task-{task.id}")
         return task
 
-    def _allowed_purple(self, requested: str | None) -> str:
+    def allowed_purple(self, requested: str | None) -> str:
         """The purple a task may use: the configured one, or one the allow-list names. Green
         calls no other URL, so a caller cannot make it probe hosts or ports."""
         default = self.settings.purple_url.rstrip("/")

@@ -148,11 +148,18 @@ class A2APeer:
     """
 
     def __init__(
-        self, base_url: str, *, timeout: float = 60.0, http: httpx.AsyncClient | None = None
+        self,
+        base_url: str,
+        *,
+        timeout: float = 60.0,
+        http: httpx.AsyncClient | None = None,
+        headers: dict[str, str] | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self._owns_http = http is None
-        self._http = http or httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=10.0))
+        self._http = http or httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout, connect=10.0), headers=headers
+        )
         self._client: Any = None
 
     async def _get(self) -> Any:

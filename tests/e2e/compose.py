@@ -78,11 +78,13 @@ class ComposeStack:
 
     def __post_init__(self) -> None:
         self.logs_dir = self.workdir / "logs"
-        self.logs_dir.mkdir(parents=True, exist_ok=True)
-        if os.geteuid() == 0:
-            os.chown(self.logs_dir, SERVICE_UID, SERVICE_UID)
-        else:
-            self.logs_dir.chmod(0o777)
+        self.token_dir = self.workdir / "secrets"
+        for d in (self.logs_dir, self.token_dir):
+            d.mkdir(parents=True, exist_ok=True)
+            if os.geteuid() == 0:
+                os.chown(d, SERVICE_UID, SERVICE_UID)
+            else:
+                d.chmod(0o777)
         self.docker = docker.from_env()
 
     # ---- compose -------------------------------------------------------------------------
@@ -90,6 +92,12 @@ class ComposeStack:
     @property
     def green_url(self) -> str:
         return f"http://127.0.0.1:{self.green_port}"
+
+    @property
+    def operator(self) -> dict[str, str]:
+        """The header with the operator token green generated at its first start."""
+        token = (self.token_dir / "operator-token").read_text().strip()
+        return {"Authorization": f"Bearer {token}"}
 
     @property
     def purple_url(self) -> str:
@@ -108,6 +116,7 @@ class ComposeStack:
             ARENA_GREEN_IMAGE=f"arena/green:{self.image_tag}",
             ARENA_PURPLE_IMAGE=f"arena/purple:{self.image_tag}",
             ARENA_LOGS_DIR=str(self.logs_dir),
+            ARENA_TOKEN_DIR=str(self.token_dir),
             ARENA_LOG_RUN=self.log_run,
             # Short task limits: a stuck test fails fast instead of holding a container.
             GREEN_TASK_TIMEOUT_S="300",

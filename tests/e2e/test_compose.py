@@ -90,7 +90,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ComposeStack]:
 
 @pytest.fixture
 def green(stack: ComposeStack) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=stack.green_url, timeout=30) as http:
+    with httpx.Client(base_url=stack.green_url, timeout=30, headers=stack.operator) as http:
         yield http
 
 
@@ -145,7 +145,7 @@ def test_rest_task_runs_in_a_sibling_container(stack: ComposeStack, green: httpx
 
 async def test_a2a_task_id_message(stack: ComposeStack) -> None:
     # The client calls the base URL it was given, whatever the card advertises.
-    peer = A2APeer(stack.green_url, timeout=60)
+    peer = A2APeer(stack.green_url, timeout=60, headers=stack.operator)
     try:
         sent = await peer.send(
             new_protocol_message("Task ID: arvo:900006", role=Role.ROLE_USER),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Any
 
 import httpx
@@ -62,3 +63,29 @@ async def stream_message(
         events = [ev async for ev in client.send_message(SendMessageRequest(message=msg))]
         await client.close()
         return events
+
+
+def rpc(
+    green_url: str,
+    method: str,
+    params: dict[str, Any],
+    *,
+    headers: dict[str, str] | None = None,
+    version: str | None = None,
+) -> httpx.Response:
+    """One raw JSON-RPC call (0.3 method names by default; ``version="1.0"`` for 1.0 names)."""
+    hdrs = dict(headers or {})
+    if version:
+        hdrs["A2A-Version"] = version
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    return httpx.post(f"{green_url}/", json=body, headers=hdrs, timeout=60)
+
+
+def text_message(text: str, **extra: Any) -> dict[str, Any]:
+    """A 0.3-style user message with one text part (``extra``: metadata, taskId, contextId)."""
+    msg = {
+        "role": "user",
+        "messageId": str(uuid.uuid4()),
+        "parts": [{"kind": "text", "text": text}],
+    }
+    return {**msg, **extra}

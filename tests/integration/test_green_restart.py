@@ -15,7 +15,13 @@ from services.purple.config import PurpleSettings
 from services.purple.store.crud import PurpleStore
 from services.purple.store.crud import make_engine as make_purple_engine
 from tests.integration.conftest import leftover_containers
-from tests.integration.helpers import OPERATOR, OPERATOR_TOKEN, submit_task, wait_status, wait_terminal
+from tests.integration.helpers import (
+    OPERATOR,
+    OPERATOR_TOKEN,
+    submit_task,
+    wait_status,
+    wait_terminal,
+)
 from tests.support.scripted_purple import Observed, Script, ScriptedPolicy
 from tests.support.servers import ServiceProcess, ThreadedServer, free_port
 

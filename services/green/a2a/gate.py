@@ -14,7 +14,7 @@ credential or a bound also set the HTTP status (401, 429), so plain HTTP clients
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 from a2a.auth.user import User
@@ -62,12 +62,7 @@ class ArenaUser(User):
         return self.caller.name
 
 
-class Unauthenticated(InvalidRequestError):
-    message = "the operator's credential is required: send 'Authorization: Bearer <token>'"
-
-
-class TooManyRequests(InvalidRequestError):
-    message = "too many requests"
+UNAUTHENTICATED = "the operator's credential is required: send 'Authorization: Bearer <token>'"
 
 
 class CallContextBuilder(DefaultServerCallContextBuilder):
@@ -99,16 +94,26 @@ def _refuse(context: ServerCallContext, error: A2AError, status: int, **headers:
 def require_operator(context: ServerCallContext) -> Caller:
     caller = caller_of(context)
     if not caller.may_operate:
-        raise _refuse(context, Unauthenticated(), 401, **{"WWW-Authenticate": "Bearer"})
+        raise _refuse(
+            context, InvalidRequestError(UNAUTHENTICATED), 401, **{"WWW-Authenticate": "Bearer"}
+        )
     return caller
 
 
 class GreenRequestHandler(DefaultRequestHandler):
     """The SDK's handler with green's gates in front of every method."""
 
-    def __init__(self, *args: Any, intake: IntakeLimits, **kw: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        intake: IntakeLimits,
+        allowed_purple: Callable[[str | None], str],
+        **kw: Any,
+    ) -> None:
         super().__init__(*args, **kw)
         self.intake = intake
+        self.allowed_purple = allowed_purple
+        """Raises ValueError for a purple URL green may not call."""
 
     # ---- messages: the agent plane for anyone, intake for the operator ----
 
@@ -127,10 +132,11 @@ class GreenRequestHandler(DefaultRequestHandler):
         caller = require_operator(context)
         request = _intake_request(verdict)
         try:
+            self.allowed_purple(request.purple_url)
             self.intake.admit(caller.name, len(request.task_ids))
         except TooBusy as exc:
             raise _refuse(
-                context, TooManyRequests(str(exc)), 429, **{"Retry-After": str(exc.retry_after)}
+                context, InvalidRequestError(str(exc)), 429, **{"Retry-After": str(exc.retry_after)}
             ) from exc
         except ValueError as exc:
             raise InvalidParamsError(message=str(exc)) from exc
@@ -186,7 +192,8 @@ def _intake_request(verdict: Classified) -> AssessmentRequest:
 
 class RefusalStatus:
     """ASGI middleware: a refusal decided by the gate leaves with its HTTP status and headers
-    (the JSON-RPC error body is unchanged)."""
+    (the JSON-RPC error body is unchanged). The response's start is held back until its first
+    body chunk, because a streamed call (0.3 ``message/stream``) is refused inside its stream."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -195,16 +202,23 @@ class RefusalStatus:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        held: list[Message] = []
 
         async def send_with_status(message: Message) -> None:
-            if message["type"] == "http.response.start" and (verdict := scope.get(_HTTP)):
-                status, headers = verdict
-                extra = [(k.lower().encode(), v.encode()) for k, v in headers.items()]
-                message = {
-                    **message,
-                    "status": status,
-                    "headers": list(message.get("headers", [])) + extra,
-                }
+            if message["type"] == "http.response.start":
+                held.append(message)
+                return
+            if held:
+                start = held.pop()
+                if verdict := scope.get(_HTTP):
+                    status, headers = verdict
+                    extra = [(k.lower().encode(), v.encode()) for k, v in headers.items()]
+                    start = {
+                        **start,
+                        "status": status,
+                        "headers": list(start.get("headers", [])) + extra,
+                    }
+                await send(start)
             await send(message)
 
         await self.app(scope, receive, send_with_status)

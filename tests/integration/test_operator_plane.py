@@ -1,0 +1,287 @@
+"""The operator plane is the operator's: credentials, ownership, disclosure, bounds, bad input.
+
+Every test here attacks a real green (real containers, real HTTP on 127.0.0.1) the way an agent
+under test, or any stranger on the network, could.
+"""
+
+from __future__ import annotations
+
+import json
+import stat
+import time
+
+import httpx
+import pytest
+
+from services.green.app import create_app as create_green
+from tests.integration.helpers import (
+    OPERATOR,
+    rpc,
+    submit_task,
+    text_message,
+    wait_status,
+    wait_terminal,
+)
+from tests.support.scripted_purple import Script
+from tests.support.servers import ThreadedServer
+
+pytestmark = pytest.mark.docker
+
+VALID = {
+    "locations": [
+        {"file": "src/entity.c", "function": "xml_decode_entity", "line_start": 1, "line_end": 2}
+    ]
+}
+INTERNAL_ERROR = -32603
+
+
+def _error(resp: httpx.Response) -> dict:
+    body = resp.json()
+    assert "error" in body, body
+    assert body["error"]["code"] != INTERNAL_ERROR, body
+    return body["error"]
+
+
+def test_anonymous_callers_are_refused_on_every_operator_route(start_green, scripted_purple):
+    purple_url, _ = scripted_purple(Script(commands=[], submissions=[VALID]))
+    green = start_green(purple_url=purple_url)
+    url = green.url
+    rest = [
+        httpx.post(f"{url}/tasks", json={"task": "arvo:900001"}),
+        httpx.get(f"{url}/tasks"),
+        httpx.get(f"{url}/tasks/x"),
+        httpx.get(f"{url}/tasks/x/commands"),
+        httpx.post(f"{url}/tasks/x/cancel"),
+        httpx.post(f"{url}/assessments", json={"task_ids": ["arvo:900001"]}),
+        httpx.get(f"{url}/assessments/x"),
+    ]
+    wrong = {"Authorization": "Bearer not-the-token"}
+    rest.append(httpx.get(f"{url}/tasks", headers=wrong))
+    rest.append(httpx.get(f"{url}/tasks", headers={"Authorization": "Bearer tök\u00e9n".encode()}))
+    for r in rest:
+        assert r.status_code == 401, (r.request.url, r.text)
+        assert r.headers["www-authenticate"] == "Bearer"
+    assert httpx.get(f"{url}/healthz").status_code == 200
+    assert httpx.get(f"{url}/.well-known/agent-card.json").status_code == 200
+
+    a2a = [
+        rpc(url, "message/send", {"message": text_message("Task ID: arvo:900001")}),
+        rpc(url, "message/stream", {"message": text_message("Task ID: arvo:900001")}),
+        rpc(
+            url,
+            "SendMessage",
+            {"message": {"role": "ROLE_USER", "messageId": "m", "parts": [{"text": "arvo:1"}]}},
+            version="1.0",
+        ),
+        rpc(url, "ListTasks", {}, version="1.0"),
+        rpc(url, "GetTask", {"id": "x"}, version="1.0"),
+        rpc(url, "CancelTask", {"id": "x"}, version="1.0"),
+        rpc(url, "tasks/get", {"id": "x"}),
+        rpc(url, "tasks/cancel", {"id": "x"}),
+        rpc(url, "message/send", {"message": text_message('{"participants": {"a": "http://x"}}')}),
+    ]
+    for r in a2a:
+        assert r.status_code == 401, r.text
+        assert "credential" in r.text
+    listed = httpx.get(f"{url}/tasks", headers=OPERATOR).json()
+    assert listed["total"] == 0, "a refused request must create nothing"
+
+
+def test_card_declares_the_operator_bearer_scheme(start_green):
+    green = start_green()
+    card = httpx.get(f"{green.url}/.well-known/agent-card.json").json()
+    schemes = card["securitySchemes"]
+    [(name, scheme)] = schemes.items()
+    assert scheme["httpAuthSecurityScheme"]["scheme"] == "bearer"
+    intake = next(s for s in card["skills"] if s["id"] == "rca_assessment")
+    assert intake["securityRequirements"] == [{"schemes": {name: {}}}]
+
+
+def test_first_start_generates_a_private_token_and_keeps_it(green_settings, tmp_path, caplog):
+    token_file = tmp_path / "keys" / "operator-token"
+    settings = green_settings.model_copy(update={"api_token": None, "api_token_file": token_file})
+    srv = ThreadedServer(create_green(settings), port=settings.port).start()
+    try:
+        token = token_file.read_text().strip()
+        assert len(token) >= 32
+        assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+        ok = httpx.get(f"{srv.url}/tasks", headers={"Authorization": f"Bearer {token}"})
+        assert ok.status_code == 200
+        assert httpx.get(f"{srv.url}/tasks").status_code == 401
+    finally:
+        srv.stop()
+    log = (settings.log_dir / "log_test" / "agents.log").read_text()
+    assert "auth.operator_token_generated" in log and str(token_file) in log
+    assert token not in log, "the token itself is never logged"
+    again = ThreadedServer(create_green(settings), port=settings.port).start()
+    try:  # a restart keeps the same token
+        r = httpx.get(f"{again.url}/tasks", headers={"Authorization": f"Bearer {token}"})
+        assert r.status_code == 200
+    finally:
+        again.stop()
+
+
+def test_a2a_tasks_belong_to_the_credential_that_created_them(start_green, scripted_purple):
+    purple_url, _ = scripted_purple(Script(commands=["true"] * 3, pause_s=1.0, submissions=[VALID]))
+    green = start_green(purple_url=purple_url, open_operator_plane=True)
+    url = green.url
+    config = {"blocking": False}
+    mine = rpc(
+        url,
+        "message/send",
+        {"message": text_message("Task ID: arvo:900001"), "configuration": config},
+        headers=OPERATOR,
+    ).json()["result"]
+    theirs = rpc(
+        url,
+        "message/send",
+        {"message": text_message("Task ID: arvo:900001"), "configuration": config},
+    ).json()["result"]
+    # each sees only its own
+    for headers, own, other in ((OPERATOR, mine, theirs), (None, theirs, mine)):
+        listed = rpc(url, "ListTasks", {}, headers=headers, version="1.0").json()["result"]
+        assert [t["id"] for t in listed.get("tasks", [])] == [own["id"]]
+        assert "error" in rpc(url, "tasks/get", {"id": other["id"]}, headers=headers).json()
+    # the anonymous caller can neither cancel nor write into the operator's task
+    _error(rpc(url, "tasks/cancel", {"id": mine["id"]}))
+    _error(
+        rpc(
+            url,
+            "message/send",
+            {"message": text_message("submit", taskId=mine["id"], contextId=mine["contextId"])},
+        )
+    )
+    deadline = time.monotonic() + 120
+    while True:
+        got = rpc(url, "tasks/get", {"id": mine["id"]}, headers=OPERATOR).json()["result"]
+        if got["status"]["state"] in ("completed", "failed", "canceled"):
+            break
+        assert time.monotonic() < deadline, got["status"]
+        time.sleep(0.5)
+    assert got["status"]["state"] == "completed"
+    assert len([a for a in got["artifacts"] if a["name"] == "Result"]) == 1
+
+
+def _result_scores(task_result: dict) -> dict:
+    data = next(p["data"] for a in task_result["artifacts"] for p in a["parts"] if "data" in p)
+    return data["tasks"][0]["scores"]
+
+
+def test_ground_truth_is_for_the_operator_and_only_when_the_bug_is_done(
+    start_green, scripted_purple
+):
+    fast, _ = scripted_purple(Script(commands=["true"], submissions=[VALID]))
+    slow, _ = scripted_purple(Script(commands=["sleep 1"] * 8, submissions=[VALID]))
+    green = start_green(purple_url=fast, open_operator_plane=True)
+    # an anonymous caller (plane opened) gets numbers, never the answer
+    anon = httpx.post(f"{green.url}/tasks", json={"task": "arvo:900001"}).json()
+    done = wait_terminal(green.url, anon["id"])
+    anon_view = httpx.get(f"{green.url}/tasks/{anon['id']}").json()
+    assert anon_view["ground_truth"] is None
+    assert set(anon_view["scores"]) <= {
+        *("file@1", "file@5", "func@1", "func@5", "line@1", "line@5", "iou"),
+        *("scorable", "submitted", "n_locations", "resolved"),
+    }
+    assert anon_view["scores"]["file@1"] == done["scores"]["file@1"] == 1.0
+    assert "entity.c" not in str(anon_view["scores"])  # no region, file or explanation
+    assert done["ground_truth"] and done["scores"]["regions"]  # the operator's view
+
+    # while another task of the same bug runs, even the operator gets no ground truth
+    running = submit_task(green.url, {"task": "arvo:900001", "purple_url": slow})
+    wait_status(green.url, running["id"], "running")
+    during = httpx.get(f"{green.url}/tasks/{anon['id']}", headers=OPERATOR).json()
+    assert during["ground_truth"] is None and "regions" not in during["scores"]
+    listed = httpx.get(f"{green.url}/tasks", headers=OPERATOR).json()["items"]
+    assert all(t["ground_truth"] is None for t in listed)
+    a2a = rpc(green.url, "message/send", {"message": text_message("Task ID: arvo:900001")})
+    assert "regions" not in _result_scores(a2a.json()["result"])  # a decoy learns nothing
+    wait_terminal(green.url, running["id"])
+    after = httpx.get(f"{green.url}/tasks/{anon['id']}", headers=OPERATOR).json()
+    assert after["ground_truth"] and after["scores"]["regions"]
+
+
+def test_intake_is_bounded(start_green, scripted_purple):
+    purple_url, _ = scripted_purple(Script(commands=["sleep 2"], submissions=[VALID]))
+    green = start_green(
+        purple_url=purple_url, max_queued_tasks=2, max_assessment_tasks=3, intake_per_minute=4
+    )
+    url = green.url
+    too_many_ids = {"task_ids": ["arvo:900001", "arvo:900002", "arvo:900003", "arvo:900004"]}
+    r = httpx.post(f"{url}/assessments", json=too_many_ids, headers=OPERATOR)
+    assert r.status_code == 422 and "at most 3" in r.text
+    first = httpx.post(f"{url}/tasks", json={"task": "arvo:900001"}, headers=OPERATOR)
+    second = httpx.post(f"{url}/tasks", json={"task": "arvo:900002"}, headers=OPERATOR)
+    assert first.status_code == second.status_code == 202
+    full = httpx.post(f"{url}/tasks", json={"task": "arvo:900003"}, headers=OPERATOR)
+    assert full.status_code == 429 and int(full.headers["retry-after"]) >= 1
+    assert "GREEN_MAX_QUEUED_TASKS" in full.text
+    a2a = rpc(url, "message/send", {"message": text_message("arvo:1 arvo:2")}, headers=OPERATOR)
+    assert a2a.status_code == 429 and int(a2a.headers["retry-after"]) >= 1
+    assert "GREEN_MAX_QUEUED_TASKS" in _error(a2a)["message"]
+    over_rate = httpx.post(f"{url}/tasks", json={"task": "arvo:900003"}, headers=OPERATOR)
+    assert over_rate.status_code == 429 and "per minute" in over_rate.text  # the 5th this minute
+    assert httpx.get(f"{url}/tasks", headers=OPERATOR).json()["total"] == 2
+
+
+def test_green_calls_no_purple_outside_the_allow_list(start_green, scripted_purple):
+    purple_url, _ = scripted_purple(Script(commands=[], submissions=[VALID]))
+    green = start_green(purple_url=purple_url, purple_allowlist=[])
+    answers = []
+    for target in ("http://127.0.0.1:9", f"{green.url}", "http://169.254.169.254"):
+        r = httpx.post(
+            f"{green.url}/tasks",
+            json={"task": "arvo:900001", "purple_url": target},
+            headers=OPERATOR,
+        )
+        assert r.status_code == 422 and "not allowed" in r.text
+        answers.append(r.json()["detail"].replace(target, "<url>"))
+        a2a = rpc(
+            green.url,
+            "message/send",
+            {"message": text_message("Task ID: arvo:900001", metadata={"purple_url": target})},
+            headers=OPERATOR,
+        )
+        assert "not allowed" in _error(a2a)["message"] or "not allowed" in a2a.text
+    assert len(set(answers)) == 1, "the answer must not depend on what listens there"
+    assert httpx.get(f"{green.url}/tasks", headers=OPERATOR).json()["total"] == 0
+
+
+def test_malformed_a2a_input_is_invalid_params_never_internal_error(start_green, scripted_purple):
+    purple_url, _ = scripted_purple(Script(commands=["sleep 2"] * 3, submissions=[VALID]))
+    green = start_green(purple_url=purple_url)
+    url = green.url
+    cases = {
+        "fullwidth digits": text_message("Task ID: arvo:\uff19\uff10\uff10\uff10\uff10\uff11"),
+        "config not an object": text_message(
+            json.dumps({"participants": {"agent": purple_url}, "config": [1]})
+        ),
+        "purple_url not a string": text_message("Task ID: arvo:900001", metadata={"purple_url": 5}),
+        "timeout overflows": text_message(
+            json.dumps(
+                {
+                    "participants": {"agent": purple_url},
+                    "config": {"task_ids": [900001], "task_timeout_s": 1e12},
+                }
+            )
+        ),
+        "ids not a list": text_message(
+            json.dumps({"participants": {"agent": purple_url}, "config": {"task_ids": {"a": 1}}})
+        ),
+    }
+    for name, message in cases.items():
+        r = rpc(url, "message/send", {"message": message}, headers=OPERATOR)
+        body = r.json()
+        if "error" in body:
+            assert body["error"]["code"] != INTERNAL_ERROR, (name, body)
+            assert body["error"]["message"], name
+        else:  # a polite refusal message is fine too: what matters is no -32603
+            assert body["result"]["parts"][0]["text"].startswith("Refused"), (name, body)
+    # a non-ASCII token on the agent plane is a wrong token, not a crash
+    task = submit_task(url, {"task": "arvo:900001"})
+    wait_status(url, task["id"], "running")
+    execute = text_message(
+        "execute: id", contextId=task["id"], metadata={"token": "t\u00f6k\u00e9n-\u2603"}
+    )
+    reply = rpc(url, "message/send", {"message": execute}).json()
+    assert "missing or wrong task token" in str(reply["result"]), reply
+    assert httpx.get(f"{url}/tasks", headers=OPERATOR).json()["total"] == 1
