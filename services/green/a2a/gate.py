@@ -118,7 +118,8 @@ class GreenRequestHandler(DefaultRequestHandler):
     # ---- messages: the agent plane for anyone, intake for the operator ----
 
     def _admit_message(self, params: Any, context: ServerCallContext) -> None:
-        if params.message.task_id:
+        if params.message.task_id:  # only an operator may address an A2A task at all
+            require_operator(context)
             raise InvalidParamsError(
                 message="green's A2A tasks take no follow-up messages; start a new one"
             )
