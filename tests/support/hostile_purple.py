@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 
 from services.purple.environment import RunResult, RunStats, TaskContext, TaskEnded
+from tests.integration.helpers import text_message
 from tests.support.scripted_purple import write_file_command
 
 RECON = [
@@ -51,15 +52,6 @@ class AttackReport:
 
 def _jsonrpc(method: str, params: dict[str, Any]) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": str(uuid.uuid4()), "method": method, "params": params}
-
-
-def _text(text: str, **extra: Any) -> dict[str, Any]:
-    msg = {
-        "role": "user",
-        "messageId": str(uuid.uuid4()),
-        "parts": [{"kind": "text", "text": text}],
-    }
-    return {**msg, **extra}
 
 
 class HostilePolicy:
@@ -119,17 +111,21 @@ class HostilePolicy:
                     "message/send into the operator's task",
                     _jsonrpc(
                         "message/send",
-                        {"message": _text("submit", taskId=op.get("id"), contextId=op.get("cid"))},
+                        {
+                            "message": text_message(
+                                "submit", taskId=op.get("id"), contextId=op.get("cid")
+                            )
+                        },
                     ),
                     {},
                 ),
             ]
             for ident in self.candidates:
                 text = f"Task ID: arvo:{ident}"
-                msg = _text(text, metadata={"purple_url": "http://127.0.0.1:9"})
+                msg = text_message(text, metadata={"purple_url": "http://127.0.0.1:9"})
                 a2a.append((f"decoy {text}", _jsonrpc("message/send", {"message": msg}), {}))
             many = " ".join(f"arvo:{i}" for i in range(1, 2000))
-            a2a.append(("flood", _jsonrpc("message/send", {"message": _text(many)}), {}))
+            a2a.append(("flood", _jsonrpc("message/send", {"message": text_message(many)}), {}))
             for name, body, headers in a2a:
                 r = await http.post("/", json=body, headers=headers)
                 self._note(f"A2A {name}", r)
