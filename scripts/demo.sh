@@ -81,7 +81,8 @@ fi
 
 step "Run task arvo:$task: POST $green/tasks"
 rc=0
-uv run --frozen python scripts/demo_follow.py run --green "$green" --task "arvo:$task" || rc=$?
+GREEN_API_TOKEN_FILE=data/compose/operator-token \
+  uv run --frozen python scripts/demo_follow.py run --green "$green" --task "arvo:$task" || rc=$?
 uv run --frozen python - "$task" <<'PY' || true
 import sys, textwrap
 from fixtures.catalog import get_task

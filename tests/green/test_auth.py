@@ -1,0 +1,93 @@
+"""The operator credential: who a bearer header makes you, and where the token is kept."""
+
+from __future__ import annotations
+
+import stat
+import threading
+
+import pytest
+
+from services.green.auth import OperatorAuth, find_local_token, load_operator_token
+from services.green.intake_limits import IntakeLimits, TooBusy
+
+
+@pytest.mark.parametrize(
+    "header, operator",
+    [
+        ("Bearer s3cret-token", True),
+        ("bearer s3cret-token", True),
+        ("Bearer  s3cret-token ", True),
+        ("Bearer s3cret-tokenX", False),
+        ("Basic s3cret-token", False),
+        ("s3cret-token", False),
+        ("", False),
+        (None, False),
+        ("Bearer t\u00f6k\u00e9n", False),
+        ("Bearer \udcff", False),
+    ],
+)
+def test_only_the_operator_token_makes_an_operator(header, operator):
+    auth = OperatorAuth("s3cret-token")
+    who = auth.caller(header)
+    assert who.operator is operator and who.may_operate is operator
+    assert who.name.startswith("operator:") is operator
+    assert "s3cret" not in who.name  # the owner name is a fingerprint, not the token
+
+
+def test_an_open_plane_lets_anyone_operate_but_never_makes_them_the_operator():
+    who = OperatorAuth("t", open_plane=True).caller(None)
+    assert who.may_operate and not who.operator and who.name == "anonymous"
+
+
+def test_the_token_is_generated_once_private_and_kept(tmp_path):
+    path = tmp_path / "sub" / "operator-token"
+    first = load_operator_token(None, path)
+    assert len(first) >= 32 and stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert load_operator_token(None, path) == first
+    assert load_operator_token("configured", path) == "configured"
+    assert list(path.parent.iterdir()) == [path], "no draft file is left behind"
+
+
+def test_greens_starting_together_agree_on_one_token(tmp_path):
+    path = tmp_path / "operator-token"
+    tokens: list[str] = []
+    threads = [
+        threading.Thread(target=lambda: tokens.append(load_operator_token(None, path)))
+        for _ in range(16)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(tokens)) == 1 and path.read_text().strip() == tokens[0]
+
+
+def test_clients_find_the_token_where_green_keeps_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert find_local_token({}) is None
+    (tmp_path / "data" / "compose").mkdir(parents=True)
+    (tmp_path / "data" / "compose" / "operator-token").write_text("from-compose\n")
+    assert find_local_token({}) == "from-compose"
+    (tmp_path / "data" / "operator-token").write_text("local\n")
+    assert find_local_token({}) == "local"
+    named = tmp_path / "named"
+    named.write_text("named\n")
+    assert find_local_token({"GREEN_API_TOKEN_FILE": str(named)}) == "named"
+    assert find_local_token({"GREEN_API_TOKEN": "env", "GREEN_API_TOKEN_FILE": str(named)}) == "env"
+
+
+def test_intake_bounds_refuse_before_anything_is_created():
+    unfinished = [0]
+    limits = IntakeLimits(per_minute=3, max_queued=5, max_batch=4, unfinished=lambda: unfinished[0])
+    with pytest.raises(ValueError, match="at most 4"):
+        limits.admit("op", 5)
+    limits.admit("op", 4)
+    unfinished[0] = 4
+    with pytest.raises(TooBusy, match="GREEN_MAX_QUEUED_TASKS") as full:
+        limits.admit("op", 2)
+    assert full.value.retry_after >= 1
+    limits.admit("other", 1)  # budgets are per caller
+    limits.admit("op", 1)  # the 3rd request of "op" this minute (a refused one counts too)
+    with pytest.raises(TooBusy, match="per minute") as rate:
+        limits.admit("op", 1)  # the 4th request of "op" this minute
+    assert 1 <= rate.value.retry_after <= 60
