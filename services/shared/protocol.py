@@ -116,7 +116,7 @@ _SUBMIT_RE = re.compile(r"^\s*submit\s*\Z", re.IGNORECASE)
 
 
 def parse_text_request(text: str) -> Execute | Submit | None:
-    """Read the seed's plain-text requests: ``execute: <cmd>`` or ``submit``."""
+    """Read the plain-text requests a text-only agent sends: ``execute: <cmd>`` or ``submit``."""
     if m := _EXECUTE_RE.match(text):
         cmd = m.group("cmd").strip()
         return Execute(command=cmd) if cmd else None

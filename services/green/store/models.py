@@ -1,4 +1,4 @@
-"""SQLModel tables (the seed's ``task_contexts``) and the API schemas that expose them."""
+"""SQLModel tables (`task_contexts`: one row per task; `commands`; `assessments`) and the API schemas that expose them."""
 
 from __future__ import annotations
 

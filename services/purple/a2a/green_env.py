@@ -25,7 +25,7 @@ OnCommand = Callable[[str, CommandResult], Awaitable[None]]
 class GreenEnvironment:
     """Sends ``execute``/``submit`` to green in the task's context, with the task's token.
 
-    Each request has the text form and the data form (DESIGN.md); replies are read from the
+    Each request has the text form and the data form (docs/protocol.md); replies are read from the
     data part. A refusal (task over, step limit, wrong token) raises :class:`TaskEnded`.
     """
 

@@ -1,4 +1,4 @@
-"""The seed's purple ``task_contexts``: messages, command history, counters, status."""
+"""Purple's own ``task_contexts``: messages, command history, counters, status."""
 
 from __future__ import annotations
 
