@@ -10,18 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from services.purple.analyst.dataflow import (
-    FrameCode,
+from services.purple.analyst.caccess import (
     access_sites,
     assignments,
     call_arguments,
     expr_value,
-    follow,
     memory_function,
     parse_params,
     select_sites,
-    tokenize,
 )
+from services.purple.analyst.clex import tokenize
+from services.purple.analyst.dataflow import FrameCode, follow
 from services.purple.analyst.policy import StackTraceAnalyst
 from services.purple.analyst.sanitizer import parse_report
 from services.purple.environment import RunResult, TaskContext

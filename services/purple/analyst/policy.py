@@ -27,30 +27,23 @@ from pathlib import Path
 
 from services.purple.agent.errors import Submitted
 from services.purple.agent.trajectory import Trajectory
-from services.purple.analyst.cfunc import (
-    FunctionSpan,
-    awk_outline,
-    enclosing_function,
-    parse_numbered,
-    tight_span,
-)
-from services.purple.analyst.dataflow import (
-    Trail,
-    awk_frame,
-    follow,
-    frame_code,
-    memory_function,
-)
-from services.purple.analyst.frames import (
-    harness_frames,
-    is_harness_boundary,
-    is_project_frame,
-    is_runtime_frame,
-    is_system_frame,
-    project_frames,
-    split_src_path,
+from services.purple.analyst.caccess import memory_function
+from services.purple.analyst.cfunc import parse_numbered
+from services.purple.analyst.clex import awk_macros, macro_transparent
+from services.purple.analyst.dataflow import Trail, follow
+from services.purple.analyst.frameread import awk_frame, frame_code
+from services.purple.analyst.frames import is_harness_boundary, is_project_frame
+from services.purple.analyst.helpers import helper_command, parse_helpers, size_callees
+from services.purple.analyst.ranking import Candidate, frame_key, rank
+from services.purple.analyst.resolve import (
+    MARK,
+    Resolved,
+    locations,
+    parse_resolved,
+    resolve_command,
 )
 from services.purple.analyst.sanitizer import Frame, SanitizerReport, parse_report
+from services.purple.analyst.wrappers import awk_body, is_wrapper
 from services.purple.environment import (
     CommandRecord,
     RunResult,
@@ -64,27 +57,6 @@ from services.shared.loc import Location
 from services.shared.logging import get_logger
 
 log = get_logger(__name__)
-
-_MARK = "@@ARVO_ANALYST@@"
-
-
-@dataclass
-class Candidate:
-    file: str
-    """As written in the report (``/src/<project>/a/b.c``)."""
-    line: int
-    function: str | None
-    role: str
-
-
-@dataclass
-class Resolved:
-    candidate: Candidate
-    rel_path: str
-    """Relative to the project root (the folder under the source dir)."""
-    fn: FunctionSpan
-    path: str = ""
-    """Where the file was found (absolute, in the task environment)."""
 
 
 @dataclass
@@ -170,10 +142,10 @@ class StackTraceAnalyst:
         src = tools.paths.source_dir.rstrip("/")
         listing, _, report_text = (
             await tools.execute(
-                f"ls -1 {shlex.quote(src)}; echo {_MARK}; "
+                f"ls -1 {shlex.quote(src)}; echo {MARK}; "
                 + self._read_report_cmd(tools.paths.error_report)
             )
-        ).output.partition(_MARK)
+        ).output.partition(MARK)
         folders = [ln.strip() for ln in listing.splitlines() if ln.strip()]
         report = parse_report(report_text)
         traj.event(
@@ -185,8 +157,12 @@ class StackTraceAnalyst:
         if not candidates:
             return "no project frame or source location in the report"
         chain = self.value_chain(report)
-        keep = {(f.file or "", f.line or 1) for f in chain.frames} if chain else set()
+        keep = {frame_key(f) for f in chain.frames} if chain else set()
+        if report.is_lifetime_bug:
+            keep |= {c.key for c in candidates if "free" in c.role or "alloc" in c.role}
         resolved = await self._resolve(tools, candidates, folders, keep=keep)
+        if report.is_lifetime_bug:
+            resolved = await self._skip_wrappers(tools, report, resolved)
         traj.event(
             "candidates",
             ranked=[c.__dict__ for c in candidates],
@@ -196,14 +172,16 @@ class StackTraceAnalyst:
             ],
         )
         trail = None
-        if chain is not None:
-            try:
+        try:
+            if chain is not None:
                 trail = await self._follow_value(tools, report, chain, resolved)
-            except TaskEnded:
-                raise
-            except Exception:  # a lexical heuristic must never cost the submission
-                log.exception("value trail failed; ranking from the stack alone")
-        if trail is not None:
+            if report.is_overflow:
+                resolved = await self._size_helpers(tools, resolved, folders)
+        except TaskEnded:
+            raise
+        except Exception:  # a lexical heuristic must never cost the submission
+            log.exception("source heuristics failed; ranking from the stack alone")
+        if trail is not None and chain is not None:
             traj.event(
                 "value_trail",
                 origin=trail.origin,
@@ -211,14 +189,14 @@ class StackTraceAnalyst:
                 steps=[step.__dict__ for step in trail.steps],
                 why=trail.why,
             )
-            resolved = self.promote_origin(resolved, chain, trail)  # type: ignore[arg-type]
-        locations = self.locations(resolved)
-        if not locations:
+            resolved = self.promote_origin(resolved, chain, trail)
+        found = self.locations(resolved)
+        if not found:
             return "none of the candidate files exists in the source tree"
         reasoning = self.reasoning(report, resolved, trail)
-        reply = await tools.submit_localization(locations, reasoning)
-        if len(locations) > 1:  # refused: retry with the crash site alone
-            reply = await tools.submit_localization(locations[:1], reasoning)
+        reply = await tools.submit_localization(found, reasoning)
+        if len(found) > 1:  # refused: retry with the crash site alone
+            reply = await tools.submit_localization(found[:1], reasoning)
         return f"submission refused: {reply}"
 
     def _read_report_cmd(self, path: str) -> str:
@@ -232,101 +210,11 @@ class StackTraceAnalyst:
 
     # ---- ranking -----------------------------------------------------------------------------
 
-    def rank(self, report: SanitizerReport) -> list[Candidate]:
-        """Candidates, best first (duplicates removed; more than needed, as some may not
-        resolve to a file in the tree)."""
-        crash = project_frames(report.crash_stack)
-        freed = project_frames(report.stack("freed"))
-        alloc = project_frames(report.stack("allocated"))
-        origin = project_frames(report.stack("origin"))
-        kind = report.crash_type or "crash"
-        what = f"{kind}" + (
-            f" ({report.access} of size {report.access_size})"
-            if report.access and report.access_size
-            else ""
-        )
-
-        def cand(frame: Frame, role: str) -> Candidate:
-            return Candidate(frame.file or "", frame.line or 1, frame.function_name, role)
-
-        first: list[Candidate] = []
-        if crash:
-            first.append(cand(crash[0], f"crash site: {what}"))
-        elif report.ub_location is not None:
-            u = report.ub_location
-            first.append(Candidate(u.file, u.line or 1, None, f"crash site: {what}"))
-        elif (
-            (s := report.summary_location) is not None
-            and not is_system_frame(Frame(index=0, file=s.file, function=s.function))
-            and not is_runtime_frame(Frame(index=0, file=s.file, function=s.function))
-        ):
-            first.append(Candidate(s.file, s.line or 1, s.function, f"crash site: {what}"))
-        callers = [cand(f, f"caller #{i} of the crash site") for i, f in enumerate(crash[1:], 1)]
-        special: list[Candidate] = []
-        free_site: Frame | None = None
-        if report.is_lifetime_bug:
-            # the free site; for a double free the first free often sits where the second one
-            # crashed, so prefer the first freeing frame that is not on the crash stack
-            on_crash = {(f.file, f.line) for f in crash}
-            free_site = next((f for f in freed if (f.file, f.line) not in on_crash), None)
-            special += [cand(f, "where the object was freed") for f in freed[:1]]
-            if free_site is not None and free_site is not freed[0]:
-                special.append(cand(free_site, "the call that freed the object"))
-            special += [cand(f, "where the object was allocated") for f in alloc[:1]]
-        elif report.is_overflow:
-            special += [
-                cand(f, "allocation site of the overflowed buffer (its size)") for f in alloc[:1]
-            ]
-            if report.stack_variable and (obj := project_frames(report.stack("stack_object"))):
-                name, line = report.stack_variable
-                if line:
-                    special.append(
-                        Candidate(
-                            obj[0].file or "",
-                            line,
-                            obj[0].function_name,
-                            f"declaration of the overflowed stack object '{name}'",
-                        )
-                    )
-            if (g := report.global_variable) is not None and g.line:
-                special.append(
-                    Candidate(
-                        g.file, g.line, None, f"definition of the overflowed global '{g.function}'"
-                    )
-                )
-        elif origin:
-            special.append(cand(origin[0], "where the uninitialized value was created"))
-        elif leak := project_frames(report.stack("leak")):
-            first = first or [cand(leak[0], "allocation of the leaked memory")]
-            callers = [
-                cand(f, f"caller #{i} of the leaking allocation") for i, f in enumerate(leak[1:], 1)
-            ]
-        # interleave: crash site, first special, caller 1, second special, caller 2, ...
-        if report.crash_type == "double-free" and freed:
-            # the second free (the crash) is usually the owner's legitimate release; the fix is
-            # at the premature first free, so it leads (its caller when both go through one
-            # wrapper, e.g. xmlFreeNode called twice)
-            lead = cand(free_site or freed[0], "the first free of the object (premature)")
-            first, special = [lead], first + special
-        ranked = list(first)
-        top_callers = callers[: self.max_callers]
-        for i in range(max(len(special), len(top_callers))):
-            ranked += special[i : i + 1] + top_callers[i : i + 1]
-        ranked += callers[self.max_callers :]
-        ranked += [cand(f, "further up the free stack") for f in freed[1:3]]
-        ranked += [cand(f, "further up the allocation stack") for f in alloc[1:3]]
-        if not ranked:
-            ranked = [
-                cand(f, "fuzz target (no project frame in the report)")
-                for f in harness_frames(report.crash_stack)
-            ]
-        seen: set[tuple[str, int]] = set()
-        out = []
-        for c in ranked:
-            if c.file and (c.file, c.line) not in seen:
-                seen.add((c.file, c.line))
-                out.append(c)
-        return out
+    def rank(
+        self, report: SanitizerReport, wrappers: frozenset[str] = frozenset()
+    ) -> list[Candidate]:
+        """Candidates, best first (:func:`.ranking.rank`)."""
+        return rank(report, max_callers=self.max_callers, wrappers=wrappers)
 
     # ---- looking candidates up in the tree ---------------------------------------------------
 
@@ -335,43 +223,85 @@ class StackTraceAnalyst:
         tools: RcaTools,
         candidates: list[Candidate],
         folders: list[str],
-        keep: set[tuple[str, int]] | None = None,
+        keep: set | None = None,
     ) -> list[Resolved]:
         """One command: find each candidate's file in the tree and outline it around the line.
-        The first ``2 * max_locations`` candidates are looked up, and those at ``keep``."""
+        The first ``2 * max_locations`` candidates are looked up, and those in ``keep``."""
         src = tools.paths.source_dir.rstrip("/")
-        parts = []
-        for i, c in enumerate(candidates):
-            if i >= 2 * self.max_locations and (c.file, c.line) not in (keep or set()):
-                continue
-            project, rel = split_src_path(c.file)
-            tries = [f"{src}/{project}/{rel}"] if project else []
-            if c.file.startswith("/") and not project:
-                segs = c.file.strip("/").split("/")
-                suffixes = ["/".join(segs[k:]) for k in range(1, max(1, len(segs) - 1))]
-            else:
-                suffixes = [rel]
-                tries.append(f"{src}/{rel}")
-            tries += [f"{src}/{d}/{s}" for s in suffixes for d in folders]
-            quoted = " ".join(shlex.quote(t) for t in dict.fromkeys(tries))
-            outline = awk_outline('"$f"', c.line, max_lines=30)
-            parts.append(
-                f'f=\'\'; for c in {quoted}; do if [ -f "$c" ]; then f="$c"; break; fi; done; '
-                f'echo "{_MARK} {i} $f"; if [ -n "$f" ]; then {outline}; fi'
-            )
+        wanted = {
+            i
+            for i, c in enumerate(candidates)
+            if i < 2 * self.max_locations or c.key in (keep or set())
+        }
+        output = (await tools.execute(resolve_command(candidates, src, folders, wanted))).output
+        return parse_resolved(output, candidates, src)
+
+    async def _skip_wrappers(
+        self, tools: RcaTools, report: SanitizerReport, resolved: list[Resolved]
+    ) -> list[Resolved]:
+        """One command: read the bodies of the free and allocation stacks' frames; the ones
+        that only forward to the allocator are wrappers, and the frames above them (where the
+        decision was made) move up (:func:`.ranking.rank` with the wrappers known)."""
+        stacks = {"free": report.stack("freed"), "alloc": report.stack("allocated")}
+        reads: list[tuple[str, str, Resolved]] = []
+        by_key = {r.candidate.key: r for r in resolved}
+        for kind, stack in stacks.items():
+            for f in (stack.frames if stack else [])[:8]:
+                if is_harness_boundary(f):
+                    break
+                r = by_key.get(frame_key(f))
+                if r is not None and r.fn.start and r.fn.end and r.fn.end - r.fn.start < 60:
+                    reads.append((kind, f.function_name or "", r))
+        if not reads:
+            return resolved
+        parts = [
+            f"echo '{MARK} {i}'; "
+            + awk_body(shlex.quote(r.path), r.fn.body_start or 1, r.fn.end or 1)
+            for i, (_, _, r) in enumerate(reads)
+        ]
         output = (await tools.execute("( " + "\n".join(parts) + " )")).output
-        resolved: list[Resolved] = []
-        for block in output.split(_MARK)[1:]:
+        bodies: dict[int, str] = {}
+        for block in output.split(MARK)[1:]:
             head, _, body = block.partition("\n")
-            index, _, path = head.strip().partition(" ")
-            if not path or not index.isdigit():
-                continue
-            c = candidates[int(index)]
-            rel = path[len(src) + 1 :] if path.startswith(src + "/") else path
-            rel = rel.split("/", 1)[1] if "/" in rel else rel  # drop the project folder
-            fn = enclosing_function(parse_numbered(body), c.line)
-            resolved.append(Resolved(c, rel, fn, path))
-        return resolved
+            if head.strip().isdigit():
+                bodies[int(head.strip())] = "\n".join(parse_numbered(body).values())
+        wrappers: set[str] = set()
+        for i in sorted(bodies, reverse=False):
+            kind, name, _ = reads[i]
+            if name and is_wrapper(bodies[i], kind, wrappers):
+                wrappers.add(name)
+        if not wrappers:
+            return resolved
+        out = []
+        for c in self.rank(report, frozenset(wrappers)):
+            r = by_key.get(c.key)
+            if r is not None:
+                out.append(replace(r, candidate=c))
+        return out
+
+    async def _size_helpers(
+        self, tools: RcaTools, resolved: list[Resolved], folders: list[str]
+    ) -> list[Resolved]:
+        """Two commands: read the overflowed buffer's allocation site, then find the project
+        functions that computed its size (a ``*_size``/``*_len`` helper called there or on the
+        line that set the size variable), which are on no stack, and rank them right after it."""
+        at = next(
+            (i for i, r in enumerate(resolved) if r.candidate.role.startswith("allocation site")),
+            None,
+        )
+        if at is None or not resolved[at].fn.start:
+            return resolved
+        r = resolved[at]
+        cmd = awk_frame(shlex.quote(r.path), r.fn.start or 1, r.line, r.fn.end)
+        lines = parse_numbered((await tools.execute(cmd)).output)
+        code = frame_code(r.candidate.function or "", r.rel_path, r.line, None, r.fn.start, lines)
+        names = size_callees(code)
+        if not names:
+            return resolved
+        src = tools.paths.source_dir.rstrip("/")
+        output = (await tools.execute(helper_command(names, src, folders))).output
+        helpers = parse_helpers(output, names, src, r.candidate.file)
+        return [*resolved[: at + 1], *helpers, *resolved[at + 1 :]]
 
     # ---- following the bad value up the stack ------------------------------------------------
 
@@ -416,42 +346,45 @@ class StackTraceAnalyst:
     ) -> Trail | None:
         """One command: read the chain frames' signatures, lines and assignments; then follow
         the value (:func:`.dataflow.follow`). None when fewer than two frames can be read."""
-        by_site = {(r.candidate.file, r.candidate.line): r for r in resolved}
+        by_site = {r.candidate.key: r for r in resolved}
         usable: list[tuple[Frame, Resolved]] = []
         for f in chain.frames:
-            r = by_site.get((f.file or "", f.line or 1))
+            r = by_site.get(frame_key(f))
             name = (f.function_name or "").rsplit("::", 1)[-1]
             found = (r.fn.name or "").rsplit("::", 1)[-1] if r is not None else ""
-            if r is None or r.fn.start is None or not r.path or found != name:
-                break  # not found, or the function heuristic disagrees with the report
+            if r is None or r.fn.start is None or not r.path or found != name or not f.line:
+                break  # not found, no line, or the function heuristic disagrees with the report
             usable.append((f, r))
         if len(usable) < 2:
             return None
         more = chain.more_frames or len(usable) < len(chain.frames)
+        r0 = usable[0][1]
+        root = r0.path[: -len(r0.rel_path)].rstrip("/") if r0.path.endswith(r0.rel_path) else ""
         parts = [
-            f"echo '{_MARK} {i}'; "
+            f"echo '{MARK} {i}'; "
             + awk_frame(shlex.quote(r.path), r.fn.start or 1, f.line or 1, r.fn.end)
             for i, (f, r) in enumerate(usable)
         ]
+        if root:  # the project's function-like macros: the dataflow reads through them
+            parts.append(f"echo '{MARK} macros'; " + awk_macros(shlex.quote(root)))
         output = (await tools.execute("( " + "\n".join(parts) + " )")).output
         blocks: dict[int, dict[int, str]] = {}
-        for block in output.split(_MARK)[1:]:
+        macros: frozenset[str] = frozenset()
+        for block in output.split(MARK)[1:]:
             head, _, body = block.partition("\n")
             if head.strip().isdigit():
                 blocks[int(head.strip())] = parse_numbered(body)
+            elif head.strip() == "macros":
+                macros = frozenset(w for w in body.split() if w.isidentifier())
         codes = []
         for i, (f, r) in enumerate(usable):
             if i not in blocks:
                 more = True
                 break
+            lines = {n: macro_transparent(t, macros) for n, t in blocks[i].items()}
             codes.append(
                 frame_code(
-                    f.function_name or "",
-                    r.rel_path,
-                    f.line or 1,
-                    f.column,
-                    r.fn.start or 1,
-                    blocks[i],
+                    f.function_name or "", r.rel_path, f.line or 1, f.column, r.fn.start or 1, lines
                 )
             )
         if not codes:
@@ -470,11 +403,7 @@ class StackTraceAnalyst:
             return resolved
         f = chain.frames[trail.origin]
         at = next(
-            (
-                i
-                for i, r in enumerate(resolved)
-                if (r.candidate.file, r.candidate.line) == (f.file, f.line)
-            ),
+            (i for i, r in enumerate(resolved) if r.candidate.key == frame_key(f)),
             None,
         )
         if at is None:
@@ -487,26 +416,7 @@ class StackTraceAnalyst:
         return [lead, *resolved[:at], *resolved[at + 1 :]]
 
     def locations(self, resolved: list[Resolved]) -> list[Location]:
-        out: list[Location] = []
-        for r in resolved:
-            lo, hi = tight_span(r.candidate.line, r.fn, self.context_lines)
-            if any(
-                loc.file == r.rel_path and lo <= loc.line_end and hi >= loc.line_start
-                for loc in out
-            ):
-                continue
-            out.append(
-                Location(
-                    file=r.rel_path,
-                    function=r.candidate.function or r.fn.name,
-                    line_start=lo,
-                    line_end=hi,
-                    description=r.candidate.role,
-                )
-            )
-            if len(out) >= self.max_locations:
-                break
-        return out
+        return locations(resolved, self.max_locations)
 
     @staticmethod
     def reasoning(
@@ -526,7 +436,7 @@ class StackTraceAnalyst:
             crash = resolved[0]
         if crash is not None:
             bits.append(
-                f"at {crash.rel_path}:{crash.candidate.line}"
+                f"at {crash.rel_path}:{crash.line}"
                 + (f" in {crash.candidate.function}" if crash.candidate.function else "")
             )
         text = " ".join(bits) + "."
