@@ -152,10 +152,12 @@ EXPECTED = {
         ("lib/buf.c", "buf_new", 10),
         ("fuzz/fuzz.c", "run", 16),
     ],
+    # buf_free frees two fields and buf_new makes two blocks: both are wrappers (read from
+    # their bodies), so the frame above them, where the decision was made, ranks first
     "gcc_asan_uaf": [
         ("lib/buf.c", "buf_sum", 23),
-        ("lib/buf.c", "buf_free", 31),
-        ("fuzz/fuzz.c", "run", 21),
+        ("fuzz/fuzz.c", "run", 20),
+        ("lib/buf.c", "buf_free", 32),
         ("lib/buf.c", "buf_new", 8),
     ],
     "gcc_asan_double_free": [
@@ -176,6 +178,10 @@ EXPECTED = {
 
 # spatial bugs with two or more project frames: one more command reads the frames' code
 VALUE_TRAIL = {"gcc_asan_heap_overflow", "gcc_asan_stack_buffer_overflow"}
+# lifetime bugs: one more command reads the bodies of the free/alloc stacks' frames
+LIFETIME = {"gcc_asan_uaf", "gcc_asan_double_free"}
+# overflows of a buffer allocated in the project: its allocation site is read (size helpers)
+ALLOC_READ = {"gcc_asan_heap_overflow"}
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -191,8 +197,9 @@ async def test_analyst_submits_ranked_tight_spans(tmp_path: Path, name: str) -> 
     assert (
         json.loads(Path(task.paths.submission).read_text())["locations"][0]["file"] == got[0].file
     )
-    # list + report, resolve, [read the frames the bad value flows through], submit
-    n = 4 if name in VALUE_TRAIL else 3
+    # list + report, resolve, [read the frames the bad value flows through], [read the
+    # free/alloc stacks' bodies], [read the allocation site], submit
+    n = 3 + (name in VALUE_TRAIL) + (name in LIFETIME) + (name in ALLOC_READ)
     assert result.stats.commands == len(result.command_history) == len(env.commands) == n
     assert result.stats.steps == n and env.submits[0][0].commands == n
     traj = json.loads(Path(result.trajectory_path).read_text())

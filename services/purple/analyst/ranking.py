@@ -119,6 +119,8 @@ def rank(
         made = _decision(alloc, wrappers, set())
         if made is not None:
             special.append(_cand(made, "where the object was allocated"))
+        if alloc and made is not alloc[0]:
+            tail.append(_cand(alloc[0], "the allocation wrapper that made the object"))
         if report.crash_type == "double-free" and decided is not None:
             # the second free (the crash) is usually the owner's legitimate release; the fix is
             # at the premature first free, so it leads
