@@ -24,6 +24,7 @@ is deliberately conservative: any doubt stops the trail.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from services.purple.analyst.caccess import (
@@ -57,6 +58,8 @@ class FrameCode:
     """Body lines before ``line`` that may assign something (for the explanations)."""
     body: str = ""
     """All body lines read (for reassignments of parameters)."""
+    checks: list[tuple[int, str]] = field(default_factory=list)
+    """``(line, text)`` of the ``if``/``while``/``for`` lines before ``line``."""
 
 
 @dataclass
@@ -77,6 +80,8 @@ class Trail:
     """The access expression at the crash line."""
     why: str = ""
     """One sentence for loc.json."""
+    frames: list[FrameCode] = field(default_factory=list)
+    """The frames' code the trail was followed through."""
 
     @property
     def moved(self) -> bool:
@@ -109,7 +114,7 @@ def follow(
 ) -> Trail:
     """Follow the bad value from ``frames[0]`` (the crash) up through its callers.
     ``more_frames``: project frames exist beyond the last one given (not read)."""
-    trail = Trail()
+    trail = Trail(frames=list(frames))
     if not frames:
         return trail
     site = crash_value(frames[0], memory_fn, access)
@@ -219,3 +224,19 @@ def _local_note(fr: FrameCode, local: set[str], params: set[str]) -> str:
     if params:
         bits.append(f"combined with parameter(s) {_q(params)}")
     return "; ".join(bits)
+
+
+def guard_line(frame: FrameCode, names: list[str] | set[str], reach: int = 20) -> int | None:
+    """The nearest ``if``/``while``/``for`` at most ``reach`` lines above the frame's line that
+    reads one of ``names``: the existing check of the bad value (a fix often changes it, or
+    adds one right after it). None when there is none."""
+    words = [re.escape(n) for n in names if n]
+    if not words:
+        return None
+    pattern = re.compile(rf"(?<![\w.>])(?:{'|'.join(words)})\b")
+    for n, text in reversed(frame.checks):
+        if frame.line - n > reach:
+            break
+        if pattern.search(clean(text)):
+            return n
+    return None

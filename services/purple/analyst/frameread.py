@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 
 from services.purple.analyst.caccess import parse_params
@@ -14,18 +15,23 @@ def awk_frame(
 ) -> str:
     """Shell printing ``N: text`` for the lines of the function that starts at ``start`` that
     this module needs: its header (the first lines), the frame's line and the few after it, and
-    the lines that may assign something (``=``, ``++``, ``--``, ``&``) from ``before`` lines
-    above the frame's line to the function's end (at most ``after`` lines below).
+    the lines that may assign something (``=``, ``++``, ``--``, ``&``) or check something
+    (``if``/``while``/``for``) from ``before`` lines above the frame's line to the function's
+    end (at most ``after`` lines below).
     ``path_expr`` is inserted verbatim; read the output with :func:`.cfunc.parse_numbered`."""
     stop = min(end, line + after) if end is not None and end >= line else line + 6
     head = min(line, start + 12)
     prog = (
         f"NR<{start} {{next}} NR>{stop} {{exit}} "
         f"NR<={head} || (NR>={line} && NR<={line + 6}) || "
-        f"(NR>={max(start, line - before)} && /[=&]|[+][+]|--/) "
+        f"(NR>={max(start, line - before)} && /[=&]|[+][+]|--|{_CHECK_AWK}/) "
         '{print NR": "substr($0,1,300)}'
     )
     return f"awk {shlex.quote(prog)} {path_expr}"
+
+
+_CHECK_AWK = r"(^|[^A-Za-z0-9_])(if|while|for)[ \t]*[(]"
+_CHECK_RE = re.compile(r"^\s*(?:}\s*)?(?:else\s+)?(?:if|while|for)\s*\(")
 
 
 def _depth(text: str) -> int:
@@ -76,4 +82,5 @@ def frame_code(
         statement=statement_at(lines, line),
         body_before="\n".join(v for k, v in sorted(after_header.items()) if k < line),
         body="\n".join(v for _, v in sorted(after_header.items())),
+        checks=[(k, v) for k, v in sorted(after_header.items()) if k < line and _CHECK_RE.match(v)],
     )

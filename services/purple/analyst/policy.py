@@ -30,7 +30,7 @@ from services.purple.agent.trajectory import Trajectory
 from services.purple.analyst.caccess import memory_function
 from services.purple.analyst.cfunc import parse_numbered
 from services.purple.analyst.clex import awk_macros, macro_transparent
-from services.purple.analyst.dataflow import Trail, follow
+from services.purple.analyst.dataflow import Trail, follow, guard_line
 from services.purple.analyst.frameread import awk_frame, frame_code
 from services.purple.analyst.frames import is_harness_boundary, is_project_frame
 from services.purple.analyst.helpers import helper_command, parse_helpers, size_callees
@@ -189,7 +189,7 @@ class StackTraceAnalyst:
                 steps=[step.__dict__ for step in trail.steps],
                 why=trail.why,
             )
-            resolved = self.promote_origin(resolved, chain, trail)
+            resolved = self.promote_origin(self.mark_guards(resolved, chain, trail), chain, trail)
         found = self.locations(resolved)
         if not found:
             return "none of the candidate files exists in the source tree"
@@ -395,6 +395,21 @@ class StackTraceAnalyst:
             access=report.access,
             more_frames=more or len(codes) < len(usable),
         )
+
+    @staticmethod
+    def mark_guards(resolved: list[Resolved], chain: ValueChain, trail: Trail) -> list[Resolved]:
+        """The existing checks of the bad value: in the crash frame, and in the frame that
+        produced it (the caller that should have checked)."""
+        if not trail.steps or not trail.frames:
+            return resolved
+        guards = {frame_key(chain.frames[0]): guard_line(trail.frames[0], trail.steps[0].values)}
+        k = trail.origin
+        if k and k < len(trail.frames):
+            guards[frame_key(chain.frames[k])] = guard_line(trail.frames[k], trail.steps[-1].values)
+        return [
+            replace(r, guard=guards[r.candidate.key]) if guards.get(r.candidate.key) else r
+            for r in resolved
+        ]
 
     @staticmethod
     def promote_origin(resolved: list[Resolved], chain: ValueChain, trail: Trail) -> list[Resolved]:

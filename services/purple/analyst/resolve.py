@@ -22,6 +22,8 @@ from services.purple.analyst.ranking import Candidate
 from services.shared.loc import Location
 
 MARK = "@@ARVO_ANALYST@@"
+MAX_GUARD = 20
+"""How far above the line a guarding check may be to open the span."""
 MAX_SPAN = 50
 """The judge's line-match cap: a longer span can never match a line."""
 
@@ -36,6 +38,8 @@ class Resolved:
     """Where the file was found (absolute, in the task environment)."""
     n_lines: int | None = None
     """Lines in the file."""
+    guard: int | None = None
+    """The existing check of the bad value above the line (:func:`.dataflow.guard_line`)."""
 
     @property
     def line(self) -> int:
@@ -107,8 +111,9 @@ def parse_resolved(output: str, candidates: list[Candidate], src: str) -> list[R
 
 def span(r: Resolved, before: int = 3, after: int = 1) -> tuple[int, int]:
     """The lines submitted for a resolved candidate: for a frame line, the guard region just
-    before it (a missing check goes right above the access or the call) and the line after;
-    for a line-less frame, its function. Always inside the function (when known) and the
+    before it (a missing check goes right above the access or the call; an existing check of
+    the bad value a few lines up opens the span there) and the line after; for a line-less
+    frame, its function. Always inside the function (when known) and the
     file."""
     fn, line = r.fn, r.candidate.line
     top = r.n_lines or 10**9
@@ -117,6 +122,8 @@ def span(r: Resolved, before: int = 3, after: int = 1) -> tuple[int, int]:
         return lo, min(hi, top)
     lo, hi = max(1, line - before), line + after
     inside = fn.start is not None and fn.start <= line and (fn.end is None or line <= fn.end)
+    if r.guard is not None and 0 < line - r.guard < MAX_GUARD:
+        lo = min(lo, r.guard)  # from the check that should have stopped it to the access
     if inside:
         lo = max(lo, fn.body_start or fn.start or lo)
         if fn.end is not None:
