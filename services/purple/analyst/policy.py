@@ -32,18 +32,25 @@ from services.purple.analyst.cfunc import parse_numbered
 from services.purple.analyst.clex import awk_macros, macro_transparent
 from services.purple.analyst.dataflow import Trail, follow, guard_line
 from services.purple.analyst.frameread import awk_frame, frame_code
-from services.purple.analyst.frames import is_harness_boundary, is_project_frame
+from services.purple.analyst.frames import is_harness_boundary, is_project_frame, project_frames
 from services.purple.analyst.helpers import helper_command, parse_helpers, size_callees
+from services.purple.analyst.lifetime import (
+    body_reads,
+    find_wrappers,
+    lifetime_command,
+    parse_lifetime,
+    pointer_taken_at,
+)
 from services.purple.analyst.ranking import Candidate, frame_key, rank
 from services.purple.analyst.resolve import (
     MARK,
+    MAX_GUARD,
     Resolved,
     locations,
     parse_resolved,
     resolve_command,
 )
 from services.purple.analyst.sanitizer import Frame, SanitizerReport, parse_report
-from services.purple.analyst.wrappers import awk_body, is_wrapper
 from services.purple.environment import (
     CommandRecord,
     RunResult,
@@ -162,7 +169,7 @@ class StackTraceAnalyst:
             keep |= {c.key for c in candidates if "free" in c.role or "alloc" in c.role}
         resolved = await self._resolve(tools, candidates, folders, keep=keep)
         if report.is_lifetime_bug:
-            resolved = await self._skip_wrappers(tools, report, resolved)
+            resolved = await self._lifetime(tools, report, resolved)
         traj.event(
             "candidates",
             ranked=[c.__dict__ for c in candidates],
@@ -236,48 +243,31 @@ class StackTraceAnalyst:
         output = (await tools.execute(resolve_command(candidates, src, folders, wanted))).output
         return parse_resolved(output, candidates, src)
 
-    async def _skip_wrappers(
+    async def _lifetime(
         self, tools: RcaTools, report: SanitizerReport, resolved: list[Resolved]
     ) -> list[Resolved]:
-        """One command: read the bodies of the free and allocation stacks' frames; the ones
-        that only forward to the allocator are wrappers, and the frames above them (where the
-        decision was made) move up (:func:`.ranking.rank` with the wrappers known)."""
-        stacks = {"free": report.stack("freed"), "alloc": report.stack("allocated")}
-        reads: list[tuple[str, str, Resolved]] = []
+        """One command (:mod:`.lifetime`): the free/alloc stacks' bodies (their wrappers make
+        way for the frames that decided) and the crash frame's code (where the dangling
+        pointer was taken opens the crash site's span)."""
+        reads = body_reads(report, resolved)
+        frame = next(iter(project_frames(report.crash_stack)), None)
         by_key = {r.candidate.key: r for r in resolved}
-        for kind, stack in stacks.items():
-            for f in (stack.frames if stack else [])[:8]:
-                if is_harness_boundary(f):
-                    break
-                r = by_key.get(frame_key(f))
-                if r is not None and r.fn.start and r.fn.end and r.fn.end - r.fn.start < 60:
-                    reads.append((kind, f.function_name or "", r))
-        if not reads:
+        crash = by_key.get(frame_key(frame)) if frame is not None else None
+        if report.crash_type == "double-free":
+            crash = None  # nothing is dereferenced
+        if not reads and crash is None:
             return resolved
-        parts = [
-            f"echo '{MARK} {i}'; "
-            + awk_body(shlex.quote(r.path), r.fn.body_start or 1, r.fn.end or 1)
-            for i, (_, _, r) in enumerate(reads)
-        ]
-        output = (await tools.execute("( " + "\n".join(parts) + " )")).output
-        bodies: dict[int, str] = {}
-        for block in output.split(MARK)[1:]:
-            head, _, body = block.partition("\n")
-            if head.strip().isdigit():
-                bodies[int(head.strip())] = "\n".join(parse_numbered(body).values())
-        wrappers: set[str] = set()
-        for i in sorted(bodies, reverse=False):
-            kind, name, _ = reads[i]
-            if name and is_wrapper(bodies[i], kind, wrappers):
-                wrappers.add(name)
-        if not wrappers:
-            return resolved
-        out = []
-        for c in self.rank(report, frozenset(wrappers)):
-            r = by_key.get(c.key)
-            if r is not None:
-                out.append(replace(r, candidate=c))
-        return out
+        output = (await tools.execute(lifetime_command(reads, crash))).output
+        bodies, lines = parse_lifetime(output)
+        if crash is not None and frame is not None:
+            taken = pointer_taken_at(frame, crash, lines)
+            if taken is not None and crash.line - taken < MAX_GUARD:
+                by_key[crash.candidate.key] = replace(crash, guard=taken)
+        wrappers = find_wrappers(reads, bodies)
+        order = self.rank(report, frozenset(wrappers)) if wrappers else None
+        if order is None:
+            return [by_key[r.candidate.key] for r in resolved]
+        return [replace(by_key[c.key], candidate=c) for c in order if c.key in by_key]
 
     async def _size_helpers(
         self, tools: RcaTools, resolved: list[Resolved], folders: list[str]
