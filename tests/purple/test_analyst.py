@@ -258,3 +258,20 @@ async def test_analyst_stops_when_green_ends_the_task(tmp_path: Path) -> None:
     env.execute = ended  # type: ignore[method-assign]
     result = await StackTraceAnalyst().run(task)
     assert result.status == "limits" and "cancelled" in result.reason
+
+
+def test_enclosing_function_returning_a_struct_pointer(tmp_path: Path) -> None:
+    path = tmp_path / "b.c"
+    path.write_text(
+        "struct item *list_find(struct list *l, int key)\n{\n\treturn l->head;\n}\n"
+        "struct item {\n\tint a;\n};\n"
+    )
+    out = subprocess.run(
+        ["bash", "-c", awk_outline(str(path), 3)], capture_output=True, text=True, check=True
+    ).stdout
+    fn = enclosing_function(parse_numbered(out), 3)
+    assert (fn.start, fn.end, fn.name) == (1, 4, "list_find")
+    out = subprocess.run(
+        ["bash", "-c", awk_outline(str(path), 6)], capture_output=True, text=True, check=True
+    ).stdout
+    assert enclosing_function(parse_numbered(out), 6).name is None  # a struct body

@@ -37,6 +37,10 @@ _KEYWORDS = (
 )
 _HEADER_RE = re.compile(r"^(?!(?:{})\b)[A-Za-z_][^;={{}}(]*\(".format("|".join(_KEYWORDS)))
 _NAME_RE = re.compile(r"([A-Za-z_~][\w:~]*)\s*$")
+_STRUCT_HEADER_RE = re.compile(
+    r"^(?:(?:static|extern|inline|const)\s+)*(?:struct|union|enum)\s+\w+[\s*]+[A-Za-z_]\w*\s*\("
+)
+"""A definition returning a struct/union/enum type: ``struct node *find(...)``."""
 
 
 @dataclass(frozen=True)
@@ -89,7 +93,7 @@ def enclosing_function(outline: dict[int, str], line: int) -> FunctionSpan:
         if text.startswith("{"):
             body_start = n
             continue
-        m = _HEADER_RE.match(text)
+        m = _HEADER_RE.match(text) or _STRUCT_HEADER_RE.match(text)
         if m and not text.rstrip().endswith(";"):
             found = _NAME_RE.search(m.group(0)[:-1])
             start, name = n, found.group(1) if found else None

@@ -96,6 +96,11 @@ def pointer_taken_at(frame: Frame, crash: Resolved, lines: dict[int, str]) -> in
     if not names or code.params is None:
         return None
     for n in sorted((k for k in lines if k < frame.line), reverse=True):
-        if any(assignments(lines[n], v) for v in names):
+        if any(assignments(lines[n], v) or _declared(lines[n], v) for v in names):
             return n if not re.search(r"\bNULL\b|=\s*0\s*;", lines[n]) else None
     return None
+
+
+def _declared(text: str, name: str) -> bool:
+    """``struct item *it = ...;``: a pointer declared with its value."""
+    return bool(re.match(rf"^\s*[A-Za-z_][\w\s]*\*+\s*{re.escape(name)}\s*=(?!=)", clean(text)))

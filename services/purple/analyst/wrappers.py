@@ -34,6 +34,7 @@ _HELPERS = {"memcpy", "memset", "memmove", "strlen", "assert", "abort"}
 """Calls a wrapper may make besides the allocator (copying into the new block, poisoning)."""
 
 MAX_BODY_LINES = 25
+_TRIVIAL_RE = re.compile(r"^(?:else\s*)?return(?:\s+[\w>.-]*)?$")
 
 
 def calls_in(body: str) -> list[str]:
@@ -47,15 +48,30 @@ def calls_in(body: str) -> list[str]:
 
 
 def is_wrapper(body: str, kind: str, known: set[str] | frozenset[str] = frozenset()) -> bool:
-    """Whether a function body (the lines inside its braces) mostly forwards to the allocator.
-    ``kind`` is ``free`` or ``alloc``; ``known``: functions already recognised as wrappers."""
-    lines = [ln for ln in clean(body).splitlines() if ln.strip() not in ("", "{", "}")]
+    """Whether a function body (the lines inside its braces) mostly forwards to the allocator:
+    at least half of its statements (a bare ``return x;`` does not count) call the allocator,
+    a known wrapper or a hook. ``kind`` is ``free`` or ``alloc``; ``known``: functions already
+    recognised as wrappers."""
+    text = clean(body)
+    lines = [ln for ln in text.splitlines() if ln.strip() not in ("", "{", "}")]
     if not lines or len(lines) > MAX_BODY_LINES:
         return False
     base, hook = (_FREE_CALLS, _FREE_HOOK_RE) if kind == "free" else (_ALLOC_CALLS, _ALLOC_HOOK_RE)
-    calls = [c for c in calls_in(body) if c not in _HELPERS]
-    forwarding = [c for c in calls if c in base or c in known or hook.search(c)]
-    return bool(forwarding) and 2 * len(forwarding) > len(calls)
+
+    def forwards(stmt: str) -> bool:
+        return any(
+            c in base or c in known or bool(hook.search(c))
+            for c in calls_in(stmt)
+            if c not in _HELPERS
+        )
+
+    statements = [
+        st.strip()
+        for st in re.split(r";", re.sub(r"^\s*(?:if|while|for)\s*\(.*\)\s*$", "", text, flags=re.M))
+        if st.strip().strip("{}").strip() and not _TRIVIAL_RE.match(st.strip().strip("{}").strip())
+    ]
+    forwarding = [st for st in statements if forwards(st)]
+    return bool(forwarding) and 2 * len(forwarding) >= len(statements)
 
 
 def awk_body(path_expr: str, start: int, end: int, max_lines: int = 60) -> str:
