@@ -22,8 +22,7 @@ from tests.support.local_env import LocalShellEnvironment, make_workspace
 def report(kind: str, stacks: dict[str, list[str]], access: str = "READ") -> str:
     """An ASan report; each frame is ``"function file[:line[:col]]"`` (file under /src/proj)."""
     lines = [
-        "==7==ERROR: AddressSanitizer: "
-        f"{kind} on address 0x602000000011 at pc 0x1 bp 0x2 sp 0x3",
+        f"==7==ERROR: AddressSanitizer: {kind} on address 0x602000000011 at pc 0x1 bp 0x2 sp 0x3",
         f"{access} of size 4 at 0x602000000011 thread T0",
     ]
     headers = {"freed": "freed by thread T0 here:", "allocated": "allocated by thread T0 here:"}
@@ -39,7 +38,9 @@ def report(kind: str, stacks: dict[str, list[str]], access: str = "READ") -> str
         for i, frame in enumerate(frames, n):
             fn, where = frame.split()
             lines.append(f"    #{i} 0x5{i} in {fn} /src/proj/{where}")
-        lines.append(f"    #{len(frames) + n} 0x60 in LLVMFuzzerTestOneInput /src/proj/fuzz/f.c:9:2")
+        lines.append(
+            f"    #{len(frames) + n} 0x60 in LLVMFuzzerTestOneInput /src/proj/fuzz/f.c:9:2"
+        )
     lines += ["", f"SUMMARY: AddressSanitizer: {kind} /src/proj/{first[1]} in {first[0]}"]
     return "\n".join(lines) + "\n"
 
@@ -108,7 +109,9 @@ async def test_line_less_recursive_frames_resolve_to_the_function_once(tmp_path:
 
 
 async def test_a_line_less_frame_alone_gives_its_whole_function(tmp_path: Path) -> None:
-    text = report("heap-buffer-overflow", {"crash": ["walk lib/tree.c", "depth_of lib/tree.c:6:12"]})
+    text = report(
+        "heap-buffer-overflow", {"crash": ["walk lib/tree.c", "depth_of lib/tree.c:6:12"]}
+    )
     result = await run(tmp_path, {"lib/tree.c": TREE}, text)
     assert locs(result)[0] == ("lib/tree.c", "walk", 9, 17)
     assert locs(result)[1][:2] == ("lib/tree.c", "depth_of")
