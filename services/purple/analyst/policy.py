@@ -1,21 +1,24 @@
 """The stack-trace analyst: a deterministic, LLM-free policy and the honest baseline to beat.
 
-It reads the sanitizer report through the environment, ranks project frames by a fixed recipe,
-looks each candidate up in the source tree (does the file exist; which function encloses the
-line), and submits up to five tight spans through the same ``submit_localization`` path as the
-agent. Three commands in the usual case: list the tree + read the report, outline the candidate
-files, write loc.json (four for spatial bugs, see below).
+It reads the sanitizer report through the environment, ranks the report's frames
+(:mod:`.ranking`), looks each candidate up in the source tree (:mod:`.resolve`: does the file
+exist; which function encloses the line; a frame without a line stands for its function), and
+submits up to five spans, one per function, through the same ``submit_localization`` path as
+the agent. Three commands at least: list the tree + read the report, outline the candidate
+files, write loc.json; then, by bug class:
 
-Ranking: the crash site first (for a double free: the first free, see :meth:`rank`); then, by
-bug class, the free site and the allocation site (use-after-free, double-free), the allocation
-site's caller where the size was computed (overflows), the overflowed stack object or global,
-MSan's origin; callers of the crash site fill the remaining places.
-
-Spatial bugs (buffer overflows, out-of-bounds indexes) get one more command: the code of the
-crash stack's frames is read and the out-of-bounds index/length is followed up the stack while
-it is a parameter (:mod:`.dataflow`). When a caller produced it (a local, a constant, a struct
-member, a call result), that frame leads, followed by the crash site and the rest as above; the
-trail is written into loc.json's reasoning either way.
+- lifetime bugs (use-after-free, double free), one more (:mod:`.lifetime`): the free and
+  allocation stacks' bodies, so that the project's wrappers make way for the frames that
+  decided to free or allocate, and the crash frame, for where the dangling pointer was taken;
+- spatial bugs (buffer overflows, out-of-bounds indexes), one more: the crash stack's frames
+  are read and the out-of-bounds index/length is followed up the stack while it is a parameter
+  (:mod:`.dataflow`), through the project's function-like macros. When a caller produced it (a
+  local, a constant, a struct member, a call result), that frame leads, followed by the crash
+  site; the trail is written into loc.json's reasoning either way; the existing checks of the
+  value open the spans of the crash site and of its origin;
+- overflows of a buffer allocated by the project, one or two more (:mod:`.helpers`): the
+  allocation site is read and the helper that computed the size is found, though it is on no
+  stack.
 """
 
 from __future__ import annotations
@@ -90,7 +93,8 @@ class StackTraceAnalyst:
         *,
         max_locations: int = 5,
         max_callers: int = 3,
-        context_lines: int = 2,
+        span_before: int = 3,
+        span_after: int = 1,
         report_bytes: int = 48_000,
         max_value_frames: int = 5,
         trajectory_dir: str | Path | None = None,
@@ -98,7 +102,8 @@ class StackTraceAnalyst:
         self.max_locations = max_locations
         self.max_value_frames = max_value_frames
         self.max_callers = max_callers
-        self.context_lines = context_lines
+        self.span_before = span_before
+        self.span_after = span_after
         self.report_bytes = report_bytes
         self.trajectory_dir = trajectory_dir
 
@@ -421,7 +426,7 @@ class StackTraceAnalyst:
         return [lead, *resolved[:at], *resolved[at + 1 :]]
 
     def locations(self, resolved: list[Resolved]) -> list[Location]:
-        return locations(resolved, self.max_locations)
+        return locations(resolved, self.max_locations, self.span_before, self.span_after)
 
     @staticmethod
     def reasoning(
@@ -461,7 +466,8 @@ class StackTraceAnalyst:
         return {
             "max_locations": self.max_locations,
             "max_callers": self.max_callers,
-            "context_lines": self.context_lines,
+            "span_before": self.span_before,
+            "span_after": self.span_after,
             "report_bytes": self.report_bytes,
             "max_value_frames": self.max_value_frames,
         }

@@ -131,13 +131,15 @@ def span(r: Resolved, before: int = 3, after: int = 1) -> tuple[int, int]:
     return max(1, min(lo, line)), min(max(hi, line), top)
 
 
-def locations(resolved: list[Resolved], max_locations: int = 5) -> list[Location]:
+def locations(
+    resolved: list[Resolved], max_locations: int = 5, before: int = 3, after: int = 1
+) -> list[Location]:
     """The submitted locations: one per function (recursion collapsed: a function that fills
     the stack takes one place), no overlapping spans, at most ``max_locations``."""
     out: list[Location] = []
     functions: set[tuple[str, str]] = set()
     for r in resolved:
-        lo, hi = span(r)
+        lo, hi = span(r, before, after)
         name = r.candidate.function or r.fn.name
         if name and (r.rel_path, name) in functions:
             continue
