@@ -71,7 +71,8 @@ def test_rank_other_bug_classes() -> None:
         ("png_read_image", 707),
     ]
     assert ranked(R.MSAN_STACK_ORIGIN) == [("check_sum", 20), ("compute", 9)]
-    assert ranked(R.ASAN_STACK_BUFFER_OVERFLOW) == [("parse_header", 77), ("parse_header", 62)]
+    # the stack object's function comes from the source (the frame may be an inliner)
+    assert ranked(R.ASAN_STACK_BUFFER_OVERFLOW) == [("parse_header", 77), ("header.c", 62)]
     assert ranked(R.ASAN_GLOBAL_OVERFLOW) == [("lookup_code", 44), ("codes.c", 12), ("decode", 210)]
     assert ranked(R.UBSAN_NO_STACK) == [("shift.c", 33)]
     assert ranked(R.LSAN) == [("dict_new", 40), ("parse_dict", 300)]

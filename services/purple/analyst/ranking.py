@@ -73,10 +73,10 @@ def _overflow_special(report: SanitizerReport, alloc: list[Frame]) -> list[Candi
         name, line = report.stack_variable
         if line:
             special.append(
-                Candidate(
-                    obj[0].file or "",
-                    line,
-                    obj[0].function_name,
+                Candidate(  # the function is the one around the line: when the object's
+                    obj[0].file or "",  # function was inlined ('text.i'), the frame names
+                    line,  # the function it was inlined into
+                    None,
                     f"declaration of the overflowed stack object '{name}'",
                 )
             )
