@@ -121,11 +121,8 @@ def follow(
     if site is None:
         trail.why = f"no array, pointer or memory-function access found on the crash line of {frames[0].function}"
         return trail
-    trail.access = site.text
-    value = site.value
+    trail.access, value, k, path = site.text, site.value, 0, []
     what = "length/offset" if memory_fn else "index" if site.kind == "subscript" else "pointer"
-    k = 0
-    path: list[str] = []
     while True:
         fr = frames[k]
         names = set(value.vars)
@@ -184,18 +181,21 @@ def follow(
         for p in positions.values():
             value = value.merge(expr_value(args[p]))
         k += 1
-    steps_text = "; ".join(path)
-    last = trail.steps[-1].note
-    if trail.origin:
-        trail.why = (
-            f"The {what} of `{trail.access}` in {frames[0].function} comes from up the stack: "
-            f"{steps_text}; {last}. The out-of-range value is produced in "
-            f"{frames[trail.origin].function} ({frames[trail.origin].file}:"
-            f"{frames[trail.origin].line}), which should have checked it."
-        )
-    else:
-        trail.why = f"The {what} of `{trail.access}` is computed in {frames[0].function}: {last}."
+    trail.why = _explain(trail, frames, path, what)
     return trail
+
+
+def _explain(trail: Trail, frames: list[FrameCode], path: list[str], what: str) -> str:
+    """The sentence for a trail that found its origin."""
+    last = trail.steps[-1].note
+    if not trail.origin:
+        return f"The {what} of `{trail.access}` is computed in {frames[0].function}: {last}."
+    origin = frames[trail.origin]
+    return (
+        f"The {what} of `{trail.access}` in {frames[0].function} comes from up the stack: "
+        f"{'; '.join(path)}; {last}. The out-of-range value is produced in "
+        f"{origin.function} ({origin.file}:{origin.line}), which should have checked it."
+    )
 
 
 def _cold(trail: Trail, path: list[str], end: str) -> str:
