@@ -328,3 +328,50 @@ async def test_the_size_helper_of_the_allocation_is_found_off_the_stack(tmp_path
     assert ("src/metrics.c", "glyph_size", 8, 11) in got
     assert got.index(("src/metrics.c", "glyph_size", 8, 11)) <= 2
     assert "glyph_size" in result.submission.locations[2].description
+
+
+PROTO = """\
+static int walk(struct node *n,
+                int *stack, int top)
+static int other(void);
+
+static int walk(struct node *n,
+                int *stack, int top)
+{
+\treturn top;
+}
+"""
+
+
+async def test_a_line_less_frame_skips_a_multi_line_prototype(tmp_path: Path) -> None:
+    text = report("heap-buffer-overflow", {"crash": ["walk lib/tree.c"]})
+    result = await run(tmp_path, {"lib/tree.c": PROTO}, text)
+    assert locs(result) == [("lib/tree.c", "walk", 5, 9)]
+
+
+SAME_LINE_BRACE = """\
+int walk(struct node *n);
+
+int walk(struct node *n,
+         int top) {
+\treturn top;
+}
+"""
+
+
+async def test_a_line_less_frame_finds_a_definition_with_its_brace_on_the_header(
+    tmp_path: Path,
+) -> None:
+    text = report("heap-buffer-overflow", {"crash": ["walk lib/tree.c"]})
+    result = await run(tmp_path, {"lib/tree.c": SAME_LINE_BRACE}, text)
+    assert locs(result) == [("lib/tree.c", "walk", 3, 6)]
+
+
+def test_size_callees_are_size_computations_not_allocators() -> None:
+    from services.purple.analyst.helpers import size_callees
+
+    code = FrameCode("f", "a.c", 9, None, ["ctx"], "p = xmlMallocAtomic(buf_len(ctx) + 1);")
+    assert size_callees(code) == ["buf_len"]
+    code = FrameCode("f", "a.c", 9, None, ["h"], "out = malloc(n);")
+    code.body_before = "n = rows(h) * stride_bytes(h);\nlog_debug(h);"
+    assert size_callees(code) == ["stride_bytes"]  # further away: size-like names only

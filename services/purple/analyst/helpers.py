@@ -23,6 +23,7 @@ from services.purple.analyst.wrappers import calls_in
 
 _ALLOCATORS = ("malloc", "calloc", "realloc", "reallocarray", "aligned_alloc", "memalign")
 _SIZE_NAME_RE = re.compile(r"(size|len|length|bytes|count|stride|capacity|cap|num)", re.I)
+_ALLOC_NAME_RE = re.compile(r"alloc|^x?new|_new$|dup$", re.I)
 MAX_HELPERS = 2
 
 
@@ -36,8 +37,9 @@ def _size_text(statement: str) -> str:
 
 
 def size_callees(code: FrameCode) -> list[str]:
-    """Project functions called in the allocation's size, directly or on the last line before
-    it that set one of the size's variables or members; size-like names first."""
+    """Project functions called in the allocation's size (not allocators), or, with a size-like
+    name (``*_size``, ``*_len``...), on the last line before it that set one of the size's
+    variables or members; size-like names first."""
     size = _size_text(code.statement)
     texts = [size]
     names = {t.text for t in tokenize(clean(size)) if t.kind == "id" and t.text not in KEYWORDS}
@@ -47,11 +49,15 @@ def size_callees(code: FrameCode) -> list[str]:
                 texts.append(line.split("=", 1)[1])
                 names.discard(n)
     callees = []
-    for t in texts:
+    for depth, t in enumerate(texts):
         callees += [
             c
             for c in calls_in(t)
-            if c not in RUNTIME_FUNCTIONS and c not in _ALLOCATORS and not c.isupper()
+            if c not in RUNTIME_FUNCTIONS
+            and c not in _ALLOCATORS
+            and not c.isupper()
+            and not _ALLOC_NAME_RE.search(c)  # a project allocator, not a size
+            and (depth == 0 or _SIZE_NAME_RE.search(c))  # further away: size-like names only
         ]
     unique = list(dict.fromkeys(callees))
     unique.sort(key=lambda c: not _SIZE_NAME_RE.search(c))

@@ -62,9 +62,17 @@ def _tries(c: Candidate, src: str, folders: list[str]) -> list[str]:
 
 def _definition_line(name: str) -> str:
     """Shell setting ``$n`` to the line of ``name``'s definition in ``"$f"`` (empty if none):
-    the first column-0 line naming it before ``(`` that does not end in ``;``."""
+    the first column-0 line naming it before ``(`` whose body's ``{`` follows (at the end of
+    that line or of one of the next three, or at the start of one of them) before any ``;``
+    (which would make it a prototype)."""
     word = name.rsplit("::", 1)[-1]
-    prog = f"/^[A-Za-z_].*(^|[^A-Za-z0-9_]){word}[ \\t]*\\(/ && !/;[ \\t]*$/ {{print NR; exit}}"
+    opens = r"(/^[{]/ || /[)][ \t]*[{][ \t]*$/)"
+    prog = (
+        f"c && NR<=c+3 && {opens} {{print c; exit}} "
+        "c && (NR>c+3 || /;[ \t]*$/) {c=0} "
+        f"!c && /^[A-Za-z_].*(^|[^A-Za-z0-9_]){word}[ \t]*[(]/ && !/;[ \t]*$/ "
+        f"{{c=NR; if ({opens}) {{print c; exit}}}}"
+    )
     return f'n=$(awk {shlex.quote(prog)} "$f")'
 
 
