@@ -375,3 +375,64 @@ def test_size_callees_are_size_computations_not_allocators() -> None:
     code = FrameCode("f", "a.c", 9, None, ["h"], "out = malloc(n);")
     code.body_before = "n = rows(h) * stride_bytes(h);\nlog_debug(h);"
     assert size_callees(code) == ["stride_bytes"]  # further away: size-like names only
+
+
+# ---- use-after-free: the other holders of the freed pointer ------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line, column, member",
+    [
+        ("\tif (l->cache != NULL && l->cache->key == key)", 35, "cache"),
+        ("\te->size = target->size;", 20, None),  # a local: see pointer_taken_at
+        ("\tx = a.b->c;", 11, "b"),
+        ("\tx = tab[i]->c;", 14, None),
+        ("\tx = y;", 6, None),
+    ],
+)
+def test_dangling_member(line: str, column: int, member: str | None) -> None:
+    from services.purple.analyst.holders import dangling_member
+
+    assert dangling_member(line, column) == member
+
+
+CACHE = """\
+#include "list.h"
+
+void list_remember(struct list *l, struct item *it)
+{
+\tl->cache = it;
+}
+
+int list_get(struct list *l, int key)
+{
+\tif (l->cache != NULL && l->cache->key == key)
+\t\treturn l->cache->value;
+\treturn -1;
+}
+
+void list_drop(struct list *l, struct item *it)
+{
+\tl->head = it->next;
+\tl->count--;
+\tfree(it);
+}
+
+void list_reset(struct list *l)
+{
+\tl->cache = NULL;
+}
+"""
+
+
+async def test_use_after_free_names_the_member_that_kept_the_pointer(tmp_path: Path) -> None:
+    text = report(
+        "heap-use-after-free",
+        {"crash": ["list_get src/list.c:10:35"], "freed": ["list_drop src/list.c:19:2"]},
+    )
+    result = await run(tmp_path, {"src/list.c": CACHE}, text)
+    got = {g[1]: g for g in locs(result)}
+    assert got["list_remember"][2] <= 5 <= got["list_remember"][3]
+    assert "list_reset" not in got  # a store of NULL clears, it does not keep
+    desc = next(x.description for x in result.submission.locations if x.function == "list_remember")
+    assert "->cache" in desc

@@ -73,13 +73,13 @@ def parse_lifetime(output: str) -> tuple[dict[int, str], dict[int, str]]:
 
 def find_wrappers(reads: list[tuple[str, str, Resolved]], bodies: dict[int, str]) -> set[str]:
     """The functions read that are wrappers, bottom of each stack first (a wrapper may call
-    another one)."""
-    wrappers: set[str] = set()
+    another one of its kind: a free wrapper never makes an allocation wrapper)."""
+    known: dict[str, set[str]] = {"free": set(), "alloc": set()}
     for i in sorted(bodies):
         kind, name, _ = reads[i]
-        if name and is_wrapper(bodies[i], kind, wrappers):
-            wrappers.add(name)
-    return wrappers
+        if name and is_wrapper(bodies[i], kind, known[kind]):
+            known[kind].add(name)
+    return known["free"] | known["alloc"]
 
 
 def pointer_taken_at(frame: Frame, crash: Resolved, lines: dict[int, str]) -> int | None:

@@ -37,6 +37,7 @@ from services.purple.analyst.dataflow import Trail, follow, guard_line
 from services.purple.analyst.frameread import awk_frame, frame_code
 from services.purple.analyst.frames import is_harness_boundary, is_project_frame, project_frames
 from services.purple.analyst.helpers import helper_command, parse_helpers, size_callees
+from services.purple.analyst.holders import dangling_member, holders_command, parse_holders
 from services.purple.analyst.lifetime import (
     body_reads,
     find_wrappers,
@@ -271,8 +272,21 @@ class StackTraceAnalyst:
         wrappers = find_wrappers(reads, bodies)
         order = self.rank(report, frozenset(wrappers)) if wrappers else None
         if order is None:
-            return [by_key[r.candidate.key] for r in resolved]
-        return [replace(by_key[c.key], candidate=c) for c in order if c.key in by_key]
+            out = [by_key[r.candidate.key] for r in resolved]
+        else:
+            out = [replace(by_key[c.key], candidate=c) for c in order if c.key in by_key]
+        member = None
+        if crash is not None and frame is not None and frame.line in lines:
+            member = dangling_member(lines[frame.line], frame.column)
+        if member is None:
+            return out
+        # the other holders of the freed pointer: one more command
+        root = crash.path[: -len(crash.rel_path)].rstrip("/")  # type: ignore[union-attr]
+        found = (await tools.execute(holders_command(member, shlex.quote(root)))).output
+        src = tools.paths.source_dir.rstrip("/")
+        holders = parse_holders(found, member, src)
+        at = next((i + 1 for i, r in enumerate(out) if "allocated" in r.candidate.role), 3)
+        return [*out[:at], *holders, *out[at:]]
 
     async def _size_helpers(
         self, tools: RcaTools, resolved: list[Resolved], folders: list[str]
