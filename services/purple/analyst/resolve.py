@@ -39,7 +39,9 @@ class Resolved:
     n_lines: int | None = None
     """Lines in the file."""
     guard: int | None = None
-    """The existing check of the bad value above the line (:func:`.dataflow.guard_line`)."""
+    """Where the span opens, above the line: the existing check of the bad value
+    (:func:`.dataflow.guard_line`) or where a dangling pointer was taken
+    (:func:`.lifetime.pointer_taken_at`)."""
 
     @property
     def line(self) -> int:
