@@ -10,18 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from services.purple.analyst.dataflow import (
-    FrameCode,
+from services.purple.analyst.caccess import (
     access_sites,
     assignments,
     call_arguments,
     expr_value,
-    follow,
     memory_function,
     parse_params,
     select_sites,
-    tokenize,
 )
+from services.purple.analyst.clex import tokenize
+from services.purple.analyst.dataflow import FrameCode, follow
 from services.purple.analyst.policy import StackTraceAnalyst
 from services.purple.analyst.sanitizer import parse_report
 from services.purple.environment import RunResult, TaskContext
@@ -556,7 +555,8 @@ async def test_lifetime_bugs_are_not_followed(tmp_path: Path) -> None:
     )
     result = await run_project(tmp_path, {"lib/tab.c": ONE_FRAME}, report)
     assert top(result, 1) == [("lib/tab.c", "get")]
-    assert result.stats.commands == 3
+    # no value trail; one command reads the crash frame (where the dangling pointer was taken)
+    assert result.stats.commands == 4
 
 
 # ---- the locally built fixture tasks ---------------------------------------------------------
@@ -575,6 +575,11 @@ EXPECTED_TOP = {
     900005: ("src/info.c", "info_read_tag"),
     900006: ("src/decode.c", "unpack_indexed"),  # the fix (header.c) is on no stack
     900007: ("src/inflate.c", "inflate_codes"),
+    900008: ("src/list.c", "hdr_list_find"),  # the fix (hdr_list_fold) is on the free stack
+    900009: ("src/parser.c", "parse_block"),
+    900010: ("src/record.c", "record_walk"),  # off is a parameter of the reader
+    900011: ("src/draw.c", "draw_hspan"),  # through the PIX_OFFSET macro
+    900012: ("src/glyph.c", "psf_load_glyphs"),  # the size helper follows the allocation site
 }
 
 
@@ -597,7 +602,8 @@ async def test_fixture_ranking(task, tmp_path: Path) -> None:
     assert result.status == "submitted", result.reason
     locs = result.submission.locations
     assert (locs[0].file, locs[0].function) == EXPECTED_TOP[task.id]
-    assert len(locs) <= 5 and all(loc.line_end - loc.line_start <= 4 for loc in locs)
+    assert len(locs) <= 5 and all(loc.line_end - loc.line_start < 50 for loc in locs)
+    assert len({(loc.file, loc.function) for loc in locs}) == len(locs)  # one per function
     assert len({(loc.file, loc.line_start) for loc in locs}) == len(locs)
     moved = EXPECTED_TOP[task.id] != (task.crash_file, task.crash_function)
     if moved and task.crash_type != "double-free":  # by the value trail: the crash site is second

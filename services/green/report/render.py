@@ -10,6 +10,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from services.green.report.breakdown import Labels, breakdown_markdown, known_labels
 from services.green.report.results import Outcome, RunResults
 from services.green.scoring.metrics import METRICS
 
@@ -57,7 +58,11 @@ def _duration(seconds: float | None) -> str:
     return f"{minutes}m{secs:02d}s" if minutes else f"{seconds:.1f}s"
 
 
-def render_markdown(results: RunResults, plot: str | None = PLOT_FILE) -> str:
+def render_markdown(
+    results: RunResults, plot: str | None = PLOT_FILE, labels: Labels | None = None
+) -> str:
+    """``labels``: per ARVO id, ``bug_class`` and ``fix_position`` for the breakdown tables
+    (default: the bundled fixtures' labels)."""
     agg = results.aggregate
     not_run = results.not_run()
     lines: list[str] = [f"# Run `{results.run}`", ""]
@@ -100,6 +105,7 @@ def render_markdown(results: RunResults, plot: str | None = PLOT_FILE) -> str:
     if agg.get("explanation"):
         lines.append("")
         lines += [f"- {e}" for e in agg["explanation"]]
+    lines += breakdown_markdown(results.tasks, known_labels() if labels is None else labels)
     if plot:
         lines += ["", "## Scores", "", f"![per-task scores, cost and steps]({plot})"]
     lines += ["", "## Tasks", ""]

@@ -37,6 +37,10 @@ _KEYWORDS = (
 )
 _HEADER_RE = re.compile(r"^(?!(?:{})\b)[A-Za-z_][^;={{}}(]*\(".format("|".join(_KEYWORDS)))
 _NAME_RE = re.compile(r"([A-Za-z_~][\w:~]*)\s*$")
+_STRUCT_HEADER_RE = re.compile(
+    r"^(?:(?:static|extern|inline|const)\s+)*(?:struct|union|enum)\s+\w+[\s*]+[A-Za-z_]\w*\s*\("
+)
+"""A definition returning a struct/union/enum type: ``struct node *find(...)``."""
 
 
 @dataclass(frozen=True)
@@ -49,15 +53,15 @@ class FunctionSpan:
     name: str | None
 
 
-def awk_outline(path_expr: str, line: int, max_lines: int = 60) -> str:
+def awk_outline(path_expr: str, line: int | str, max_lines: int = 60) -> str:
     """Shell printing ``N: text`` for the column-0 lines up to ``line`` (the last ``max_lines``
     of them) and the first column-0 ``}`` after it. ``path_expr`` is inserted verbatim (a
-    quoted path or ``"$f"``)."""
+    quoted path or ``"$f"``); so is ``line`` when it is a string (a shell variable: ``"$n"``)."""
     prog = (
-        f'NR<={line} && /^[A-Za-z_{{}}]/ {{print NR": "substr($0,1,120)}} '
-        f'NR>{line} && /^}}/ {{print NR": "substr($0,1,120); exit}}'
+        'NR<=t && /^[A-Za-z_{}]/ {print NR": "substr($0,1,120)} '
+        'NR>t && /^}/ {print NR": "substr($0,1,120); exit}'
     )
-    return f"awk {shlex.quote(prog)} {path_expr} | tail -n {max_lines}"
+    return f"awk -v t={line} {shlex.quote(prog)} {path_expr} | tail -n {max_lines}"
 
 
 def parse_numbered(text: str) -> dict[int, str]:
@@ -89,7 +93,7 @@ def enclosing_function(outline: dict[int, str], line: int) -> FunctionSpan:
         if text.startswith("{"):
             body_start = n
             continue
-        m = _HEADER_RE.match(text)
+        m = _HEADER_RE.match(text) or _STRUCT_HEADER_RE.match(text)
         if m and not text.rstrip().endswith(";"):
             found = _NAME_RE.search(m.group(0)[:-1])
             start, name = n, found.group(1) if found else None

@@ -1,21 +1,24 @@
 """The stack-trace analyst: a deterministic, LLM-free policy and the honest baseline to beat.
 
-It reads the sanitizer report through the environment, ranks project frames by a fixed recipe,
-looks each candidate up in the source tree (does the file exist; which function encloses the
-line), and submits up to five tight spans through the same ``submit_localization`` path as the
-agent. Three commands in the usual case: list the tree + read the report, outline the candidate
-files, write loc.json (four for spatial bugs, see below).
+It reads the sanitizer report through the environment, ranks the report's frames
+(:mod:`.ranking`), looks each candidate up in the source tree (:mod:`.resolve`: does the file
+exist; which function encloses the line; a frame without a line stands for its function), and
+submits up to five spans, one per function, through the same ``submit_localization`` path as
+the agent. Three commands at least: list the tree + read the report, outline the candidate
+files, write loc.json; then, by bug class:
 
-Ranking: the crash site first (for a double free: the first free, see :meth:`rank`); then, by
-bug class, the free site and the allocation site (use-after-free, double-free), the allocation
-site's caller where the size was computed (overflows), the overflowed stack object or global,
-MSan's origin; callers of the crash site fill the remaining places.
-
-Spatial bugs (buffer overflows, out-of-bounds indexes) get one more command: the code of the
-crash stack's frames is read and the out-of-bounds index/length is followed up the stack while
-it is a parameter (:mod:`.dataflow`). When a caller produced it (a local, a constant, a struct
-member, a call result), that frame leads, followed by the crash site and the rest as above; the
-trail is written into loc.json's reasoning either way.
+- lifetime bugs (use-after-free, double free), one more (:mod:`.lifetime`): the free and
+  allocation stacks' bodies, so that the project's wrappers make way for the frames that
+  decided to free or allocate, and the crash frame, for where the dangling pointer was taken;
+- spatial bugs (buffer overflows, out-of-bounds indexes), one more: the crash stack's frames
+  are read and the out-of-bounds index/length is followed up the stack while it is a parameter
+  (:mod:`.dataflow`), through the project's function-like macros. When a caller produced it (a
+  local, a constant, a struct member, a call result), that frame leads, followed by the crash
+  site; the trail is written into loc.json's reasoning either way; the existing checks of the
+  value open the spans of the crash site and of its origin;
+- overflows of a buffer allocated by the project, one or two more (:mod:`.helpers`): the
+  allocation site is read and the helper that computed the size is found, though it is on no
+  stack.
 """
 
 from __future__ import annotations
@@ -27,28 +30,29 @@ from pathlib import Path
 
 from services.purple.agent.errors import Submitted
 from services.purple.agent.trajectory import Trajectory
-from services.purple.analyst.cfunc import (
-    FunctionSpan,
-    awk_outline,
-    enclosing_function,
-    parse_numbered,
-    tight_span,
+from services.purple.analyst.caccess import memory_function
+from services.purple.analyst.cfunc import parse_numbered
+from services.purple.analyst.clex import awk_macros, macro_transparent
+from services.purple.analyst.dataflow import Trail, follow, guard_line
+from services.purple.analyst.frameread import awk_frame, frame_code
+from services.purple.analyst.frames import is_harness_boundary, is_project_frame, project_frames
+from services.purple.analyst.helpers import helper_command, parse_helpers, size_callees
+from services.purple.analyst.holders import dangling_member, holders_command, parse_holders
+from services.purple.analyst.lifetime import (
+    body_reads,
+    find_wrappers,
+    lifetime_command,
+    parse_lifetime,
+    pointer_taken_at,
 )
-from services.purple.analyst.dataflow import (
-    Trail,
-    awk_frame,
-    follow,
-    frame_code,
-    memory_function,
-)
-from services.purple.analyst.frames import (
-    harness_frames,
-    is_harness_boundary,
-    is_project_frame,
-    is_runtime_frame,
-    is_system_frame,
-    project_frames,
-    split_src_path,
+from services.purple.analyst.ranking import Candidate, frame_key, rank
+from services.purple.analyst.resolve import (
+    MARK,
+    MAX_GUARD,
+    Resolved,
+    locations,
+    parse_resolved,
+    resolve_command,
 )
 from services.purple.analyst.sanitizer import Frame, SanitizerReport, parse_report
 from services.purple.environment import (
@@ -64,27 +68,6 @@ from services.shared.loc import Location
 from services.shared.logging import get_logger
 
 log = get_logger(__name__)
-
-_MARK = "@@ARVO_ANALYST@@"
-
-
-@dataclass
-class Candidate:
-    file: str
-    """As written in the report (``/src/<project>/a/b.c``)."""
-    line: int
-    function: str | None
-    role: str
-
-
-@dataclass
-class Resolved:
-    candidate: Candidate
-    rel_path: str
-    """Relative to the project root (the folder under the source dir)."""
-    fn: FunctionSpan
-    path: str = ""
-    """Where the file was found (absolute, in the task environment)."""
 
 
 @dataclass
@@ -111,7 +94,8 @@ class StackTraceAnalyst:
         *,
         max_locations: int = 5,
         max_callers: int = 3,
-        context_lines: int = 2,
+        span_before: int = 3,
+        span_after: int = 1,
         report_bytes: int = 48_000,
         max_value_frames: int = 5,
         trajectory_dir: str | Path | None = None,
@@ -119,7 +103,8 @@ class StackTraceAnalyst:
         self.max_locations = max_locations
         self.max_value_frames = max_value_frames
         self.max_callers = max_callers
-        self.context_lines = context_lines
+        self.span_before = span_before
+        self.span_after = span_after
         self.report_bytes = report_bytes
         self.trajectory_dir = trajectory_dir
 
@@ -170,10 +155,10 @@ class StackTraceAnalyst:
         src = tools.paths.source_dir.rstrip("/")
         listing, _, report_text = (
             await tools.execute(
-                f"ls -1 {shlex.quote(src)}; echo {_MARK}; "
+                f"ls -1 {shlex.quote(src)}; echo {MARK}; "
                 + self._read_report_cmd(tools.paths.error_report)
             )
-        ).output.partition(_MARK)
+        ).output.partition(MARK)
         folders = [ln.strip() for ln in listing.splitlines() if ln.strip()]
         report = parse_report(report_text)
         traj.event(
@@ -185,8 +170,12 @@ class StackTraceAnalyst:
         if not candidates:
             return "no project frame or source location in the report"
         chain = self.value_chain(report)
-        keep = {(f.file or "", f.line or 1) for f in chain.frames} if chain else set()
+        keep = {frame_key(f) for f in chain.frames} if chain else set()
+        if report.is_lifetime_bug:
+            keep |= {c.key for c in candidates if "free" in c.role or "alloc" in c.role}
         resolved = await self._resolve(tools, candidates, folders, keep=keep)
+        if report.is_lifetime_bug:
+            resolved = await self._lifetime(tools, report, resolved)
         traj.event(
             "candidates",
             ranked=[c.__dict__ for c in candidates],
@@ -196,14 +185,16 @@ class StackTraceAnalyst:
             ],
         )
         trail = None
-        if chain is not None:
-            try:
+        try:
+            if chain is not None:
                 trail = await self._follow_value(tools, report, chain, resolved)
-            except TaskEnded:
-                raise
-            except Exception:  # a lexical heuristic must never cost the submission
-                log.exception("value trail failed; ranking from the stack alone")
-        if trail is not None:
+            if report.is_overflow:
+                resolved = await self._size_helpers(tools, resolved, folders)
+        except TaskEnded:
+            raise
+        except Exception:  # a lexical heuristic must never cost the submission
+            log.exception("source heuristics failed; ranking from the stack alone")
+        if trail is not None and chain is not None:
             traj.event(
                 "value_trail",
                 origin=trail.origin,
@@ -211,14 +202,14 @@ class StackTraceAnalyst:
                 steps=[step.__dict__ for step in trail.steps],
                 why=trail.why,
             )
-            resolved = self.promote_origin(resolved, chain, trail)  # type: ignore[arg-type]
-        locations = self.locations(resolved)
-        if not locations:
+            resolved = self.promote_origin(self.mark_guards(resolved, chain, trail), chain, trail)
+        found = self.locations(resolved)
+        if not found:
             return "none of the candidate files exists in the source tree"
         reasoning = self.reasoning(report, resolved, trail)
-        reply = await tools.submit_localization(locations, reasoning)
-        if len(locations) > 1:  # refused: retry with the crash site alone
-            reply = await tools.submit_localization(locations[:1], reasoning)
+        reply = await tools.submit_localization(found, reasoning)
+        if len(found) > 1:  # refused: retry with the crash site alone
+            reply = await tools.submit_localization(found[:1], reasoning)
         return f"submission refused: {reply}"
 
     def _read_report_cmd(self, path: str) -> str:
@@ -232,101 +223,11 @@ class StackTraceAnalyst:
 
     # ---- ranking -----------------------------------------------------------------------------
 
-    def rank(self, report: SanitizerReport) -> list[Candidate]:
-        """Candidates, best first (duplicates removed; more than needed, as some may not
-        resolve to a file in the tree)."""
-        crash = project_frames(report.crash_stack)
-        freed = project_frames(report.stack("freed"))
-        alloc = project_frames(report.stack("allocated"))
-        origin = project_frames(report.stack("origin"))
-        kind = report.crash_type or "crash"
-        what = f"{kind}" + (
-            f" ({report.access} of size {report.access_size})"
-            if report.access and report.access_size
-            else ""
-        )
-
-        def cand(frame: Frame, role: str) -> Candidate:
-            return Candidate(frame.file or "", frame.line or 1, frame.function_name, role)
-
-        first: list[Candidate] = []
-        if crash:
-            first.append(cand(crash[0], f"crash site: {what}"))
-        elif report.ub_location is not None:
-            u = report.ub_location
-            first.append(Candidate(u.file, u.line or 1, None, f"crash site: {what}"))
-        elif (
-            (s := report.summary_location) is not None
-            and not is_system_frame(Frame(index=0, file=s.file, function=s.function))
-            and not is_runtime_frame(Frame(index=0, file=s.file, function=s.function))
-        ):
-            first.append(Candidate(s.file, s.line or 1, s.function, f"crash site: {what}"))
-        callers = [cand(f, f"caller #{i} of the crash site") for i, f in enumerate(crash[1:], 1)]
-        special: list[Candidate] = []
-        free_site: Frame | None = None
-        if report.is_lifetime_bug:
-            # the free site; for a double free the first free often sits where the second one
-            # crashed, so prefer the first freeing frame that is not on the crash stack
-            on_crash = {(f.file, f.line) for f in crash}
-            free_site = next((f for f in freed if (f.file, f.line) not in on_crash), None)
-            special += [cand(f, "where the object was freed") for f in freed[:1]]
-            if free_site is not None and free_site is not freed[0]:
-                special.append(cand(free_site, "the call that freed the object"))
-            special += [cand(f, "where the object was allocated") for f in alloc[:1]]
-        elif report.is_overflow:
-            special += [
-                cand(f, "allocation site of the overflowed buffer (its size)") for f in alloc[:1]
-            ]
-            if report.stack_variable and (obj := project_frames(report.stack("stack_object"))):
-                name, line = report.stack_variable
-                if line:
-                    special.append(
-                        Candidate(
-                            obj[0].file or "",
-                            line,
-                            obj[0].function_name,
-                            f"declaration of the overflowed stack object '{name}'",
-                        )
-                    )
-            if (g := report.global_variable) is not None and g.line:
-                special.append(
-                    Candidate(
-                        g.file, g.line, None, f"definition of the overflowed global '{g.function}'"
-                    )
-                )
-        elif origin:
-            special.append(cand(origin[0], "where the uninitialized value was created"))
-        elif leak := project_frames(report.stack("leak")):
-            first = first or [cand(leak[0], "allocation of the leaked memory")]
-            callers = [
-                cand(f, f"caller #{i} of the leaking allocation") for i, f in enumerate(leak[1:], 1)
-            ]
-        # interleave: crash site, first special, caller 1, second special, caller 2, ...
-        if report.crash_type == "double-free" and freed:
-            # the second free (the crash) is usually the owner's legitimate release; the fix is
-            # at the premature first free, so it leads (its caller when both go through one
-            # wrapper, e.g. xmlFreeNode called twice)
-            lead = cand(free_site or freed[0], "the first free of the object (premature)")
-            first, special = [lead], first + special
-        ranked = list(first)
-        top_callers = callers[: self.max_callers]
-        for i in range(max(len(special), len(top_callers))):
-            ranked += special[i : i + 1] + top_callers[i : i + 1]
-        ranked += callers[self.max_callers :]
-        ranked += [cand(f, "further up the free stack") for f in freed[1:3]]
-        ranked += [cand(f, "further up the allocation stack") for f in alloc[1:3]]
-        if not ranked:
-            ranked = [
-                cand(f, "fuzz target (no project frame in the report)")
-                for f in harness_frames(report.crash_stack)
-            ]
-        seen: set[tuple[str, int]] = set()
-        out = []
-        for c in ranked:
-            if c.file and (c.file, c.line) not in seen:
-                seen.add((c.file, c.line))
-                out.append(c)
-        return out
+    def rank(
+        self, report: SanitizerReport, wrappers: frozenset[str] = frozenset()
+    ) -> list[Candidate]:
+        """Candidates, best first (:func:`.ranking.rank`)."""
+        return rank(report, max_callers=self.max_callers, wrappers=wrappers)
 
     # ---- looking candidates up in the tree ---------------------------------------------------
 
@@ -335,43 +236,81 @@ class StackTraceAnalyst:
         tools: RcaTools,
         candidates: list[Candidate],
         folders: list[str],
-        keep: set[tuple[str, int]] | None = None,
+        keep: set | None = None,
     ) -> list[Resolved]:
         """One command: find each candidate's file in the tree and outline it around the line.
-        The first ``2 * max_locations`` candidates are looked up, and those at ``keep``."""
+        The first ``2 * max_locations`` candidates are looked up, and those in ``keep``."""
         src = tools.paths.source_dir.rstrip("/")
-        parts = []
-        for i, c in enumerate(candidates):
-            if i >= 2 * self.max_locations and (c.file, c.line) not in (keep or set()):
-                continue
-            project, rel = split_src_path(c.file)
-            tries = [f"{src}/{project}/{rel}"] if project else []
-            if c.file.startswith("/") and not project:
-                segs = c.file.strip("/").split("/")
-                suffixes = ["/".join(segs[k:]) for k in range(1, max(1, len(segs) - 1))]
-            else:
-                suffixes = [rel]
-                tries.append(f"{src}/{rel}")
-            tries += [f"{src}/{d}/{s}" for s in suffixes for d in folders]
-            quoted = " ".join(shlex.quote(t) for t in dict.fromkeys(tries))
-            outline = awk_outline('"$f"', c.line, max_lines=30)
-            parts.append(
-                f'f=\'\'; for c in {quoted}; do if [ -f "$c" ]; then f="$c"; break; fi; done; '
-                f'echo "{_MARK} {i} $f"; if [ -n "$f" ]; then {outline}; fi'
-            )
-        output = (await tools.execute("( " + "\n".join(parts) + " )")).output
-        resolved: list[Resolved] = []
-        for block in output.split(_MARK)[1:]:
-            head, _, body = block.partition("\n")
-            index, _, path = head.strip().partition(" ")
-            if not path or not index.isdigit():
-                continue
-            c = candidates[int(index)]
-            rel = path[len(src) + 1 :] if path.startswith(src + "/") else path
-            rel = rel.split("/", 1)[1] if "/" in rel else rel  # drop the project folder
-            fn = enclosing_function(parse_numbered(body), c.line)
-            resolved.append(Resolved(c, rel, fn, path))
-        return resolved
+        wanted = {
+            i
+            for i, c in enumerate(candidates)
+            if i < 2 * self.max_locations or c.key in (keep or set())
+        }
+        output = (await tools.execute(resolve_command(candidates, src, folders, wanted))).output
+        return parse_resolved(output, candidates, src)
+
+    async def _lifetime(
+        self, tools: RcaTools, report: SanitizerReport, resolved: list[Resolved]
+    ) -> list[Resolved]:
+        """One command (:mod:`.lifetime`): the free/alloc stacks' bodies (their wrappers make
+        way for the frames that decided) and the crash frame's code (where the dangling
+        pointer was taken opens the crash site's span)."""
+        reads = body_reads(report, resolved)
+        frame = next(iter(project_frames(report.crash_stack)), None)
+        by_key = {r.candidate.key: r for r in resolved}
+        crash = by_key.get(frame_key(frame)) if frame is not None else None
+        if report.crash_type == "double-free":
+            crash = None  # nothing is dereferenced
+        if not reads and crash is None:
+            return resolved
+        output = (await tools.execute(lifetime_command(reads, crash))).output
+        bodies, lines = parse_lifetime(output)
+        if crash is not None and frame is not None:
+            taken = pointer_taken_at(frame, crash, lines)
+            if taken is not None and crash.line - taken < MAX_GUARD:
+                by_key[crash.candidate.key] = replace(crash, guard=taken)
+        wrappers = find_wrappers(reads, bodies)
+        order = self.rank(report, frozenset(wrappers)) if wrappers else None
+        if order is None:
+            out = [by_key[r.candidate.key] for r in resolved]
+        else:
+            out = [replace(by_key[c.key], candidate=c) for c in order if c.key in by_key]
+        member = None
+        if crash is not None and frame is not None and frame.line in lines:
+            member = dangling_member(lines[frame.line], frame.column)
+        if member is None:
+            return out
+        # the other holders of the freed pointer: one more command
+        root = crash.path[: -len(crash.rel_path)].rstrip("/")  # type: ignore[union-attr]
+        found = (await tools.execute(holders_command(member, shlex.quote(root)))).output
+        src = tools.paths.source_dir.rstrip("/")
+        holders = parse_holders(found, member, src)
+        at = next((i + 1 for i, r in enumerate(out) if "allocated" in r.candidate.role), 3)
+        return [*out[:at], *holders, *out[at:]]
+
+    async def _size_helpers(
+        self, tools: RcaTools, resolved: list[Resolved], folders: list[str]
+    ) -> list[Resolved]:
+        """Two commands: read the overflowed buffer's allocation site, then find the project
+        functions that computed its size (a ``*_size``/``*_len`` helper called there or on the
+        line that set the size variable), which are on no stack, and rank them right after it."""
+        at = next(
+            (i for i, r in enumerate(resolved) if r.candidate.role.startswith("allocation site")),
+            None,
+        )
+        if at is None or not resolved[at].fn.start:
+            return resolved
+        r = resolved[at]
+        cmd = awk_frame(shlex.quote(r.path), r.fn.start or 1, r.line, r.fn.end)
+        lines = parse_numbered((await tools.execute(cmd)).output)
+        code = frame_code(r.candidate.function or "", r.rel_path, r.line, None, r.fn.start, lines)
+        names = size_callees(code)
+        if not names:
+            return resolved
+        src = tools.paths.source_dir.rstrip("/")
+        output = (await tools.execute(helper_command(names, src, folders))).output
+        helpers = parse_helpers(output, names, src, r.candidate.file)
+        return [*resolved[: at + 1], *helpers, *resolved[at + 1 :]]
 
     # ---- following the bad value up the stack ------------------------------------------------
 
@@ -416,42 +355,45 @@ class StackTraceAnalyst:
     ) -> Trail | None:
         """One command: read the chain frames' signatures, lines and assignments; then follow
         the value (:func:`.dataflow.follow`). None when fewer than two frames can be read."""
-        by_site = {(r.candidate.file, r.candidate.line): r for r in resolved}
+        by_site = {r.candidate.key: r for r in resolved}
         usable: list[tuple[Frame, Resolved]] = []
         for f in chain.frames:
-            r = by_site.get((f.file or "", f.line or 1))
+            r = by_site.get(frame_key(f))
             name = (f.function_name or "").rsplit("::", 1)[-1]
             found = (r.fn.name or "").rsplit("::", 1)[-1] if r is not None else ""
-            if r is None or r.fn.start is None or not r.path or found != name:
-                break  # not found, or the function heuristic disagrees with the report
+            if r is None or r.fn.start is None or not r.path or found != name or not f.line:
+                break  # not found, no line, or the function heuristic disagrees with the report
             usable.append((f, r))
         if len(usable) < 2:
             return None
         more = chain.more_frames or len(usable) < len(chain.frames)
+        r0 = usable[0][1]
+        root = r0.path[: -len(r0.rel_path)].rstrip("/") if r0.path.endswith(r0.rel_path) else ""
         parts = [
-            f"echo '{_MARK} {i}'; "
+            f"echo '{MARK} {i}'; "
             + awk_frame(shlex.quote(r.path), r.fn.start or 1, f.line or 1, r.fn.end)
             for i, (f, r) in enumerate(usable)
         ]
+        if root:  # the project's function-like macros: the dataflow reads through them
+            parts.append(f"echo '{MARK} macros'; " + awk_macros(shlex.quote(root)))
         output = (await tools.execute("( " + "\n".join(parts) + " )")).output
         blocks: dict[int, dict[int, str]] = {}
-        for block in output.split(_MARK)[1:]:
+        macros: frozenset[str] = frozenset()
+        for block in output.split(MARK)[1:]:
             head, _, body = block.partition("\n")
             if head.strip().isdigit():
                 blocks[int(head.strip())] = parse_numbered(body)
+            elif head.strip() == "macros":
+                macros = frozenset(w for w in body.split() if w.isidentifier())
         codes = []
         for i, (f, r) in enumerate(usable):
             if i not in blocks:
                 more = True
                 break
+            lines = {n: macro_transparent(t, macros) for n, t in blocks[i].items()}
             codes.append(
                 frame_code(
-                    f.function_name or "",
-                    r.rel_path,
-                    f.line or 1,
-                    f.column,
-                    r.fn.start or 1,
-                    blocks[i],
+                    f.function_name or "", r.rel_path, f.line or 1, f.column, r.fn.start or 1, lines
                 )
             )
         if not codes:
@@ -464,17 +406,28 @@ class StackTraceAnalyst:
         )
 
     @staticmethod
+    def mark_guards(resolved: list[Resolved], chain: ValueChain, trail: Trail) -> list[Resolved]:
+        """The existing checks of the bad value: in the crash frame, and in the frame that
+        produced it (the caller that should have checked)."""
+        if not trail.steps or not trail.frames:
+            return resolved
+        guards = {frame_key(chain.frames[0]): guard_line(trail.frames[0], trail.steps[0].values)}
+        k = trail.origin
+        if k and k < len(trail.frames):
+            guards[frame_key(chain.frames[k])] = guard_line(trail.frames[k], trail.steps[-1].values)
+        return [
+            replace(r, guard=guards[r.candidate.key]) if guards.get(r.candidate.key) else r
+            for r in resolved
+        ]
+
+    @staticmethod
     def promote_origin(resolved: list[Resolved], chain: ValueChain, trail: Trail) -> list[Resolved]:
         """The frame that produced the bad value first, then everything else in order."""
         if not trail.origin:
             return resolved
         f = chain.frames[trail.origin]
         at = next(
-            (
-                i
-                for i, r in enumerate(resolved)
-                if (r.candidate.file, r.candidate.line) == (f.file, f.line)
-            ),
+            (i for i, r in enumerate(resolved) if r.candidate.key == frame_key(f)),
             None,
         )
         if at is None:
@@ -487,26 +440,7 @@ class StackTraceAnalyst:
         return [lead, *resolved[:at], *resolved[at + 1 :]]
 
     def locations(self, resolved: list[Resolved]) -> list[Location]:
-        out: list[Location] = []
-        for r in resolved:
-            lo, hi = tight_span(r.candidate.line, r.fn, self.context_lines)
-            if any(
-                loc.file == r.rel_path and lo <= loc.line_end and hi >= loc.line_start
-                for loc in out
-            ):
-                continue
-            out.append(
-                Location(
-                    file=r.rel_path,
-                    function=r.candidate.function or r.fn.name,
-                    line_start=lo,
-                    line_end=hi,
-                    description=r.candidate.role,
-                )
-            )
-            if len(out) >= self.max_locations:
-                break
-        return out
+        return locations(resolved, self.max_locations, self.span_before, self.span_after)
 
     @staticmethod
     def reasoning(
@@ -526,7 +460,7 @@ class StackTraceAnalyst:
             crash = resolved[0]
         if crash is not None:
             bits.append(
-                f"at {crash.rel_path}:{crash.candidate.line}"
+                f"at {crash.rel_path}:{crash.line}"
                 + (f" in {crash.candidate.function}" if crash.candidate.function else "")
             )
         text = " ".join(bits) + "."
@@ -546,7 +480,8 @@ class StackTraceAnalyst:
         return {
             "max_locations": self.max_locations,
             "max_callers": self.max_callers,
-            "context_lines": self.context_lines,
+            "span_before": self.span_before,
+            "span_after": self.span_after,
             "report_bytes": self.report_bytes,
             "max_value_frames": self.max_value_frames,
         }
