@@ -122,6 +122,7 @@ class ComposeStack:
             GREEN_TASK_TIMEOUT_S="300",
             GREEN_IDLE_TIMEOUT_S="240",
             GREEN_CONTAINER_MEMORY="1g",
+            GREEN_PURPLE_ALLOWLIST='["http://purple-stalled:9019"]',  # the e2e overlay's purple
         )
         return env
 
