@@ -68,6 +68,7 @@ import docker.errors
 from docker import APIClient
 
 from services.green.sandbox.base import SandboxError
+from services.green.sandbox.engine import ENGINE_ERRORS
 from services.green.sandbox.output import OutputCapture
 from services.shared.commands import CommandResult
 
@@ -117,9 +118,12 @@ command -v setsid >/dev/null 2>&1 || { echo "arena: the image has no setsid" >&2
 IFS= read -r n || exit 0
 printf '%s %s %s\n' "$n" "$$" "$S"
 while read -r n k; do
-  c=
-  while [ "$k" -gt 0 ]; do IFS= read -r l || exit 0; c="$c$l
-"; k=$((k - 1)); done
+  c= b= j=0
+  while [ "$k" -gt 0 ]; do IFS= read -r l || exit 0; b="$b$l
+"; k=$((k - 1)); j=$((j + 1))
+    [ "$j" -lt 64 ] || { c="$c$b"; b= j=0; }  # in blocks: appending line by line is quadratic
+  done
+  c="$c$b"
   cd "$W" 2>/dev/null || cd /
   printf '%s:ack 1\n' "$n" >&2
   setsid "$S" -c "$c" </dev/null 2>&1 &
@@ -265,7 +269,7 @@ class ShellSession:
         )
         try:
             self._sock = self._api.exec_start(exec_id, socket=True)
-        except docker.errors.APIError as e:
+        except ENGINE_ERRORS as e:
             raise SandboxError(f"cannot start a shell session: {e}") from e
         self._raw = getattr(self._sock, "_sock", self._sock)
         self._frames = FrameDecoder()
@@ -319,9 +323,12 @@ class ShellSession:
         ack = MarkerScanner(f"{nonce}:ack", OutputCapture(0))  # the command is starting
         sid = MarkerScanner(f"{nonce}:sid", OutputCapture(0))  # its session id
         start = time.monotonic()
-        self._send(nonce.encode() + b" " + frame_lines(command))
-
-        deadline = start + max(timeout, 0.0)
+        deadline = start + max(timeout, 0.0)  # sending counts: a slow reader cannot stretch it
+        if not self._send_by(nonce.encode() + b" " + frame_lines(command), deadline):
+            self._kill(None, abandon=True)  # the driver holds half a command: drop the session
+            self.close()
+            note = "[the command could not be sent within its timeout; it did not run]"
+            return _result(-1, capture, start, timed_out=True, note=note)
         timed_out = False
         while stdout.value is None:
             now = time.monotonic()
@@ -371,7 +378,7 @@ class ShellSession:
         exec_id = self._exec_create(["/bin/sh", "-c", KILLER, "arena-kill", *args], environment=env)
         try:
             self._api.exec_start(exec_id)
-        except docker.errors.APIError as e:
+        except ENGINE_ERRORS as e:
             raise SandboxError(f"cannot kill the command: {e}") from e
 
     # -- socket ----------------------------------------------------------------------------
@@ -383,6 +390,8 @@ class ShellSession:
             raise SandboxError(f"the container is gone: {e.explanation}") from e
         except docker.errors.APIError as e:  # 409: not running
             raise SandboxError(f"cannot exec in the container: {e.explanation}") from e
+        except ENGINE_ERRORS as e:
+            raise SandboxError(f"cannot exec in the container: the engine failed: {e}") from e
 
     def _send(self, data: bytes) -> None:
         if self._raw is None:
@@ -392,6 +401,30 @@ class ShellSession:
         except OSError as e:
             self.close()
             raise SessionLost(f"the shell session is gone: {e}") from e
+
+    def _send_by(self, data: bytes, deadline: float) -> bool:
+        """Send ``data`` before ``deadline``; False when the driver did not take it all in
+        time. Raises SessionLost when the connection is gone."""
+        raw = self._raw
+        if raw is None:
+            raise SessionLost("the shell session is closed")
+        view, old = memoryview(data), raw.gettimeout()
+        try:
+            while view:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                raw.settimeout(left)
+                view = view[raw.send(view[:RECV_BYTES]) :]
+        except TimeoutError:
+            return False
+        except OSError as e:
+            self.close()
+            raise SessionLost(f"the shell session is gone: {e}") from e
+        finally:
+            with contextlib.suppress(OSError):
+                raw.settimeout(old)
+        return True
 
     def _recv(self, timeout: float) -> bytes | None:
         """Up to RECV_BYTES bytes; None when nothing came within ``timeout``; b"" at EOF."""
