@@ -52,3 +52,13 @@ async def stream_message(green_url: str, text: str, metadata: dict[str, Any] | N
         events = [ev async for ev in client.send_message(SendMessageRequest(message=msg))]
         await client.close()
         return events
+
+
+def wait_for(green_url: str, task_id: str, statuses: set[str], timeout: float = 60) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        task = httpx.get(f"{green_url}/tasks/{task_id}", timeout=10).json()
+        if task["status"] in statuses | TERMINAL:
+            return task
+        time.sleep(0.02)
+    raise AssertionError(f"task {task_id} never reached {statuses}")

@@ -21,12 +21,11 @@ import pytest
 from services.purple.app import create_app as create_purple
 from services.purple.config import PurpleSettings
 from tests.integration.conftest import leftover_containers
-from tests.integration.helpers import TERMINAL, submit_task, wait_status, wait_terminal
+from tests.integration.helpers import submit_task, wait_for, wait_status, wait_terminal
 from tests.integration.test_green_lifecycle import perfect_file_and_function
 from tests.support.docker_proxy import DockerProxy
-from tests.support.fake_llm import FakeLLMServer, FakeReply
 from tests.support.scripted_purple import Observed, Script, ScriptedPolicy
-from tests.support.servers import ServiceProcess, ThreadedServer, free_port
+from tests.support.servers import ThreadedServer, free_port
 
 pytestmark = pytest.mark.docker
 
@@ -130,16 +129,6 @@ def test_shutdown_while_preparing_never_orphans_a_container(
         assert task["status"] == "failed" and task["failure_kind"] == "infra", task
 
 
-def wait_for(green_url: str, task_id: str, statuses: set[str], timeout: float = 60) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        task = httpx.get(f"{green_url}/tasks/{task_id}", timeout=10).json()
-        if task["status"] in statuses | TERMINAL:
-            return task
-        time.sleep(0.02)
-    raise AssertionError(f"task {task_id} never reached {statuses}")
-
-
 # -- the engine unreachable ----------------------------------------------------------------------
 
 
@@ -169,27 +158,6 @@ def test_engine_outage_is_infra_and_leaves_no_container(
 
 
 # -- purple liveness -----------------------------------------------------------------------------
-
-
-@pytest.fixture
-def llm_purple_process(tmp_path: Path):
-    """A real purple process (ReAct policy) whose LLM never stops running commands."""
-    with FakeLLMServer(
-        default=FakeReply(tool_calls=[("run_bash_cmd", {"command": "sleep 1"})])
-    ) as llm:
-        port = free_port()
-        env = {
-            "PURPLE_POLICY": "react",
-            "PURPLE_MODEL": "fake-model",
-            "OPENAI_BASE_URL": llm.base_url,
-            "OPENAI_API_KEY": "test",
-            "PURPLE_DATABASE_URL": f"sqlite:///{tmp_path}/purple.db",
-            "PURPLE_LOG_DIR": str(tmp_path / "logs"),
-            "PURPLE_TRAJECTORY_DIR": str(tmp_path / "traj"),
-        }
-        purple = ServiceProcess("services.purple", port, env, tmp_path / "purple.out")
-        yield purple
-        purple.stop()
 
 
 @pytest.mark.parametrize("restart", [True, False], ids=["restarted", "gone"])
