@@ -47,6 +47,7 @@ from services.green.sandbox.base import (
     SandboxSpec,
     UnreadableFile,
 )
+from services.green.sandbox.diagnosis import diagnose, raise_if_stopped
 from services.green.sandbox.disk import DiskWatch
 from services.green.sandbox.engine import ENGINE_ERRORS
 from services.green.sandbox.session import SessionLost, ShellSession
@@ -145,27 +146,13 @@ class DockerSandbox:
             if self._removed:  # remove() interrupted the command
                 raise SandboxError(f"{self.name} was removed while the command ran")
             if not session.alive:  # the session died mid-command: with the container?
-                self._raise_if_stopped()
+                raise_if_stopped(self._client.api, self.id, self.name)
             return result
         raise AssertionError("unreachable")
 
-    def _raise_if_stopped(self) -> None:
-        """Raise SandboxError when the container stops within a second (its pid 1 died with
-        the session); return when it keeps running or the engine cannot tell."""
-        try:
-            self._client.api.wait(self.id, timeout=1, condition="not-running")
-        except docker.errors.NotFound as e:
-            raise SandboxError(f"{self.name} is gone: {e.explanation}") from e
-        except ENGINE_ERRORS:
-            return  # still running (the wait timed out), or unknown: the next command sees
-        raise SandboxError(f"{self.name} stopped while the command ran")
-
     def _diagnose(self, error: SandboxError) -> Exception:
-        """Why a command lost its container, as the engine tells it. The agent's failure
-        (:class:`AgentFault`) when the container exists and stopped by itself: nothing but the
-        agent's commands runs inside, and its pid 1 cannot be signalled from there. Infra
-        (``error``) when green removed it, it vanished, the engine reports an error of its own,
-        or the engine cannot be asked."""
+        """Why a command lost its container (see :mod:`.diagnosis`); green's own removal and
+        the disk watchdog's stop are known here."""
         if self._disk and self._disk.exceeded is not None:
             return AgentFault(
                 "disk_limit",
@@ -175,26 +162,13 @@ class DockerSandbox:
             )
         if self._removed:
             return error
-        try:
-            state = self._client.api.inspect_container(self.id)["State"]
-        except docker.errors.NotFound:
-            return SandboxError(f"{self.name} was removed from outside: {error}")
-        except ENGINE_ERRORS as e:
-            return SandboxError(f"{error}; the engine cannot be asked why: {e}")
-        if state.get("Running") or state.get("Error"):
-            return SandboxError(f"{error} (engine: {state.get('Error') or 'still running'})")
-        if self._killed_through_engine():
-            return SandboxError(f"{error} (it was killed or stopped through the engine)")
-        if state.get("OOMKilled"):
-            return AgentFault(
-                "memory_limit",
-                f"the task's commands hit the memory limit ({self.spec.memory}); "
-                "the container was killed",
-            )
-        return AgentFault(
-            "container_died",
-            f"the task container stopped during the agent's command "
-            f"(exit code {state.get('ExitCode')})",
+        return diagnose(
+            self._client.api,
+            self.id,
+            self.name,
+            error,
+            memory=self.spec.memory,
+            since=self._created_at,
         )
 
     def _live_session(self) -> ShellSession:
@@ -213,20 +187,6 @@ class DockerSandbox:
 
     def _stop_for_disk(self, size: int) -> None:
         self._client.api.kill(self.id)  # the running command's exec sees its session end
-
-    def _killed_through_engine(self) -> bool:
-        """Did anyone ask the engine to kill or stop this container (``docker kill``/``stop``,
-        the engine shutting down)? A death from inside leaves only ``die`` (and ``oom``)."""
-        try:
-            events = self._client.api.events(
-                since=self._created_at,
-                until=int(time.time()) + 1,
-                filters={"container": self.id, "event": ["kill", "stop"]},
-                decode=True,
-            )
-            return any(True for _ in events)
-        except ENGINE_ERRORS:
-            return True  # cannot tell: then it is not shown to be the agent's doing
 
     # -- files -----------------------------------------------------------------------------
 
