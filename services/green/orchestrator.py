@@ -280,6 +280,7 @@ class Orchestrator:
         outcome = Outcome(
             TaskStatus.failed, "harness_error", "green stopped unexpectedly", FailureKind.infra
         )
+        engine_failed = False
         try:
             async with self._slots:
                 await self._prepare(live)
@@ -295,7 +296,7 @@ class Orchestrator:
         except AssetError as exc:
             outcome = Outcome(TaskStatus.failed, "assets", str(exc), FailureKind.infra)
         except SandboxError as exc:
-            self.janitor.sweep_soon()  # the engine may have left a container behind
+            engine_failed = True  # it may have left a container behind: sweep once forgotten
             outcome = Outcome(TaskStatus.failed, "sandbox", str(exc), FailureKind.infra)
         except Exception as exc:  # a harness bug or a Docker failure: recorded, never swallowed
             with live.log_context():
@@ -319,6 +320,8 @@ class Orchestrator:
                 )
             self._finish(live, outcome)
             self._forget(live)
+            if engine_failed:
+                self.janitor.sweep_soon()
 
     def _transition(self, live: LiveTask, status: TaskStatus, message: str, **fields: Any) -> None:
         live.status = status

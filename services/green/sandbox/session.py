@@ -31,7 +31,10 @@ One session per command
     the image needs no procps.
 
 Timeouts
-    The caller enforces them: it reads the stream with ``select`` until the deadline, then
+    The clock starts before the command is sent: a driver that has not taken the whole command
+    by the deadline (it is stopped, or the command is huge) is abandoned, the command never
+    ran, and the result is a timeout. The caller enforces them: it reads the stream with
+    ``select`` until the deadline, then
     runs :data:`KILLER` in a separate short ``docker exec`` (the driver, blocked in ``wait``,
     cannot be asked). That script sweeps the command's session and,
     in case its id was not reported yet, the session of every child of the driver. The
@@ -86,7 +89,7 @@ SWEEP = r"""
 [ "$PPID" = 0 ] && _orphans=1 || _orphans=
 sweep() {  # SIGKILL, until none is left, every process of group or session $1, and (in a
   # container) every orphan that left its session: parent pid 1, session not pid 1's (the
-  # keeper `sleep infinity` is in pid 1's session).
+  # keeper, pid 1, and its `sleep` child are in pid 1's session).
   _t=$1 _i=0
   case $_t in '' | 0 | 1) return 0 ;; esac
   while [ "$_i" -lt 200 ]; do
@@ -118,12 +121,9 @@ command -v setsid >/dev/null 2>&1 || { echo "arena: the image has no setsid" >&2
 IFS= read -r n || exit 0
 printf '%s %s %s\n' "$n" "$$" "$S"
 while read -r n k; do
-  c= b= j=0
-  while [ "$k" -gt 0 ]; do IFS= read -r l || exit 0; b="$b$l
-"; k=$((k - 1)); j=$((j + 1))
-    [ "$j" -lt 64 ] || { c="$c$b"; b= j=0; }  # in blocks: appending line by line is quadratic
-  done
-  c="$c$b"
+  c=
+  while [ "$k" -gt 0 ]; do IFS= read -r l || exit 0; c="$c$l
+"; k=$((k - 1)); done
   cd "$W" 2>/dev/null || cd /
   printf '%s:ack 1\n' "$n" >&2
   setsid "$S" -c "$c" </dev/null 2>&1 &
