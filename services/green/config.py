@@ -75,8 +75,8 @@ class GreenSettings(BaseSettings):
     command_max_bytes: int = Field(1024 * 1024, ge=1024)
     """Largest command green accepts (UTF-8 bytes); a longer one is refused unrun."""
     container_disk_bytes: int = Field(2 * 1024**3, ge=0)
-    """Disk a task may fill (its container's writable layer and /tmp); over it the task ends as
-    the agent's 'disk_limit'. 0: no cap."""
+    """Disk a task may fill (bytes its commands add to the container's writable layer; no single
+    file larger); over it the task ends as the agent's 'disk_limit'. 0: no cap."""
     disk_check_s: float = Field(1.0, gt=0)
     """How often a command's disk use is measured against container_disk_bytes."""
     cleanup_retry_s: float = Field(2.0, gt=0)

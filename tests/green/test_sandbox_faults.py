@@ -259,3 +259,11 @@ def test_disk_cap_ends_many_writers_as_the_agents_disk_limit(
     assert err.value.reason == "disk_limit"
     used = sandbox.disk_used()
     assert used is not None and used < 1024 * 2**20  # stopped long before the 1 GiB it wanted
+
+
+def test_disk_cap_does_not_count_what_green_copied_in(make: Callable[..., DockerSandbox]) -> None:
+    cap = 64 * 2**20
+    sandbox = make(disk_limit=cap)
+    sandbox.put_files("/workspace", {"source.bin": b"\0" * (80 * 2**20)})  # the task's files
+    result = sandbox.exec("head -c 10M /dev/zero > /workspace/mine; sleep 1; echo ok", timeout=60)
+    assert result.output == "ok\n"

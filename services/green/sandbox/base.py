@@ -56,7 +56,8 @@ class SandboxSpec:
     """Where commands run."""
     labels: Mapping[str, str] = field(default_factory=dict)
     disk_limit: int | None = None
-    """Bytes the task may write into the container (its writable layer); None: no cap."""
+    """Bytes the task may write into the container's writable layer, beyond what was copied
+    in before its first command; None: no cap."""
     disk_check_s: float = 1.0
     """How often the writable layer is measured while a command runs (with a disk_limit)."""
 

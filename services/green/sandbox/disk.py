@@ -55,11 +55,20 @@ class DiskWatch:
         """The size measured when the writer was stopped (over, or about to pass, the limit)."""
         self.rate = 0.0
         """Its write rate then (bytes per second)."""
+        self.baseline: int | None = None
+        """The size before the first command (not counted against the limit)."""
         self._thread = threading.Thread(target=self._loop, name="green-disk-watch", daemon=True)
         self._thread.start()
 
     def start(self) -> None:
-        """A command starts: measure until :meth:`pause`."""
+        """A command starts: measure until :meth:`pause`. The first call takes the baseline
+        (what was copied in before any command: the task's workspace), which is not counted."""
+        if self.baseline is None:
+            try:
+                self.baseline = self._measure() or 0
+            except Exception as exc:
+                log.warning("disk.measure_failed", error=str(exc))
+                self.baseline = 0
         self._active.set()
 
     def pause(self) -> None:
@@ -84,6 +93,7 @@ class DiskWatch:
                 continue
             if size is None:
                 continue
+            size -= self.baseline or 0
             now = time.monotonic()
             rate = _rate(last, now, size)
             last = (now, size)
