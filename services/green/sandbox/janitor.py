@@ -29,6 +29,7 @@ class Janitor:
         self._is_live = is_live
         self._retry_s = retry_s
         self._pending: list[Sandbox] = []
+        self._warned: set[str] = set()
         self._sweep = 0
         """Sweeps asked for since the last one that succeeded."""
         self._lock = threading.Lock()
@@ -89,9 +90,12 @@ class Janitor:
             try:
                 sandbox.remove()
                 removed.append(sandbox)
+                self._warned.discard(sandbox.name)
                 log.info("janitor.removed", container=sandbox.name)
-            except SandboxError as exc:
-                log.warning("janitor.remove_failed", container=sandbox.name, error=str(exc))
+            except SandboxError as exc:  # logged once per container, not at every retry
+                if sandbox.name not in self._warned:
+                    self._warned.add(sandbox.name)
+                    log.warning("janitor.remove_failed", container=sandbox.name, error=str(exc))
         swept = False
         if sweep and len(removed) == len(pending):
             try:
