@@ -662,7 +662,8 @@ def run(
     """Run ARVO tasks on green, follow them live, save results.json, the task logs and report.md.
 
     Ids already completed in an existing run folder are kept (--resume, the default); failed
-    ids run again only with --retry-failed; cancelled (interrupted) ids always run again.
+    ids run again only with --retry-failed; cancelled (interrupted) ids and ids that never started
+    because purple was unreachable always run again.
     Ctrl-C cancels the tasks in flight on green and saves what has ended (twice: stop at once).
 
     Exit codes: 0 the run ended (whatever the tasks' outcomes), 2 green unreachable or bad

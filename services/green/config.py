@@ -72,6 +72,21 @@ class GreenSettings(BaseSettings):
     """Give task containers a network (off: network_mode=none)."""
     output_limit_bytes: int = Field(64 * 1024, ge=1024)
     """Bytes of command output kept (head and tail)."""
+    command_max_bytes: int = Field(1024 * 1024, ge=1024)
+    """Largest command green accepts (UTF-8 bytes); a longer one is refused unrun."""
+    container_disk_bytes: int = Field(2 * 1024**3, ge=0)
+    """Disk a task may fill (bytes its commands add to the container's writable layer; no single
+    file larger); over it the task ends as the agent's 'disk_limit'. 0: no cap."""
+    disk_check_s: float = Field(1.0, gt=0)
+    """How often a command's disk use is measured against container_disk_bytes."""
+    cleanup_retry_s: float = Field(2.0, gt=0)
+    """A container that could not be removed (engine unreachable) is retried this often."""
+    purple_lost_after_s: float = Field(10.0, gt=0)
+    """Purple failing every poll of a running task for this long (connection refused, say) is
+    gone: the task ends. 'task not found' (purple restarted) ends it at once."""
+    purple_start_retry_s: float = Field(30.0, ge=0)
+    """An unreachable purple is retried with backoff this long before the task fails as
+    never started (such tasks are run again by a resumed run)."""
 
     swebench_instances: str | None = None
     """SWE-bench instances green serves as 'swebench:<id>' tasks: a .json/.jsonl file, or a

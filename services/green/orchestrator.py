@@ -25,7 +25,14 @@ from services.green.assets.base import AssetError, UnknownTask
 from services.green.config import GreenSettings
 from services.green.kinds.base import TaskKind, TaskPlan
 from services.green.purple_link import PurpleLink, PurpleUnreachable
-from services.green.sandbox.base import Sandbox, SandboxError, SandboxProvider, SandboxSpec
+from services.green.sandbox.base import (
+    AgentFault,
+    Sandbox,
+    SandboxError,
+    SandboxProvider,
+    SandboxSpec,
+)
+from services.green.sandbox.janitor import Janitor
 from services.green.store.crud import TaskStore
 from services.green.store.models import Command, FailureKind, Task, TaskStatus, utcnow
 from services.shared.commands import CommandResult
@@ -100,6 +107,12 @@ class LiveTask:
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     """Set when the task must stop waiting: a submission was accepted, or the sandbox broke."""
     sandbox_error: str | None = None
+    agent_fault: AgentFault | None = None
+    """Set when the agent's command ended the container (it stopped, a limit): ends the task."""
+    end_detail: str | None = None
+    """Why the task ended, when more than its end reason says (e.g. how purple was lost)."""
+    creating: asyncio.Future[Sandbox] | None = None
+    """The container being created; cleanup waits for it, so a cancel never orphans it."""
     exec_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     runner: asyncio.Task[None] | None = None
     cancel_reason: str | None = None
@@ -124,13 +137,22 @@ class Orchestrator:
         self.store = store
         self.sandboxes = sandboxes
         self.kinds = dict(kinds)
-        self._purple_link = purple_link or PurpleLink
+        self._purple_link = purple_link or self._default_link
         self._live: dict[str, LiveTask] = {}
         self._stopping = False
         self._slots = asyncio.Semaphore(settings.max_concurrent_tasks)
         # Docker and file work is blocking; give it threads enough for every running task.
         self._pool = ThreadPoolExecutor(
             max_workers=settings.max_concurrent_tasks * 2 + 4, thread_name_prefix="green-io"
+        )
+        self.janitor = Janitor(
+            sandboxes, lambda task_id: task_id in self._live, settings.cleanup_retry_s
+        )
+
+    def _default_link(self, url: str) -> PurpleLink:
+        s = self.settings
+        return PurpleLink(
+            url, lost_after_s=s.purple_lost_after_s, start_retry_s=s.purple_start_retry_s
         )
 
     # ---- process lifecycle -------------------------------------------------------------
@@ -155,6 +177,7 @@ class Orchestrator:
             if t.runner is not None:
                 t.runner.cancel()
         await asyncio.gather(*(t.runner for t in live if t.runner), return_exceptions=True)
+        await self._io(self.janitor.close)
         self._pool.shutdown(wait=True, cancel_futures=True)
         log.info("green.stopped", stopped_tasks=[t.id for t in live])
 
@@ -272,6 +295,7 @@ class Orchestrator:
         outcome = Outcome(
             TaskStatus.failed, "harness_error", "green stopped unexpectedly", FailureKind.infra
         )
+        engine_failed = False
         try:
             async with self._slots:
                 await self._prepare(live)
@@ -280,10 +304,14 @@ class Orchestrator:
         except asyncio.CancelledError:  # a cancel request (a shutdown is recorded below)
             outcome = Outcome(TaskStatus.cancelled, "cancelled", live.cancel_reason or "cancelled")
         except PurpleUnreachable as exc:
-            outcome = Outcome(TaskStatus.failed, "purple_unreachable", str(exc), FailureKind.agent)
+            outcome = Outcome(TaskStatus.failed, exc.reason, str(exc), FailureKind.agent)
+        except AgentFault as exc:  # the agent's commands ended the container; not in preparation
+            kind = FailureKind.agent if live.status is TaskStatus.running else FailureKind.infra
+            outcome = Outcome(TaskStatus.failed, exc.reason, str(exc), kind)
         except AssetError as exc:
             outcome = Outcome(TaskStatus.failed, "assets", str(exc), FailureKind.infra)
         except SandboxError as exc:
+            engine_failed = True  # it may have left a container behind: sweep once forgotten
             outcome = Outcome(TaskStatus.failed, "sandbox", str(exc), FailureKind.infra)
         except Exception as exc:  # a harness bug or a Docker failure: recorded, never swallowed
             with live.log_context():
@@ -307,6 +335,8 @@ class Orchestrator:
                 )
             self._finish(live, outcome)
             self._forget(live)
+            if engine_failed:
+                self.janitor.sweep_soon()
 
     def _transition(self, live: LiveTask, status: TaskStatus, message: str, **fields: Any) -> None:
         live.status = status
@@ -348,12 +378,16 @@ class Orchestrator:
                 arvo_id=live.arvo_id,
                 workdir=plan.workdir,
                 memory=s.container_memory,
+                disk_limit=s.container_disk_bytes or None,
+                disk_check_s=s.disk_check_s,
                 cpus=s.container_cpus,
                 pids_limit=s.container_pids,
                 network=s.container_network,
                 output_limit=s.output_limit_bytes,
             )
-            live.sandbox = await self._io(self.sandboxes.create, spec)
+            # Shielded: a cancel must not lose a container the thread is still creating.
+            live.creating = asyncio.ensure_future(self._io(self.sandboxes.create, spec))
+            live.sandbox = await asyncio.shield(live.creating)
             self.store.update(live.id, container_name=live.sandbox.name)
             log.info("sandbox.created", container=live.sandbox.name, image=spec.image)
             await self._io(plan.populate, live.sandbox)
@@ -400,11 +434,14 @@ class Orchestrator:
             except TimeoutError:
                 pass
             else:
+                if live.agent_fault:
+                    raise live.agent_fault
                 if live.sandbox_error:
                     raise SandboxError(live.sandbox_error)
                 return "submitted"
             ended = await link.ended()
             if ended and not live.ended.is_set():
+                live.end_detail = getattr(link, "lost_reason", None)
                 return f"purple_{ended}"
 
     async def _evaluate(self, live: LiveTask, end_reason: str) -> Outcome:
@@ -419,10 +456,11 @@ class Orchestrator:
             score = await self._io(plan.score, submission)
             if submission is None:
                 why = "; ".join(errors) or "nothing was submitted"
+                lead = f"{live.end_detail}; " if live.end_detail else ""
                 return Outcome(
                     TaskStatus.failed,
                     end_reason,
-                    f"no valid submission ({end_reason}): {why}",
+                    f"{lead}no valid submission ({end_reason}): {why}",
                     FailureKind.agent,
                     {"scores": score},
                 )
@@ -432,12 +470,25 @@ class Orchestrator:
 
     async def _cleanup(self, live: LiveTask) -> None:
         with live.log_context():
+            if live.sandbox is None and live.creating is not None:
+                # cancelled while the container was being created: wait for it (if it was
+                # never created, its error is already the task's outcome)
+                with contextlib.suppress(Exception):
+                    live.sandbox = await live.creating
             if live.sandbox is not None:
                 try:
                     await self._io(live.sandbox.remove)
                     log.info("sandbox.removed", container=live.sandbox.name)
-                except Exception:
-                    log.exception("sandbox.remove_failed", container=live.sandbox.name)
+                except Exception as exc:  # the engine is unreachable: retried in the background
+                    log.warning(
+                        "sandbox.remove_failed", container=live.sandbox.name, error=str(exc)
+                    )
+                    self.janitor.remove_later(live.sandbox)
+
+    def _sandbox_broke(self, live: LiveTask, exc: SandboxError) -> None:
+        log.error("sandbox.broken", error=str(exc))
+        live.sandbox_error = f"the task container broke: {exc}"
+        live.ended.set()
 
     def _forget(self, live: LiveTask) -> None:
         self._live.pop(live.id, None)
@@ -465,6 +516,12 @@ class Orchestrator:
         self, task_id: str, token: str | None, command: str, timeout: float | None = None
     ) -> CommandResult:
         live = self._running(task_id, token)
+        size = len(command.encode("utf-8", errors="surrogateescape"))
+        if size > self.settings.command_max_bytes:
+            raise RequestRefused(
+                f"the command is {size:,} bytes; the limit is {self.settings.command_max_bytes:,}"
+                " (write large content to a file in several smaller commands)"
+            )
         async with live.exec_lock:
             if live.steps >= live.max_steps:
                 raise RequestRefused(
@@ -484,11 +541,14 @@ class Orchestrator:
                     result: CommandResult = await self._io(
                         live.sandbox.exec, live.plan.wrap(command), limit
                     )
-                except SandboxError as exc:  # the container is gone: the harness failed, end it
-                    log.error("sandbox.broken", error=str(exc))
-                    live.sandbox_error = f"the task container broke: {exc}"
+                except AgentFault as exc:  # the command ended its own container: end the task
+                    log.warning("sandbox.agent_fault", reason=exc.reason, error=str(exc))
+                    live.agent_fault = exc
                     live.ended.set()
-                    raise RequestRefused(live.sandbox_error) from exc
+                    raise RequestRefused(str(exc)) from exc
+                except SandboxError as exc:  # the container is gone: the harness failed, end it
+                    self._sandbox_broke(live, exc)
+                    raise RequestRefused(live.sandbox_error or str(exc)) from exc
                 live.steps += 1
                 live.last_activity = time.monotonic()
                 log.info(
@@ -526,7 +586,12 @@ class Orchestrator:
         async with live.exec_lock:
             live.last_activity = time.monotonic()
             assert live.plan is not None and live.sandbox is not None
-            submission, errors = await self._io(live.plan.read_submission, live.sandbox)
+            try:
+                submission, errors = await self._io(live.plan.read_submission, live.sandbox)
+            except SandboxError as exc:  # the engine or container failed, not the submission
+                with live.log_context():
+                    self._sandbox_broke(live, exc)
+                raise RequestRefused(live.sandbox_error or str(exc)) from exc
             accepted = submission is not None and not errors
             live.submissions += 1
             self.store.update(

@@ -1,9 +1,19 @@
-"""Green's side of the conversation with purple: hand over a task, then watch purple's A2A task."""
+"""Green's side of the conversation with purple: hand over a task, then watch purple's A2A task.
+
+Liveness: a purple that cannot be reached when a task is handed over is retried with backoff
+(``start_retry_s``); one that stops answering polls for ``lost_after_s``, or no longer knows
+the task (it restarted: its A2A task store is in memory), is *lost*, and green ends the task
+at once instead of waiting for the idle timeout.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 import httpx
 from a2a.types import Role, Task, TaskState
+from a2a.utils.errors import TaskNotFoundError
 
 from services.shared.a2a import A2APeer, new_protocol_message
 from services.shared.logging import get_logger
@@ -20,17 +30,48 @@ _ENDED = {
 
 
 class PurpleUnreachable(RuntimeError):
-    """Purple could not be reached or refused the task."""
+    """Purple could not be reached or refused the task. ``reason``: ``purple_unreachable``
+    (never reached: the task never started, a resumed run retries it) or ``purple_refused``."""
+
+    def __init__(self, message: str, reason: str = "purple_unreachable") -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def _not_connected(exc: BaseException) -> bool:
+    """True when the error (or one it wraps) says no connection was made: the request never
+    reached purple, so sending it again cannot start the task twice."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, httpx.ConnectError | httpx.ConnectTimeout | ConnectionRefusedError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 class PurpleLink:
     """One task's link to purple. ``start`` does not block for the task: purple acknowledges
     (an A2A task in ``working``) and works in the background; ``ended`` polls that A2A task."""
 
-    def __init__(self, base_url: str, *, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout: float = 30.0,
+        lost_after_s: float = 10.0,
+        start_retry_s: float = 0.0,
+    ) -> None:
         self.base_url = base_url
         self._peer = A2APeer(base_url, timeout=timeout)
         self._purple_task_id: str | None = None
+        self._lost_after_s = lost_after_s
+        self._start_retry_s = start_retry_s
+        self._poll_timeout = min(timeout, max(lost_after_s / 2, 2.0))
+        self._failing_since: float | None = None
+        self.lost_reason: str | None = None
+        """Why purple counts as gone, once :meth:`ended` said ``lost``."""
 
     async def start(self, task: TaskAssignment, description: str) -> None:
         """Hand the task over. The message carries the assignment and nothing else: no metadata,
@@ -38,18 +79,7 @@ class PurpleLink:
         message = new_protocol_message(
             description, task.model_dump(mode="json"), context_id=task.task_id, role=Role.ROLE_USER
         )
-        try:
-            reply = await self._peer.send(message, return_immediately=True)
-        except Exception as exc:  # the SDK wraps transport errors in its own types
-            transport = isinstance(exc, httpx.HTTPError | OSError) or isinstance(
-                exc.__cause__, httpx.HTTPError | OSError
-            )
-            # The detail stays in green's log: a caller-visible error must not tell whether a
-            # port is open (the URL is allow-listed anyway).
-            log.warning("purple.start_failed", transport_error=transport, error=str(exc))
-            raise PurpleUnreachable(
-                f"purple at {self.base_url} could not be reached or refused the task"
-            ) from exc
+        reply = await self._send_with_retry(message)
         if isinstance(reply, Task):
             self._purple_task_id = reply.id
             if (
@@ -61,20 +91,64 @@ class PurpleLink:
                 )
         log.info("purple.started", purple_task=self._purple_task_id, purple_url=self.base_url)
 
+    async def _send_with_retry(self, message: object) -> object:
+        """Send; while purple cannot be connected to, retry with backoff for start_retry_s."""
+        give_up, delay = time.monotonic() + self._start_retry_s, 0.5
+        while True:
+            try:
+                return await self._peer.send(message, return_immediately=True)  # type: ignore[arg-type]
+            except Exception as exc:  # the SDK wraps transport errors in its own types
+                if _not_connected(exc) and time.monotonic() + delay <= give_up:
+                    log.warning("purple.start_retry", error=str(exc), retry_in_s=delay)
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, 8.0)
+                    continue
+                transport = isinstance(exc, httpx.HTTPError | OSError) or isinstance(
+                    exc.__cause__, httpx.HTTPError | OSError
+                )
+                # The details stay in green's log: what a caller sees does not describe the
+                # network beyond "could not be reached" (and green calls only allow-listed URLs).
+                log.warning("purple.start_failed", transport_error=transport, error=str(exc))
+                if transport:
+                    raise PurpleUnreachable(
+                        f"purple at {self.base_url} could not be reached"
+                    ) from exc
+                raise PurpleUnreachable(
+                    f"purple at {self.base_url} refused the task", "purple_refused"
+                ) from exc
+
     async def ended(self) -> str | None:
-        """None while purple works on the task; otherwise how its A2A task ended.
+        """None while purple works on the task; otherwise how its A2A task ended, or ``lost``
+        (see :attr:`lost_reason`): purple no longer knows the task, or every poll failed for
+        ``lost_after_s``.
 
         A purple that answered with a plain Message (no task to poll) is never 'ended' here;
-        green's deadlines still bound it. Poll errors are logged and treated as 'still working'
-        until the idle timeout decides.
+        green's deadlines still bound it.
         """
         if self._purple_task_id is None:
             return None
         try:
-            task = await self._peer.get_task(self._purple_task_id)
+            task = await asyncio.wait_for(
+                self._peer.get_task(self._purple_task_id), self._poll_timeout
+            )
+        except TaskNotFoundError as exc:
+            self.lost_reason = (
+                f"purple at {self.base_url} no longer knows its task (it restarted?): {exc}"
+            )
+            return "lost"
         except Exception as exc:
-            log.warning("purple.poll_failed", error=str(exc))
+            now = time.monotonic()
+            self._failing_since = self._failing_since or now
+            silent = now - self._failing_since
+            log.warning("purple.poll_failed", error=str(exc) or type(exc).__name__)
+            if silent >= self._lost_after_s:
+                self.lost_reason = (
+                    f"purple at {self.base_url} has not answered for {silent:.0f} s: "
+                    f"{str(exc) or type(exc).__name__}"
+                )
+                return "lost"
             return None
+        self._failing_since = None
         return _ENDED.get(task.status.state)
 
     async def aclose(self) -> None:

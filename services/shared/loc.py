@@ -51,8 +51,12 @@ def parse_loc_json(raw: bytes | str) -> tuple[LocJson | None, list[str]]:
         return None, [
             f"loc.json is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
         ]
+    except RecursionError:  # json nests arrays/objects by recursion: 100,000 '[' blow it
+        return None, ["loc.json nests arrays or objects too deeply to be read"]
     try:
         return LocJson.model_validate(data), []
+    except RecursionError:
+        return None, ["loc.json nests arrays or objects too deeply to be validated"]
     except ValidationError as exc:
         errors = []
         for err in exc.errors():

@@ -29,6 +29,7 @@ from typer.testing import CliRunner
 
 from services.green.cli import app, split_ids
 from services.green.report import RunResults, aggregate_outcomes
+from services.green.report.results import Outcome
 from services.green.scoring.groundtruth import ground_truth_from_patch
 from services.green.scoring.metrics import score
 from services.green.store.models import CommandPublic, TaskPublic
@@ -590,3 +591,16 @@ def test_api_token_goes_to_green_only_and_is_never_saved(fake, tmp_path: Path) -
     assert green.purple_authorizations and set(green.purple_authorizations) == {None}
     saved = "".join(p.read_text() for p in tmp_path.rglob("*") if p.suffix in (".json", ".md"))
     assert "s3cret" not in saved
+
+
+def test_resume_runs_tasks_that_never_started_because_purple_was_unreachable() -> None:
+    results = RunResults(run="r", green="g", task_ids=["1", "2", "3", "4"])
+    results.tasks = [
+        Outcome(arvo_id="1", status="completed"),
+        Outcome(
+            arvo_id="2", status="failed", end_reason="purple_unreachable", failure_kind="agent"
+        ),
+        Outcome(arvo_id="3", status="failed", end_reason="purple_lost", failure_kind="agent"),
+    ]
+    assert results.pending(retry_failed=False) == ["2", "4"]
+    assert results.pending(retry_failed=True) == ["2", "3", "4"]

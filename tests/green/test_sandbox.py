@@ -29,7 +29,7 @@ from services.green.sandbox.base import (
     SandboxProvider,
     SandboxSpec,
 )
-from services.green.sandbox.docker import DockerSandbox, DockerSandboxProvider
+from services.green.sandbox.docker import KEEPER, DockerSandbox, DockerSandboxProvider
 
 pytestmark = pytest.mark.docker
 
@@ -87,9 +87,10 @@ def shared(provider: DockerSandboxProvider) -> Iterator[DockerSandbox]:
 
 
 def _processes(sandbox: DockerSandbox) -> list[str]:
-    """Command lines of the container's processes, minus init, the idle sleep and the session."""
+    """Command lines of the container's processes, minus the keeper (pid 1 and its sleep) and
+    the session."""
     out = sandbox.exec("ps -eo args=", timeout=10).output.splitlines()
-    idle = ("/sbin/docker-init", "sleep infinity", "/bin/sh -c read -r k")
+    idle = ("/bin/sh -c trap '' ", "sleep 2147483647", "/bin/sh -c read -r k")
     return [line for line in out if not line.startswith(idle) and "ps -eo args=" not in line]
 
 
@@ -249,9 +250,10 @@ def test_container_is_named_labelled_and_locked_down(
     assert host["Privileged"] is False
     assert host["SecurityOpt"] == ["no-new-privileges"]
     assert {"NET_RAW", "SYS_ADMIN"} <= set(host["CapDrop"])
-    assert host["Init"] is True
+    assert not host["Init"]  # the keeper is pid 1 itself (Docker's init dies with its child)
     assert not host.get("Binds") and not attrs["Mounts"]  # no socket, no host path
-    assert attrs["Config"]["Entrypoint"] == ["sleep"] and attrs["Config"]["Cmd"] == ["infinity"]
+    assert attrs["Config"]["Entrypoint"] == ["/bin/sh", "-c"]
+    assert attrs["Config"]["Cmd"] == [KEEPER]
 
 
 def test_no_network_inside(shared: DockerSandbox) -> None:

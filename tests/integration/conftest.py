@@ -17,9 +17,9 @@ from services.green.config import GreenSettings
 from services.purple.app import create_app as create_purple
 from services.purple.config import PurpleSettings
 from tests.integration.helpers import OPERATOR_TOKEN
-from tests.support.fake_llm import FakeLLMServer
+from tests.support.fake_llm import FakeLLMServer, FakeReply
 from tests.support.scripted_purple import Observed, Script, ScriptedPolicy
-from tests.support.servers import ThreadedServer, free_port, serve
+from tests.support.servers import ServiceProcess, ThreadedServer, free_port, serve
 
 pytestmark = pytest.mark.docker
 
@@ -182,3 +182,24 @@ def llm_purple(tmp_path, llm):
     yield start
     for cm in stack:
         cm.__exit__(None, None, None)
+
+
+@pytest.fixture
+def llm_purple_process(tmp_path: Path):
+    """A real purple process (ReAct policy) whose LLM never stops running commands."""
+    with FakeLLMServer(
+        default=FakeReply(tool_calls=[("run_bash_cmd", {"command": "sleep 1"})])
+    ) as llm:
+        port = free_port()
+        env = {
+            "PURPLE_POLICY": "react",
+            "PURPLE_MODEL": "fake-model",
+            "OPENAI_BASE_URL": llm.base_url,
+            "OPENAI_API_KEY": "test",
+            "PURPLE_DATABASE_URL": f"sqlite:///{tmp_path}/purple.db",
+            "PURPLE_LOG_DIR": str(tmp_path / "logs"),
+            "PURPLE_TRAJECTORY_DIR": str(tmp_path / "traj"),
+        }
+        purple = ServiceProcess("services.purple", port, env, tmp_path / "purple.out")
+        yield purple
+        purple.stop()

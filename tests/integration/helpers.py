@@ -89,3 +89,13 @@ def text_message(text: str, **extra: Any) -> dict[str, Any]:
         "parts": [{"kind": "text", "text": text}],
     }
     return {**msg, **extra}
+
+
+def wait_for(green_url: str, task_id: str, statuses: set[str], timeout: float = 60) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        task = httpx.get(f"{green_url}/tasks/{task_id}", headers=OPERATOR, timeout=10).json()
+        if task["status"] in statuses | TERMINAL:
+            return task
+        time.sleep(0.02)
+    raise AssertionError(f"task {task_id} never reached {statuses}")

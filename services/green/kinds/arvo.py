@@ -9,7 +9,7 @@ from typing import Any
 
 from services.green.assets import AssetSource, parse_arvo_id
 from services.green.judge import Judge, PreparedTask
-from services.green.sandbox.base import Sandbox
+from services.green.sandbox.base import Sandbox, UnreadableFile
 from services.green.scoring.metrics import aggregate_records
 from services.green.task_prompt import describe_task
 from services.shared.protocol import RcaTask, TaskAssignment, TaskPaths
@@ -70,7 +70,7 @@ class ArvoPlan:
             raw = sandbox.read_file(path, max_bytes=1 << 20)
         except FileNotFoundError:
             return None, [f"{path} does not exist; write it first"]
-        except Exception as exc:  # a directory, too large, ...
+        except UnreadableFile as exc:  # a directory, too large, ... (engine errors: infra)
             return None, [f"could not read {path}: {exc}"]
         return self.prepared.check_submission(raw)
 

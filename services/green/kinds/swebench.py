@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from services.green.assets.base import UnknownTask
-from services.green.sandbox.base import Sandbox, SandboxProvider
+from services.green.sandbox.base import Sandbox, SandboxError, SandboxProvider, UnreadableFile
 from services.green.swebench.activation import resolve_activate, with_activate
 from services.green.swebench.evaluate import evaluate, extract_patch, patch_files
 from services.green.swebench.instances import (
@@ -86,6 +86,10 @@ At most {lim.max_steps} commands; the task ends at {lim.deadline.isoformat()} (U
     def read_submission(self, sandbox: Sandbox) -> tuple[dict[str, Any] | None, list[str]]:
         try:
             patch = extract_patch(sandbox, self.instance, workdir=self.workdir)
+        except SandboxError as exc:  # the engine or the container failed: infra
+            if not isinstance(exc, UnreadableFile):
+                raise
+            return None, [f"could not take the patch out of {self.workdir}: {exc}"]
         except Exception as exc:
             return None, [f"could not take the patch out of {self.workdir}: {exc}"]
         if not patch.strip():

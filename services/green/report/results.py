@@ -19,6 +19,9 @@ from services.shared.files import write_json_atomic
 RESULTS_FILE = "results.json"
 SCHEMA_VERSION = 1
 TERMINAL = ("completed", "failed", "cancelled")
+NEVER_STARTED = "purple_unreachable"
+"""End reason of a task purple could not be reached for: it never started, a resumed run runs
+it again (with or without --retry-failed)."""
 
 OutcomeStatus = Literal["completed", "failed", "cancelled"]
 
@@ -126,14 +129,15 @@ class RunResults(BaseModel):
         self.refresh_aggregate()
 
     def pending(self, retry_failed: bool) -> list[str]:
-        """Ids still to run: never ended, cancelled (an interrupted run), and, with
-        ``retry_failed``, failed."""
+        """Ids still to run: never ended, cancelled (an interrupted run), never started because
+        purple was unreachable, and, with ``retry_failed``, failed."""
         ended = {o.arvo_id: o for o in self.tasks}
         return [
             arvo_id
             for arvo_id in self.task_ids
             if (o := ended.get(arvo_id)) is None
             or o.status == "cancelled"
+            or o.end_reason == NEVER_STARTED
             or (o.status == "failed" and retry_failed)
         ]
 

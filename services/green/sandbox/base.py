@@ -7,7 +7,7 @@ implementation would plug in here too.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import BinaryIO, Protocol, runtime_checkable
 
@@ -20,6 +20,21 @@ class SandboxError(RuntimeError):
 
 class ImageNotFound(SandboxError):
     """The task image is neither present locally nor pullable."""
+
+
+class UnreadableFile(SandboxError):
+    """A file asked for exists but cannot be handed over (a directory, too large, not a
+    regular file): a fact about what the agent left, not a failure of the harness."""
+
+
+class AgentFault(Exception):
+    """The agent's own commands ended its container: they stopped it, or it hit the memory or
+    disk limit. The task fails as the agent's failure, with ``reason`` (``container_died``,
+    ``memory_limit``, ``disk_limit``). Deliberately not a SandboxError (those are infra)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -40,6 +55,11 @@ class SandboxSpec:
     workdir: str = "/workspace"
     """Where commands run."""
     labels: Mapping[str, str] = field(default_factory=dict)
+    disk_limit: int | None = None
+    """Bytes the task may write into the container's writable layer, beyond what was copied
+    in before its first command; None: no cap."""
+    disk_check_s: float = 1.0
+    """How often the writable layer is measured while a command runs (with a disk_limit)."""
 
 
 @runtime_checkable
@@ -54,8 +74,9 @@ class Sandbox(Protocol):
         in ``spec.workdir``, stdin empty, stdout and stderr interleaved. Never raises for a
         failing or hanging command: a timeout kills the command's processes and returns
         ``timed_out=True``, ``exit_code=-1``; processes it leaves behind are killed when it
-        ends. Raises SandboxError when the container itself is gone (removed, stopped), which
-        is an infrastructure failure, not the agent's."""
+        ends. Raises AgentFault when the command ended the container (it stopped, the memory
+        or disk limit), SandboxError when the container is gone for any other reason (removed,
+        the engine unreachable), which is an infrastructure failure, not the agent's."""
         ...
 
     def put_files(self, dest_dir: str, files: Mapping[str, bytes]) -> None:
@@ -84,8 +105,9 @@ class SandboxProvider(Protocol):
 
     def create(self, spec: SandboxSpec) -> Sandbox: ...
 
-    def reap(self) -> list[str]:
-        """Remove every container this provider labelled and that is still around; return names."""
+    def reap(self, keep: Callable[[str], bool] | None = None) -> list[str]:
+        """Remove every container this provider labelled and that is still around, except those
+        whose task id ``keep`` accepts; return their names."""
         ...
 
     def ping(self) -> bool:

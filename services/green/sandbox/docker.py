@@ -6,15 +6,20 @@ inside a container with the host's socket mounted, or against a remote ``DOCKER_
 
 Containers are created locked down: no network (``network_mode=none``) unless the spec asks
 for it, no privileges, ``no-new-privileges``, a few capabilities dropped, memory, CPU and
-process limits, no core dumps. They idle in ``sleep infinity`` under Docker's init (which
-reaps the zombies that killed commands leave), and every command runs through one
-persistent :class:`~services.green.sandbox.session.ShellSession` (see there for framing,
-timeouts and output capping).
+process limits, no core dumps. Their pid 1 is :data:`KEEPER`, a shell that ignores every
+signal and reaps the zombies killed commands leave; the kernel never delivers SIGKILL or
+SIGSTOP to a pid namespace's init from inside, so no command (``kill -9 -1`` included) can
+stop the container. Every command runs through one persistent
+:class:`~services.green.sandbox.session.ShellSession` (see there for framing, timeouts and
+output capping).
 
 Error policy: a failing, hanging or session-killing command is a :class:`CommandResult`
-(``exit_code=-1`` when it did not finish); a container that is gone (removed, stopped, killed
-by its own command) raises :class:`SandboxError`, so the orchestrator can tell an
-infrastructure failure from an agent's.
+(``exit_code=-1`` when it did not finish). A container that stopped during a command anyway
+(the memory limit, the disk limit, anything else the engine does not explain) raises
+:class:`AgentFault`; a container that is gone for another reason (green removed it, someone
+removed it from outside, the engine is unreachable) raises :class:`SandboxError`, and so does
+every docker-py, requests or urllib3 error, so the orchestrator can tell an infrastructure
+failure from an agent's.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import secrets
 import tarfile
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, BinaryIO
 
 import docker
@@ -35,7 +40,16 @@ import docker.errors
 from docker.models.containers import Container
 from docker.types import Ulimit
 
-from services.green.sandbox.base import ImageNotFound, SandboxError, SandboxSpec
+from services.green.sandbox.base import (
+    AgentFault,
+    ImageNotFound,
+    SandboxError,
+    SandboxSpec,
+    UnreadableFile,
+)
+from services.green.sandbox.diagnosis import diagnose, raise_if_stopped
+from services.green.sandbox.disk import DiskWatch
+from services.green.sandbox.engine import ENGINE_ERRORS
 from services.green.sandbox.session import SessionLost, ShellSession
 from services.shared.commands import CommandResult
 
@@ -55,6 +69,14 @@ DROPPED_CAPS = [
 DAC_OVERRIDE, FOWNER, FSETID, SETUID, SETGID, KILL). Sanitizers need no capability; gdb on
 the agent's own processes works without SYS_PTRACE."""
 
+KEEPER = (
+    "trap '' HUP INT QUIT TERM USR1 USR2 PIPE ALRM TSTP TTIN TTOU; "
+    "while :; do sleep 2147483647 & wait; done"
+)
+"""Pid 1 of a task container (``/bin/sh -c``). It ignores every signal it can (SIGKILL and
+SIGSTOP from inside the namespace never reach an init), restarts its ``sleep`` child if that
+is killed, and its ``wait`` reaps every child, orphans adopted from killed commands too."""
+
 _GO_MODE_DIR = 1 << 31  # Go's os.ModeDir, as in the archive endpoint's path stat
 
 
@@ -70,6 +92,12 @@ class DockerSandbox:
         self._lock = threading.Lock()
         self._session: ShellSession | None = None
         self._removed = False
+        self._created_at = int(time.time()) - 60  # events since then (slack for clock skew)
+        self._disk: DiskWatch | None = None
+        if spec.disk_limit:
+            self._disk = DiskWatch(
+                self.disk_used, spec.disk_limit, spec.disk_check_s, self._stop_for_disk
+            )
 
     @property
     def name(self) -> str:
@@ -92,21 +120,56 @@ class DockerSandbox:
 
     def exec(self, command: str, timeout: float) -> CommandResult:
         """Run ``command`` through the persistent shell session (opened on first use and
-        reopened transparently when it died). Raises SandboxError when the container is gone."""
+        reopened transparently when it died). Raises AgentFault when the container stopped
+        (see :meth:`_diagnose`), SandboxError when it is gone for another reason."""
         with self._lock:
-            for attempt in (1, 2):
-                session = self._live_session()
-                try:
-                    result = session.run(command, timeout, self.spec.output_limit)
-                except SessionLost as e:
-                    self._session = None
-                    if attempt == 2 or self._removed:
-                        raise SandboxError(f"{self.name}: {e}") from e
-                    continue
-                if self._removed:  # remove() interrupted the command
-                    raise SandboxError(f"{self.name} was removed while the command ran")
-                return result
+            if self._disk:
+                self._disk.start()
+            try:
+                return self._exec(command, timeout)
+            except SandboxError as e:
+                raise self._diagnose(e) from e
+            finally:
+                if self._disk:
+                    self._disk.pause()
+
+    def _exec(self, command: str, timeout: float) -> CommandResult:
+        for attempt in (1, 2):
+            session = self._live_session()
+            try:
+                result = session.run(command, timeout, self.spec.output_limit)
+            except SessionLost as e:
+                self._session = None
+                if attempt == 2 or self._removed:
+                    raise SandboxError(f"{self.name}: {e}") from e
+                continue
+            if self._removed:  # remove() interrupted the command
+                raise SandboxError(f"{self.name} was removed while the command ran")
+            if not session.alive:  # the session died mid-command: with the container?
+                raise_if_stopped(self._client.api, self.id, self.name)
+            return result
         raise AssertionError("unreachable")
+
+    def _diagnose(self, error: SandboxError) -> Exception:
+        """Why a command lost its container (see :mod:`.diagnosis`); green's own removal and
+        the disk watchdog's stop are known here."""
+        if self._disk and self._disk.exceeded is not None:
+            return AgentFault(
+                "disk_limit",
+                f"the task's commands wrote {self._disk.exceeded:,} bytes into the container "
+                f"at {self._disk.rate / 2**20:,.0f} MiB/s, past or about to pass its disk "
+                f"limit ({self._disk.limit:,} bytes); the container was stopped",
+            )
+        if self._removed:
+            return error
+        return diagnose(
+            self._client.api,
+            self.id,
+            self.name,
+            error,
+            memory=self.spec.memory,
+            since=self._created_at,
+        )
 
     def _live_session(self) -> ShellSession:
         if self._removed:
@@ -116,6 +179,14 @@ class DockerSandbox:
             session.open()
             self._session = session
         return self._session
+
+    def disk_used(self) -> int | None:
+        """Bytes in the container's writable layer, as the engine measures them."""
+        rows = self._client.api.containers(all=True, size=True, filters={"id": self.id})
+        return int(rows[0].get("SizeRw") or 0) if rows else None
+
+    def _stop_for_disk(self, size: int) -> None:
+        self._client.api.kill(self.id)  # the running command's exec sees its session end
 
     # -- files -----------------------------------------------------------------------------
 
@@ -181,6 +252,8 @@ class DockerSandbox:
             raise missing(f"{self.name}: cannot {what}: {e.explanation}") from e
         except docker.errors.APIError as e:
             raise SandboxError(f"{self.name}: cannot {what}: {e.explanation or e}") from e
+        except ENGINE_ERRORS as e:
+            raise SandboxError(f"{self.name}: cannot {what}: the engine failed: {e}") from e
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -188,6 +261,8 @@ class DockerSandbox:
         """Kill and delete the container and its anonymous volumes. Idempotent; a command
         running in another thread is interrupted (its ``exec`` raises SandboxError)."""
         self._removed = True
+        if self._disk:
+            self._disk.stop()
         try:
             self._container.remove(force=True, v=True)
         except docker.errors.NotFound:
@@ -195,6 +270,8 @@ class DockerSandbox:
         except docker.errors.APIError as e:
             if e.status_code != 409:  # 409: removal already in progress
                 raise SandboxError(f"cannot remove {self.name}: {e.explanation}") from e
+        except ENGINE_ERRORS as e:
+            raise SandboxError(f"cannot remove {self.name}: the engine failed: {e}") from e
         finally:
             session = self._session
             if session is not None:
@@ -211,8 +288,8 @@ class DockerSandboxProvider:
     ``client`` defaults to ``docker.from_env()`` (``DOCKER_HOST`` and friends). Containers are
     labelled ``<label_prefix>.task_id``, ``.arvo_id``, ``.managed=1`` and, with an ``owner``,
     ``.owner=<owner>``; :meth:`reap` finds them by ``managed`` (and ``owner``, so several green
-    replicas sharing one engine only reap their own). ``init`` runs Docker's init as pid 1
-    (reaps zombies); turn it off for an engine without one.
+    replicas sharing one engine only reap their own). Pid 1 is :data:`KEEPER` (``init`` is
+    accepted for compatibility and ignored: Docker's init would exit with its child).
     """
 
     def __init__(
@@ -253,10 +330,10 @@ class DockerSandboxProvider:
         options: dict[str, Any] = {
             "name": name,
             "labels": labels,
-            "entrypoint": ["sleep"],
-            "command": ["infinity"],
+            "entrypoint": ["/bin/sh", "-c"],
+            "command": [KEEPER],
             "working_dir": spec.workdir,
-            "init": self._init,
+            "init": False,  # the keeper is pid 1: Docker's init would stop with its child
             "privileged": False,
             "security_opt": ["no-new-privileges"],
             "cap_drop": DROPPED_CAPS,
@@ -266,32 +343,41 @@ class DockerSandboxProvider:
             "pids_limit": spec.pids_limit,
             "ulimits": [Ulimit(name="core", soft=0, hard=0)],
         }
+        if spec.disk_limit:  # no single file past the cap (the watchdog sees the sum)
+            options["ulimits"].append(
+                Ulimit(name="fsize", soft=spec.disk_limit, hard=spec.disk_limit)
+            )
         if not spec.network:
             options["network_mode"] = "none"
         try:
             container = self._client.containers.create(spec.image, **options)
         except docker.errors.APIError as e:
             raise SandboxError(f"cannot create {name} from {spec.image}: {e.explanation}") from e
+        except ENGINE_ERRORS as e:
+            raise SandboxError(f"cannot create {name}: the engine failed: {e}") from e
         try:
             container.start()
-        except docker.errors.APIError as e:
-            with contextlib.suppress(docker.errors.APIError):
+        except ENGINE_ERRORS as e:
+            with contextlib.suppress(*ENGINE_ERRORS):  # else the janitor's sweep removes it
                 container.remove(force=True, v=True)
-            raise SandboxError(f"cannot start {name}: {e.explanation}") from e
+            raise SandboxError(f"cannot start {name}: {getattr(e, 'explanation', e)}") from e
         return DockerSandbox(self._client, container, spec)
 
-    def reap(self) -> list[str]:
+    def reap(self, keep: Callable[[str], bool] | None = None) -> list[str]:
         """Remove every container labelled ``<prefix>.managed=1`` (and ``<prefix>.owner=<owner>``
-        when this provider has an owner), running or not."""
+        when this provider has an owner), running or not, except those whose task id ``keep``
+        accepts."""
         labels = [self.managed_label]
         if self._owner:
             labels.append(f"{self._prefix}.owner={self._owner}")
         try:
             leftovers = self._client.containers.list(all=True, filters={"label": labels})
-        except docker.errors.APIError as e:
-            raise SandboxError(f"cannot list containers: {e.explanation}") from e
+        except ENGINE_ERRORS as e:
+            raise SandboxError(f"cannot list containers: {getattr(e, 'explanation', e)}") from e
         names = []
         for container in leftovers:
+            if keep is not None and keep(container.labels.get(f"{self._prefix}.task_id", "")):
+                continue
             try:
                 container.remove(force=True, v=True)
                 names.append(container.name)
@@ -300,6 +386,8 @@ class DockerSandboxProvider:
             except docker.errors.APIError as e:  # e.g. 409: a removal is already in progress
                 if e.status_code != 409:
                     raise SandboxError(f"cannot remove {container.name}: {e.explanation}") from e
+            except ENGINE_ERRORS as e:
+                raise SandboxError(f"cannot remove {container.name}: {e}") from e
         return names
 
     def ping(self) -> bool:
@@ -316,20 +404,22 @@ class DockerSandboxProvider:
             pass
         except docker.errors.APIError as e:
             raise SandboxError(f"cannot inspect image {image}: {e.explanation}") from e
+        except ENGINE_ERRORS as e:
+            raise SandboxError(f"cannot inspect image {image}: the engine failed: {e}") from e
         try:
             self._client.images.pull(image)
-        except docker.errors.APIError as e:
+        except ENGINE_ERRORS as e:
             raise ImageNotFound(
                 f"image {image!r} is not present on the Docker host and could not be pulled: "
-                f"{e.explanation or e}"
+                f"{getattr(e, 'explanation', None) or e}"
             ) from e
 
     def _host_cpus(self) -> float:
         if self._ncpu is None:
             try:
                 self._ncpu = int(self._client.info().get("NCPU", 0)) or 1 << 16
-            except docker.errors.APIError:
-                self._ncpu = 1 << 16
+            except ENGINE_ERRORS as e:
+                raise SandboxError(f"cannot ask the engine for its CPUs: {e}") from e
         return float(self._ncpu)
 
 
@@ -350,20 +440,20 @@ def _member_name(dest: str, relpath: str) -> str:
 def _extract_single(path: str, stream: Iterator[bytes], stat: dict[str, Any], limit: int) -> bytes:
     """The content of the one regular file in a ``get_archive`` stream, at most ``limit`` bytes."""
     if int(stat.get("mode", 0)) & _GO_MODE_DIR:
-        raise SandboxError(f"{path} is a directory")
+        raise UnreadableFile(f"{path} is a directory")
     if int(stat.get("size", 0)) > limit:
-        raise SandboxError(f"{path} is {stat['size']:,} bytes, more than {limit:,}")
+        raise UnreadableFile(f"{path} is {stat['size']:,} bytes, more than {limit:,}")
     buf = bytearray()
     for chunk in stream:  # the file may have grown since the stat: stay bounded anyway
         buf += chunk
         if len(buf) > limit + 64 * 1024:  # room for tar headers and padding
-            raise SandboxError(f"{path} is larger than {limit:,} bytes")
+            raise UnreadableFile(f"{path} is larger than {limit:,} bytes")
     with tarfile.open(fileobj=io.BytesIO(buf)) as tar:
         member = tar.next()
         if member is None or not member.isfile():
-            raise SandboxError(f"{path} is not a regular file")
+            raise UnreadableFile(f"{path} is not a regular file")
         data = tar.extractfile(member)
         content = data.read(limit + 1) if data else b""
     if len(content) > limit:
-        raise SandboxError(f"{path} is larger than {limit:,} bytes")
+        raise UnreadableFile(f"{path} is larger than {limit:,} bytes")
     return content

@@ -31,7 +31,10 @@ One session per command
     the image needs no procps.
 
 Timeouts
-    The caller enforces them: it reads the stream with ``select`` until the deadline, then
+    The clock starts before the command is sent: a driver that has not taken the whole command
+    by the deadline (it is stopped, or the command is huge) is abandoned, the command never
+    ran, and the result is a timeout. The caller enforces them: it reads the stream with
+    ``select`` until the deadline, then
     runs :data:`KILLER` in a separate short ``docker exec`` (the driver, blocked in ``wait``,
     cannot be asked). That script sweeps the command's session and,
     in case its id was not reported yet, the session of every child of the driver. The
@@ -68,6 +71,7 @@ import docker.errors
 from docker import APIClient
 
 from services.green.sandbox.base import SandboxError
+from services.green.sandbox.engine import ENGINE_ERRORS
 from services.green.sandbox.output import OutputCapture
 from services.shared.commands import CommandResult
 
@@ -85,7 +89,7 @@ SWEEP = r"""
 [ "$PPID" = 0 ] && _orphans=1 || _orphans=
 sweep() {  # SIGKILL, until none is left, every process of group or session $1, and (in a
   # container) every orphan that left its session: parent pid 1, session not pid 1's (the
-  # keeper `sleep infinity` is in pid 1's session).
+  # keeper, pid 1, and its `sleep` child are in pid 1's session).
   _t=$1 _i=0
   case $_t in '' | 0 | 1) return 0 ;; esac
   while [ "$_i" -lt 200 ]; do
@@ -265,7 +269,7 @@ class ShellSession:
         )
         try:
             self._sock = self._api.exec_start(exec_id, socket=True)
-        except docker.errors.APIError as e:
+        except ENGINE_ERRORS as e:
             raise SandboxError(f"cannot start a shell session: {e}") from e
         self._raw = getattr(self._sock, "_sock", self._sock)
         self._frames = FrameDecoder()
@@ -319,9 +323,12 @@ class ShellSession:
         ack = MarkerScanner(f"{nonce}:ack", OutputCapture(0))  # the command is starting
         sid = MarkerScanner(f"{nonce}:sid", OutputCapture(0))  # its session id
         start = time.monotonic()
-        self._send(nonce.encode() + b" " + frame_lines(command))
-
-        deadline = start + max(timeout, 0.0)
+        deadline = start + max(timeout, 0.0)  # sending counts: a slow reader cannot stretch it
+        if not self._send_by(nonce.encode() + b" " + frame_lines(command), deadline):
+            self._kill(None, abandon=True)  # the driver holds half a command: drop the session
+            self.close()
+            note = "[the command could not be sent within its timeout; it did not run]"
+            return _result(-1, capture, start, timed_out=True, note=note)
         timed_out = False
         while stdout.value is None:
             now = time.monotonic()
@@ -371,7 +378,7 @@ class ShellSession:
         exec_id = self._exec_create(["/bin/sh", "-c", KILLER, "arena-kill", *args], environment=env)
         try:
             self._api.exec_start(exec_id)
-        except docker.errors.APIError as e:
+        except ENGINE_ERRORS as e:
             raise SandboxError(f"cannot kill the command: {e}") from e
 
     # -- socket ----------------------------------------------------------------------------
@@ -383,6 +390,8 @@ class ShellSession:
             raise SandboxError(f"the container is gone: {e.explanation}") from e
         except docker.errors.APIError as e:  # 409: not running
             raise SandboxError(f"cannot exec in the container: {e.explanation}") from e
+        except ENGINE_ERRORS as e:
+            raise SandboxError(f"cannot exec in the container: the engine failed: {e}") from e
 
     def _send(self, data: bytes) -> None:
         if self._raw is None:
@@ -392,6 +401,30 @@ class ShellSession:
         except OSError as e:
             self.close()
             raise SessionLost(f"the shell session is gone: {e}") from e
+
+    def _send_by(self, data: bytes, deadline: float) -> bool:
+        """Send ``data`` before ``deadline``; False when the driver did not take it all in
+        time. Raises SessionLost when the connection is gone."""
+        raw = self._raw
+        if raw is None:
+            raise SessionLost("the shell session is closed")
+        view, old = memoryview(data), raw.gettimeout()
+        try:
+            while view:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                raw.settimeout(left)
+                view = view[raw.send(view[:RECV_BYTES]) :]
+        except TimeoutError:
+            return False
+        except OSError as e:
+            self.close()
+            raise SessionLost(f"the shell session is gone: {e}") from e
+        finally:
+            with contextlib.suppress(OSError):
+                raw.settimeout(old)
+        return True
 
     def _recv(self, timeout: float) -> bytes | None:
         """Up to RECV_BYTES bytes; None when nothing came within ``timeout``; b"" at EOF."""

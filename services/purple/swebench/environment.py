@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from services.green.sandbox.base import Sandbox, SandboxError
+from services.green.sandbox.base import AgentFault, Sandbox, SandboxError
 from services.green.swebench.activation import with_activate
 from services.purple.environment import RunStats, TaskEnded
 from services.shared.commands import CommandResult
@@ -31,7 +31,7 @@ class SandboxEnvironment:
                 with_activate(command, self.activate),
                 timeout or self.default_timeout,
             )
-        except SandboxError as exc:
+        except (SandboxError, AgentFault) as exc:  # AgentFault: the command ended its container
             raise TaskEnded(f"the container is gone: {exc}") from exc
 
     async def submit(self, stats: RunStats | None = None) -> SubmitResult:

@@ -1,0 +1,83 @@
+"""How far past its disk cap a task container's writes get, on this engine's storage.
+
+A container with a disk cap writes 4 GiB three ways (one file; 4 files of 1 GiB in parallel;
+16 files of 256 MiB in parallel). For each, the host's disk growth (``df`` of the engine's
+data root, taken after the writer stopped and before the container is removed) and the
+writable layer's size (``SizeRw``) are printed as ratios to the cap. The baseline is the same
+single-file write without a cap, measured in the same run (it shows the 4 GiB really land).
+
+    .venv/bin/python bench/bench_disk_cap.py [--cap-mib 2048] [--image arena/arvo-base:bookworm]
+
+Needs a Docker engine whose data root is on a local filesystem (``df`` must see it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import docker
+
+from services.green.sandbox.base import AgentFault, SandboxSpec
+from services.green.sandbox.docker import DockerSandboxProvider
+
+WRITES = {
+    "1 x 4 GiB": "head -c 4G /dev/zero > /workspace/big; echo rc=$?",
+    "4 x 1 GiB": "for i in 1 2 3 4; do head -c 1G /dev/zero > /workspace/f$i & done; wait",
+    "16 x 256 MiB": "for i in $(seq 16); do head -c 256M /dev/zero > /workspace/f$i & done; wait",
+}
+
+
+def run(provider, image: str, cap: int | None, command: str, root: str) -> tuple[int, int, str]:
+    spec = SandboxSpec(image=image, task_id="bench", arvo_id="disk", memory="1g", disk_limit=cap)
+    sandbox = provider.create(spec)
+    try:
+        sandbox.exec("sync", 60)
+        before = shutil.disk_usage(root).used
+        try:
+            result = sandbox.exec(command, 300)
+            how = f"exit {result.exit_code}"
+        except AgentFault as exc:
+            how = exc.reason
+        grown = shutil.disk_usage(root).used - before
+        size = sandbox.disk_used() or 0
+        return grown, size, how
+    finally:
+        sandbox.remove()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cap-mib", type=int, default=2048)
+    ap.add_argument("--image", default="arena/arvo-base:bookworm")
+    args = ap.parse_args()
+    client = docker.from_env()
+    info = client.info()
+    root = info["DockerRootDir"]
+    provider = DockerSandboxProvider(client, label_prefix="arenabench")
+    cap = args.cap_mib * 2**20
+    print(
+        f"storage driver {info['Driver']} ({dict(info['DriverStatus']).get('Backing Filesystem')})"
+    )
+    base, base_rw, how = run(provider, args.image, None, WRITES["1 x 4 GiB"], root)
+    print(
+        f"baseline (no cap), 1 x 4 GiB: host disk +{base / 2**20:,.0f} MiB, SizeRw "
+        f"{base_rw / 2**20:,.0f} MiB ({how})"
+    )
+    print(f"cap {args.cap_mib:,} MiB       host growth / cap   SizeRw / cap   ended by")
+    for name, command in WRITES.items():
+        started = time.monotonic()
+        grown, size, how = run(provider, args.image, cap, command, root)
+        print(
+            f"  {name:14s}   {grown / cap:14.3f}   {size / cap:12.3f}   {how}"
+            f"  ({time.monotonic() - started:.1f} s; baseline ratio {grown / max(base, 1):.3f})"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,74 @@
+"""Why a command lost its container, as the engine tells it: the agent's doing or infra.
+
+The rule (docs/scoring.md, "Whose failure is it"): a container that stopped by itself under
+the agent's command is the agent's failure (:class:`AgentFault`): nothing but the agent's
+commands runs inside, and its pid 1 (the keeper) cannot be signalled from there. It is infra
+(:class:`SandboxError`) when the container vanished, the engine reports an error of its own,
+the engine was asked to kill or stop it (``docker kill``/``stop``, the engine shutting down:
+its events say so), or the engine cannot be asked.
+"""
+
+from __future__ import annotations
+
+import time
+
+import docker.errors
+from docker import APIClient
+
+from services.green.sandbox.base import AgentFault, SandboxError
+from services.green.sandbox.engine import ENGINE_ERRORS
+
+
+def raise_if_stopped(api: APIClient, container_id: str, name: str, wait_s: float = 1.0) -> None:
+    """Raise SandboxError when the container stops within ``wait_s`` (its pid 1 died with the
+    session); return when it keeps running or the engine cannot tell."""
+    try:
+        api.wait(container_id, timeout=wait_s, condition="not-running")
+    except docker.errors.NotFound as e:
+        raise SandboxError(f"{name} is gone: {e.explanation}") from e
+    except ENGINE_ERRORS:
+        return  # still running (the wait timed out), or unknown: the next command sees
+    raise SandboxError(f"{name} stopped while the command ran")
+
+
+def diagnose(
+    api: APIClient, container_id: str, name: str, error: SandboxError, *, memory: str, since: int
+) -> Exception:
+    """The exception a lost command should raise: ``error`` (or a more precise SandboxError)
+    for infra, AgentFault for the agent. ``since``: when the container was created (epoch s)."""
+    try:
+        state = api.inspect_container(container_id)["State"]
+    except docker.errors.NotFound:
+        return SandboxError(f"{name} was removed from outside: {error}")
+    except ENGINE_ERRORS as e:
+        return SandboxError(f"{error}; the engine cannot be asked why: {e}")
+    if state.get("Running") or state.get("Error"):
+        return SandboxError(f"{error} (engine: {state.get('Error') or 'still running'})")
+    if killed_through_engine(api, container_id, since):
+        return SandboxError(f"{error} (it was killed or stopped through the engine)")
+    if state.get("OOMKilled"):
+        return AgentFault(
+            "memory_limit",
+            f"the task's commands hit the memory limit ({memory}); the container was killed",
+        )
+    return AgentFault(
+        "container_died",
+        f"the task container stopped during the agent's command "
+        f"(exit code {state.get('ExitCode')})",
+    )
+
+
+def killed_through_engine(api: APIClient, container_id: str, since: int) -> bool:
+    """Did anyone ask the engine to kill or stop this container? A death from inside leaves
+    only ``die`` (and ``oom``) events. When the engine cannot tell: True (not shown to be the
+    agent's doing)."""
+    try:
+        events = api.events(
+            since=since,
+            until=int(time.time()) + 1,
+            filters={"container": container_id, "event": ["kill", "stop"]},
+            decode=True,
+        )
+        return any(True for _ in events)
+    except ENGINE_ERRORS:
+        return True

@@ -1,0 +1,123 @@
+"""The disk cap of a task container: a watchdog on the size of its writable layer.
+
+Docker's default storage (overlay2 on ext4) refuses ``storage_opt size``, and a tmpfs is
+invisible to the archive API green reads submissions through, so the cap is enforced from
+outside. Two parts:
+
+- ``RLIMIT_FSIZE`` (set by the provider) stops any single file at the cap at once
+  (``SIGXFSZ``/``EFBIG``), so one big write never gets past it;
+- :class:`DiskWatch` measures the writable layer (the engine's ``SizeRw``) while a command
+  runs, every ``interval`` seconds and more often as a fast writer nears the cap; over the
+  cap it calls ``on_exceeded`` (the sandbox kills the container, and the task ends as the
+  agent's ``disk_limit``). Many files written in parallel may pass the cap by what they
+  write between the last two measurements and the kill (bench/disk_cap.py measures it).
+
+Between commands nothing of the agent runs (its processes are swept), so nothing is measured.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from services.shared.logging import get_logger
+
+log = get_logger("services.green.sandbox.disk")
+
+MIN_WAIT = 0.05
+"""Shortest pause between two measurements (seconds)."""
+FIRST_WAIT = 0.1
+"""First measurement of a command, before its write rate is known (seconds)."""
+STOP_LAG = 0.25
+"""Seconds between deciding to stop a writer and its last byte (measurement, the engine's
+kill): a command whose size plus this much writing at its current rate would pass the cap is
+stopped now, so the cap holds for fast writers too."""
+
+
+class DiskWatch:
+    """Measures ``measure()`` (bytes) while at least one :meth:`watching` block is open."""
+
+    def __init__(
+        self,
+        measure: Callable[[], int | None],
+        limit: int,
+        interval: float,
+        on_exceeded: Callable[[int], None],
+    ) -> None:
+        self._measure = measure
+        self.limit = limit
+        self._interval = interval
+        self._on_exceeded = on_exceeded
+        self._active = threading.Event()
+        self._stop = threading.Event()
+        self.exceeded: int | None = None
+        """The size measured when the writer was stopped (over, or about to pass, the limit)."""
+        self.rate = 0.0
+        """Its write rate then (bytes per second)."""
+        self.baseline: int | None = None
+        """The size before the first command (not counted against the limit)."""
+        self._thread = threading.Thread(target=self._loop, name="green-disk-watch", daemon=True)
+        self._thread.start()
+
+    def start(self) -> None:
+        """A command starts: measure until :meth:`pause`. The first call takes the baseline
+        (what was copied in before any command: the task's workspace), which is not counted."""
+        if self.baseline is None:
+            try:
+                self.baseline = self._measure() or 0
+            except Exception as exc:
+                log.warning("disk.measure_failed", error=str(exc))
+                self.baseline = 0
+        self._active.set()
+
+    def pause(self) -> None:
+        self._active.clear()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._active.set()  # wake the thread so it can exit
+
+    def _loop(self) -> None:
+        wait, last = FIRST_WAIT, None
+        while not self._stop.is_set():
+            if not self._active.is_set():
+                self._active.wait()
+                wait, last = min(FIRST_WAIT, self._interval), None
+            if self._stop.wait(wait) or not self._active.is_set():
+                continue
+            try:
+                size = self._measure()
+            except Exception as exc:  # the engine hiccupped: measure again next time
+                log.warning("disk.measure_failed", error=str(exc))
+                continue
+            if size is None:
+                continue
+            size -= self.baseline or 0
+            now = time.monotonic()
+            rate = _rate(last, now, size)
+            last = (now, size)
+            if size + rate * STOP_LAG > self.limit and self.exceeded is None:
+                self._exceed(size, rate)
+            elif rate > 0:  # sooner as the cap nears: a quarter of the time the rate needs
+                wait = min(self._interval, max(MIN_WAIT, (self.limit - size) / rate / 4))
+            else:
+                wait = min(FIRST_WAIT, self._interval) if rate < 0 else self._interval
+
+    def _exceed(self, size: int, rate: float) -> None:
+        self.exceeded = size
+        self.rate = rate
+        log.warning("disk.limit_exceeded", size=size, rate=int(rate), limit=self.limit)
+        try:
+            self._on_exceeded(size)
+        except Exception as exc:
+            log.warning("disk.stop_failed", error=str(exc))
+
+
+def _rate(last: tuple[float, int] | None, now: float, size: int) -> float:
+    """Bytes per second since the last measurement; -1 when unknown (the first of a command)."""
+    if last is None:
+        return -1.0
+    if now <= last[0]:
+        return 0.0
+    return max(0.0, (size - last[1]) / (now - last[0]))

@@ -1,0 +1,269 @@
+"""Whose failure is it: the sandbox against a real engine when commands, the engine or the disk
+misbehave. The agent cannot stop its own container from inside; a container that stops anyway
+under a command is the agent's (AgentFault); the engine failing or killing it is infra
+(SandboxError); every engine error is translated; removals are retried until they succeed.
+
+Engine outages go through a unix-socket forwarder the test owns (tests/support/docker_proxy),
+never through the machine's engine itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import docker
+import docker.errors
+import pytest
+
+from services.green.sandbox.base import AgentFault, SandboxError, SandboxSpec
+from services.green.sandbox.docker import DockerSandbox, DockerSandboxProvider
+from services.green.sandbox.janitor import Janitor
+from tests.support.docker_proxy import DockerProxy
+
+pytestmark = pytest.mark.docker
+
+IMAGE = os.environ.get("ARENA_TEST_IMAGE", "arena/arvo-base:bookworm")
+PREFIX = f"arenafault{secrets.token_hex(3)}"
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[docker.DockerClient]:
+    try:
+        client = docker.from_env()
+        client.ping()
+        client.images.get(IMAGE)
+    except docker.errors.ImageNotFound:
+        pytest.skip(f"test image {IMAGE} is not built")
+    except Exception as e:
+        pytest.skip(f"no Docker engine: {e}")
+    yield client
+    DockerSandboxProvider(client, label_prefix=PREFIX).reap()
+    client.close()
+
+
+@pytest.fixture(scope="module")
+def provider(client: docker.DockerClient) -> DockerSandboxProvider:
+    return DockerSandboxProvider(client, label_prefix=PREFIX)
+
+
+def _spec(**overrides: object) -> SandboxSpec:
+    fields: dict = {"image": IMAGE, "task_id": secrets.token_hex(8), "arvo_id": "4242"}
+    fields["memory"], fields["pids_limit"] = "256m", 256
+    return SandboxSpec(**{**fields, **overrides})
+
+
+@pytest.fixture
+def make(provider: DockerSandboxProvider) -> Iterator[Callable[..., DockerSandbox]]:
+    made: list[DockerSandbox] = []
+
+    def make(**overrides: object) -> DockerSandbox:
+        made.append(provider.create(_spec(**overrides)))
+        return made[-1]
+
+    yield make
+    for sandbox in made:
+        with contextlib.suppress(SandboxError):  # else the module's reap gets it
+            sandbox.remove()
+
+
+@pytest.fixture
+def proxy(tmp_path: Path) -> Iterator[DockerProxy]:
+    p = DockerProxy(Path(f"/tmp/arena-proxy-{secrets.token_hex(4)}.sock")).start()
+    yield p
+    p.stop()
+
+
+def _running(client: docker.DockerClient, sandbox: DockerSandbox) -> bool:
+    return client.api.inspect_container(sandbox.id)["State"]["Running"]
+
+
+# -- the agent cannot erase its failures --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command", ["kill -9 -1", "pkill sleep", "kill -9 1; kill -STOP 1", "kill -TERM -1; exit 0"]
+)
+def test_commands_cannot_stop_their_container(
+    client: docker.DockerClient, make: Callable[..., DockerSandbox], command: str
+) -> None:
+    sandbox = make()
+    sandbox.exec(command, timeout=10)  # whatever it returns, it must not raise
+    time.sleep(0.5)
+    assert _running(client, sandbox)
+    assert sandbox.exec("echo alive", timeout=10).output == "alive\n"
+
+
+def test_memory_limit_killing_the_container_is_the_agents(
+    make: Callable[..., DockerSandbox],
+) -> None:
+    """The agent makes pid 1 the OOM killer's choice and fills the memory: the container dies,
+    the engine says OOMKilled, and that is the agent's failure, named."""
+    sandbox = make(memory="128m")
+    hog = (
+        "echo 1000 > /proc/1/oom_score_adj; for i in 1 2 3 4 5 6; do "
+        "python3 -c 'import time; b = bytearray(30 * 2**20); time.sleep(5)' & done; wait"
+    )
+    with pytest.raises(AgentFault) as err:
+        sandbox.exec(hog, timeout=30)
+    assert err.value.reason == "memory_limit" and "128m" in str(err.value)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="signals the container's pid 1 from the host")
+def test_container_dying_under_a_command_is_the_agents(
+    client: docker.DockerClient, make: Callable[..., DockerSandbox]
+) -> None:
+    """Whatever kills pid 1 while a command runs, if the engine did not do it, the container
+    died under the agent's command: the agent's failure."""
+    sandbox = make()
+    pid = client.api.inspect_container(sandbox.id)["State"]["Pid"]
+    errors: list[BaseException] = []
+    worker = threading.Thread(target=_exec_into, args=(sandbox, "sleep 30", errors))
+    worker.start()
+    time.sleep(1.0)
+    os.kill(pid, signal.SIGKILL)
+    worker.join(30)
+    assert len(errors) == 1 and isinstance(errors[0], AgentFault), errors
+    assert errors[0].reason == "container_died"
+
+
+def test_engine_killing_the_container_is_infra(
+    client: docker.DockerClient, make: Callable[..., DockerSandbox]
+) -> None:
+    sandbox = make()
+    errors: list[BaseException] = []
+    worker = threading.Thread(target=_exec_into, args=(sandbox, "sleep 30", errors))
+    worker.start()
+    time.sleep(1.0)
+    client.api.kill(sandbox.id)  # docker kill: the engine knows who did it
+    worker.join(30)
+    assert len(errors) == 1 and type(errors[0]) is SandboxError, errors
+    assert "through the engine" in str(errors[0])
+
+
+def _exec_into(sandbox: DockerSandbox, command: str, errors: list[BaseException]) -> None:
+    try:
+        sandbox.exec(command, timeout=60)
+    except BaseException as exc:  # handed to the test thread
+        errors.append(exc)
+
+
+# -- engine faults ------------------------------------------------------------------------------
+
+
+def test_every_engine_error_is_a_sandbox_error(proxy: DockerProxy) -> None:
+    client = docker.DockerClient(base_url=proxy.url)
+    provider = DockerSandboxProvider(client, label_prefix=PREFIX)
+    sandbox = provider.create(_spec())
+    try:
+        assert sandbox.exec("echo up", timeout=10).output == "up\n"
+        proxy.stop()
+        for call in (
+            lambda: sandbox.exec("echo up", timeout=10),
+            lambda: sandbox.read_file("/etc/hostname"),
+            lambda: sandbox.put_files("/workspace", {"a": b"x"}),
+            lambda: provider.create(_spec()),
+            lambda: provider.reap(),
+            sandbox.remove,
+        ):
+            with pytest.raises(SandboxError):
+                call()
+    finally:
+        proxy.start()
+        sandbox.remove()
+
+
+def test_janitor_removes_a_container_once_the_engine_is_back(
+    client: docker.DockerClient, proxy: DockerProxy
+) -> None:
+    via_proxy = docker.DockerClient(base_url=proxy.url)
+    provider = DockerSandboxProvider(via_proxy, label_prefix=PREFIX)
+    kept, orphan = provider.create(_spec()), provider.create(_spec())
+    live = {kept.spec.task_id}
+    janitor = Janitor(provider, lambda task_id: task_id in live, retry_s=0.2)
+    try:
+        proxy.stop()
+        with pytest.raises(SandboxError):
+            orphan.remove()
+        janitor.remove_later(orphan)
+        time.sleep(1.5)  # several failed attempts while the engine is unreachable
+        assert janitor.pending == [orphan.name]
+        assert client.containers.get(orphan.name).status == "running"
+        proxy.start()
+        deadline = time.monotonic() + 20
+        while janitor.busy() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert janitor.pending == []
+        with pytest.raises(docker.errors.NotFound):
+            client.containers.get(orphan.name)
+        assert client.containers.get(kept.name).status == "running"  # a live task's: kept
+    finally:
+        janitor.close()
+        kept.remove()
+
+
+# -- command size and sending time --------------------------------------------------------------
+
+
+def test_timeout_covers_sending_the_command(
+    client: docker.DockerClient, make: Callable[..., DockerSandbox]
+) -> None:
+    """A driver that does not read (here: stopped) cannot hold a command past its timeout."""
+    sandbox = make()
+    assert sandbox.exec("true", timeout=10).exit_code == 0
+    session = sandbox._session
+    assert session is not None
+    client.api.exec_start(
+        client.api.exec_create(sandbox.id, ["kill", "-STOP", session.driver_pid])["Id"]
+    )
+    big = "echo start\n" + "".join(f": line {i} {'x' * 60}\n" for i in range(15_000))  # ~1 MB
+    results: list = []
+    worker = threading.Thread(target=lambda: results.append(sandbox.exec(big, timeout=2)))
+    worker.start()
+    worker.join(60)
+    assert not worker.is_alive(), "the command outlived its timeout while being sent"
+    [result] = results
+    assert result.timed_out and result.exit_code == -1 and "could not be sent" in result.output
+    assert sandbox.exec("echo next", timeout=10).output == "next\n"  # a fresh session
+
+
+# -- disk cap -----------------------------------------------------------------------------------
+
+
+def test_disk_cap_stops_any_single_file_at_the_cap(make: Callable[..., DockerSandbox]) -> None:
+    """RLIMIT_FSIZE: no file grows past the cap, however it is written (here without writing
+    data: a sparse file, so the test itself costs no disk)."""
+    cap = 64 * 2**20
+    sandbox = make(disk_limit=cap)
+    over = sandbox.exec(f"truncate -s {cap + 1} /workspace/big; echo rc=$?", timeout=30)
+    assert "rc=153" in over.output and "File size limit exceeded" in over.output, over.output
+    assert sandbox.exec(f"truncate -s {cap} /workspace/big; echo rc=$?", timeout=30).output == (
+        "rc=0\n"
+    )
+
+
+def test_disk_cap_ends_many_writers_as_the_agents_disk_limit(
+    make: Callable[..., DockerSandbox],
+) -> None:
+    cap = 256 * 2**20
+    sandbox = make(disk_limit=cap)
+    writers = "for i in $(seq 8); do head -c 128M /dev/zero > /workspace/f$i & done; wait"
+    with pytest.raises(AgentFault) as err:
+        sandbox.exec(writers, timeout=120)
+    assert err.value.reason == "disk_limit"
+    used = sandbox.disk_used()
+    assert used is not None and used < 1024 * 2**20  # stopped long before the 1 GiB it wanted
+
+
+def test_disk_cap_does_not_count_what_green_copied_in(make: Callable[..., DockerSandbox]) -> None:
+    cap = 64 * 2**20
+    sandbox = make(disk_limit=cap)
+    sandbox.put_files("/workspace", {"source.bin": b"\0" * (80 * 2**20)})  # the task's files
+    result = sandbox.exec("head -c 10M /dev/zero > /workspace/mine; sleep 1; echo ok", timeout=60)
+    assert result.output == "ok\n"
