@@ -223,4 +223,4 @@ def test_unreachable_purple_fails_tasks_as_never_started(start_green):
     green = start_green(purple_url=f"http://127.0.0.1:{free_port()}", purple_start_retry_s=2)
     done = wait_terminal(green.url, submit_task(green.url, {"task": "arvo:900001"})["id"])
     assert done["status"] == "failed" and done["end_reason"] == "purple_unreachable", done
-    assert "unreachable" in done["error"]
+    assert "could not be reached" in done["error"]
