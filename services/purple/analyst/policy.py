@@ -16,9 +16,9 @@ files, write loc.json; then, by bug class:
   local, a constant, a struct member, a call result), that frame leads, followed by the crash
   site; the trail is written into loc.json's reasoning either way; the existing checks of the
   value open the spans of the crash site and of its origin;
-- overflows of a buffer allocated by the project, one or two more (:mod:`.helpers`): the
+- overflows of a buffer allocated by the project, one to three more (:mod:`.helpers`): the
   allocation site is read and the helper that computed the size is found, though it is on no
-  stack.
+  stack; it leads when it rounds down what the access rounds up (:mod:`.shortsize`).
 """
 
 from __future__ import annotations
