@@ -537,3 +537,60 @@ async def test_without_evidence_against_the_size_the_crash_site_leads(
     got = locs(result)
     assert got[0][:2] == ("src/glyph.c", "load")
     assert ("src/metrics.c", "glyph_size", 8, 11) in got[1:]
+
+
+UNPACK = """\
+#include "img.h"
+
+void unpack(struct img *im, const unsigned char *src)
+{
+\tsize_t i = 0;
+
+\twhile (i < (im->bits + 7) / 8) {
+\t\tim->data[i] = src[i];
+\t\ti++;
+\t}
+}
+"""
+
+IMG = """\
+#include <stdlib.h>
+#include "img.h"
+
+static size_t data_size(const struct img *im)
+{
+\treturn im->bits >> 3;
+}
+
+int img_open(struct img *im, const unsigned char *src)
+{
+\tim->data = malloc(data_size(im));
+\tif (im->data == NULL)
+\t\treturn -1;
+\tunpack(im, src);
+\treturn 0;
+}
+"""
+
+
+async def test_the_bound_of_the_loop_around_the_access_is_the_access_side(
+    tmp_path: Path,
+) -> None:
+    """An index filled up to a bound that rounds up, into a buffer sized by a helper (here in
+    the allocating file, with a shift) that rounds down."""
+    text = report(
+        "heap-buffer-overflow",
+        {
+            "crash": ["unpack src/unpack.c:8:15", "img_open src/img.c:14:2"],
+            "allocated": ["img_open src/img.c:11:13"],
+        },
+        access="WRITE",
+    )
+    head, _, tail = text.partition("\nSUMMARY:")
+    text = f"{head}\n0x602000000011 is located 0 bytes after 1-byte region\n\nSUMMARY:{tail}"
+    files = {"src/unpack.c": UNPACK, "src/img.c": IMG}
+    result = await run(tmp_path, files, text)
+    got = locs(result)
+    assert got[0][:2] == ("src/img.c", "data_size")
+    assert got[1][:2] == ("src/unpack.c", "unpack")
+    assert "rounds bits down (`im->bits >> 3`)" in result.submission.locations[0].description

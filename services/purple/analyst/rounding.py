@@ -33,6 +33,7 @@ from services.purple.analyst.clex import (
     text_of,
     tokenize,
 )
+from services.purple.analyst.resolve import MARK
 
 _INT_RE = re.compile(r"^(0[xX][0-9a-fA-F]+|\d+)[uUlL]*$")
 _AT_END_RE = re.compile(r"^0 bytes (?:after|to the right of)\b")
@@ -188,8 +189,6 @@ def describe(down: Division, up: Division) -> str:
 def bodies_command(names: list[str], roots: str) -> str:
     """One command: each named function's definition in the project's C files, its body
     printed as ``N: text`` lines after a ``{MARK} i`` header (at most 40 lines)."""
-    from services.purple.analyst.resolve import MARK
-
     parts = []
     for i, name in enumerate(names):
         pattern = shlex.quote(rf"^[A-Za-z_].*(^|[^A-Za-z0-9_]){name}[[:space:]]*\(")

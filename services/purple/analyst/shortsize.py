@@ -5,23 +5,25 @@ region``), whose buffer was sized by a project helper on no stack (:mod:`.helper
 size's fault rather than the index's only when there is evidence of it. The evidence used here
 is a rounding mismatch (:mod:`.rounding`): the helper divides a quantity rounding down
 (``width / 8``) while the access's length or index is computed from the same quantity rounding
-up (``(width + 7) / 8``), in the crash statement, on the line that set the followed value, or in
-a project function called there. One command reads those functions' bodies. Without such
+up (``(width + 7) / 8``), in the crash statement, in the bound of the loop around it, on the
+line that set the followed value, or in a project function called there. One command reads those functions' bodies. Without such
 evidence nothing moves; with it the helper leads and the crash site follows it.
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import replace
 
 from services.purple.agent.errors import Submitted
 from services.purple.analyst.caccess import assignments, memory_function
 from services.purple.analyst.cfunc import parse_numbered
+from services.purple.analyst.clex import clean
 from services.purple.analyst.dataflow import Trail
 from services.purple.analyst.frames import RUNTIME_FUNCTIONS
 from services.purple.analyst.helpers import HELPER_ROLE
-from services.purple.analyst.resolve import MARK, Resolved
+from services.purple.analyst.resolve import MARK, MAX_GUARD, Resolved
 from services.purple.analyst.rounding import at_buffer_end, bodies_command, describe, mismatch
 from services.purple.analyst.sanitizer import SanitizerReport
 from services.purple.analyst.wrappers import calls_in
@@ -33,12 +35,17 @@ log = get_logger(__name__)
 MAX_ACCESS_CALLEES = 3
 
 
-def access_text(trail: Trail) -> str:
-    """The access's side: the crash statement and the lines that last set the followed value
-    in the frame where the trail stopped."""
+def access_text(trail: Trail, reach: int = MAX_GUARD) -> str:
+    """The access's side: the crash statement, the loop bounds and checks above it that read
+    the accessed index/length, and the lines that last set the followed value in the frame
+    where the trail stopped."""
     if not trail.frames:
         return ""
-    texts = [trail.frames[0].statement]
+    crash = trail.frames[0]
+    texts = [crash.statement]
+    if trail.steps and (names := [n for n in trail.steps[0].values if n]):
+        read = re.compile(rf"(?<![\w.>])(?:{'|'.join(map(re.escape, names))})\b")
+        texts += [t for n, t in crash.checks if crash.line - n <= reach and read.search(clean(t))]
     if trail.steps:
         last = trail.steps[-1]
         if last.frame < len(trail.frames):
