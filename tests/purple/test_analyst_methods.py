@@ -436,3 +436,161 @@ async def test_use_after_free_names_the_member_that_kept_the_pointer(tmp_path: P
     assert "list_reset" not in got  # a store of NULL clears, it does not keep
     desc = next(x.description for x in result.submission.locations if x.function == "list_remember")
     assert "->cache" in desc
+
+
+# ---- the size helper that rounds down what the access rounds up ------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("return (size_t)h->height * (h->width / 8);", [("width", 8, False)]),
+        ("return ((size_t)h->width + 7) / 8;", [("width", 8, True)]),
+        ("n = (bits + CHAR_BIT - 1) / CHAR_BIT;", [("bits", 8, True)]),
+        ("n = (w + 8 - 1) / 8;", [("w", 8, True)]),
+        ("x = (w * bpp + 7) >> 3;", [("bpp,w", 8, True)]),
+        ("y = w >> 3;", [("w", 8, False)]),
+        ("return ((width * bpp / 8) + 3) & ~3u;", [("bpp,width", 8, False)]),
+        ("z = t[i].len / 4;", [("len", 4, False)]),
+        ("p = *q / 8;", [("q", 8, False)]),
+        ("v = (w + 3) / 8;", [("w", 8, False)]),  # not K - 1: not a rounding up
+        ("v = w / 3;", []),  # not a power of two
+        ("v = flags >> s;", []),  # not a constant
+        ("byte = row[x / per_byte];", []),
+    ],
+)
+def test_divisions_round_up_or_down(text: str, expected: list[tuple[str, int, bool]]) -> None:
+    from services.purple.analyst.rounding import divisions
+
+    got = [(",".join(sorted(d.quantity)), d.divisor, d.up) for d in divisions(text)]
+    assert got == expected
+
+
+def test_rounding_mismatch_needs_the_same_quantity_and_divisor() -> None:
+    from services.purple.analyst.rounding import at_buffer_end, mismatch
+
+    down = "return h->height * (h->width / 8);"
+    assert mismatch(down, "row = (h->width + 7) / 8;") is not None
+    assert mismatch(down, "row = (h->height + 7) / 8;") is None  # another quantity
+    assert mismatch(down, "row = (h->width + 3) / 4;") is None  # another divisor
+    assert mismatch(down, "row = h->width / 8;") is None  # the access rounds down too
+    both = "return h->height * (h->width / 8) + (h->width + 7) / 8;"
+    assert mismatch(both, "row = (h->width + 7) / 8;") is None  # the size rounds up too
+    assert at_buffer_end("0 bytes to the right of 8-byte region")
+    assert at_buffer_end("0 bytes after 24-byte region")
+    assert not at_buffer_end("3 bytes to the right of 8-byte region")
+    assert not at_buffer_end("2 bytes to the left of 8-byte region")
+    assert not at_buffer_end(None)
+
+
+def glyph_report(region: str = "0 bytes to the right of 16-byte region") -> str:
+    """ASan's report of a row copy (``memcpy``) past the end of the glyph bitmap."""
+    return f"""\
+==7==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x602000000020 at pc 0x1 bp 0x2 sp 0x3
+WRITE of size 2 at 0x602000000020 thread T0
+    #0 0x40 in __asan_memcpy (/out/fuzz+0x40)
+    #1 0x51 in load /src/proj/src/glyph.c:9:3
+    #2 0x52 in font_open /src/proj/src/font.c:10:2
+    #3 0x60 in LLVMFuzzerTestOneInput /src/proj/fuzz/f.c:9:2
+
+0x602000000020 is located {region} [0x602000000010,0x602000000020)
+allocated by thread T0 here:
+    #0 0x1 in malloc (/out/fuzz+0x1)
+    #1 0x52 in font_open /src/proj/src/font.c:7:14
+    #2 0x60 in LLVMFuzzerTestOneInput /src/proj/fuzz/f.c:9:2
+
+SUMMARY: AddressSanitizer: heap-buffer-overflow (/out/fuzz+0x40) in __asan_memcpy
+"""
+
+
+async def test_the_size_helper_that_rounds_down_what_the_access_rounds_up_leads(
+    tmp_path: Path,
+) -> None:
+    files = {"src/glyph.c": GLYPH, "src/font.c": FONT, "src/metrics.c": METRICS}
+    result = await run(tmp_path, files, glyph_report())
+    got = locs(result)
+    assert got[0] == ("src/metrics.c", "glyph_size", 8, 11)
+    assert got[1][:2] == ("src/glyph.c", "load")  # the crash site follows
+    first = result.submission.locations[0].description
+    assert "rounds width down (`h->width / 8`)" in first
+    assert "(`(h->width + 7) / 8`)" in first
+    assert "glyph_size" in result.submission.reasoning
+
+
+@pytest.mark.parametrize(
+    "metrics, region",
+    [
+        # the size is consistent with the access: the overflow is the index's, not the size's
+        (
+            METRICS.replace("(h->width / 8)", "row_bytes(h)"),
+            "0 bytes to the right of 16-byte region",
+        ),
+        # the access did not start at the buffer's end: no evidence that the size is short
+        (METRICS, "5 bytes to the right of 16-byte region"),
+    ],
+)
+async def test_without_evidence_against_the_size_the_crash_site_leads(
+    tmp_path: Path, metrics: str, region: str
+) -> None:
+    files = {"src/glyph.c": GLYPH, "src/font.c": FONT, "src/metrics.c": metrics}
+    result = await run(tmp_path, files, glyph_report(region))
+    got = locs(result)
+    assert got[0][:2] == ("src/glyph.c", "load")
+    assert ("src/metrics.c", "glyph_size", 8, 11) in got[1:]
+
+
+UNPACK = """\
+#include "img.h"
+
+void unpack(struct img *im, const unsigned char *src)
+{
+\tsize_t i = 0;
+
+\twhile (i < (im->bits + 7) / 8) {
+\t\tim->data[i] = src[i];
+\t\ti++;
+\t}
+}
+"""
+
+IMG = """\
+#include <stdlib.h>
+#include "img.h"
+
+static size_t data_size(const struct img *im)
+{
+\treturn im->bits >> 3;
+}
+
+int img_open(struct img *im, const unsigned char *src)
+{
+\tim->data = malloc(data_size(im));
+\tif (im->data == NULL)
+\t\treturn -1;
+\tunpack(im, src);
+\treturn 0;
+}
+"""
+
+
+async def test_the_bound_of_the_loop_around_the_access_is_the_access_side(
+    tmp_path: Path,
+) -> None:
+    """An index filled up to a bound that rounds up, into a buffer sized by a helper (here in
+    the allocating file, with a shift) that rounds down."""
+    text = report(
+        "heap-buffer-overflow",
+        {
+            "crash": ["unpack src/unpack.c:8:15", "img_open src/img.c:14:2"],
+            "allocated": ["img_open src/img.c:11:13"],
+        },
+        access="WRITE",
+    )
+    head, _, tail = text.partition("\nSUMMARY:")
+    text = f"{head}\n0x602000000011 is located 0 bytes after 1-byte region\n\nSUMMARY:{tail}"
+    files = {"src/unpack.c": UNPACK, "src/img.c": IMG}
+    result = await run(tmp_path, files, text)
+    got = locs(result)
+    assert got[0][:2] == ("src/img.c", "data_size")
+    assert got[1][:2] == ("src/unpack.c", "unpack")
+    assert "rounds bits down (`im->bits >> 3`)" in result.submission.locations[0].description

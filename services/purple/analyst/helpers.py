@@ -16,15 +16,18 @@ from services.purple.analyst.caccess import call_arguments
 from services.purple.analyst.cfunc import FunctionSpan, enclosing_function, parse_numbered
 from services.purple.analyst.clex import KEYWORDS, clean, text_of, tokenize
 from services.purple.analyst.dataflow import FrameCode
+from services.purple.analyst.frameread import awk_frame, frame_code
 from services.purple.analyst.frames import RUNTIME_FUNCTIONS
 from services.purple.analyst.ranking import Candidate
 from services.purple.analyst.resolve import MARK, Resolved
 from services.purple.analyst.wrappers import calls_in
+from services.purple.tools.rca import RcaTools
 
 _ALLOCATORS = ("malloc", "calloc", "realloc", "reallocarray", "aligned_alloc", "memalign")
 _SIZE_NAME_RE = re.compile(r"(size|len|length|bytes|count|stride|capacity|cap|num)", re.I)
 _ALLOC_NAME_RE = re.compile(r"alloc|^x?new|_new$|dup$", re.I)
 MAX_HELPERS = 2
+HELPER_ROLE = "computes the size of the overflowed buffer"
 
 
 def _size_text(statement: str) -> str:
@@ -96,7 +99,32 @@ def parse_helpers(output: str, names: list[str], src: str, alloc_file: str) -> l
             continue
         rel = path[len(src) + 1 :] if path.startswith(src + "/") else path
         rel = rel.split("/", 1)[1] if "/" in rel else rel
-        role = f"computes the size of the overflowed buffer ({names[i]}, called at its allocation)"
+        role = f"{HELPER_ROLE} ({names[i]}, called at its allocation)"
         cand = Candidate(path, None, names[i], role)
         out.append(Resolved(cand, rel, fn, path, n_lines + 1))
     return out
+
+
+async def size_helpers(
+    tools: RcaTools, resolved: list[Resolved], folders: list[str]
+) -> list[Resolved]:
+    """Two commands: read the overflowed buffer's allocation site, then find the project
+    functions that computed its size (a ``*_size``/``*_len`` helper called there or on the
+    line that set the size variable), which are on no stack, and rank them right after it."""
+    at = next(
+        (i for i, r in enumerate(resolved) if r.candidate.role.startswith("allocation site")),
+        None,
+    )
+    if at is None or not resolved[at].fn.start:
+        return resolved
+    r = resolved[at]
+    cmd = awk_frame(shlex.quote(r.path), r.fn.start or 1, r.line, r.fn.end)
+    lines = parse_numbered((await tools.execute(cmd)).output)
+    code = frame_code(r.candidate.function or "", r.rel_path, r.line, None, r.fn.start, lines)
+    names = size_callees(code)
+    if not names:
+        return resolved
+    src = tools.paths.source_dir.rstrip("/")
+    output = (await tools.execute(helper_command(names, src, folders))).output
+    helpers = parse_helpers(output, names, src, r.candidate.file)
+    return [*resolved[: at + 1], *helpers, *resolved[at + 1 :]]

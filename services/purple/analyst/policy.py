@@ -16,9 +16,9 @@ files, write loc.json; then, by bug class:
   local, a constant, a struct member, a call result), that frame leads, followed by the crash
   site; the trail is written into loc.json's reasoning either way; the existing checks of the
   value open the spans of the crash site and of its origin;
-- overflows of a buffer allocated by the project, one or two more (:mod:`.helpers`): the
+- overflows of a buffer allocated by the project, one to three more (:mod:`.helpers`): the
   allocation site is read and the helper that computed the size is found, though it is on no
-  stack.
+  stack; it leads when it rounds down what the access rounds up (:mod:`.shortsize`).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from services.purple.analyst.clex import awk_macros, macro_transparent
 from services.purple.analyst.dataflow import Trail, follow, guard_line
 from services.purple.analyst.frameread import awk_frame, frame_code
 from services.purple.analyst.frames import is_harness_boundary, is_project_frame, project_frames
-from services.purple.analyst.helpers import helper_command, parse_helpers, size_callees
+from services.purple.analyst.helpers import HELPER_ROLE, size_helpers
 from services.purple.analyst.holders import dangling_member, holders_command, parse_holders
 from services.purple.analyst.lifetime import (
     body_reads,
@@ -55,6 +55,7 @@ from services.purple.analyst.resolve import (
     resolve_command,
 )
 from services.purple.analyst.sanitizer import Frame, SanitizerReport, parse_report
+from services.purple.analyst.shortsize import promote_short_size
 from services.purple.environment import (
     CommandRecord,
     RunResult,
@@ -189,7 +190,7 @@ class StackTraceAnalyst:
             if chain is not None:
                 trail = await self._follow_value(tools, report, chain, resolved)
             if report.is_overflow:
-                resolved = await self._size_helpers(tools, resolved, folders)
+                resolved = await size_helpers(tools, resolved, folders)
         except TaskEnded:
             raise
         except Exception:  # a lexical heuristic must never cost the submission
@@ -203,6 +204,8 @@ class StackTraceAnalyst:
                 why=trail.why,
             )
             resolved = self.promote_origin(self.mark_guards(resolved, chain, trail), chain, trail)
+            if report.is_overflow:  # the size rounds down what the access rounds up
+                resolved = await promote_short_size(tools, report, resolved, trail, folders)
         found = self.locations(resolved)
         if not found:
             return "none of the candidate files exists in the source tree"
@@ -287,30 +290,6 @@ class StackTraceAnalyst:
         holders = parse_holders(found, member, src)
         at = next((i + 1 for i, r in enumerate(out) if "allocated" in r.candidate.role), 3)
         return [*out[:at], *holders, *out[at:]]
-
-    async def _size_helpers(
-        self, tools: RcaTools, resolved: list[Resolved], folders: list[str]
-    ) -> list[Resolved]:
-        """Two commands: read the overflowed buffer's allocation site, then find the project
-        functions that computed its size (a ``*_size``/``*_len`` helper called there or on the
-        line that set the size variable), which are on no stack, and rank them right after it."""
-        at = next(
-            (i for i, r in enumerate(resolved) if r.candidate.role.startswith("allocation site")),
-            None,
-        )
-        if at is None or not resolved[at].fn.start:
-            return resolved
-        r = resolved[at]
-        cmd = awk_frame(shlex.quote(r.path), r.fn.start or 1, r.line, r.fn.end)
-        lines = parse_numbered((await tools.execute(cmd)).output)
-        code = frame_code(r.candidate.function or "", r.rel_path, r.line, None, r.fn.start, lines)
-        names = size_callees(code)
-        if not names:
-            return resolved
-        src = tools.paths.source_dir.rstrip("/")
-        output = (await tools.execute(helper_command(names, src, folders))).output
-        helpers = parse_helpers(output, names, src, r.candidate.file)
-        return [*resolved[: at + 1], *helpers, *resolved[at + 1 :]]
 
     # ---- following the bad value up the stack ------------------------------------------------
 
@@ -466,6 +445,10 @@ class StackTraceAnalyst:
         text = " ".join(bits) + "."
         if trail is not None and trail.why:
             text += " " + trail.why
+        if resolved and resolved[0].candidate.role.startswith(HELPER_ROLE):
+            lead = resolved[0].candidate
+            why = lead.role.split(": ", 1)[-1]
+            return text + f" Ranked first, before the crash site: {lead.function}, which {why}."
         if trail is not None and trail.moved:
             return text + (
                 " Ranked: the origin of the bad value, the crash site, then the related "
