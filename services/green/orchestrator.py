@@ -233,6 +233,12 @@ class Orchestrator:
             q.put_nowait(TaskEvent(task.id, task.status, task.end_reason or task.status.value))
         return q
 
+    def unsubscribe(self, task_id: str, q: asyncio.Queue[TaskEvent]) -> None:
+        """Stop delivering a live task's events to ``q`` (its listener went away)."""
+        live = self._live.get(task_id)
+        if live is not None and q in live.subscribers:
+            live.subscribers.remove(q)
+
     async def wait(self, task_id: str) -> Task:
         live = self._live.get(task_id)
         if live is not None and live.runner is not None:

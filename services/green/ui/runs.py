@@ -1,0 +1,123 @@
+"""The runs pages: every assessment with progress, scores and failures; one run with its plots."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from typing import Any
+
+from fastapi import APIRouter, Depends, HTTPException, Request, status
+from fastapi.responses import HTMLResponse, Response
+
+from services.green.api.routes.tasks import public
+from services.green.assessment import AssessmentRunner, TaskOutcome
+from services.green.store.models import AssessmentRecord, Task
+from services.green.ui import plots
+from services.green.ui.auth import require_page
+from services.green.ui.crash import fix_position
+from services.green.ui.facts import TaskFacts
+from services.green.ui.templating import render
+from services.green.ui.views import NO_RUN
+
+router = APIRouter(prefix="/ui", include_in_schema=False, dependencies=[Depends(require_page)])
+RUNS_PER_PAGE = 20
+
+
+def summarize(run_id: str, tasks: list[Task], runner: AssessmentRunner) -> dict[str, Any]:
+    """Progress, aggregate scores (ended tasks) and failures split into infra and agent."""
+    counts = Counter(t.status.value for t in tasks)
+    ended = [t for t in tasks if t.status.terminal]
+    failures = Counter(t.failure_kind.value for t in ended if t.failure_kind)
+    aggregate = runner.aggregate([TaskOutcome.of(t) for t in ended]) if ended else None
+    return {
+        "id": run_id,
+        "n": len(tasks),
+        "ended": len(ended),
+        "counts": dict(counts),
+        "infra": failures.get("infra", 0),
+        "agent": failures.get("agent", 0),
+        "aggregate": aggregate,
+        "cost": sum(t.cost for t in tasks),
+    }
+
+
+def _record(request: Request, run_id: str) -> AssessmentRecord | None:
+    if run_id == NO_RUN:
+        return None
+    rec = request.app.state.assessment_store.get(run_id)
+    if rec is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no run {run_id}")
+    return rec
+
+
+def _tasks(request: Request, run_id: str) -> list[Task]:
+    store = request.app.state.orchestrator.store
+    return list(store.run_tasks("" if run_id == NO_RUN else run_id))
+
+
+@router.get("", response_class=HTMLResponse)
+async def runs(request: Request, page: int = 1) -> Response:
+    if page < 1:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "page starts at 1")
+    records, total = request.app.state.assessment_store.list(
+        (page - 1) * RUNS_PER_PAGE, RUNS_PER_PAGE
+    )
+    runner = request.app.state.assessments
+    rows = [(rec, summarize(rec.id, _tasks(request, rec.id), runner)) for rec in records]
+    single = summarize(NO_RUN, _tasks(request, NO_RUN), runner)
+    return render(
+        request,
+        "runs.html",
+        rows=rows,
+        single=single,
+        page=page,
+        pages=max(1, -(-total // RUNS_PER_PAGE)),
+        default_purple=request.app.state.orchestrator.settings.purple_url,
+    )
+
+
+async def points(facts: TaskFacts, tasks: list[Task]) -> list[plots.Point]:
+    """The ended tasks of a run as plot points. The fix position needs the ground truth: it is
+    computed only where the REST API would show it."""
+    out: list[plots.Point] = []
+    for t in tasks:
+        if not t.status.terminal:
+            continue
+        view = public(t)
+        crash = await facts.crash(t.kind, t.arvo_id)
+        scores = view.scores or {}
+        scorable = scores.get("scorable", True) and scores
+        out.append(
+            plots.Point(
+                metrics={k: float(v) for k, v in scores.items() if ("@" in k or k == "iou")}
+                if scorable
+                else {},
+                cost=t.cost,
+                bug_class=crash.bug_class if crash else t.kind,
+                fix_position=fix_position(crash, view.ground_truth) if crash else "unknown",
+                status=t.status.value,
+            )
+        )
+    return out
+
+
+@router.get("/runs/{run_id}", response_class=HTMLResponse)
+async def run(run_id: str, request: Request) -> Response:
+    record = _record(request, run_id)
+    tasks = _tasks(request, run_id)
+    summary = summarize(run_id, tasks, request.app.state.assessments)
+    return render(
+        request, "run.html", record=record, summary=summary, tasks=tasks, plots=plots.PLOTS
+    )
+
+
+@router.get("/runs/{run_id}/plots/{name}.svg")
+async def plot(run_id: str, name: str, request: Request) -> Response:
+    if name not in plots.PLOTS:
+        raise HTTPException(
+            status.HTTP_404_NOT_FOUND, f"no plot {name!r}; one of {', '.join(plots.PLOTS)}"
+        )
+    _record(request, run_id)
+    pts = await points(request.app.state.ui_facts, _tasks(request, run_id))
+    svg = await asyncio.to_thread(plots.render, name, pts)  # matplotlib is CPU-bound
+    return Response(svg, media_type="image/svg+xml", headers={"Cache-Control": "no-store"})
