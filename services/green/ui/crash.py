@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 
 _ERROR = re.compile(r"ERROR: (\w+Sanitizer): (?:attempting )?([\w-]+)")
-_SUMMARY = re.compile(r"SUMMARY: (\w+Sanitizer): ([\w-]+)")
+_SUMMARY = re.compile(r"SUMMARY: (\w+Sanitizer): ([A-Za-z][\w-]*)")
 _RUNTIME = re.compile(r"runtime error: ([a-z][\w -]+?)(?: of |:| in |$)", re.M)
 _LEAK = re.compile(r"ERROR: LeakSanitizer")
 _FRAME = re.compile(r"^\s*#(\d+) 0x[0-9a-f]+ in (.+?) (/\S+?)(?::(\d+))?(?::\d+)?$", re.M)
@@ -40,12 +40,13 @@ def _bare_name(function: str) -> str:
 def parse_report(text: str) -> CrashInfo:
     """Bug class and crash stack of a sanitizer report (ASan, MSan, UBSan, LSan)."""
     bug, sanitizer = "unknown", None
-    if m := _SUMMARY.search(text) or _ERROR.search(text):
-        sanitizer, bug = m.group(1), m.group(2).split(" ")[0]
-    elif _LEAK.search(text):
+    if _LEAK.search(text):
         sanitizer, bug = "LeakSanitizer", "memory-leak"
+    elif m := _SUMMARY.search(text) or _ERROR.search(text):
+        sanitizer, bug = m.group(1), m.group(2)
     elif m := _RUNTIME.search(text):
-        sanitizer, bug = "UndefinedBehaviorSanitizer", m.group(1).strip().replace(" ", "-")
+        sanitizer, what = "UndefinedBehaviorSanitizer", m.group(1).strip()
+        bug = "null-pointer-dereference" if "null pointer" in text else what.replace(" ", "-")
     frames: list[Frame] = []
     for m in _FRAME.finditer(text):
         index = int(m.group(1))
