@@ -26,7 +26,14 @@ from services.green.kinds.base import TaskKind, TaskPlan
 from services.green.purple_link import PurpleLink, PurpleUnreachable
 from services.green.sandbox.base import Sandbox, SandboxError, SandboxProvider, SandboxSpec
 from services.green.store.crud import TaskStore
-from services.green.store.models import Command, FailureKind, Task, TaskStatus, utcnow
+from services.green.store.models import (
+    Command,
+    CommandPublic,
+    FailureKind,
+    Task,
+    TaskStatus,
+    utcnow,
+)
 from services.shared.commands import CommandResult
 from services.shared.logging import get_logger, router, task_log_context
 from services.shared.protocol import Submit, SubmitResult, TaskLimits
@@ -53,6 +60,8 @@ class TaskEvent:
     task_id: str
     status: TaskStatus
     message: str
+    command: CommandPublic | None = None
+    """The command just recorded, when the event is about one (the dashboard's live view)."""
 
 
 @dataclass(frozen=True)
@@ -491,23 +500,31 @@ class Orchestrator:
                     timed_out=result.timed_out,
                     truncated=result.truncated,
                 )
-            self.store.add_command(
-                Command(
-                    task_id=live.id,
-                    seq=live.steps,
-                    command=command,
-                    exit_code=result.exit_code,
-                    duration_s=result.duration_s,
-                    timed_out=result.timed_out,
-                    truncated=result.truncated,
-                    output=clip_middle(result.output, STORED_OUTPUT_CHARS, "characters not stored"),
-                    created_at=started,
-                )
+            record = Command(
+                task_id=live.id,
+                seq=live.steps,
+                command=command,
+                exit_code=result.exit_code,
+                duration_s=result.duration_s,
+                timed_out=result.timed_out,
+                truncated=result.truncated,
+                output=clip_middle(result.output, STORED_OUTPUT_CHARS, "characters not stored"),
+                created_at=started,
             )
+            # built before the insert (which expires the record); only when someone listens
+            shown = (
+                CommandPublic.model_validate(record, from_attributes=True)
+                if live.subscribers
+                else None
+            )
+            self.store.add_command(record)
             self._publish(
                 live,
                 TaskEvent(
-                    live.id, live.status, f"step {live.steps}: {command[:80]} -> {result.exit_code}"
+                    live.id,
+                    live.status,
+                    f"step {live.steps}: {command[:80]} -> {result.exit_code}",
+                    shown,
                 ),
             )
             return result

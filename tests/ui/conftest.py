@@ -21,6 +21,7 @@ from tests.integration.conftest import (  # noqa: F401  (fixtures reused from th
     green_settings,
     llm,
     llm_purple,
+    scripted_purple,
     shared_log_run,
     start_green,
 )

@@ -11,6 +11,7 @@ import pytest
 from services.green.store.crud import TaskStore
 from services.green.store.db import make_engine
 from services.green.store.models import Command, Task, TaskStatus, utcnow
+from tests.support.scripted_purple import Script
 
 pytestmark = pytest.mark.docker
 TOKEN = "s3cret-operator-token"
@@ -151,3 +152,27 @@ def test_bad_input_gets_clear_4xx_answers(session):
     assert r.status_code == 422 and "step limit" in r.text
     r = c.post("/ui/tasks", data={"task": "arvo:900001"}, headers={"origin": "http://evil.example"})
     assert r.status_code == 403
+
+
+def test_a_live_task_streams_each_command_once_in_order_then_ends(start_green, scripted_purple):
+    commands = [f"echo line-{i}" for i in range(1, 7)]
+    purple_url, _ = scripted_purple(Script(commands=commands, pause_s=0.3, submit=False))
+    green = start_green(api_token=TOKEN, purple_url=purple_url, idle_timeout_s=3)
+    auth = {"authorization": f"Bearer {TOKEN}"}
+    task = httpx.post(f"{green.url}/tasks", json={"task": "arvo:900001"}, headers=auth).json()
+    ids, events, outputs = [], [], []
+    with httpx.stream(
+        "GET", f"{green.url}/ui/tasks/{task['id']}/stream", headers=auth, timeout=120
+    ) as r:
+        assert r.headers["content-type"].startswith("text/event-stream")
+        for line in r.iter_lines():
+            if line.startswith("id: "):
+                ids.append(int(line[4:]))
+            elif line.startswith("event: "):
+                events.append(line[7:])
+            elif line.startswith("data: ") and events[-1] == "command":
+                outputs.append(line)
+    assert ids == list(range(1, len(commands) + 1))
+    assert all(f"line-{i}" in outputs[i - 1] for i in range(1, len(commands) + 1))
+    statuses = [e for e in events if e == "status"]
+    assert statuses and events[-1] == "end"

@@ -31,29 +31,46 @@ def sse(event: str, data: Any, event_id: int | None = None) -> str:
     return f"{head}event: {event}\ndata: {json.dumps(data, default=str)}\n\n"
 
 
+def _command(c: CommandPublic) -> str:
+    return sse("command", c.model_dump(mode="json"), c.seq)
+
+
 async def task_events(
     orch: Orchestrator, task_id: str, after: int, queue: asyncio.Queue[TaskEvent]
 ) -> AsyncIterator[str]:
-    """The event stream of one task from command ``after`` on; ends after the task does."""
+    """The event stream of one task from command ``after`` on; ends after the task does.
+
+    A command event carries the command (no database read); the store is read only to catch
+    up: on connect, and if an event ever arrives out of sequence."""
     seq, last_status = after, orch.get(task_id).status
+
+    def catch_up() -> list[str]:
+        nonlocal seq
+        out = []
+        for row in orch.store.commands_after(task_id, seq):
+            seq = row.seq
+            out.append(_command(CommandPublic.model_validate(row, from_attributes=True)))
+        return out
+
     yield "retry: 2000\n\n"
     try:
+        for chunk in catch_up():
+            yield chunk
         while True:
-            for c in orch.store.commands_after(task_id, seq):
-                seq = c.seq
-                payload = CommandPublic.model_validate(c, from_attributes=True)
-                yield sse("command", payload.model_dump(mode="json"), seq)
             try:
                 event = await asyncio.wait_for(queue.get(), KEEPALIVE_S)
             except TimeoutError:
                 yield ": keep-alive\n\n"
                 continue
+            await asyncio.sleep(0)  # let the command's own reply go out first
+            if event.command is not None and event.command.seq == seq + 1:
+                seq = event.command.seq
+                yield _command(event.command)
+            elif event.command is not None or event.status is not last_status:
+                for chunk in catch_up():  # a gap, or a transition: commands come first
+                    yield chunk
             if event.status is not last_status or event.status.terminal:
                 last_status = event.status
-                for c in orch.store.commands_after(task_id, seq):  # before the transition
-                    seq = c.seq
-                    payload = CommandPublic.model_validate(c, from_attributes=True)
-                    yield sse("command", payload.model_dump(mode="json"), seq)
                 yield sse("status", {"status": event.status.value, "detail": event.message})
             if event.status.terminal:
                 yield sse("end", {"status": event.status.value})
