@@ -76,15 +76,9 @@ def wait_for_more_commands(page, than: int, timeout_s: float = 60) -> int:
     raise AssertionError(f"the command list stayed at {than} for {timeout_s}s")
 
 
-def test_watch_a_task_live_then_read_its_result(
-    start_green, llm, llm_purple, fixture_assets, page, shoot
-):
-    script_agent(llm, submission_for_900007(fixture_assets))
-    purple = llm_purple()
-    green = start_green(purple_url=purple.url, api_token=TOKEN)
-
-    # anonymous: sent to the login page; a wrong token is refused, the right one logs in
-    page.goto(f"{green.url}/ui/tasks")
+def log_in(page, url: str, shoot) -> None:
+    """Anonymous: sent to the login page; a wrong token is refused, the right one logs in."""
+    page.goto(f"{url}/ui/tasks")
     assert "/ui/login" in page.url
     page.fill("#token", "not-the-token")
     page.click("form.stack button[type=submit]")
@@ -93,28 +87,32 @@ def test_watch_a_task_live_then_read_its_result(
     page.fill("#token", TOKEN)
     page.click("form.stack button[type=submit]")
     page.wait_for_url(re.compile(r".*/ui/tasks$"))
-    page.goto(f"{green.url}/ui")
-    shoot(page, "02-runs-empty")
 
-    # start a task from the runs page: the browser lands on the task page
+
+def start_and_watch(page, url: str, shoot) -> str:
+    """Start a task from the runs page, then see the command list grow without a reload."""
+    page.goto(f"{url}/ui")
+    shoot(page, "02-runs-empty")
     page.fill("input[name=task]", "arvo:900007")
     page.click("form.start button[type=submit]")
     page.wait_for_url(re.compile(r".*/ui/tasks/[0-9a-f-]{36}$"))
-    task_id = page.url.rsplit("/", 1)[-1]
-    assert page.locator("pre.report").inner_text().count("global-buffer-overflow") >= 1
+    assert "global-buffer-overflow" in page.locator("pre.report").inner_text()
 
-    # the command list grows while the task runs, without reloading the page
     first = wait_for_more_commands(page, 0)
     page.evaluate("window.__probe = 42")
     grown = wait_for_more_commands(page, first)
     assert page.evaluate("window.__probe") == 42, "the page reloaded instead of streaming"
     assert page.locator("#status .badge").inner_text() == "running"
     assert "AddressSanitizer" in page.locator("#commands > li").first.text_content()
+    assert grown >= 2
+    wait_for_more_commands(page, 2)
     page.wait_for_timeout(300)
     shoot(page, "03-task-running", full_page=False)
-    assert grown >= 2
+    return page.url.rsplit("/", 1)[-1]
 
-    # once it ends, the page shows the scores and the submission against the ground truth
+
+def read_result(page, shoot) -> None:
+    """Once the task ends: scores, the submission against the ground truth, the source."""
     page.wait_for_selector("#scores", timeout=120_000)
     assert page.locator("#status .badge").inner_text() == "completed"
     rows = page.locator("#submission tbody tr")
@@ -127,42 +125,41 @@ def test_watch_a_task_live_then_read_its_result(
     assert commands_shown(page) >= 6
     shoot(page, "04-task-ended")
 
-    # purple's trajectory: LLM messages, tool calls, tokens and cost per step
-    page.click("text=purple's trajectory")
-    steps = page.locator("#steps tbody tr")
-    assert steps.count() >= 6
+    page.click("text=purple's trajectory")  # LLM messages, tool calls, tokens, cost per step
+    assert page.locator("#steps tbody tr").count() >= 6
     text = page.locator("#steps").inner_text()
     assert "run_bash_cmd" in text and "submit_localization" in text and "1200" in text
     shoot(page, "05-trajectory")
 
-    # an assessment whose purple is unreachable: an agent failure, counted apart from infra
+
+def failing_assessment(url: str) -> str:
+    """An assessment whose purple is unreachable: an agent failure, counted apart from infra."""
     auth = {"authorization": f"Bearer {TOKEN}"}
     body = {"task_ids": ["arvo:900001"], "purple_url": "http://127.0.0.1:9"}
-    run = httpx.post(f"{green.url}/assessments", json=body, headers=auth, timeout=30).json()
+    run = httpx.post(f"{url}/assessments", json=body, headers=auth, timeout=30).json()
     deadline = time.monotonic() + 120
-    while httpx.get(f"{green.url}/assessments/{run['id']}", headers=auth).json()["status"] in (
-        "running",
-    ):
+    while httpx.get(f"{url}/assessments/{run['id']}", headers=auth).json()["status"] == "running":
         assert time.monotonic() < deadline, "the assessment did not end"
         time.sleep(0.3)
+    return run["id"]
 
-    # the task list: filters by bug class, status and run
-    page.goto(f"{green.url}/ui/tasks")
+
+def lists_and_plots(page, url: str, task_id: str, run_id: str, shoot) -> None:
+    page.goto(f"{url}/ui/tasks")
     assert page.locator("#task-rows tr").count() == 2
     page.select_option("select[name=bug_class]", "global-buffer-overflow")
     page.click("form.filters button[type=submit]")
     assert page.locator("#task-rows tr").count() == 1
     assert task_id[:8] in page.locator("#task-rows").inner_text()
-    page.goto(f"{green.url}/ui/tasks?status=failed&run={run['id']}")
+    page.goto(f"{url}/ui/tasks?status=failed&run={run_id}")
     assert "900001" in page.locator("#task-rows").inner_text()
-    page.goto(f"{green.url}/ui/tasks")
+    page.goto(f"{url}/ui/tasks")
     shoot(page, "06-tasks")
 
-    # runs: progress, scores, failures split; a run's plots render
-    page.goto(f"{green.url}/ui")
+    page.goto(f"{url}/ui")
     assert "infra 0 · agent 1" in page.locator("table.runs").inner_text()
     shoot(page, "07-runs")
-    page.goto(f"{green.url}/ui/runs/none")
+    page.goto(f"{url}/ui/runs/none")
     images = page.locator(".plots img")
     assert images.count() == 4
     for i in range(4):
@@ -171,3 +168,17 @@ def test_watch_a_task_live_then_read_its_result(
             "img => img.complete && img.naturalWidth > 0", arg=images.nth(i).element_handle()
         )
     shoot(page, "08-run-plots")
+
+
+def test_watch_a_task_live_then_read_its_result(
+    start_green, llm, llm_purple, fixture_assets, page, shoot
+):
+    script_agent(llm, submission_for_900007(fixture_assets))
+    purple = llm_purple()
+    green = start_green(purple_url=purple.url, api_token=TOKEN)
+
+    log_in(page, green.url, shoot)
+    task_id = start_and_watch(page, green.url, shoot)
+    read_result(page, shoot)
+    run_id = failing_assessment(green.url)
+    lists_and_plots(page, green.url, task_id, run_id, shoot)
