@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fixtures.catalog import DEFAULT_ASSETS_DIR, IMAGE_TEMPLATE
 from services.green.app import create_app as create_green
 from services.green.config import GreenSettings
+from services.green.scoring.metrics import LocationResult, TaskScore
 from services.green.store.crud import TaskStore
 from services.green.store.db import make_engine
 from services.green.store.models import Command, FailureKind, Task, TaskStatus, utcnow
@@ -60,13 +61,14 @@ class ServerTimer:
 
 def fake_scores(i: int) -> dict:
     hit = float(i % 3 == 0)
-    return {
-        "file@1": hit, "file@5": 1.0, "func@1": hit, "func@5": hit, "line@1": 0.0,
-        "line@5": hit, "iou": 0.4 * hit, "scorable": True, "submitted": True,
-        "explanation": [f"rank {r} src/file{r}.c:10-20: file ✗ — not a changed file" for r in range(5)],
-        "locations": [{"rank": r, "file": f"src/file{r}.c", "line_start": 10, "line_end": 20}
-                      for r in range(1, 6)],
-    }  # fmt: skip
+    return TaskScore(
+        file_at_1=hit, file_at_5=1.0, func_at_1=hit, func_at_5=hit, line_at_5=hit, iou=0.4 * hit,
+        submitted=True, n_locations=5,
+        locations=[LocationResult(rank=r, file=f"src/file{r}.c", normalized=f"src/file{r}.c",
+                                  line_start=10, line_end=20) for r in range(1, 6)],
+        explanation=[f"rank {r} src/file{r}.c:10-20: file ✗ — not a changed file"
+                     for r in range(1, 6)],
+    ).to_dict()  # fmt: skip
 
 
 def seed(url: str, n: int) -> None:
@@ -148,6 +150,7 @@ def main() -> None:
         "/ui/tasks?bug_class=heap-buffer-overflow",
         "/ui/tasks?status=failed&kind=arvo&page=3",
         "/ui/tasks?status=completed&fragment=rows",
+        "/ui",  # the runs page (not a goal of this benchmark: printed for information)
     ]
     with (
         serve(timer, port) as srv,
@@ -169,8 +172,8 @@ def main() -> None:
     print(f"{'view':<48}{'median ms':>10}{'p90 ms':>10}")
     for v in views:
         print(f"{v:<48}{ms(timer.times[v]):>10.2f}{ms(timer.times[v], 0.9):>10.2f}")
-    worst = max(statistics.median(timer.times[v]) for v in views[1:]) * 1000
-    print(f"slowest dashboard view, median server time: {worst:.1f} ms   (goal < 300)")
+    worst = max(statistics.median(timer.times[v]) for v in views[1:-1]) * 1000
+    print(f"slowest task list view, median server time: {worst:.1f} ms   (goal < 300)")
 
 
 if __name__ == "__main__":

@@ -87,3 +87,17 @@ def test_run_tasks_and_commands_after(store: TaskStore):
     assert [c.seq for c in store.commands_after("t0001", 1)] == [2, 3]
     assert store.commands_after("t0001", 3) == []
     assert ("arvo", "900002") in store.distinct_ids()
+
+
+def test_run_counts_group_by_status_and_failure_kind(tmp_path):
+    store = TaskStore(make_engine(f"sqlite:///{tmp_path}/g.db"))
+    for i, (status, kind) in enumerate(
+        [(TaskStatus.failed, "infra"), (TaskStatus.failed, "agent"), (TaskStatus.failed, "agent"),
+         (TaskStatus.completed, None), (TaskStatus.running, None)]
+    ):  # fmt: skip
+        store.add(make_task(i, status, assessment_id="r", failure_kind=kind, cost=0.5))
+    rows = {(s.value, k): (n, c) for s, k, n, c in store.run_counts("r")}
+    assert rows[("failed", "agent")] == (2, 1.0)
+    assert rows[("failed", "infra")] == (1, 0.5)
+    assert rows[("completed", None)] == (1, 0.5) and rows[("running", None)] == (1, 0.5)
+    assert store.run_counts("") == []

@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy import Row
 from sqlalchemy.engine import Engine
+from sqlalchemy.orm import defer
 from sqlmodel import Session, col, func, select, update
 
 from services.green.store.models import AssessmentRecord, Command, Task, TaskStatus, utcnow
@@ -104,8 +105,11 @@ class TaskStore:
             q = select(*columns).where(*where).order_by(col(Task.created_at).desc())
             return s.exec(q.offset(offset).limit(limit)).all(), total
 
-    def run_tasks(self, assessment_id: str, limit: int = 5000) -> Sequence[Task]:
-        """The tasks of one assessment (``""``: the tasks of none), oldest first."""
+    def run_tasks(
+        self, assessment_id: str, limit: int = 5000, *, ground_truth: bool = True
+    ) -> Sequence[Task]:
+        """The tasks of one assessment (``""``: the tasks of none), oldest first. With
+        ``ground_truth=False`` that column is not loaded (reading it then raises)."""
         where = (
             col(Task.assessment_id).is_(None)
             if assessment_id == ""
@@ -113,7 +117,26 @@ class TaskStore:
         )
         with Session(self.engine) as s:
             q = select(Task).where(where).order_by(col(Task.created_at)).limit(limit)
+            if not ground_truth:
+                q = q.options(defer(Task.ground_truth, raiseload=True))  # type: ignore[arg-type]
             return s.exec(q).all()
+
+    def run_counts(self, assessment_id: str) -> list[tuple[TaskStatus, str | None, int, float]]:
+        """(status, failure kind, tasks, cost) of one assessment's tasks (``""``: of none)."""
+        where = (
+            col(Task.assessment_id).is_(None)
+            if assessment_id == ""
+            else Task.assessment_id == assessment_id
+        )
+        q = (
+            select(
+                Task.status, Task.failure_kind, func.count(), func.coalesce(func.sum(Task.cost), 0)
+            )
+            .where(where)
+            .group_by(Task.status, Task.failure_kind)
+        )
+        with Session(self.engine) as s:
+            return [(TaskStatus(a), b, int(n), float(c)) for a, b, n, c in s.exec(q).all()]
 
     def distinct_ids(self) -> list[tuple[str, str]]:
         """Every (kind, id) that has a task."""

@@ -18,27 +18,57 @@ from services.green.ui.crash import fix_position
 from services.green.ui.facts import TaskFacts
 from services.green.ui.templating import render
 from services.green.ui.views import NO_RUN
+from services.shared.logging import get_logger
 
+log = get_logger("services.green.ui")
 router = APIRouter(prefix="/ui", include_in_schema=False, dependencies=[Depends(require_page)])
 RUNS_PER_PAGE = 20
 
 
-def summarize(run_id: str, tasks: list[Task], runner: AssessmentRunner) -> dict[str, Any]:
-    """Progress, aggregate scores (ended tasks) and failures split into infra and agent."""
-    counts = Counter(t.status.value for t in tasks)
-    ended = [t for t in tasks if t.status.terminal]
-    failures = Counter(t.failure_kind.value for t in ended if t.failure_kind)
-    aggregate = runner.aggregate([TaskOutcome.of(t) for t in ended]) if ended else None
+def counts(store, run_id: str) -> dict[str, Any]:
+    """Progress of a run from one grouped query: tasks per status, failures, cost."""
+    rows = store.run_counts("" if run_id == NO_RUN else run_id)
+    by_status: Counter[str] = Counter()
+    failures: Counter[str] = Counter()
+    for status_, kind, n, _ in rows:
+        by_status[status_.value] += n
+        if kind:
+            failures[str(getattr(kind, "value", kind))] += n
+    ended = sum(n for s, _, n, _ in rows if s.terminal)
     return {
         "id": run_id,
-        "n": len(tasks),
-        "ended": len(ended),
-        "counts": dict(counts),
+        "n": sum(by_status.values()),
+        "ended": ended,
+        "counts": dict(by_status),
         "infra": failures.get("infra", 0),
         "agent": failures.get("agent", 0),
-        "aggregate": aggregate,
-        "cost": sum(t.cost for t in tasks),
+        "cost": sum(c for *_, c in rows),
+        "aggregate": None,
     }
+
+
+def aggregate(run_id: str, tasks: list[Task], runner: AssessmentRunner) -> dict[str, Any] | None:
+    """Aggregate scores over the ended tasks (failures count 0, infra ones apart)."""
+    ended = [t for t in tasks if t.status.terminal]
+    try:
+        return runner.aggregate([TaskOutcome.of(t) for t in ended]) if ended else None
+    except ValueError as exc:  # a stored score the aggregate cannot read: say so, do not fail
+        log.warning("ui.aggregate_failed", run=run_id, error=str(exc)[:500])
+        return {"error": f"scores could not be aggregated: {str(exc)[:300]}"}
+
+
+def summarize(request: Request, run_id: str, rec: AssessmentRecord | None) -> dict[str, Any]:
+    """Progress, aggregate scores and failures split into infra and agent. A finished
+    assessment's aggregate is the one it recorded; a running one's is computed now."""
+    summary = counts(request.app.state.orchestrator.store, run_id)
+    recorded = (rec.result or {}).get("aggregate") if rec is not None else None
+    if recorded is not None and rec is not None and rec.status.terminal:
+        summary["aggregate"] = recorded
+    else:
+        summary["aggregate"] = aggregate(
+            run_id, _tasks(request, run_id), request.app.state.assessments
+        )
+    return summary
 
 
 def _record(request: Request, run_id: str) -> AssessmentRecord | None:
@@ -50,9 +80,9 @@ def _record(request: Request, run_id: str) -> AssessmentRecord | None:
     return rec
 
 
-def _tasks(request: Request, run_id: str) -> list[Task]:
+def _tasks(request: Request, run_id: str, ground_truth: bool = False) -> list[Task]:
     store = request.app.state.orchestrator.store
-    return list(store.run_tasks("" if run_id == NO_RUN else run_id))
+    return list(store.run_tasks("" if run_id == NO_RUN else run_id, ground_truth=ground_truth))
 
 
 @router.get("", response_class=HTMLResponse)
@@ -62,9 +92,8 @@ async def runs(request: Request, page: int = 1) -> Response:
     records, total = request.app.state.assessment_store.list(
         (page - 1) * RUNS_PER_PAGE, RUNS_PER_PAGE
     )
-    runner = request.app.state.assessments
-    rows = [(rec, summarize(rec.id, _tasks(request, rec.id), runner)) for rec in records]
-    single = summarize(NO_RUN, _tasks(request, NO_RUN), runner)
+    rows = [(rec, summarize(request, rec.id, rec)) for rec in records]
+    single = counts(request.app.state.orchestrator.store, NO_RUN)  # scores: on its run page
     return render(
         request,
         "runs.html",
@@ -105,7 +134,8 @@ async def points(facts: TaskFacts, tasks: list[Task]) -> list[plots.Point]:
 async def run(run_id: str, request: Request) -> Response:
     record = _record(request, run_id)
     tasks = _tasks(request, run_id)
-    summary = summarize(run_id, tasks, request.app.state.assessments)
+    summary = counts(request.app.state.orchestrator.store, run_id)
+    summary["aggregate"] = aggregate(run_id, tasks, request.app.state.assessments)
     return render(
         request, "run.html", record=record, summary=summary, tasks=tasks, plots=plots.PLOTS
     )
@@ -118,6 +148,6 @@ async def plot(run_id: str, name: str, request: Request) -> Response:
             status.HTTP_404_NOT_FOUND, f"no plot {name!r}; one of {', '.join(plots.PLOTS)}"
         )
     _record(request, run_id)
-    pts = await points(request.app.state.ui_facts, _tasks(request, run_id))
+    pts = await points(request.app.state.ui_facts, _tasks(request, run_id, ground_truth=True))
     svg = await asyncio.to_thread(plots.render, name, pts)  # matplotlib is CPU-bound
     return Response(svg, media_type="image/svg+xml", headers={"Cache-Control": "no-store"})
