@@ -139,7 +139,9 @@ def test_ground_truth_and_scores_only_for_ended_tasks(session, green_settings):
 def test_bad_input_gets_clear_4xx_answers(session):
     c = session
     r = c.get("/ui/tasks?status=bogus")
-    assert r.status_code == 422 and "unknown status 'bogus'" in r.text
+    assert r.status_code == 422 and "unknown status &#39;bogus&#39;" in r.text
+    assert r.headers["content-type"].startswith("text/html")  # a page, for a page
+    assert c.get("/tasks/nope", headers={"authorization": f"Bearer {TOKEN}"}).json()["detail"]
     assert c.get("/ui/tasks?page=0").status_code == 422
     assert c.get("/ui/tasks/nope").status_code == 404
     assert c.get("/ui/runs/nope").status_code == 404
