@@ -19,9 +19,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     outcome = yield
     report = outcome.get_result()
     if STRICT and report.skipped and ("docker" in item.keywords or "browser" in item.keywords):
-        what = "docker" if "docker" in item.keywords else "browser"
+        what = " and ".join(m for m in ("docker", "browser") if m in item.keywords)
         report.outcome = "failed"
         report.longrepr = (
-            f"ARENA_STRICT: a {what} test was skipped: "
-            f"{call.excinfo.value if call.excinfo else ''}"
+            f"ARENA_STRICT: a {what} test was skipped: {call.excinfo.value if call.excinfo else ''}"
         )
