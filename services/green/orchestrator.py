@@ -155,6 +155,11 @@ class Orchestrator:
         green stopped, an infra failure, not the agent's (its requests are being cut off)."""
         self._stopping = True
 
+    @property
+    def stopping(self) -> bool:
+        """The process is shutting down (listeners such as open dashboard streams should end)."""
+        return self._stopping
+
     async def shutdown(self) -> None:
         """Stop every task (each runner's cleanup removes its container), then the thread pool."""
         self._stopping = True

@@ -3,6 +3,7 @@ protocol, the start form's errors, and the ground truth rule."""
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import httpx
@@ -178,3 +179,20 @@ def test_a_live_task_streams_each_command_once_in_order_then_ends(start_green, s
     assert all(f"line-{i}" in outputs[i - 1] for i in range(1, len(commands) + 1))
     statuses = [e for e in events if e == "status"]
     assert statuses and events[-1] == "end"
+
+
+def test_an_open_stream_closes_when_green_begins_to_stop(start_green, scripted_purple):
+    purple_url, _ = scripted_purple(Script(commands=["sleep 20"], submit=False))
+    green = start_green(api_token=TOKEN, purple_url=purple_url)
+    auth = {"authorization": f"Bearer {TOKEN}"}
+    task = httpx.post(f"{green.url}/tasks", json={"task": "arvo:900001"}, headers=auth).json()
+    with httpx.stream(
+        "GET", f"{green.url}/ui/tasks/{task['id']}/stream", headers=auth, timeout=60
+    ) as r:
+        lines = r.iter_lines()
+        assert next(lines).startswith("retry:")
+        green.server.config.app.state.orchestrator.begin_shutdown()  # what SIGTERM does first
+        t0 = time.monotonic()
+        for _ in lines:
+            pass
+        assert time.monotonic() - t0 < 5, "the stream held on after green began to stop"

@@ -24,6 +24,9 @@ from services.green.ui.auth import require_api
 
 router = APIRouter(prefix="/ui", include_in_schema=False, dependencies=[Depends(require_api)])
 KEEPALIVE_S = 15.0
+POLL_S = 1.0
+"""How often an idle stream checks whether green is stopping (it then closes, so it never holds
+up the shutdown; the browser reconnects to the restarted green)."""
 
 
 def sse(event: str, data: Any, event_id: int | None = None) -> str:
@@ -56,11 +59,17 @@ async def task_events(
     try:
         for chunk in catch_up():
             yield chunk
+        idle = 0.0
         while True:
             try:
-                event = await asyncio.wait_for(queue.get(), KEEPALIVE_S)
+                event = await asyncio.wait_for(queue.get(), POLL_S)
             except TimeoutError:
-                yield ": keep-alive\n\n"
+                if orch.stopping:
+                    return
+                idle += POLL_S
+                if idle >= KEEPALIVE_S:
+                    idle = 0.0
+                    yield ": keep-alive\n\n"
                 continue
             await asyncio.sleep(0)  # let the command's own reply go out first
             if event.command is not None and event.command.seq == seq + 1:
