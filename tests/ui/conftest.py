@@ -39,8 +39,10 @@ CHROMIUM_ARGS = [
 ARTIFACTS = REPO_ROOT / "build" / "artifacts" / "ui"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
+    """Module-scoped: Playwright's sync API runs an event loop in the main thread while it is
+    open, which would break later tests that call ``asyncio.run``."""
     if not Path(CHROMIUM).exists():
         pytest.skip(f"no chromium at {CHROMIUM}; run scripts/ensure-chromium.sh")
     from playwright.sync_api import sync_playwright
