@@ -20,6 +20,8 @@ bench: setup
 	uv run --frozen python bench/bench_sandbox_exec.py
 	uv run --frozen python bench/bench_green_exec.py
 	uv run --frozen python bench/bench_agent_loop.py
+	uv run --frozen python bench/bench_ui_tasks.py
+	uv run --frozen python bench/bench_ui_stream.py
 
 down:            ## stop the demo stack
 	bash deploy/compose.sh down -v --remove-orphans

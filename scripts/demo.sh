@@ -7,7 +7,7 @@
 #  3. the Python base image of the service images: pulled when a registry answers, else a
 #     local Debian stand-in (images/python-base.sh);
 #  4. green + purple built and started with docker compose (deploy/, offline demo overlay);
-#  5. one task through green's REST API, followed live, then its scores.
+#  5. one task through green's REST API, followed live, then its scores; the dashboard's URL.
 #
 # The stack keeps running afterwards; `make down` stops it. No API key is needed: purple then
 # runs its offline stack-trace analyst. With OPENAI_API_KEY (and optionally OPENAI_BASE_URL,
@@ -93,6 +93,7 @@ print(textwrap.fill(t.description, 100))
 PY
 
 step "Done in $(( $(date +%s) - t0 )) s. The stack keeps running:"
+printf '\n  %sDashboard: %s/ui%s   (runs, tasks, live commands, scores; docs/dashboard.md)\n\n' "$bold" "$green" "$off"
 cat <<EOF
   The operator token (the REST API and A2A task intake need it) is in data/compose/operator-token:
   auth="Authorization: Bearer \$(cat data/compose/operator-token)"

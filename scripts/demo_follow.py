@@ -227,6 +227,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         console.print(
             f'POST {args.green}/tasks {{"task": "{args.task}"}} -> task [bold]{task["id"]}[/]'
         )
+        console.print(f"watch it live in the dashboard: {args.green}/ui/tasks/{task['id']}")
         try:
             task = follow(http, task, args.timeout)
         except TimeoutError as exc:

@@ -2,6 +2,7 @@
 
 With ``ARENA_STRICT=1`` (CI sets it), a Docker test that would be skipped because its engine,
 compose or images are missing FAILS instead: on CI a green run must mean the real containers ran.
+The same holds for browser tests (marker ``browser``) when Debian's chromium is missing.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ STRICT = os.environ.get("ARENA_STRICT") == "1"
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     outcome = yield
     report = outcome.get_result()
-    if STRICT and report.skipped and "docker" in item.keywords:
+    if STRICT and report.skipped and ("docker" in item.keywords or "browser" in item.keywords):
+        what = " and ".join(m for m in ("docker", "browser") if m in item.keywords)
         report.outcome = "failed"
         report.longrepr = (
-            f"ARENA_STRICT: a docker test was skipped: {call.excinfo.value if call.excinfo else ''}"
+            f"ARENA_STRICT: a {what} test was skipped: {call.excinfo.value if call.excinfo else ''}"
         )

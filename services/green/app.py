@@ -26,6 +26,7 @@ from services.green.sandbox.base import SandboxProvider
 from services.green.sandbox.docker import DockerSandboxProvider
 from services.green.store.crud import AssessmentStore, TaskStore
 from services.green.store.db import make_engine
+from services.green.ui import mount_ui
 from services.shared.a2a import build_agent_card, mount_a2a
 from services.shared.logging import configure_logging, get_logger
 
@@ -162,6 +163,7 @@ def create_app(
     operator_only = [Depends(require_operator)]
     app.include_router(tasks.router, dependencies=operator_only)
     app.include_router(assessments.router, dependencies=operator_only)
+    mount_ui(app)  # the dashboard at /ui, behind the same credential
     mount_a2a(
         app,
         GreenExecutor(orch, app.state.assessments),

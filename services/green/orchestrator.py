@@ -34,7 +34,14 @@ from services.green.sandbox.base import (
 )
 from services.green.sandbox.janitor import Janitor
 from services.green.store.crud import TaskStore
-from services.green.store.models import Command, FailureKind, Task, TaskStatus, utcnow
+from services.green.store.models import (
+    Command,
+    CommandPublic,
+    FailureKind,
+    Task,
+    TaskStatus,
+    utcnow,
+)
 from services.shared.commands import CommandResult
 from services.shared.logging import get_logger, router, task_log_context
 from services.shared.protocol import Submit, SubmitResult, TaskLimits
@@ -61,6 +68,8 @@ class TaskEvent:
     task_id: str
     status: TaskStatus
     message: str
+    command: CommandPublic | None = None
+    """The command just recorded, when the event is about one (the dashboard's live view)."""
 
 
 @dataclass(frozen=True)
@@ -169,6 +178,11 @@ class Orchestrator:
         green stopped, an infra failure, not the agent's (its requests are being cut off)."""
         self._stopping = True
 
+    @property
+    def stopping(self) -> bool:
+        """The process is shutting down (listeners such as open dashboard streams should end)."""
+        return self._stopping
+
     async def shutdown(self) -> None:
         """Stop every task (each runner's cleanup removes its container), then the thread pool."""
         self._stopping = True
@@ -270,6 +284,12 @@ class Orchestrator:
             task = self.get(task_id)
             q.put_nowait(TaskEvent(task.id, task.status, task.end_reason or task.status.value))
         return q
+
+    def unsubscribe(self, task_id: str, q: asyncio.Queue[TaskEvent]) -> None:
+        """Stop delivering a live task's events to ``q`` (its listener went away)."""
+        live = self._live.get(task_id)
+        if live is not None and q in live.subscribers:
+            live.subscribers.remove(q)
 
     async def wait(self, task_id: str) -> Task:
         live = self._live.get(task_id)
@@ -560,23 +580,31 @@ class Orchestrator:
                     timed_out=result.timed_out,
                     truncated=result.truncated,
                 )
-            self.store.add_command(
-                Command(
-                    task_id=live.id,
-                    seq=live.steps,
-                    command=command,
-                    exit_code=result.exit_code,
-                    duration_s=result.duration_s,
-                    timed_out=result.timed_out,
-                    truncated=result.truncated,
-                    output=clip_middle(result.output, STORED_OUTPUT_CHARS, "characters not stored"),
-                    created_at=started,
-                )
+            record = Command(
+                task_id=live.id,
+                seq=live.steps,
+                command=command,
+                exit_code=result.exit_code,
+                duration_s=result.duration_s,
+                timed_out=result.timed_out,
+                truncated=result.truncated,
+                output=clip_middle(result.output, STORED_OUTPUT_CHARS, "characters not stored"),
+                created_at=started,
             )
+            # built before the insert (which expires the record); only when someone listens
+            shown = (
+                CommandPublic.model_validate(record, from_attributes=True)
+                if live.subscribers
+                else None
+            )
+            self.store.add_command(record)
             self._publish(
                 live,
                 TaskEvent(
-                    live.id, live.status, f"step {live.steps}: {command[:80]} -> {result.exit_code}"
+                    live.id,
+                    live.status,
+                    f"step {live.steps}: {command[:80]} -> {result.exit_code}",
+                    shown,
                 ),
             )
             return result

@@ -9,6 +9,7 @@ from a2a.types import AgentSkill
 from fastapi import FastAPI, HTTPException
 
 from services.purple.a2a.executor import PurpleExecutor
+from services.purple.api import trajectory
 from services.purple.config import PurpleSettings
 from services.purple.environment import Policy
 from services.purple.policies import policy_factory
@@ -52,6 +53,9 @@ def create_app(
         lifespan=lifespan,
         description="A ReAct root-cause analyst that works through green over A2A.",
     )
+
+    app.state.store, app.state.trajectory_dir = store, settings.trajectory_dir
+    app.include_router(trajectory.router)
 
     @app.get("/healthz", tags=["health"])
     async def healthz() -> dict:

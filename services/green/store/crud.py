@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
+from sqlalchemy import Row
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, func, select, update
+from sqlalchemy.orm import defer
+from sqlmodel import Session, col, func, select, update
 
 from services.green.store.models import AssessmentRecord, Command, Task, TaskStatus, utcnow
 
@@ -80,6 +82,88 @@ class TaskStore:
             q = select(func.count()).select_from(Task).where(Task.status.in_(UNFINISHED))
             return s.exec(q).one()
 
+    LIST_COLUMNS = (
+        "id", "kind", "arvo_id", "status", "purple_url", "created_at", "started_at",
+        "finished_at", "steps", "max_steps", "cost", "end_reason", "error", "failure_kind",
+        "assessment_id", "scores",
+    )  # fmt: skip
+    """What a task list shows: never the ground truth or the submission (large, and secret)."""
+
+    def page(
+        self,
+        *,
+        statuses: Collection[TaskStatus] = (),
+        kind: str | None = None,
+        arvo_ids: Collection[str] | None = None,
+        assessment_id: str | None = None,
+        offset: int = 0,
+        limit: int = 50,
+    ) -> tuple[Sequence[Row[Any]], int]:
+        """One page of tasks, newest first, and the total matching: rows of :attr:`LIST_COLUMNS`.
+
+        ``arvo_ids`` restricts to those ids (an empty collection matches nothing);
+        ``assessment_id=""`` selects the tasks that belong to no assessment."""
+        where = []
+        if statuses:
+            where.append(col(Task.status).in_(list(statuses)))
+        if kind:
+            where.append(Task.kind == kind)
+        if arvo_ids is not None:
+            where.append(col(Task.arvo_id).in_(list(arvo_ids)))
+        if assessment_id == "":
+            where.append(col(Task.assessment_id).is_(None))
+        elif assessment_id is not None:
+            where.append(Task.assessment_id == assessment_id)
+        columns = [getattr(Task, c) for c in self.LIST_COLUMNS]
+        with Session(self.engine) as s:
+            total = s.exec(select(func.count()).select_from(Task).where(*where)).one()
+            q = select(*columns).where(*where).order_by(col(Task.created_at).desc())
+            return s.exec(q.offset(offset).limit(limit)).all(), total
+
+    def run_tasks(
+        self, assessment_id: str, limit: int = 5000, *, ground_truth: bool = True
+    ) -> Sequence[Task]:
+        """The tasks of one assessment (``""``: the tasks of none), oldest first. With
+        ``ground_truth=False`` that column is not loaded (reading it then raises)."""
+        where = (
+            col(Task.assessment_id).is_(None)
+            if assessment_id == ""
+            else Task.assessment_id == assessment_id
+        )
+        with Session(self.engine) as s:
+            q = select(Task).where(where).order_by(col(Task.created_at)).limit(limit)
+            if not ground_truth:
+                q = q.options(defer(Task.ground_truth, raiseload=True))  # type: ignore[arg-type]
+            return s.exec(q).all()
+
+    def run_counts(self, assessment_id: str) -> list[tuple[TaskStatus, str | None, int, float]]:
+        """(status, failure kind, tasks, cost) of one assessment's tasks (``""``: of none)."""
+        where = (
+            col(Task.assessment_id).is_(None)
+            if assessment_id == ""
+            else Task.assessment_id == assessment_id
+        )
+        q = (
+            select(
+                Task.status, Task.failure_kind, func.count(), func.coalesce(func.sum(Task.cost), 0)
+            )
+            .where(where)
+            .group_by(Task.status, Task.failure_kind)
+        )
+        with Session(self.engine) as s:
+            return [(TaskStatus(a), b, int(n), float(c)) for a, b, n, c in s.exec(q).all()]
+
+    def distinct_ids(self) -> list[tuple[str, str]]:
+        """Every (kind, id) that has a task."""
+        with Session(self.engine) as s:
+            return [tuple(r) for r in s.exec(select(Task.kind, Task.arvo_id).distinct()).all()]
+
+    def commands_after(self, task_id: str, after_seq: int, limit: int = 500) -> Sequence[Command]:
+        """The commands of a task with ``seq > after_seq``, in order (what a live view lacks)."""
+        with Session(self.engine) as s:
+            q = select(Command).where(Command.task_id == task_id, Command.seq > after_seq)
+            return s.exec(q.order_by(Command.seq).limit(limit)).all()
+
     def add_command(self, command: Command) -> None:
         """Record a command and the task's step count in one transaction (the inner loop)."""
         with Session(self.engine) as s:
@@ -143,6 +227,13 @@ class AssessmentStore:
                 setattr(rec, k, v)
             s.add(rec)
             s.commit()
+
+    def list(self, offset: int = 0, limit: int = 50) -> tuple[Sequence[AssessmentRecord], int]:
+        """A page of assessments, newest first, and how many there are."""
+        with Session(self.engine) as s:
+            total = s.exec(select(func.count()).select_from(AssessmentRecord)).one()
+            q = select(AssessmentRecord).order_by(col(AssessmentRecord.created_at).desc())
+            return s.exec(q.offset(offset).limit(limit)).all(), total
 
     def fail_unfinished(self, reason: str, owner: str) -> None:
         with Session(self.engine) as s:

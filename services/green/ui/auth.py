@@ -1,0 +1,112 @@
+"""The dashboard's credential check: the operator's API token, or a session cookie it bought.
+
+The operator pastes the token once on the login page; a random session id (kept in this
+process's memory, never the token) goes into an HttpOnly, SameSite=Strict cookie. Every page,
+stream and JSON route of /ui accepts that cookie or the REST API's ``Authorization: Bearer``
+header. With the operator plane opened (GREEN_OPEN_OPERATOR_PLANE), /ui is open too, but only a
+logged-in operator sees the ground truth (:mod:`services.green.disclosure`).
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from urllib.parse import quote
+
+from fastapi import HTTPException, Request, status
+
+from services.green.auth import Caller, OperatorAuth
+from services.green.disclosure import Disclosure
+
+COOKIE = "arena_ui_session"
+SESSION_TTL_S = 12 * 3600.0
+
+
+class LoginRequired(Exception):
+    """An anonymous request for a page: answered with a redirect to the login page."""
+
+    def __init__(self, next_url: str) -> None:
+        self.next_url = next_url
+
+
+def auth_on(request: Request) -> bool:
+    """Whether /ui asks for the operator token (always, unless the operator plane is open)."""
+    return not request.app.state.auth.open_plane
+
+
+def token_matches(request: Request, given: str) -> bool:
+    """Whether ``given`` is the operator token (constant-time)."""
+    return request.app.state.auth.caller(f"Bearer {given}").operator
+
+
+class Sessions:
+    """Session ids of logged-in browsers, with expiry. In memory: with several green replicas
+    behind one address, use sticky sessions (or log in once per replica)."""
+
+    def __init__(self, ttl_s: float = SESSION_TTL_S) -> None:
+        self.ttl_s = ttl_s
+        self._expiry: dict[str, float] = {}
+
+    def create(self) -> str:
+        now = time.monotonic()
+        self._expiry = {k: v for k, v in self._expiry.items() if v > now}
+        sid = secrets.token_urlsafe(32)
+        self._expiry[sid] = now + self.ttl_s
+        return sid
+
+    def valid(self, sid: str | None) -> bool:
+        return bool(sid) and self._expiry.get(sid or "", 0.0) > time.monotonic()
+
+    def drop(self, sid: str | None) -> None:
+        self._expiry.pop(sid or "", None)
+
+
+def sessions(request: Request) -> Sessions:
+    return request.app.state.ui_sessions
+
+
+def caller(request: Request) -> Caller:
+    """A live session cookie makes the operator (it was bought with the token); otherwise the
+    bearer header decides, as on the REST API."""
+    auth: OperatorAuth = request.app.state.auth
+    if sessions(request).valid(request.cookies.get(COOKIE)):
+        return Caller(f"operator:{auth.fingerprint}", operator=True, may_operate=True)
+    return auth.caller(request.headers.get("authorization"))
+
+
+def authenticated(request: Request) -> bool:
+    """May use the dashboard: the operator, or anyone while the operator plane is open."""
+    return caller(request).may_operate
+
+
+def disclosure(request: Request) -> Disclosure:
+    """What this visitor may see of tasks (the ground truth: the operator, once the bug is done)."""
+    return Disclosure(request.app.state.orchestrator.store, caller(request))
+
+
+def require_page(request: Request) -> None:
+    """For HTML pages: anonymous visitors are sent to the login page."""
+    if not authenticated(request):
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        raise LoginRequired(target)
+
+
+def require_api(request: Request) -> None:
+    """For streams and JSON: anonymous requests get 401."""
+    if not authenticated(request):
+        raise HTTPException(
+            status.HTTP_401_UNAUTHORIZED,
+            "log in at /ui/login or send 'Authorization: Bearer <token>'",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+
+
+def login_url(next_url: str) -> str:
+    return "/ui/login?next=" + quote(next_url, safe="/")
+
+
+def safe_next(next_url: str | None) -> str:
+    """Only local /ui paths are followed after login (no open redirect)."""
+    if next_url and next_url.startswith("/ui") and not next_url.startswith("//"):
+        return next_url
+    return "/ui"

@@ -1,0 +1,107 @@
+"""GET /ui/tasks/{id}/stream: a task's commands and status changes as server-sent events.
+
+Events: ``command`` (one per command, ``id`` = its seq, so a reconnecting browser resumes with
+Last-Event-ID), ``status`` (a lifecycle transition), ``end`` (the task has ended; the stream
+closes). The orchestrator's per-task broadcast (``Orchestrator.subscribe``) says when to look;
+the commands themselves are read from the store, so nothing is lost between two wake-ups. That
+broadcast is in-process: with several green replicas, a viewer must reach the replica running
+the task (or this module must poll the database instead).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, Depends, HTTPException, Request, status
+from fastapi.responses import StreamingResponse
+
+from services.green.orchestrator import Orchestrator, TaskEvent, TaskNotFound
+from services.green.store.models import CommandPublic
+from services.green.ui.auth import require_api
+
+router = APIRouter(prefix="/ui", include_in_schema=False, dependencies=[Depends(require_api)])
+KEEPALIVE_S = 15.0
+POLL_S = 1.0
+"""How often an idle stream checks whether green is stopping (it then closes, so it never holds
+up the shutdown; the browser reconnects to the restarted green)."""
+
+
+def sse(event: str, data: Any, event_id: int | None = None) -> str:
+    head = f"id: {event_id}\n" if event_id is not None else ""
+    return f"{head}event: {event}\ndata: {json.dumps(data, default=str)}\n\n"
+
+
+def _command(c: CommandPublic) -> str:
+    return sse("command", c.model_dump(mode="json"), c.seq)
+
+
+async def task_events(
+    orch: Orchestrator, task_id: str, after: int, queue: asyncio.Queue[TaskEvent]
+) -> AsyncIterator[str]:
+    """The event stream of one task from command ``after`` on; ends after the task does.
+
+    A command event carries the command (no database read); the store is read only to catch
+    up: on connect, and if an event ever arrives out of sequence."""
+    seq, last_status = after, orch.get(task_id).status
+
+    def catch_up() -> list[str]:
+        nonlocal seq
+        out = []
+        for row in orch.store.commands_after(task_id, seq):
+            seq = row.seq
+            out.append(_command(CommandPublic.model_validate(row, from_attributes=True)))
+        return out
+
+    yield "retry: 2000\n\n"
+    try:
+        for chunk in catch_up():
+            yield chunk
+        idle = 0.0
+        while True:
+            try:
+                event = await asyncio.wait_for(queue.get(), POLL_S)
+            except TimeoutError:
+                if orch.stopping:
+                    return
+                idle += POLL_S
+                if idle >= KEEPALIVE_S:
+                    idle = 0.0
+                    yield ": keep-alive\n\n"
+                continue
+            await asyncio.sleep(0)  # let the command's own reply go out first
+            if event.command is not None and event.command.seq == seq + 1:
+                seq = event.command.seq
+                yield _command(event.command)
+            elif event.command is not None or event.status is not last_status:
+                for chunk in catch_up():  # a gap, or a transition: commands come first
+                    yield chunk
+            if event.status is not last_status or event.status.terminal:
+                last_status = event.status
+                yield sse("status", {"status": event.status.value, "detail": event.message})
+            if event.status.terminal:
+                yield sse("end", {"status": event.status.value})
+                return
+    finally:
+        orch.unsubscribe(task_id, queue)
+
+
+@router.get("/tasks/{task_id}/stream")
+async def stream(task_id: str, request: Request, after: int = 0) -> StreamingResponse:
+    orch: Orchestrator = request.app.state.orchestrator
+    resume = request.headers.get("last-event-id", "")
+    if resume.isdigit():
+        after = max(after, int(resume))
+    if after < 0:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "after must be >= 0")
+    try:
+        queue = orch.subscribe(task_id)  # before the first read: no command falls in between
+    except TaskNotFound:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no task {task_id}") from None
+    return StreamingResponse(
+        task_events(orch, task_id, after, queue),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+    )

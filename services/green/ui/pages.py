@@ -1,0 +1,111 @@
+"""The task pages of the dashboard: the list (filters, live status), one task, start, cancel."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from services.green.assets.base import UnknownTask
+from services.green.kinds.base import split_task_ref
+from services.green.orchestrator import Orchestrator, TaskNotFound, TaskOptions
+from services.green.store.models import CommandPublic
+from services.green.ui.auth import disclosure, require_page
+from services.green.ui.login import form_fields
+from services.green.ui.templating import render
+from services.green.ui.views import TaskFilters, duration, result_view, task_page, timeline
+
+router = APIRouter(prefix="/ui", include_in_schema=False, dependencies=[Depends(require_page)])
+MAX_COMMANDS_SHOWN = 2000
+
+
+def _orch(request: Request) -> Orchestrator:
+    return request.app.state.orchestrator
+
+
+def same_origin(request: Request) -> None:
+    """Refuse a form post from another site (the session cookie is SameSite=Strict as well)."""
+    origin = request.headers.get("origin")
+    if origin and origin.split("://", 1)[-1] != request.headers.get("host"):
+        raise HTTPException(status.HTTP_403_FORBIDDEN, "cross-site form post refused")
+
+
+@router.get("/tasks", response_class=HTMLResponse)
+async def tasks(
+    request: Request,
+    status_: Annotated[str, Query(alias="status")] = "",
+    kind: str = "",
+    bug_class: str = "",
+    run: str = "",
+    page: int = 1,
+    fragment: str = "",
+) -> Response:
+    f = TaskFilters(status_, kind, bug_class, run, page)
+    data = await task_page(_orch(request).store, request.app.state.ui_facts, f)
+    name = "task_rows.html" if fragment == "rows" else "tasks.html"
+    return render(request, name, f=f, **data)
+
+
+@router.post("/tasks")
+async def start_task(request: Request) -> Response:
+    """The start form: a task reference, optionally a purple URL and a step limit."""
+    same_origin(request)
+    form = await form_fields(request)
+    ref, purple = form.get("task", "").strip(), form.get("purple_url", "").strip() or None
+    steps = form.get("max_steps", "").strip()
+    error, code = None, 422
+    if not ref:
+        error = "Give a task, e.g. arvo:900007."
+    elif steps and not (steps.isdigit() and 1 <= int(steps) <= 10_000):
+        error = "The step limit is a number from 1 to 10000."
+    else:
+        kind, ref_id = split_task_ref(ref)
+        opts = TaskOptions(purple_url=purple, max_steps=int(steps) if steps else None)
+        try:
+            task = await _orch(request).create_task(ref_id, opts, kind=kind)
+            return RedirectResponse(f"/ui/tasks/{task.id}", status_code=303)
+        except UnknownTask as exc:
+            error, code = f"Unknown task {ref}: {exc}", 404
+        except ValueError as exc:
+            error = str(exc)
+    return render(request, "start_error.html", code, error=error, form=form)
+
+
+@router.get("/tasks/{task_id}", response_class=HTMLResponse)
+async def task(task_id: str, request: Request) -> Response:
+    orch = _orch(request)
+    try:
+        row = orch.get(task_id)
+    except TaskNotFound:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no task {task_id}") from None
+    view = disclosure(request).task(row)
+    facts = request.app.state.ui_facts
+    report = await facts.report(view.kind, view.arvo_id)
+    crash = await facts.crash(view.kind, view.arvo_id)
+    commands = [
+        CommandPublic.model_validate(c, from_attributes=True)
+        for c in orch.store.commands(task_id, 0, MAX_COMMANDS_SHOWN)
+    ]
+    return render(
+        request,
+        "task.html",
+        task=view,
+        report=report,
+        crash=crash,
+        commands=commands,
+        last_seq=commands[-1].seq if commands else 0,
+        events=timeline(view),
+        took=duration(view.started_at, view.finished_at),
+        result=await result_view(facts, view),
+    )
+
+
+@router.post("/tasks/{task_id}/cancel")
+async def cancel(task_id: str, request: Request) -> Response:
+    same_origin(request)
+    try:
+        await _orch(request).cancel(task_id, "cancelled from the dashboard")
+    except TaskNotFound:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no task {task_id}") from None
+    return RedirectResponse(f"/ui/tasks/{task_id}", status_code=303)

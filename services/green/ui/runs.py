@@ -1,0 +1,158 @@
+"""The runs pages: every assessment with progress, scores and failures; one run with its plots."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from typing import Any
+
+from fastapi import APIRouter, Depends, HTTPException, Request, status
+from fastapi.responses import HTMLResponse, Response
+
+from services.green.assessment import AssessmentRunner, TaskOutcome
+from services.green.disclosure import Disclosure
+from services.green.store.models import AssessmentRecord, Task
+from services.green.ui import plots
+from services.green.ui.auth import disclosure, require_page
+from services.green.ui.crash import fix_position
+from services.green.ui.facts import TaskFacts
+from services.green.ui.templating import render
+from services.green.ui.views import NO_RUN
+from services.shared.logging import get_logger
+
+log = get_logger("services.green.ui")
+router = APIRouter(prefix="/ui", include_in_schema=False, dependencies=[Depends(require_page)])
+RUNS_PER_PAGE = 20
+
+
+def counts(store, run_id: str) -> dict[str, Any]:
+    """Progress of a run from one grouped query: tasks per status, failures, cost."""
+    rows = store.run_counts("" if run_id == NO_RUN else run_id)
+    by_status: Counter[str] = Counter()
+    failures: Counter[str] = Counter()
+    for status_, kind, n, _ in rows:
+        by_status[status_.value] += n
+        if kind:
+            failures[str(getattr(kind, "value", kind))] += n
+    ended = sum(n for s, _, n, _ in rows if s.terminal)
+    return {
+        "id": run_id,
+        "n": sum(by_status.values()),
+        "ended": ended,
+        "counts": dict(by_status),
+        "infra": failures.get("infra", 0),
+        "agent": failures.get("agent", 0),
+        "cost": sum(c for *_, c in rows),
+        "aggregate": None,
+    }
+
+
+def aggregate(run_id: str, tasks: list[Task], runner: AssessmentRunner) -> dict[str, Any] | None:
+    """Aggregate scores over the ended tasks (failures count 0, infra ones apart)."""
+    ended = [t for t in tasks if t.status.terminal]
+    try:
+        return runner.aggregate([TaskOutcome.of(t) for t in ended]) if ended else None
+    except ValueError as exc:  # a stored score the aggregate cannot read: say so, do not fail
+        log.warning("ui.aggregate_failed", run=run_id, error=str(exc)[:500])
+        return {"error": f"scores could not be aggregated: {str(exc)[:300]}"}
+
+
+def summarize(request: Request, run_id: str, rec: AssessmentRecord | None) -> dict[str, Any]:
+    """Progress, aggregate scores and failures split into infra and agent. A finished
+    assessment's aggregate is the one it recorded; a running one's is computed now."""
+    summary = counts(request.app.state.orchestrator.store, run_id)
+    recorded = (rec.result or {}).get("aggregate") if rec is not None else None
+    if recorded is not None and rec is not None and rec.status.terminal:
+        summary["aggregate"] = recorded
+    else:
+        summary["aggregate"] = aggregate(
+            run_id, _tasks(request, run_id), request.app.state.assessments
+        )
+    return summary
+
+
+def _record(request: Request, run_id: str) -> AssessmentRecord | None:
+    if run_id == NO_RUN:
+        return None
+    rec = request.app.state.assessment_store.get(run_id)
+    if rec is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no run {run_id}")
+    return rec
+
+
+def _tasks(request: Request, run_id: str, ground_truth: bool = False) -> list[Task]:
+    store = request.app.state.orchestrator.store
+    return list(store.run_tasks("" if run_id == NO_RUN else run_id, ground_truth=ground_truth))
+
+
+@router.get("", response_class=HTMLResponse)
+async def runs(request: Request, page: int = 1) -> Response:
+    if page < 1:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "page starts at 1")
+    records, total = request.app.state.assessment_store.list(
+        (page - 1) * RUNS_PER_PAGE, RUNS_PER_PAGE
+    )
+    rows = [(rec, summarize(request, rec.id, rec)) for rec in records]
+    single = counts(request.app.state.orchestrator.store, NO_RUN)  # scores: on its run page
+    return render(
+        request,
+        "runs.html",
+        rows=rows,
+        single=single,
+        page=page,
+        pages=max(1, -(-total // RUNS_PER_PAGE)),
+        default_purple=request.app.state.orchestrator.settings.purple_url,
+    )
+
+
+async def points(facts: TaskFacts, tasks: list[Task], show: Disclosure) -> list[plots.Point]:
+    """The ended tasks of a run as plot points. The fix position needs the ground truth: it is
+    computed only where the REST API would show it."""
+    out: list[plots.Point] = []
+    allowed = show.revealable(tasks)
+    for t in tasks:
+        if not t.status.terminal:
+            continue
+        view = show.task(t, t.id in allowed)
+        crash = await facts.crash(t.kind, t.arvo_id)
+        scores = view.scores or {}
+        scorable = scores.get("scorable", True) and scores
+        out.append(
+            plots.Point(
+                metrics={k: float(v) for k, v in scores.items() if ("@" in k or k == "iou")}
+                if scorable
+                else {},
+                cost=t.cost,
+                bug_class=crash.bug_class if crash else t.kind,
+                fix_position=fix_position(crash, view.ground_truth) if crash else "unknown",
+                status=t.status.value,
+            )
+        )
+    return out
+
+
+@router.get("/runs/{run_id}", response_class=HTMLResponse)
+async def run(run_id: str, request: Request) -> Response:
+    record = _record(request, run_id)
+    tasks = _tasks(request, run_id)
+    summary = counts(request.app.state.orchestrator.store, run_id)
+    summary["aggregate"] = aggregate(run_id, tasks, request.app.state.assessments)
+    return render(
+        request, "run.html", record=record, summary=summary, tasks=tasks, plots=plots.PLOTS
+    )
+
+
+@router.get("/runs/{run_id}/plots/{name}.svg")
+async def plot(run_id: str, name: str, request: Request) -> Response:
+    if name not in plots.PLOTS:
+        raise HTTPException(
+            status.HTTP_404_NOT_FOUND, f"no plot {name!r}; one of {', '.join(plots.PLOTS)}"
+        )
+    _record(request, run_id)
+    pts = await points(
+        request.app.state.ui_facts,
+        _tasks(request, run_id, ground_truth=True),
+        disclosure(request),
+    )
+    svg = await asyncio.to_thread(plots.render, name, pts)  # matplotlib is CPU-bound
+    return Response(svg, media_type="image/svg+xml", headers={"Cache-Control": "no-store"})

@@ -1,0 +1,141 @@
+"""View models of the dashboard's pages: task filters, timelines, the result comparison."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from fastapi import HTTPException, status
+
+from services.green.store.crud import UNFINISHED
+from services.green.store.models import Task, TaskPublic, TaskStatus
+from services.green.ui.facts import TaskFacts
+
+PAGE_SIZE = 50
+STATUS_CHOICES = ["", "unfinished", *(s.value for s in TaskStatus)]
+NO_RUN = "none"
+"""The ``run`` filter value of tasks started one by one (no assessment)."""
+
+
+@dataclass
+class TaskFilters:
+    status: str = ""
+    kind: str = ""
+    bug_class: str = ""
+    run: str = ""
+    page: int = 1
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUS_CHOICES:
+            raise HTTPException(
+                status.HTTP_422_UNPROCESSABLE_CONTENT,
+                f"unknown status {self.status!r}; one of: {', '.join(filter(None, STATUS_CHOICES))}",
+            )
+        if self.page < 1:
+            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "page starts at 1")
+
+    def statuses(self) -> list[TaskStatus]:
+        if self.status == "unfinished":
+            return list(UNFINISHED)
+        return [TaskStatus(self.status)] if self.status else []
+
+    def assessment_id(self) -> str | None:
+        if not self.run:
+            return None
+        return "" if self.run == NO_RUN else self.run
+
+    def query(self, **changes: Any) -> str:
+        """The query string of these filters with some changed (for links)."""
+        values = {**self.__dict__, **changes}
+        return "&".join(f"{k}={v}" for k, v in values.items() if v not in ("", None, 1))
+
+
+async def task_page(store, facts: TaskFacts, f: TaskFilters) -> dict[str, Any]:
+    """One page of the task list with everything its filters need."""
+    ids = store.distinct_ids()
+    classes = await facts.bug_classes(ids)
+    arvo_ids = None
+    if f.bug_class:
+        arvo_ids = {arvo_id for (_, arvo_id), c in classes.items() if c == f.bug_class}
+    rows, total = store.page(
+        statuses=f.statuses(),
+        kind=f.kind or None,
+        arvo_ids=arvo_ids,
+        assessment_id=f.assessment_id(),
+        offset=(f.page - 1) * PAGE_SIZE,
+        limit=PAGE_SIZE,
+    )
+    items = []
+    for r in rows:
+        ended = TaskStatus(r.status).terminal
+        items.append(
+            {
+                "row": r,
+                "bug_class": classes.get((r.kind, r.arvo_id), "unknown"),
+                "scores": r.scores if ended and r.scores else None,
+            }
+        )
+    return {
+        "items": items,
+        "total": total,
+        "pages": max(1, -(-total // PAGE_SIZE)),
+        "live": any(not TaskStatus(r.status).terminal for r in rows),
+        "kinds": sorted({k for k, _ in ids}),
+        "bug_classes": sorted(set(classes.values())),
+        "statuses": STATUS_CHOICES,
+    }
+
+
+def timeline(task: Task | TaskPublic) -> list[dict[str, Any]]:
+    """The recorded moments of a task (the page adds live transitions as they come)."""
+    out: list[dict[str, Any]] = [{"at": task.created_at, "status": "queued", "detail": ""}]
+    if task.started_at:
+        out.append({"at": task.started_at, "status": "running", "detail": "sent to purple"})
+    if task.finished_at:
+        detail = task.end_reason or ""
+        if task.error and task.error != detail:
+            detail = f"{detail}: {task.error}" if detail else task.error
+        out.append({"at": task.finished_at, "status": task.status.value, "detail": detail})
+    elif not task.started_at and task.status is not TaskStatus.queued:
+        out.append({"at": task.updated_at, "status": task.status.value, "detail": ""})
+    return out
+
+
+def duration(start: datetime | None, end: datetime | None) -> str:
+    if not start or not end:
+        return "-"
+    seconds = (end - start).total_seconds()
+    minutes, secs = divmod(round(seconds), 60)
+    return f"{minutes}m{secs:02d}s" if minutes else f"{seconds:.1f}s"
+
+
+def _gt_lines(ground_truth: dict[str, Any]) -> dict[str, set[int]]:
+    return {f["path"]: set(f.get("lines") or []) for f in ground_truth.get("files", [])}
+
+
+async def result_view(facts: TaskFacts, view: TaskPublic) -> dict[str, Any] | None:
+    """The ranked submission next to the ground truth, with hit or miss per location, the
+    explanation and the source around each location and region. None until the API shows the
+    ground truth (the task has ended, and whatever else the API requires)."""
+    if view.ground_truth is None or view.scores is None:
+        return None
+    scores, gt = view.scores, view.ground_truth
+    locations = scores.get("locations") or []
+    regions = scores.get("regions") or []
+    spans = [
+        (loc.get("matched_file") or loc.get("normalized") or loc["file"], loc["line_start"],
+         loc["line_end"])
+        for loc in locations
+    ] + [(r["file"], r["start"], r["end"]) for r in regions]  # fmt: skip
+    snippets = await facts.snippets(view.kind, view.arvo_id, spans)
+    return {
+        "scores": scores,
+        "metrics": {k: v for k, v in scores.items() if "@" in k or k == "iou"},
+        "locations": list(zip(locations, snippets[: len(locations)], strict=True)),
+        "regions": list(zip(regions, snippets[len(locations) :], strict=True)),
+        "gt_lines": _gt_lines(gt),
+        "ground_truth": gt,
+        "submission": view.submission,
+        "explanation": scores.get("explanation") or [],
+    }

@@ -1,0 +1,1 @@
+"""Purple's read-only REST additions (trajectories)."""

@@ -1,0 +1,116 @@
+"""GET /tasks/{id}/trajectory: a task's trajectory, step by step, read-only.
+
+Built from the events file the agent appends as it works (``<stem>.events.jsonl``), so it is
+available while the task runs: per step the LLM messages, the tool calls, the commands and their
+outputs, and the tokens and cost of the model calls.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Request
+from pydantic import BaseModel
+
+from services.purple.agent.trajectory import Trajectory
+from services.purple.store.crud import PurpleStore
+
+router = APIRouter(tags=["tasks"])
+MAX_EVENTS = 20_000
+"""Events read from one file (a long run has a few thousand)."""
+
+
+class Step(BaseModel):
+    step: int
+    messages: list[dict[str, Any]] = []
+    tool_calls: list[dict[str, Any]] = []
+    commands: list[dict[str, Any]] = []
+    other: list[dict[str, Any]] = []
+    """Compactions, submissions and other events of the step."""
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float = 0.0
+    llm_seconds: float = 0.0
+
+
+class TrajectoryView(BaseModel):
+    task_id: str
+    policy: str
+    status: str
+    files: list[str]
+    steps: list[Step]
+    tokens_in: int
+    tokens_out: int
+    cost: float
+
+
+def _events(path: Path) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    with path.open(encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if len(out) >= MAX_EVENTS:
+                break
+            try:
+                event = json.loads(line)
+            except ValueError:  # a line being written right now
+                continue
+            if isinstance(event, dict):
+                out.append(event)
+    return out
+
+
+def group_steps(events: list[dict[str, Any]]) -> list[Step]:
+    """Events in order -> steps; an event without a ``step`` belongs to the current one."""
+    steps: dict[int, Step] = {}
+    current = 0
+    for ev in events:
+        if isinstance(ev.get("step"), int):
+            current = ev["step"]
+        step = steps.setdefault(current, Step(step=current))
+        kind = ev.get("type")
+        if kind == "message":
+            msg = {k: v for k, v in ev.items() if k not in ("type", "step")}
+            step.messages.append(msg)
+            step.tool_calls += msg.get("tool_calls") or []
+        elif kind == "llm_call":
+            step.tokens_in += int(ev.get("tokens_in") or 0)
+            step.tokens_out += int(ev.get("tokens_out") or 0)
+            step.cost += float(ev.get("cost") or 0.0)
+            step.llm_seconds += float(ev.get("duration_s") or 0.0)
+        elif kind == "command":
+            step.commands.append({k: v for k, v in ev.items() if k != "type"})
+        elif kind != "start":
+            step.other.append(ev)
+    return [steps[k] for k in sorted(steps)]
+
+
+def trajectory_files(directory: Path, task_id: str) -> list[Path]:
+    """The events files of a task (one per policy that worked on it), oldest first."""
+    task_part = Trajectory.stem(task_id, "x")[: -len(".x")]
+    if not directory.is_dir():
+        return []
+    # the stem holds only [A-Za-z0-9_.-]: nothing a glob would read as a pattern
+    return sorted(directory.glob(f"{task_part}.*.events.jsonl"), key=lambda p: p.stat().st_mtime)
+
+
+@router.get("/tasks/{task_id}/trajectory", response_model=TrajectoryView)
+async def get_trajectory(task_id: str, request: Request) -> TrajectoryView:
+    store: PurpleStore = request.app.state.store
+    row = store.get(task_id)
+    if row is None:
+        raise HTTPException(404, f"no task {task_id}")
+    files = trajectory_files(Path(request.app.state.trajectory_dir), task_id)
+    events = [ev for path in files for ev in _events(path)]
+    steps = group_steps(events)
+    return TrajectoryView(
+        task_id=task_id,
+        policy=row.policy,
+        status=row.status,
+        files=[p.name for p in files],
+        steps=steps,
+        tokens_in=sum(s.tokens_in for s in steps),
+        tokens_out=sum(s.tokens_out for s in steps),
+        cost=round(sum(s.cost for s in steps), 6),
+    )

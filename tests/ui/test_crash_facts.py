@@ -1,0 +1,65 @@
+"""The bug class and crash stack the dashboard reads from sanitizer reports, and fix positions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fixtures.catalog import load_tasks
+from services.green.ui.crash import fix_position, parse_report
+
+REPORTS = Path(__file__).parents[1] / "purple" / "data" / "reports"
+
+
+@pytest.mark.parametrize(
+    ("name", "bug_class", "first_frame"),
+    [
+        ("gcc_asan_double_free.txt", "double-free", "buf_release"),
+        ("gcc_asan_global_overflow.txt", "global-buffer-overflow", "table_get"),
+        ("gcc_asan_heap_overflow.txt", "heap-buffer-overflow", "buf_fill"),
+        ("gcc_asan_segv.txt", "SEGV", "run"),
+        ("gcc_asan_uaf.txt", "heap-use-after-free", "buf_sum"),
+        ("gcc_lsan_leak.txt", "memory-leak", "leak_name"),
+        ("gcc_ubsan_null_load.txt", "null-pointer-dereference", "run"),
+        ("gcc_ubsan_signed_overflow.txt", "signed-integer-overflow", "scale"),
+    ],
+)
+def test_bug_class_and_crash_frame_of_real_reports(name, bug_class, first_frame):
+    info = parse_report((REPORTS / name).read_text())
+    assert info.bug_class == bug_class
+    assert info.frames[0].function == first_frame
+    assert all("fuzzer::" not in f.function for f in info.frames)
+
+
+def test_only_the_first_stack_counts():
+    info = parse_report((REPORTS / "gcc_asan_uaf.txt").read_text())
+    indexes = [f.index for f in info.frames]
+    assert indexes == sorted(set(indexes)), "frames of the free/alloc stacks leaked in"
+
+
+def test_a_report_without_a_sanitizer_line_is_unknown():
+    assert parse_report("Segmentation fault (core dumped)\n").bug_class == "unknown"
+
+
+def _gt(*functions: str) -> dict:
+    return {
+        "files": [{"path": "a.c", "functions": [{"name": f, "qualified": f} for f in functions]}]
+    }
+
+
+def test_fix_position_counts_frames_up_from_the_crash():
+    text = (REPORTS / "gcc_asan_heap_overflow.txt").read_text()  # buf_fill <- run <- fuzzer
+    info = parse_report(text)
+    assert fix_position(info, _gt("buf_fill")) == "crash frame"
+    assert fix_position(info, _gt("run")) == "1 frame up"
+    assert fix_position(info, _gt("LLVMFuzzerTestOneInput")) == "2 frames up"
+    assert fix_position(info, _gt("elsewhere")) == "not in the stack"
+    assert fix_position(info, None) == "unknown"
+
+
+@pytest.mark.docker
+def test_fixture_tasks_bug_classes_match_their_catalog(fixture_assets: Path):
+    for task in load_tasks():
+        report = fixture_assets / str(task.id) / "error.txt"
+        assert parse_report(report.read_text()).bug_class == task.crash_type, task.id
