@@ -1,0 +1,105 @@
+"""REST for real datasets: list ids, prefetch, verify, verification results, the image budget.
+
+Operator plane (registered with the operator dependency). ``arena tasks`` calls these, so the
+CLI works against a remote green.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Query, Request, status
+from pydantic import BaseModel, Field, field_validator
+
+from services.green.assets import AssetError, UnknownTask
+from services.green.assets.ids import parse_arvo_id
+from services.green.datasets.service import Datasets
+from services.green.sandbox.base import SandboxError
+from services.green.store.models import TaskVerification
+
+router = APIRouter(prefix="/datasets", tags=["datasets"])
+MAX_REFS = 2000
+
+
+def _datasets(request: Request) -> Datasets:
+    datasets = getattr(request.app.state, "datasets", None)
+    if datasets is None:
+        raise HTTPException(
+            status.HTTP_503_SERVICE_UNAVAILABLE,
+            "dataset tools need green's Docker engine and the arvo task kind",
+        )
+    return datasets
+
+
+class RefBody(BaseModel):
+    task: str = Field(examples=["arvo:10055"], description="An ARVO task: 'arvo:<n>' or '<n>'")
+
+    @field_validator("task")
+    @classmethod
+    def _arvo(cls, v: str) -> str:
+        return parse_arvo_id(v)
+
+
+class PrefetchBody(RefBody):
+    dry_run: bool = False
+    """Only say what it would fetch and how large it is."""
+
+
+@router.get("/ids")
+async def list_ids(request: Request) -> dict[str, Any]:
+    """The task ids the asset source holds (a local folder can list them; HTTP cannot)."""
+    ids = _datasets(request).known_ids()
+    if ids is None:
+        raise HTTPException(
+            status.HTTP_409_CONFLICT,
+            "green's asset source cannot list its tasks (HTTP): give the population as a file",
+        )
+    return {"ids": ids, "total": len(ids)}
+
+
+@router.post("/prefetch")
+async def prefetch_one(body: PrefetchBody, request: Request) -> dict[str, Any]:
+    """Fetch one task's files into green's cache and pull its image (or, dry, size them)."""
+    datasets = _datasets(request)
+    try:
+        return await asyncio.to_thread(datasets.prefetch, body.task, body.dry_run)
+    except UnknownTask as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown task {body.task}: {exc}") from exc
+    except (AssetError, SandboxError) as exc:
+        raise HTTPException(status.HTTP_502_BAD_GATEWAY, str(exc)) from exc
+
+
+@router.post("/verify", response_model=TaskVerification)
+async def verify_one(body: RefBody, request: Request) -> TaskVerification:
+    """Certify one task (blocks for the whole check: reproduce, fix, ground truth)."""
+    return await asyncio.to_thread(_datasets(request).verify, body.task)
+
+
+@router.get("/verifications", response_model=list[TaskVerification])
+async def verifications(
+    request: Request, task: Annotated[list[str], Query(max_length=MAX_REFS)]
+) -> list[TaskVerification]:
+    """The newest verification of each task given (tasks never verified are absent)."""
+    try:
+        refs = {parse_arvo_id(t) for t in task}
+    except ValueError as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from exc
+    found = _datasets(request).verifications.latest(refs)
+    return [found[r] for r in sorted(found)]
+
+
+@router.get("/images")
+async def images(request: Request) -> dict[str, Any]:
+    """Task images on the engine (least recently used first) and the budget."""
+    budget = _datasets(request).budget
+    listed = await asyncio.to_thread(budget.task_images)
+    state = await asyncio.to_thread(budget.status)
+    return {**state.to_dict(), "task_images": [vars(i) for i in listed]}
+
+
+@router.post("/images/enforce")
+async def enforce(request: Request) -> dict[str, Any]:
+    """Apply the budget now; returns the removed tags."""
+    removed = await asyncio.to_thread(_datasets(request).budget.enforce)
+    return {"removed": removed}
