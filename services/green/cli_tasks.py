@@ -276,12 +276,20 @@ def images_cmd(
     with green_client(green, api_token) as client:
         removed = client.call("POST", "/datasets/images/enforce")["removed"] if enforce else []
         state = client.call("GET", "/datasets/images")
-    table = Table("image", "size", "last used", title="task images (LRU first)")
+    table = Table(title="task images (LRU first)")
+    table.add_column("image", overflow="fold")
+    table.add_column("size")
+    table.add_column("last used (UTC)")
     for img in state["task_images"]:
-        table.add_row(img["tag"], _size(img["size"]), img["last_used"] or "never")
+        table.add_row(img["tag"], _size(img["size"]), (img["last_used"] or "never")[:19])
     console.print(table)
-    budget = f"{state['budget_gb']} GB" if state["budget_gb"] else "none (GREEN_IMAGE_BUDGET_GB)"
-    console.print(f"{state['images']} task image(s), {state['used_gb']} GB; budget {budget}")
+    budget = (
+        f"{state['budget_gb']:.2f} GB" if state["budget_gb"] else "none (GREEN_IMAGE_BUDGET_GB)"
+    )
+    over = " [red](over budget: images in use are kept)[/]" if state["over"] else ""
+    console.print(
+        f"{state['images']} task image(s), {state['used_gb']:.2f} GB; budget {budget}{over}"
+    )
     for tag in removed:
         console.print(f"removed {tag}")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import asdict, dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 import docker
 import docker.errors
@@ -22,7 +22,7 @@ from services.green.store.crud import ImageUseStore
 
 log = structlog.get_logger(__name__)
 GB = 1_000_000_000
-_EPOCH = datetime(1970, 1, 1)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def template_pattern(template: str) -> re.Pattern[str]:
@@ -54,6 +54,13 @@ def image_size(client: docker.DockerClient, image: str) -> int | None:
         return int(client.images.get(image).attrs.get("Size") or 0)
     except docker.errors.ImageNotFound:
         return None
+
+
+def _aware(when: datetime | None) -> datetime:
+    """SQLite gives naive datetimes (stored as UTC); never-used sorts first."""
+    if when is None:
+        return _EPOCH
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 @dataclass
@@ -108,7 +115,7 @@ class ImageBudget:
                     found.append(
                         TaskImage(tag, img.id, int(img.attrs.get("Size") or 0), when and str(when))
                     )
-        return sorted(found, key=lambda t: (used.get(t.tag) or _EPOCH, t.tag))
+        return sorted(found, key=lambda t: (_aware(used.get(t.tag)), t.tag))
 
     def status(self) -> BudgetStatus:
         images = self.task_images()

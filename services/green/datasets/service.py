@@ -79,7 +79,9 @@ class Datasets:
     def verify(self, ref: str) -> TaskVerification:
         with self._slots, self._using(self.image(ref)):
             v = self.verifier.verify(ref)
-        row = self.verifications.put(
+            self.budget.touch(v.image)
+            self.budget.enforce()  # while the image is still protected: keep what was verified
+        return self.verifications.put(
             TaskVerification(
                 ref=ref,
                 image=v.image,
@@ -90,15 +92,14 @@ class Datasets:
                 seconds=v.seconds,
             )
         )
-        self.budget.enforce()
-        return row
 
     def prefetch(self, ref: str, dry_run: bool) -> dict:
         if dry_run:
             return prefetch.plan(self.assets, self.client, self.image(ref), ref)
         with self._using(self.image(ref)):
             result = prefetch.fetch(self.assets, self.client, self.image(ref), ref)
-        result["removed_images"] = self.budget.enforce()
+            self.budget.touch(self.image(ref))
+            result["removed_images"] = self.budget.enforce()  # never the image just pulled
         return result
 
     def known_ids(self) -> list[str] | None:
