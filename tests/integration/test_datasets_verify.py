@@ -14,7 +14,7 @@ from fixtures.catalog import load_broken_tasks, load_tasks
 from services.green.cli import app as cli
 from services.green.cli_tasks import narrow_run_ids
 from tests.integration.conftest import leftover_containers
-from tests.integration.helpers import OPERATOR, OPERATOR_TOKEN
+from tests.integration.helpers import OPERATOR, OPERATOR_TOKEN, submit_task, wait_terminal
 
 pytestmark = pytest.mark.docker
 
@@ -64,6 +64,25 @@ def test_verify_every_fixture_and_catch_the_broken_ones(start_green, docker_clie
 
     kept = narrow_run_ids(green.url, OPERATOR_TOKEN, [*BROKEN, *GOOD[:2]], None, 0, True)
     assert kept == GOOD[:2]
+
+    # Tasks carry what verification found; an assessment can keep the verified ones only.
+    ok, broken = (
+        submit_task(green.url, {"task": "900001"}),
+        submit_task(green.url, {"task": "900901"}),
+    )
+    assert ok["verified"] is True and broken["verified"] is False
+    assert (
+        httpx.get(f"{green.url}/tasks/{broken['id']}", headers=OPERATOR).json()["verified"] is False
+    )
+    body = {"task_ids": ["900001", "900901", "900003"], "verified_only": True}
+    started = httpx.post(f"{green.url}/assessments", json=body, headers=OPERATOR, timeout=30)
+    assert started.status_code == 202, started.text
+    assert len(started.json()["task_ids"]) == 2 and started.json()["left_out"] == ["arvo:900901"]
+    none_ok = {"task_ids": ["900902"], "verified_only": True}
+    refused = httpx.post(f"{green.url}/assessments", json=none_ok, headers=OPERATOR, timeout=30)
+    assert refused.status_code == 422 and "none of these tasks is verified" in refused.text
+    for task in (ok, broken):
+        wait_terminal(green.url, task["id"])
 
 
 def test_dataset_routes_need_the_operator_and_check_ids(start_green):

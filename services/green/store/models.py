@@ -101,6 +101,8 @@ class TaskPublic(TaskBase):
     submission: dict[str, Any] | None = None
     scores: dict[str, Any] | None = None
     ground_truth: dict[str, Any] | None = None
+    verified: bool | None = None
+    """What ``arena tasks verify`` found for this task (None: never verified)."""
 
 
 class TaskList(SQLModel):

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Query, Request, status
 from pydantic import BaseModel, Field, field_validator
 
+from services.green.assessment import AssessmentRequest
 from services.green.assets import AssetError, UnknownTask
 from services.green.assets.ids import parse_arvo_id
 from services.green.datasets.service import Datasets
@@ -30,6 +31,34 @@ def _datasets(request: Request) -> Datasets:
             "dataset tools need green's Docker engine and the arvo task kind",
         )
     return datasets
+
+
+def keep_verified(request: Request, body: AssessmentRequest) -> list[str]:
+    """Drop from ``body.task_ids`` the tasks not verified; return the ones left out (422 when
+    none is left)."""
+    datasets = _datasets(request)
+    arvo = {ref: ref.split(":", 1)[1] for ref in body.task_ids if ref.startswith("arvo:")}
+    found = datasets.verifications.latest(set(arvo.values()))
+    ok = {ref for ref, n in arvo.items() if n in found and found[n].verified}
+    left_out = [ref for ref in body.task_ids if ref not in ok]
+    body.task_ids = [ref for ref in body.task_ids if ref in ok]
+    if not body.task_ids:
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT,
+            "verified_only: none of these tasks is verified (run arena tasks verify)",
+        )
+    return left_out
+
+
+def annotate_verified(request: Request, views: list[Any]) -> None:
+    """Set ``verified`` on task views of the arvo kind that were verified (else left None)."""
+    datasets = getattr(request.app.state, "datasets", None)
+    if datasets is None:
+        return
+    found = datasets.verifications.latest({v.arvo_id for v in views if v.kind == "arvo"})
+    for view in views:
+        if view.kind == "arvo" and view.arvo_id in found:
+            view.verified = found[view.arvo_id].verified
 
 
 class RefBody(BaseModel):
