@@ -57,7 +57,9 @@ FromOpt = Annotated[
 ]
 SampleOpt = Annotated[
     int | None,
-    typer.Option(min=1, help="Draw N ids (from --from, else every id green's source lists)."),
+    typer.Option(
+        "--sample", min=1, help="Draw N ids (from --from, else every id green's source lists)."
+    ),
 ]
 SeedOpt = Annotated[int, typer.Option(help="Seed of --sample: same seed, same tasks.")]
 JobsOpt = Annotated[int, typer.Option(min=1, max=64, help="Tasks handled at once.")]
@@ -206,12 +208,14 @@ def prefetch_cmd(
     table, assets_total = _prefetch_table(results, dry_run)
     console.print(table)
     failed = [r for r, v in results.items() if v.get("error")]
-    unknown = sum(1 for v in results.values() if not v.get("error") and not v["image"]["present"])
-    verb = "to download" if dry_run else "of assets in the cache"
+    images = [v["image"] for v in results.values() if not v.get("error")]
+    unknown = sum(1 for i in images if not i["present"])
+    on_engine = sum(i["bytes"] or 0 for i in images if i["present"])
+    verb = "of assets to download" if dry_run else "of assets in the cache"
     console.print(
-        f"{len(ids)} task(s): {_size(assets_total)} {verb}"
-        + (f", {unknown} image(s) not pulled (size unknown)" if unknown else "")
-        + (f", [red]{len(failed)} failed[/]: {', '.join(failed)}" if failed else "")
+        f"{len(ids)} task(s): {_size(assets_total)} {verb}; images: {_size(on_engine)} on the engine"
+        + (f", {unknown} to pull (size unknown until pulled)" if unknown else "")
+        + (f"; [red]{len(failed)} failed[/]: {', '.join(failed)}" if failed else "")
     )
     if failed:
         raise typer.Exit(EXIT_NOT_VERIFIED)

@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from services.green.cli import app as cli
+from services.green.cli_tasks import _size
 from services.green.datasets.splits import local_ids, read_refs, sample
 from tests.integration.helpers import OPERATOR, OPERATOR_TOKEN
 
@@ -38,6 +39,11 @@ def _cli(*args: str):
     return CliRunner().invoke(
         cli, [*args, "--api-token", OPERATOR_TOKEN], catch_exceptions=False, terminal_width=200
     )
+
+
+def _flat(text: str) -> str:
+    """The output with rich's line wrapping undone."""
+    return " ".join(text.split())
 
 
 def _dry(url: str, ref: str) -> dict:
@@ -70,11 +76,14 @@ def test_prefetch_over_http_dry_run_then_fetch(
 
     dry = _cli("tasks", "prefetch", "900001", "900002", "--dry-run", "--green", green.url)
     assert dry.exit_code == 0, dry.output
-    assert "2 task(s): " in dry.output and "to download" in dry.output
+    assert (
+        "2 task(s): " in dry.output
+        and "of assets to download; images: 1.4 GB on the engine" in dry.output
+    )
 
     done = _cli("tasks", "prefetch", "900001", "900002", "99999999", "--green", green.url)
     assert done.exit_code == 1, done.output  # the unknown id failed, the others were fetched
-    assert "1 failed" in done.output and "99999999" in done.output
+    assert "1 failed: 99999999" in _flat(done.output)
     cached = list(Path(green_settings.asset_cache_dir).rglob("repo-vul.tar.gz"))
     assert sorted(p.parent.name for p in cached) == ["900001", "900002"]
     again = _dry(green.url, "900002")  # resumable: nothing left to download
@@ -96,6 +105,12 @@ def test_seeded_sample_and_the_runs_split_file(start_green, fixture_assets, tmp_
         "tasks", "sample", "3", "--seed", "11", "--from", str(pop_file), "--green", green.url
     )
     assert same.output.split() == want  # the listing order does not matter
+
+    dry = _cli(
+        "tasks", "prefetch", "--sample", "3", "--seed", "11", "--dry-run", "--green", green.url
+    )
+    assert dry.exit_code == 0, dry.output
+    assert [line.split()[1] for line in dry.output.splitlines() if line[2:8].isdigit()] == want
 
     run = _cli(
         "run", "--sample", "2", "--seed", "4", "--green", green.url,
