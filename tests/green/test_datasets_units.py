@@ -135,3 +135,21 @@ def test_ground_truth_check():
     docs_only = CODE_FIX.replace("src/a.c", "README.md")
     assert "changes no code lines" in ground_truth_problem(_prepared(docs_only))
     assert "changes no code lines" in ground_truth_problem(_prepared(""))
+
+
+def test_report_counts_verified_tasks():
+    from services.green.report import RunResults, outcome_from_task
+    from services.green.report.render import render_markdown
+
+    def task(ref: str, verified: bool | None) -> dict:
+        return {"id": f"t{ref}", "arvo_id": ref, "status": "completed", "verified": verified}
+
+    results = RunResults(run="r", green="http://g")
+    results.task_ids = ["1", "2", "3"]
+    results.tasks = [outcome_from_task(task("1", True)), outcome_from_task(task("2", False))]
+    results.tasks.append(outcome_from_task(task("3", None)))
+    text = render_markdown(results, plot=None)
+    assert "| verified tasks (arena tasks verify) | 1 |" in text
+    assert "| not verified | 1: 2 |" in text and "| never verified | 1 |" in text
+    results.tasks = [outcome_from_task(task("3", None))]
+    assert "verified" not in render_markdown(results, plot=None)  # green reported none
