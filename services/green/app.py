@@ -12,11 +12,12 @@ from fastapi.responses import JSONResponse
 from services.green.a2a.executor import GreenExecutor
 from services.green.a2a.gate import CallContextBuilder, GreenRequestHandler, RefusalStatus
 from services.green.api.deps import require_operator
-from services.green.api.routes import assessments, health, tasks
+from services.green.api.routes import assessments, datasets, health, tasks
 from services.green.assessment import AssessmentRunner
 from services.green.assets import make_asset_source
 from services.green.auth import OperatorAuth, load_operator_token
 from services.green.config import GreenSettings
+from services.green.datasets.service import make_datasets
 from services.green.intake_limits import IntakeLimits
 from services.green.kinds.arvo import ArvoKind
 from services.green.kinds.base import TaskKind
@@ -150,6 +151,7 @@ def create_app(
     )
     app.state.assessments = AssessmentRunner(orch, heartbeat_s=settings.assessment_heartbeat_s)
     app.state.assessment_store = assessment_store
+    app.state.datasets = make_datasets(settings, orch, engine)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -163,6 +165,7 @@ def create_app(
     operator_only = [Depends(require_operator)]
     app.include_router(tasks.router, dependencies=operator_only)
     app.include_router(assessments.router, dependencies=operator_only)
+    app.include_router(datasets.router, dependencies=operator_only)
     mount_ui(app)  # the dashboard at /ui, behind the same credential
     mount_a2a(
         app,

@@ -38,6 +38,8 @@ class AssessmentRequest(BaseModel):
     max_steps: int | None = Field(None, ge=1, le=10_000)
     task_timeout_s: float | None = Field(None, gt=0, le=86_400)
     command_timeout_s: float | None = Field(None, gt=0, le=3_600)
+    verified_only: bool = False
+    """Leave out the tasks that ``arena tasks verify`` has not verified (REST only)."""
 
     @field_validator("task_ids", mode="before")
     @classmethod

@@ -33,6 +33,7 @@ from rich.table import Table
 
 from services.green.assets.ids import parse_arvo_id
 from services.green.auth import find_local_token
+from services.green.cli_tasks import narrow_run_ids, tasks_app, write_split
 from services.green.report import (
     RESULTS_FILE,
     Outcome,
@@ -53,6 +54,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+app.add_typer(tasks_app, name="tasks")
 
 EXIT_GREEN_UNREACHABLE = 2
 EXIT_INTERRUPTED = 130
@@ -658,6 +661,19 @@ def run(
             "GREEN_API_TOKEN_FILE, data/operator-token or data/compose/operator-token.",
         ),
     ] = None,
+    sample_n: Annotated[
+        int | None,
+        typer.Option(
+            "--sample",
+            min=1,
+            help="Run N ids drawn with --seed (from the ids given, "
+            "else from every id green's source lists).",
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of --sample.")] = 0,
+    verified_only: Annotated[
+        bool, typer.Option("--verified-only", help="Leave out ids not verified on green.")
+    ] = False,
 ) -> None:
     """Run ARVO tasks on green, follow them live, save results.json, the task logs and report.md.
 
@@ -674,6 +690,7 @@ def run(
         [*(ids or []), *([ids_file.read_text(encoding="utf-8")] if ids_file else [])]
     )
     wanted = list(dict.fromkeys(canonical_id(i)[0] for i in wanted))
+    wanted = narrow_run_ids(green, api_token, wanted, sample_n, seed, verified_only)
     name = run_name or _default_run_name()
     if "/" in name or name in ("", ".", ".."):
         raise typer.BadParameter(f"not a folder name: {name!r}", param_hint="--run")
@@ -695,6 +712,9 @@ def run(
         "retry_failed": retry_failed,
         "poll_interval": poll_interval,
         "green_grace": green_grace,
+        "sample": sample_n,
+        "seed": seed,
+        "verified_only": verified_only,
     }
 
     results: RunResults | None = None
@@ -727,6 +747,7 @@ def run(
         )
         raise typer.Exit(2)
 
+    write_split(run_dir, results.task_ids, args)
     todo = results.pending(retry_failed)
     skipped = len(results.task_ids) - len(todo)
     results.args = args

@@ -133,6 +133,15 @@ class GreenSettings(BaseSettings):
     require_token: bool = True
     """Refuse execute/submit that do not carry the task's token (text form: a 'token: <t>' line)."""
 
+    image_budget_gb: float | None = Field(None, gt=0)
+    """Disk budget of task images (those matching image_template), in GB. Over it, green removes
+    the least recently used task images that no queued or running task needs, after each task
+    and each prefetch. Unset: no budget (images are never removed)."""
+    verify_concurrency: int = Field(1, ge=1, le=64)
+    """Task verifications (arena tasks verify) green runs at once; each uses one container."""
+    verify_step_timeout_s: float = Field(900.0, gt=0)
+    """Timeout of one verification step (reproduce; apply the fix, arvo compile, rerun)."""
+
     @field_validator("public_url", "card_url")
     @classmethod
     def _no_trailing_slash(cls, v: str | None) -> str | None:

@@ -149,6 +149,8 @@ class Orchestrator:
         self._purple_link = purple_link or self._default_link
         self._live: dict[str, LiveTask] = {}
         self._stopping = False
+        self.task_end_hooks: list[Callable[[str], None]] = []
+        """Called (in a thread) with a task's image after it ended (e.g. the disk budget)."""
         self._slots = asyncio.Semaphore(settings.max_concurrent_tasks)
         # Docker and file work is blocking; give it threads enough for every running task.
         self._pool = ThreadPoolExecutor(
@@ -357,6 +359,10 @@ class Orchestrator:
             self._forget(live)
             if engine_failed:
                 self.janitor.sweep_soon()
+            if live.plan is not None:
+                for hook in self.task_end_hooks:
+                    with contextlib.suppress(RuntimeError):  # the pool is shut down: stopping
+                        self._pool.submit(hook, live.plan.image)
 
     def _transition(self, live: LiveTask, status: TaskStatus, message: str, **fields: Any) -> None:
         live.status = status

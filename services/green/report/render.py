@@ -58,6 +58,19 @@ def _duration(seconds: float | None) -> str:
     return f"{minutes}m{secs:02d}s" if minutes else f"{seconds:.1f}s"
 
 
+def _verification_rows(results: RunResults) -> list[str]:
+    """Counts of verified and unverified tasks (arena tasks verify), when green reported any."""
+    if all(o.verified is None for o in results.tasks):
+        return []
+    bad = [o.arvo_id for o in results.tasks if o.verified is False]
+    never = sum(1 for o in results.tasks if o.verified is None)
+    rows = [
+        f"| verified tasks (arena tasks verify) | {sum(o.verified is True for o in results.tasks)} |"
+    ]
+    rows.append(f"| not verified | {len(bad)}{': ' + ', '.join(bad) if bad else ''} |")
+    return rows + ([f"| never verified | {never} |"] if never else [])
+
+
 def render_markdown(
     results: RunResults, plot: str | None = PLOT_FILE, labels: Labels | None = None
 ) -> str:
@@ -99,6 +112,7 @@ def render_markdown(
     lines.append(f"| empty ground truth (left out) | {agg.get('n_unscorable', 0)} |")
     if not_run:
         lines.append(f"| not run | {len(not_run)} |")
+    lines += _verification_rows(results)
     cost = sum(o.cost for o in results.tasks)
     steps = sum(o.steps for o in results.tasks)
     lines.append(f"| total cost / steps | {cost:.4f} / {steps} |")

@@ -77,6 +77,8 @@ class Outcome(BaseModel):
     notes: list[str] = []
     """What the CLI could not fetch (commands, trajectory), and other remarks."""
     attempts: int = 1
+    verified: bool | None = None
+    """What ``arena tasks verify`` found for the task on green (None: never verified)."""
 
     def metric(self, name: str) -> float:
         return float((self.scores or {}).get(name, 0.0))
@@ -200,6 +202,7 @@ def outcome_from_task(task: dict[str, Any], *, task_dir: str | None = None) -> O
         duration_s=round(duration, 3) if duration is not None else None,
         purple_url=task.get("purple_url"),
         scores=compact_scores(task.get("scores")),
+        verified=task.get("verified"),
         dir=task_dir,
         notes=notes,
     )

@@ -10,7 +10,15 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import defer
 from sqlmodel import Session, col, func, select, update
 
-from services.green.store.models import AssessmentRecord, Command, Task, TaskStatus, utcnow
+from services.green.store.models import (
+    AssessmentRecord,
+    Command,
+    ImageUse,
+    Task,
+    TaskStatus,
+    TaskVerification,
+    utcnow,
+)
 
 UNFINISHED = (TaskStatus.queued, TaskStatus.preparing, TaskStatus.running, TaskStatus.evaluating)
 
@@ -244,3 +252,65 @@ class AssessmentStore:
                 rec.status, rec.error, rec.finished_at = TaskStatus.failed, reason, utcnow()
                 s.add(rec)
             s.commit()
+
+
+class VerificationStore:
+    """Results of ``arena tasks verify``, keyed by (kind, ref, image digest)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def put(self, row: TaskVerification) -> TaskVerification:
+        """Insert or replace the result for this task and image digest."""
+        with Session(self.engine) as s:
+            row = s.merge(row)
+            s.commit()
+            s.refresh(row)
+            return row
+
+    def latest(self, refs: set[str], kind: str = "arvo") -> dict[str, TaskVerification]:
+        """The newest result of each ref that has one (whatever the image digest)."""
+        if not refs:
+            return {}
+        with Session(self.engine) as s:
+            q = select(TaskVerification).where(
+                TaskVerification.kind == kind, TaskVerification.ref.in_(refs)
+            )
+            out: dict[str, TaskVerification] = {}
+            for row in s.exec(q.order_by(TaskVerification.checked_at)):
+                out[row.ref] = row
+            return out
+
+    def get(self, ref: str, image_digest: str, kind: str = "arvo") -> TaskVerification | None:
+        with Session(self.engine) as s:
+            return s.get(TaskVerification, (kind, ref, image_digest))
+
+
+class ImageUseStore:
+    """When each task image was last used (for the disk budget's least-recently-used order)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def touch(self, image: str) -> None:
+        with Session(self.engine) as s:
+            s.merge(ImageUse(image=image, last_used=utcnow()))
+            s.commit()
+
+    def last_used(self) -> dict[str, Any]:
+        """image -> datetime of its last use (images never used are absent)."""
+        with Session(self.engine) as s:
+            return {u.image: u.last_used for u in s.exec(select(ImageUse)).all()}
+
+    def forget(self, image: str) -> None:
+        with Session(self.engine) as s:
+            row = s.get(ImageUse, image)
+            if row is not None:
+                s.delete(row)
+                s.commit()
+
+    def unfinished_images(self, template: str) -> set[str]:
+        """Images of the ARVO tasks queued or running (any replica's): never removed."""
+        with Session(self.engine) as s:
+            q = select(Task.arvo_id).where(Task.status.in_(UNFINISHED), Task.kind == "arvo")
+            return {template.format(id=ref) for ref in s.exec(q.distinct()).all()}

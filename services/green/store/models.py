@@ -101,6 +101,8 @@ class TaskPublic(TaskBase):
     submission: dict[str, Any] | None = None
     scores: dict[str, Any] | None = None
     ground_truth: dict[str, Any] | None = None
+    verified: bool | None = None
+    """What ``arena tasks verify`` found for this task (None: never verified)."""
 
 
 class TaskList(SQLModel):
@@ -136,3 +138,32 @@ class AssessmentRecord(SQLModel, table=True):
     request: dict[str, Any] = Field(sa_column=Column(JSON))
     result: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     error: str | None = None
+
+
+class TaskVerification(SQLModel, table=True):
+    """A task certified (or not) by ``arena tasks verify``: one row per task and image digest."""
+
+    __tablename__ = "task_verifications"
+
+    kind: str = Field(default="arvo", primary_key=True)
+    ref: str = Field(primary_key=True)
+    """The task's id within its kind (the ARVO id)."""
+    image_digest: str = Field(primary_key=True)
+    """The image's content id (``sha256:...``): a re-pulled, different image is verified anew."""
+    image: str
+    verified: bool
+    reason: str | None = None
+    """Why it is not verified (None when it is)."""
+    steps: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON))
+    """Each check: name, ok, seconds, detail."""
+    seconds: float = 0.0
+    checked_at: datetime = Field(default_factory=utcnow)
+
+
+class ImageUse(SQLModel, table=True):
+    """When green last used a task image (the disk budget removes the least recently used)."""
+
+    __tablename__ = "image_uses"
+
+    image: str = Field(primary_key=True)
+    last_used: datetime = Field(default_factory=utcnow)

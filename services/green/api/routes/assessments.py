@@ -6,7 +6,7 @@ import asyncio
 import uuid
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, status
+from fastapi import APIRouter, HTTPException, Request, status
 
 from services.green.api.deps import (
     AssessmentsDep,
@@ -16,6 +16,7 @@ from services.green.api.deps import (
     OperatorDep,
     admit,
 )
+from services.green.api.routes.datasets import keep_verified
 from services.green.assessment import AssessmentRequest
 from services.green.assets.base import UnknownTask
 from services.green.store.models import AssessmentRecord, TaskStatus, utcnow
@@ -26,6 +27,7 @@ _background: set[asyncio.Task[None]] = set()
 
 @router.post("", status_code=status.HTTP_202_ACCEPTED)
 async def create_assessment(
+    request: Request,
     body: AssessmentRequest,
     runner: AssessmentsDep,
     store: AssessmentStoreDep,
@@ -33,6 +35,7 @@ async def create_assessment(
     intake: IntakeDep,
 ) -> dict[str, Any]:
     admit(intake, who, len(body.task_ids))
+    left_out = keep_verified(request, body) if body.verified_only else []
     aid = str(uuid.uuid4())
     purple = body.purple_url or runner.orchestrator.settings.purple_url
     try:
@@ -66,7 +69,12 @@ async def create_assessment(
     job = asyncio.create_task(finish())
     _background.add(job)
     job.add_done_callback(_background.discard)
-    return {"id": aid, "status": "running", "task_ids": [t.id for t in tasks]}
+    return {
+        "id": aid,
+        "status": "running",
+        "task_ids": [t.id for t in tasks],
+        **({"left_out": left_out} if body.verified_only else {}),
+    }
 
 
 @router.get("/{assessment_id}")

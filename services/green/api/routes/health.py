@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from services.green.api.deps import OrchestratorDep
@@ -13,7 +14,7 @@ router = APIRouter(tags=["health"])
 
 
 @router.get("/healthz")
-async def healthz(orch: OrchestratorDep) -> JSONResponse:
+async def healthz(orch: OrchestratorDep, request: Request) -> JSONResponse:
     async def check(fn) -> bool:
         try:
             return bool(await asyncio.wait_for(asyncio.to_thread(fn), 5))
@@ -22,7 +23,10 @@ async def healthz(orch: OrchestratorDep) -> JSONResponse:
 
     docker_ok, db_ok = await asyncio.gather(check(orch.sandboxes.ping), check(orch.store.ping))
     ok = docker_ok and db_ok
-    return JSONResponse(
-        {"status": "ok" if ok else "degraded", "docker": docker_ok, "database": db_ok},
-        status_code=200 if ok else 503,
-    )
+    body = {"status": "ok" if ok else "degraded", "docker": docker_ok, "database": db_ok}
+    datasets = getattr(request.app.state, "datasets", None)
+    if datasets is not None and docker_ok:  # the disk budget of task images
+        with contextlib.suppress(Exception):
+            state = await asyncio.wait_for(asyncio.to_thread(datasets.budget.status), 5)
+            body["images"] = state.to_dict()
+    return JSONResponse(body, status_code=200 if ok else 503)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Query, status
+from fastapi import APIRouter, HTTPException, Query, Request, status
 from pydantic import BaseModel, Field, model_validator
 
 from services.green.api.deps import DisclosureDep, IntakeDep, OperatorDep, OrchestratorDep, admit
+from services.green.api.routes.datasets import annotate_verified
 from services.green.assessment import task_ref
 from services.green.assets.base import UnknownTask
 from services.green.kinds.base import split_task_ref
@@ -40,6 +41,7 @@ class TaskCreate(BaseModel):
 
 @router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=TaskPublic)
 async def create_task(
+    request: Request,
     body: TaskCreate,
     orch: OrchestratorDep,
     who: OperatorDep,
@@ -60,11 +62,14 @@ async def create_task(
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown task {body.task}: {exc}") from exc
     except ValueError as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from exc
-    return show.task(task)
+    view = show.task(task)
+    annotate_verified(request, [view])
+    return view
 
 
 @router.get("", response_model=TaskList)
 async def list_tasks(
+    request: Request,
     orch: OrchestratorDep,
     show: DisclosureDep,
     status_: Annotated[TaskStatus | None, Query(alias="status")] = None,
@@ -76,7 +81,9 @@ async def list_tasks(
     rows, total = orch.store.list(
         status=status_, arvo_id=arvo_id, assessment_id=assessment_id, offset=offset, limit=limit
     )
-    return TaskList(items=show.tasks(list(rows)), total=total, offset=offset, limit=limit)
+    items = show.tasks(list(rows))
+    annotate_verified(request, items)
+    return TaskList(items=items, total=total, offset=offset, limit=limit)
 
 
 def _get(orch: OrchestratorDep, task_id: str) -> Task:
@@ -87,8 +94,12 @@ def _get(orch: OrchestratorDep, task_id: str) -> Task:
 
 
 @router.get("/{task_id}", response_model=TaskPublic)
-async def get_task(task_id: str, orch: OrchestratorDep, show: DisclosureDep) -> TaskPublic:
-    return show.task(_get(orch, task_id))
+async def get_task(
+    task_id: str, orch: OrchestratorDep, show: DisclosureDep, request: Request
+) -> TaskPublic:
+    view = show.task(_get(orch, task_id))
+    annotate_verified(request, [view])
+    return view
 
 
 @router.get("/{task_id}/commands", response_model=list[CommandPublic])

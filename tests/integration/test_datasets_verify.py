@@ -1,0 +1,101 @@
+"""``arena tasks verify`` against a real green: every bundled fixture is verified, each
+deliberately broken one comes back with its reason; results are stored per task and image
+digest and drive ``arena run --verified-only``."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from fixtures.catalog import load_broken_tasks, load_tasks
+from services.green.cli import app as cli
+from services.green.cli_tasks import narrow_run_ids
+from tests.integration.conftest import leftover_containers
+from tests.integration.helpers import OPERATOR, OPERATOR_TOKEN, submit_task, wait_terminal
+
+pytestmark = pytest.mark.docker
+
+GOOD = [str(t.id) for t in load_tasks()]
+BROKEN = {str(t.id): t.expect_broken for t in load_broken_tasks()}
+
+
+def _verify_cli(green_url: str, *refs: str):
+    args = ["tasks", "verify", *refs, "--green", green_url, "--api-token", OPERATOR_TOKEN]
+    return CliRunner().invoke(cli, args, catch_exceptions=False, terminal_width=250)
+
+
+def test_verify_every_fixture_and_catch_the_broken_ones(start_green, docker_client):
+    green = start_green()
+    result = _verify_cli(green.url, *GOOD, *BROKEN)
+    print(result.output)
+    assert result.exit_code == 1, result.output  # the broken ones are not verified
+    n = len(GOOD) + len(BROKEN)
+    assert f"{len(GOOD)}/{n} verified; not: {', '.join(BROKEN)}" in re.sub(
+        r"\s+", " ", result.output
+    )
+
+    rows = httpx.get(
+        f"{green.url}/datasets/verifications",
+        params={"task": [*GOOD, *BROKEN, "123"]},
+        headers=OPERATOR,
+        timeout=10,
+    ).json()
+    by_ref = {r["ref"]: r for r in rows}
+    assert set(by_ref) == {*GOOD, *BROKEN}  # 123 was never verified
+    for ref in GOOD:
+        row = by_ref[ref]
+        assert row["verified"] and row["reason"] is None, row
+        assert [s["name"] for s in row["steps"]] == ["ground_truth", "reproduce", "fix"]
+        # the image the checks ran on (the engine is shared: a tag may move on since)
+        assert re.fullmatch(r"sha256:[0-9a-f]{64}", row["image_digest"]), row
+    fix_broken = by_ref["900901"]
+    assert not fix_broken["verified"]
+    assert fix_broken["reason"].startswith("fix: the PoC still crashes after patch.diff")
+    crash_broken = by_ref["900902"]
+    assert not crash_broken["verified"]
+    assert crash_broken["reason"] == (
+        "reproduce: top in-project frame is tga_rle_decode (/src/tgadec/src/rle.c), "
+        "error.txt says xml_decode_entity (/src/xmlmini/src/entity.c)"
+    )
+    assert leftover_containers(docker_client, green.owner) == []  # one container per step, gone
+
+    kept = narrow_run_ids(green.url, OPERATOR_TOKEN, [*BROKEN, *GOOD[:2]], None, 0, True)
+    assert kept == GOOD[:2]
+
+    # Tasks carry what verification found; an assessment can keep the verified ones only.
+    ok, broken = (
+        submit_task(green.url, {"task": "900001"}),
+        submit_task(green.url, {"task": "900901"}),
+    )
+    assert ok["verified"] is True and broken["verified"] is False
+    assert (
+        httpx.get(f"{green.url}/tasks/{broken['id']}", headers=OPERATOR).json()["verified"] is False
+    )
+    body = {"task_ids": ["900001", "900901", "900003"], "verified_only": True}
+    started = httpx.post(f"{green.url}/assessments", json=body, headers=OPERATOR, timeout=30)
+    assert started.status_code == 202, started.text
+    assert len(started.json()["task_ids"]) == 2 and started.json()["left_out"] == ["arvo:900901"]
+    none_ok = {"task_ids": ["900902"], "verified_only": True}
+    refused = httpx.post(f"{green.url}/assessments", json=none_ok, headers=OPERATOR, timeout=30)
+    assert refused.status_code == 422 and "none of these tasks is verified" in refused.text
+    for task in (ok, broken):
+        wait_terminal(green.url, task["id"])
+
+
+def test_dataset_routes_need_the_operator_and_check_ids(start_green):
+    green = start_green()
+    assert httpx.post(f"{green.url}/datasets/verify", json={"task": "900001"}).status_code == 401
+    assert httpx.get(f"{green.url}/datasets/ids").status_code == 401
+    bad = httpx.post(
+        f"{green.url}/datasets/verify", json={"task": "../etc"}, headers=OPERATOR, timeout=10
+    )
+    assert bad.status_code == 422
+    missing = httpx.post(
+        f"{green.url}/datasets/verify", json={"task": "123"}, headers=OPERATOR, timeout=30
+    ).json()
+    assert not missing["verified"] and missing["reason"].startswith("assets: ")
+    ids = httpx.get(f"{green.url}/datasets/ids", headers=OPERATOR, timeout=10).json()["ids"]
+    assert set(GOOD) | set(BROKEN) <= set(ids)

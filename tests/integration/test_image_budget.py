@@ -1,0 +1,109 @@
+"""GREEN_IMAGE_BUDGET_GB with real images: task images beyond the budget are removed least
+recently used first, never one a queued or running task needs, after a prefetch and after a
+task ends; the figures show in /healthz and ``arena tasks images``.
+
+Several task images are simulated by committing containers of fixture images under a
+repository of this test only (distinct image ids, each the full size of a fixture image)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from services.green.cli import app as cli
+from services.green.store.crud import TaskStore
+from services.green.store.db import make_engine
+from services.green.store.models import Task, TaskStatus
+from tests.integration.helpers import OPERATOR, OPERATOR_TOKEN, submit_task, wait_terminal
+
+pytestmark = pytest.mark.docker
+
+
+def _copy(docker_client, template: str, ref: str) -> str:
+    """A distinct image (its own id) with the content of fixture image ``ref``."""
+    container = docker_client.containers.create(f"arena/arvo:{ref}-vul", command=["true"])
+    try:
+        repo, tag = template.format(id=ref).rsplit(":", 1)
+        container.commit(repository=repo, tag=tag, changes=[f"LABEL arena.budget.copy={ref}"])
+    finally:
+        container.remove(force=True)
+    return template.format(id=ref)
+
+
+def _present(docker_client, template: str) -> set[str]:
+    repo = template.split(":", 1)[0]
+    return {t for img in docker_client.images.list(name=repo) for t in img.tags}
+
+
+@pytest.fixture
+def budget_template(docker_client):
+    template = f"arena-budget-{uuid.uuid4().hex[:8]}/arvo:{{id}}-vul"
+    yield template
+    for img in docker_client.images.list(name=template.split(":", 1)[0]):
+        for tag in img.tags:
+            docker_client.images.remove(tag, force=True)
+
+
+def test_budget_removes_lru_unused_task_images(
+    start_green, green_settings, docker_client, budget_template
+):
+    tpl = budget_template
+    tags = {ref: _copy(docker_client, tpl, ref) for ref in ("900001", "900002", "900003")}
+    size = docker_client.images.get(tags["900001"]).attrs["Size"]
+    green = start_green(image_template=tpl, image_budget_gb=1.5 * size / 1e9)
+
+    health = httpx.get(f"{green.url}/healthz", timeout=10).json()
+    assert health["images"] == {
+        "budget_gb": pytest.approx(1.5 * size / 1e9),
+        "used_gb": pytest.approx(3 * size / 1e9, abs=0.01),
+        "images": 3,
+        "over": True,
+    }
+
+    # A replica sharing the database runs a task that needs 900001's image.
+    store = TaskStore(make_engine(green_settings.database_url))
+    store.add(
+        Task(
+            id=str(uuid.uuid4()),
+            arvo_id="900001",
+            status=TaskStatus.running,
+            purple_url="http://127.0.0.1:9",
+            max_steps=1,
+            task_timeout_s=60,
+            command_timeout_s=10,
+            owner="another-replica",
+        )
+    )
+    r = httpx.post(
+        f"{green.url}/datasets/prefetch", json={"task": "900002"}, headers=OPERATOR, timeout=120
+    )
+    assert r.status_code == 200, r.text
+    assert r.json()["removed_images"] == [tags["900003"]]  # 900001 needed, 900002 in use
+    assert _present(docker_client, tpl) == {tags["900001"], tags["900002"]}
+
+    # The replica's task ends; a task of 900001 runs here (purple is unreachable: it fails
+    # fast) and, when it ends, the budget removes the never-used 900004, then 900002 (older).
+    store.update(next(t.id for t in store.list()[0]), status=TaskStatus.failed)
+    tags["900004"] = _copy(docker_client, tpl, "900004")
+    task = submit_task(green.url, {"task": "arvo:900001"})
+    assert wait_terminal(green.url, task["id"])["status"] == "failed"
+    deadline = time.monotonic() + 30
+    while _present(docker_client, tpl) != {tags["900001"]} and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _present(docker_client, tpl) == {tags["900001"]}
+
+    out = (
+        CliRunner()
+        .invoke(
+            cli,
+            ["tasks", "images", "--green", green.url, "--api-token", OPERATOR_TOKEN],
+            catch_exceptions=False,
+            terminal_width=200,
+        )
+        .output
+    )
+    assert tags["900001"] in out and "1 task image(s)" in out, out
