@@ -93,7 +93,7 @@ print(textwrap.fill(t.description, 100))
 PY
 
 step "Done in $(( $(date +%s) - t0 )) s. The stack keeps running:"
-printf '\n  %sDashboard: %s/ui%s   (runs, tasks, live commands, scores; docs/dashboard.md)\n\n' "$bold" "$green" "$off"
+printf '\n  %sDashboard: %s/ui%s   (log in with data/compose/operator-token; docs/dashboard.md)\n\n' "$bold" "$green" "$off"
 cat <<EOF
   The operator token (the REST API and A2A task intake need it) is in data/compose/operator-token:
   auth="Authorization: Bearer \$(cat data/compose/operator-token)"
@@ -108,7 +108,7 @@ cat <<EOF
   logs/$ARENA_LOG_RUN/arvo_$task.log         # green's lines about the task
   logs/$ARENA_LOG_RUN/task_<id>.log          # purple's (it never learns the bug id)
   bash deploy/compose.sh ps                           # the stack (also: logs -f green)
-  uv run python -m fixtures.build                     # the other demo tasks, arvo:900001..7
+  uv run python -m fixtures.build                     # the other demo tasks, arvo:900001..12
   make down   (= bash deploy/compose.sh down -v)      # stop it and remove its volumes
 EOF
 exit "$rc"
