@@ -22,6 +22,7 @@ bench: setup
 	uv run --frozen python bench/bench_agent_loop.py
 	uv run --frozen python bench/bench_ui_tasks.py
 	uv run --frozen python bench/bench_ui_stream.py
+	uv run --frozen python bench/bench_disk_cap.py
 
 down:            ## stop the demo stack
 	bash deploy/compose.sh down -v --remove-orphans
