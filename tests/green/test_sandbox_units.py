@@ -84,3 +84,23 @@ def test_frame_lines_counts_lines_and_drops_nul() -> None:
     assert frame_lines("a\nb") == b"2\na\nb\n"
     assert frame_lines("") == b"1\n\n"
     assert frame_lines("x\0y\n") == b"2\nxy\n\n"
+
+
+def test_readable_works_for_descriptors_above_select_limit():
+    # select() raises "filedescriptor out of range" above 1024; a busy green gets there
+    import os
+    import socket
+
+    from services.green.sandbox.session import readable
+
+    a, b = socket.socketpair()
+    high = os.dup2(a.fileno(), 1500)
+    sock = socket.socket(fileno=high)
+    try:
+        assert readable(sock, 0.05) is False
+        b.sendall(b"x")
+        assert readable(sock, 1.0) is True
+    finally:
+        sock.close()
+        a.close()
+        b.close()

@@ -432,7 +432,7 @@ class ShellSession:
         if raw is None:
             return b""
         buffered = isinstance(raw, ssl.SSLSocket) and raw.pending()
-        if not buffered and not select.select([raw], [], [], max(timeout, 0.0))[0]:
+        if not buffered and not readable(raw, timeout):
             return None
         try:
             return raw.recv(RECV_BYTES)
@@ -464,3 +464,11 @@ def _result(
         timed_out=timed_out,
         duration_s=time.monotonic() - start,
     )
+
+
+def readable(sock: socket.socket, timeout: float) -> bool:
+    """Whether ``sock`` has data (or EOF) within ``timeout`` seconds. poll(), not select(): a
+    green with many connections has descriptors above select()'s limit of 1024."""
+    poller = select.poll()
+    poller.register(sock, select.POLLIN | select.POLLPRI)
+    return bool(poller.poll(max(timeout, 0.0) * 1000))
