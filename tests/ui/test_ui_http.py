@@ -156,10 +156,23 @@ def test_bad_input_gets_clear_4xx_answers(session):
     assert r.status_code == 422 and "Give a task" in r.text
     r = c.post("/ui/tasks", data={"task": "arvo:999999999"})
     assert r.status_code == 404 and "Unknown task" in r.text
+    r = c.post("/ui/tasks", data={"task": "arvo:9 00"})  # not a task reference: no 500
+    assert r.status_code == 422 and "not a task id" in r.text
     r = c.post("/ui/tasks", data={"task": "arvo:900001", "max_steps": "lots"})
     assert r.status_code == 422 and "step limit" in r.text
     r = c.post("/ui/tasks", data={"task": "arvo:900001"}, headers={"origin": "http://evil.example"})
     assert r.status_code == 403
+
+
+def test_the_start_form_has_the_intake_bounds_of_the_api(start_green, scripted_purple):
+    purple_url, _ = scripted_purple(Script(commands=["sleep 5"], submit=False))
+    green = start_green(api_token=TOKEN, purple_url=purple_url, intake_per_minute=1)
+    with client(green, headers={"authorization": f"Bearer {TOKEN}"}) as c:
+        assert c.post("/ui/tasks", data={"task": "arvo:900001"}).status_code == 303
+        r = c.post("/ui/tasks", data={"task": "arvo:900001"})
+        assert r.status_code == 429 and "per minute" in r.text
+        listed = c.get("/tasks").json()
+    assert listed["total"] == 1
 
 
 def test_a_live_task_streams_each_command_once_in_order_then_ends(start_green, scripted_purple):

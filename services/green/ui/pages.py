@@ -8,10 +8,11 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from services.green.assets.base import UnknownTask
+from services.green.intake_limits import TooBusy
 from services.green.kinds.base import split_task_ref
 from services.green.orchestrator import Orchestrator, TaskNotFound, TaskOptions
 from services.green.store.models import CommandPublic
-from services.green.ui.auth import disclosure, require_page
+from services.green.ui.auth import caller, disclosure, require_page
 from services.green.ui.login import form_fields
 from services.green.ui.templating import render
 from services.green.ui.views import TaskFilters, duration, result_view, task_page, timeline
@@ -60,13 +61,17 @@ async def start_task(request: Request) -> Response:
     elif steps and not (steps.isdigit() and 1 <= int(steps) <= 10_000):
         error = "The step limit is a number from 1 to 10000."
     else:
-        kind, ref_id = split_task_ref(ref)
         opts = TaskOptions(purple_url=purple, max_steps=int(steps) if steps else None)
         try:
+            kind, ref_id = split_task_ref(ref)
+            # the same intake bounds as REST and A2A (rate per credential, queued tasks)
+            request.app.state.intake.admit(caller(request).name, 1)
             task = await _orch(request).create_task(ref_id, opts, kind=kind)
             return RedirectResponse(f"/ui/tasks/{task.id}", status_code=303)
         except UnknownTask as exc:
             error, code = f"Unknown task {ref}: {exc}", 404
+        except TooBusy as exc:
+            error, code = str(exc), 429
         except ValueError as exc:
             error = str(exc)
     return render(request, "start_error.html", code, error=error, form=form)
