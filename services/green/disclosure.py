@@ -62,8 +62,7 @@ class Disclosure:
 
     def outcomes(self, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Stored assessment outcomes (``task_id``, ``scores``...), redacted where needed."""
-        by_id = {t.id: t for t in (self.store.get(o["task_id"]) for o in tasks) if t is not None}
-        allowed = self.revealable(by_id.values())
+        allowed = self.revealable(self.store.get_many([o["task_id"] for o in tasks]))
         return [
             o if o["task_id"] in allowed else {**o, "scores": public_scores(o.get("scores"))}
             for o in tasks
