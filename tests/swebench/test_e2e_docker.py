@@ -22,13 +22,13 @@ from fixtures.swebench.build import HERE as FIXTURES
 from fixtures.swebench.build import INSTANCES_FILE, REPO_ROOT
 from services.green.sandbox.base import SandboxSpec
 from services.green.sandbox.docker import DockerSandboxProvider
-from services.green.swebench.evaluate import apply_patch, evaluate, patch_files, run_tests
-from services.green.swebench.instances import load_instances
 from services.purple.agent.config import AgentConfig
 from services.purple.llm.openai_chat import OpenAIChatModel, OpenAIModelConfig
-from services.purple.swebench import cli
-from services.purple.swebench.predictions import load_predictions
-from services.purple.swebench.runner import RunConfig, run_batch
+from services.swebench import cli
+from services.swebench.instances import load_instances
+from services.swebench.judge import apply_patch, evaluate, patch_files, run_tests
+from services.swebench.predictions import load_predictions
+from services.swebench.runner import RunConfig, run_batch
 from tests.support.fake_llm import FakeError, FakeLLMServer, FakeReply
 
 from .test_swe_tools import git

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.swebench.build import INSTANCES_FILE
-from services.green.swebench.instances import (
+from services.swebench.instances import (
     DEFAULT_IMAGE_TEMPLATE,
     DatasetUnavailable,
     SweInstance,
@@ -19,7 +19,7 @@ from services.green.swebench.instances import (
     load_instances,
     select,
 )
-from services.purple.swebench.predictions import (
+from services.swebench.predictions import (
     load_predictions,
     prediction,
     write_predictions,

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from services.green.swebench.instances import swe_paths
 from services.purple.environment import RunStats
 from services.purple.swebench.toolset import SweToolset
 from services.purple.tools.swe import Finished, SweTools, _search_key
 from services.shared.protocol import SubmitResult
+from services.swebench.instances import swe_paths
 from tests.support.local_env import LocalShellEnvironment
 
 FILE = "line 1\nline 2\nline 3\nline 4\nline 5\n"

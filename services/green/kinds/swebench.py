@@ -17,15 +17,15 @@ from typing import Any
 
 from services.green.assets.base import UnknownTask
 from services.green.sandbox.base import Sandbox, SandboxError, SandboxProvider, UnreadableFile
-from services.green.swebench.activation import resolve_activate, with_activate
-from services.green.swebench.evaluate import evaluate, extract_patch, patch_files
-from services.green.swebench.instances import (
+from services.shared.protocol import SweTask, TaskAssignment, TaskPaths
+from services.swebench.activation import resolve_activate, with_activate
+from services.swebench.instances import (
     WORKDIR,
     SweInstance,
     image_name,
     load_instances,
 )
-from services.shared.protocol import SweTask, TaskAssignment, TaskPaths
+from services.swebench.judge import evaluate, extract_patch, patch_files
 
 _ID_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,200}$")
 LOG_KEEP = 4000

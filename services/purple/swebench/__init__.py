@@ -1,11 +1,8 @@
-"""SWE-bench mode: the same ReAct agent fixes GitHub issues and writes ``preds.json``.
+"""The agent's SWE-bench kind: the issue-fixing toolset and prompts of the ReAct loop.
 
 - :mod:`.toolset` — ``SweToolset`` (tools of :mod:`services.purple.tools.swe` + prompts);
-- :mod:`.environment` — the agent's commands in a sandbox, with the conda env activated;
-- :mod:`.runner` — one container per instance, the agent, the patch, ``preds.json``;
-- :mod:`.predictions` — reading and writing ``preds.json``;
-- :mod:`.cli` — ``python -m services.purple.swebench run|evaluate``.
+- :mod:`.prompts` — the issue-fixing system prompt and task message.
 
-The instances (``SweInstance``, loading, image names) and the local judge are green's:
-:mod:`services.green.swebench`.
+Purple uses it for ``swebench:`` tasks green sends; the standalone harness (instances, runner,
+judge, ``preds.json``) is :mod:`services.swebench`, which drives this agent.
 """

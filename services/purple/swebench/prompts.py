@@ -1,8 +1,10 @@
-"""The SWE-bench prompts: role and method for fixing an issue, and the task message."""
+"""The agent's issue-fixing prompts: role and method for fixing an issue, and the task message.
+
+``workdir`` is where the task puts the repository (``TaskPaths.workspace``).
+"""
 
 from __future__ import annotations
 
-from services.green.swebench.instances import WORKDIR, SweInstance
 from services.purple.agent.prompts import compose_system_prompt
 
 ROLE_AND_METHOD = """\
@@ -48,7 +50,7 @@ def system_prompt(
     step_limit: int | None,
     command_limit: int | None = None,
     base: str | None = None,
-    workdir: str = WORKDIR,
+    workdir: str,
 ) -> str:
     return compose_system_prompt(
         ROLE_AND_METHOD,
@@ -59,20 +61,6 @@ def system_prompt(
         base=base,
         workdir=workdir,
     )
-
-
-def issue_description(
-    instance: SweInstance, *, workdir: str = WORKDIR, include_hints: bool = False
-) -> str:
-    """What the agent is told about an instance: the issue, and where the repository is."""
-    parts = [
-        f"<issue>\n{instance.problem_statement.strip()}\n</issue>",
-        f"Repository: {instance.repo} at commit {instance.base_commit[:12] or '(unknown)'}, "
-        f"checked out in {workdir}.",
-    ]
-    if include_hints and instance.hints_text.strip():
-        parts.insert(1, f"<hints>\n{instance.hints_text.strip()}\n</hints>")
-    return "\n\n".join(parts)
 
 
 def task_message(description: str) -> str:

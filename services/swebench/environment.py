@@ -1,16 +1,16 @@
-"""Run the agent's commands in a SWE-bench container: a :class:`TaskEnvironment` over a green
+"""Run the agent's commands in a SWE-bench container: a :class:`TaskEnvironment` over a
 :class:`~services.green.sandbox.base.Sandbox`, with the image's Python environment activated
-(the prefix of :mod:`services.green.swebench.activation`)."""
+(the prefix of :mod:`services.swebench.activation`)."""
 
 from __future__ import annotations
 
 import asyncio
 
 from services.green.sandbox.base import AgentFault, Sandbox, SandboxError
-from services.green.swebench.activation import with_activate
 from services.purple.environment import RunStats, TaskEnded
 from services.shared.commands import CommandResult
 from services.shared.protocol import SubmitResult
+from services.swebench.activation import with_activate
 
 
 class SandboxEnvironment:

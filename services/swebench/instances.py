@@ -216,3 +216,17 @@ def _parse_slice(text: str) -> slice:
     if len(values) > 3:
         raise ValueError(f"invalid slice {text!r}")
     return slice(*values)
+
+
+def issue_description(
+    instance: SweInstance, *, workdir: str = WORKDIR, include_hints: bool = False
+) -> str:
+    """What the agent is told about an instance: the issue, and where the repository is."""
+    parts = [
+        f"<issue>\n{instance.problem_statement.strip()}\n</issue>",
+        f"Repository: {instance.repo} at commit {instance.base_commit[:12] or '(unknown)'}, "
+        f"checked out in {workdir}.",
+    ]
+    if include_hints and instance.hints_text.strip():
+        parts.insert(1, f"<hints>\n{instance.hints_text.strip()}\n</hints>")
+    return "\n\n".join(parts)

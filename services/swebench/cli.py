@@ -1,5 +1,5 @@
-"""``python -m services.purple.swebench``: run the agent on SWE-bench instances (``run``) and
-judge the predictions locally (``evaluate``).
+"""``arena-swebench`` (``python -m services.swebench``): run the agent on SWE-bench instances
+(``run``) and judge the predictions locally (``evaluate``).
 
 LLM settings default to purple's (``PURPLE_MODEL``, ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``,
 ``PURPLE_MODE``... see services/purple/config.py); options override them.
@@ -20,20 +20,20 @@ from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
 
-from services.green.swebench.evaluate import EvalReport, evaluate
-from services.green.swebench.instances import (
+from services.purple.agent.config import AgentConfig
+from services.purple.config import PurpleSettings
+from services.purple.llm.openai_chat import OpenAIChatModel, OpenAIModelConfig
+from services.shared.files import write_json_atomic
+from services.shared.logging import configure_logging
+from services.swebench.instances import (
     DatasetUnavailable,
     SweInstance,
     image_name,
     load_instances,
 )
-from services.purple.agent.config import AgentConfig
-from services.purple.config import PurpleSettings
-from services.purple.llm.openai_chat import OpenAIChatModel, OpenAIModelConfig
-from services.purple.swebench.predictions import load_predictions
-from services.purple.swebench.runner import InstanceResult, RunConfig, run_batch
-from services.shared.files import write_json_atomic
-from services.shared.logging import configure_logging
+from services.swebench.judge import EvalReport, evaluate
+from services.swebench.predictions import load_predictions
+from services.swebench.runner import InstanceResult, RunConfig, run_batch
 
 app = typer.Typer(
     name="swebench",

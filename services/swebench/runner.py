@@ -23,20 +23,25 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from services.green.sandbox.base import Sandbox, SandboxError, SandboxProvider, SandboxSpec
-from services.green.swebench.activation import resolve_activate
-from services.green.swebench.evaluate import extract_patch
-from services.green.swebench.instances import WORKDIR, SweInstance, image_name, swe_paths
 from services.purple.agent.config import AgentConfig
 from services.purple.agent.loop import ReactAgent
 from services.purple.agent.trajectory import Trajectory
 from services.purple.environment import TaskContext
 from services.purple.llm.base import LLM, LLMReply
-from services.purple.swebench.environment import SandboxEnvironment
-from services.purple.swebench.predictions import load_predictions, prediction, write_predictions
-from services.purple.swebench.prompts import issue_description
 from services.purple.swebench.toolset import SweToolset
 from services.shared.files import write_json_atomic
 from services.shared.logging import get_logger
+from services.swebench.activation import resolve_activate
+from services.swebench.environment import SandboxEnvironment
+from services.swebench.instances import (
+    WORKDIR,
+    SweInstance,
+    image_name,
+    issue_description,
+    swe_paths,
+)
+from services.swebench.judge import extract_patch
+from services.swebench.predictions import load_predictions, prediction, write_predictions
 
 log = get_logger(__name__)
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from services.green.swebench.evaluate import (
+from services.swebench.instances import SweInstance
+from services.swebench.judge import (
     TestRun,
     parse_pytest_log,
     patch_files,
     reset_tests_script,
 )
-from services.green.swebench.instances import SweInstance
-from services.purple.swebench.runner import count_patch_lines
+from services.swebench.runner import count_patch_lines
 
 from .test_swe_tools import GIT_ENV, git
 

@@ -1,4 +1,4 @@
-"""Judge a SWE-bench prediction: pure functions over a green :class:`Sandbox`.
+"""Judge a SWE-bench prediction: pure functions over a :class:`Sandbox`.
 
 The steps of the official harness, for instances whose tests run with pytest:
 
@@ -25,9 +25,9 @@ from typing import Literal
 from pydantic import BaseModel
 
 from services.green.sandbox.base import Sandbox, SandboxError, SandboxProvider, SandboxSpec
-from services.green.swebench.activation import resolve_activate, with_activate
-from services.green.swebench.instances import WORKDIR, SweInstance, image_name
 from services.shared.text import clip_middle
+from services.swebench.activation import resolve_activate, with_activate
+from services.swebench.instances import WORKDIR, SweInstance, image_name
 
 TestStatus = Literal["PASSED", "FAILED", "ERROR"]
 
