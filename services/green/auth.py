@@ -21,11 +21,6 @@ log = get_logger("services.green.auth")
 
 ANONYMOUS = "anonymous"
 
-LOCAL_TOKEN_FILES = (Path("data/operator-token"), Path("data/compose/operator-token"))
-"""Where clients on green's machine look for the operator token when none is given: green's
-default GREEN_API_TOKEN_FILE, and the file the compose stack keeps on the host."""
-
-
 @dataclass(frozen=True)
 class Caller:
     """A request's credential, as far as green can tell."""
@@ -91,19 +86,3 @@ def load_operator_token(configured: str | None, token_file: Path) -> str:
         hint="send it as 'Authorization: Bearer <token>' (the arena CLI reads this file)",
     )
     return token
-
-
-def find_local_token(environ: dict[str, str] | None = None) -> str | None:
-    """The operator token for a client on green's machine: GREEN_API_TOKEN, else the file that
-    GREEN_API_TOKEN_FILE names, else the first of :data:`LOCAL_TOKEN_FILES` that exists."""
-    env = os.environ if environ is None else environ
-    if token := env.get("GREEN_API_TOKEN", "").strip():
-        return token
-    candidates = [Path(env["GREEN_API_TOKEN_FILE"])] if env.get("GREEN_API_TOKEN_FILE") else []
-    for path in [*candidates, *LOCAL_TOKEN_FILES]:
-        try:
-            if token := path.read_text().strip():
-                return token
-        except OSError:
-            continue
-    return None

@@ -32,7 +32,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from services.green.assets.ids import parse_arvo_id
-from services.green.auth import find_local_token
 from services.green.cli_tasks import narrow_run_ids, tasks_app, write_split
 from services.green.report import (
     RESULTS_FILE,
@@ -46,6 +45,7 @@ from services.green.report import (
 from services.green.report.results import TERMINAL, now_iso
 from services.green.scoring.metrics import METRICS
 from services.shared.files import write_json_atomic
+from services.shared.operator_token import find_local_token
 
 app = typer.Typer(
     name="arena",

@@ -31,9 +31,9 @@ from rich.progress import (
 from rich.table import Table
 
 from services.green.assets.ids import parse_arvo_id
-from services.green.auth import find_local_token
 from services.green.datasets.splits import read_refs, sample, split_text
 from services.shared.files import write_atomic
+from services.shared.operator_token import find_local_token
 
 tasks_app = typer.Typer(
     help="Choose, prefetch and verify ARVO tasks on a green (real datasets).",

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from services.green.auth import OperatorAuth, find_local_token, load_operator_token
+from services.green.auth import OperatorAuth, load_operator_token
 from services.green.intake_limits import IntakeLimits, TooBusy
 
 
@@ -60,20 +60,6 @@ def test_greens_starting_together_agree_on_one_token(tmp_path):
     for t in threads:
         t.join()
     assert len(set(tokens)) == 1 and path.read_text().strip() == tokens[0]
-
-
-def test_clients_find_the_token_where_green_keeps_it(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    assert find_local_token({}) is None
-    (tmp_path / "data" / "compose").mkdir(parents=True)
-    (tmp_path / "data" / "compose" / "operator-token").write_text("from-compose\n")
-    assert find_local_token({}) == "from-compose"
-    (tmp_path / "data" / "operator-token").write_text("local\n")
-    assert find_local_token({}) == "local"
-    named = tmp_path / "named"
-    named.write_text("named\n")
-    assert find_local_token({"GREEN_API_TOKEN_FILE": str(named)}) == "named"
-    assert find_local_token({"GREEN_API_TOKEN": "env", "GREEN_API_TOKEN_FILE": str(named)}) == "env"
 
 
 def test_intake_bounds_refuse_before_anything_is_created():
