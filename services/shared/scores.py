@@ -1,0 +1,177 @@
+"""The seven localization metrics and their aggregate over a run.
+
+Green's judge scores one task (``services/green/scoring/metrics.py``); the means over a run are
+computed here, from green's task records, so an assessment on green and a batch report of the
+``arena`` client aggregate a run the same way. ``docs/scoring.md`` defines the metrics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+METRICS = ("file@1", "file@5", "func@1", "func@5", "line@1", "line@5", "iou")
+METRIC_FIELDS = (
+    "file_at_1",
+    "file_at_5",
+    "func_at_1",
+    "func_at_5",
+    "line_at_1",
+    "line_at_5",
+    "iou",
+)
+"""The attribute names of :data:`METRICS`."""
+
+
+class Metrics(BaseModel):
+    """The seven numbers, named as in reports (``file@1``...); shared by a task's score and the
+    means of a run."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    file_at_1: float = Field(0.0, alias="file@1")
+    file_at_5: float = Field(0.0, alias="file@5")
+    func_at_1: float = Field(0.0, alias="func@1")
+    func_at_5: float = Field(0.0, alias="func@5")
+    line_at_1: float = Field(0.0, alias="line@1")
+    line_at_5: float = Field(0.0, alias="line@5")
+    iou: float = 0.0
+
+
+class ScoreSummary(Metrics):
+    """What the aggregate reads of a task's score: the metrics and whether they count."""
+
+    scorable: bool = True
+    """False when the ground truth is empty (empty patch, no code changes)."""
+    submitted: bool = False
+    """A valid loc.json was scored."""
+    n_locations: int = 0
+    """Locations in the submission (only the first 5 count)."""
+
+
+TaskStatusName = Literal["completed", "failed", "cancelled"]
+FailureKindName = Literal["infra", "agent"]
+
+
+class TaskOutcome(BaseModel):
+    """One task of a run, as the aggregate sees it."""
+
+    task_id: str | None = None
+    arvo_id: str | None = None
+    status: TaskStatusName
+    failure_kind: FailureKindName | None = None
+    """Required for failed tasks: ``infra`` (harness: assets, Docker, green) or ``agent``."""
+    score: ScoreSummary | None = None
+    """The task's score; for a failed task it may carry ``scorable=False`` (from
+    ``score(None, gt)``) so an unscorable task is left out of the means whatever happened."""
+    error: str | None = None
+
+    @model_validator(mode="after")
+    def _kind_for_failures(self) -> TaskOutcome:
+        if self.status == "failed" and self.failure_kind is None:
+            raise ValueError("a failed task needs failure_kind 'infra' or 'agent'")
+        return self
+
+
+class MetricMeans(Metrics):
+    n: int = 0
+    """Tasks in the denominator."""
+
+
+class Aggregate(BaseModel):
+    """Means over a run. Failed and cancelled tasks and tasks without a valid submission count as
+    0; tasks whose ground truth is empty are counted but left out of every mean."""
+
+    n_tasks: int = 0
+    by_status: dict[str, int] = {}
+    by_failure: dict[str, int] = {}
+    """``infra`` / ``agent`` failures (failed tasks only)."""
+    n_scored: int = 0
+    """Completed tasks with a scorable ground truth and a valid submission."""
+    n_no_submission: int = 0
+    """Completed tasks without a valid submission (counted as 0)."""
+    n_unscorable: int = 0
+    """Tasks whose ground truth is empty (not in the means)."""
+    mean_all: MetricMeans = MetricMeans()
+    """Over every scorable task; failures, cancellations and missing submissions count 0."""
+    mean_non_infra: MetricMeans = MetricMeans()
+    """Same, without infra failures and cancelled tasks: what the agent is answerable for."""
+    explanation: list[str] = []
+
+    def to_dict(self) -> dict:
+        return self.model_dump(by_alias=True, mode="json")
+
+
+def _means(values: Iterable[dict[str, float]]) -> MetricMeans:
+    rows = list(values)
+    out = MetricMeans(n=len(rows))
+    for f in METRIC_FIELDS:
+        setattr(out, f, round(sum(r[f] for r in rows) / len(rows), 6) if rows else 0.0)
+    return out
+
+
+def aggregate(outcomes: Iterable[TaskOutcome]) -> Aggregate:
+    """Aggregate task outcomes of a run (see :class:`Aggregate`)."""
+    outcomes = list(outcomes)
+    agg = Aggregate(n_tasks=len(outcomes))
+    zero = dict.fromkeys(METRIC_FIELDS, 0.0)
+    rows_all: list[dict[str, float]] = []
+    rows_non_infra: list[dict[str, float]] = []
+    status_counts = {"completed": 0, "failed": 0, "cancelled": 0}
+    failure_counts = {"infra": 0, "agent": 0}
+    for o in outcomes:
+        status_counts[o.status] += 1
+        if o.status == "failed" and o.failure_kind:
+            failure_counts[o.failure_kind] += 1
+        if o.score is not None and not o.score.scorable:
+            agg.n_unscorable += 1
+            continue
+        if o.status == "completed" and o.score is not None and o.score.submitted:
+            row = {f: float(getattr(o.score, f)) for f in METRIC_FIELDS}
+            agg.n_scored += 1
+        else:
+            row = dict(zero)
+            if o.status == "completed":
+                agg.n_no_submission += 1
+        rows_all.append(row)
+        if not (o.status == "failed" and o.failure_kind == "infra") and o.status != "cancelled":
+            rows_non_infra.append(row)
+    agg.by_status = status_counts
+    agg.by_failure = failure_counts
+    agg.mean_all = _means(rows_all)
+    agg.mean_non_infra = _means(rows_non_infra)
+    agg.explanation = [
+        f"{agg.n_tasks} tasks: {status_counts['completed']} completed, "
+        f"{status_counts['failed']} failed ({failure_counts['infra']} infra, "
+        f"{failure_counts['agent']} agent), {status_counts['cancelled']} cancelled",
+        f"{agg.n_scored} scored submissions, {agg.n_no_submission} completed without a valid "
+        f"submission (0), {agg.n_unscorable} without ground truth (left out)",
+        f"mean_all over {agg.mean_all.n} tasks counts every failure and cancellation as 0; "
+        f"mean_non_infra over {agg.mean_non_infra.n} tasks leaves out infra failures and "
+        "cancellations",
+    ]
+    return agg
+
+
+def aggregate_records(records: Iterable[Mapping[str, Any]]) -> Aggregate:
+    """:func:`aggregate` over plain task records (green's task JSON, the CLI's results.json):
+    keys ``task_id``, ``arvo_id``, ``status``, ``failure_kind``, ``scores`` (a TaskScore dict),
+    ``error``. A failed record without a failure kind counts as an infra failure."""
+    outcomes = []
+    for r in records:
+        status = str(r["status"])
+        kind = r.get("failure_kind") or ("infra" if status == "failed" else None)
+        scores = r.get("scores")
+        outcomes.append(
+            TaskOutcome(
+                task_id=r.get("task_id"),
+                arvo_id=r.get("arvo_id"),
+                status=status,
+                failure_kind=kind,
+                score=ScoreSummary.model_validate(scores) if scores else None,
+                error=r.get("error"),
+            )
+        )
+    return aggregate(outcomes)
