@@ -210,16 +210,7 @@ def run(
     chosen_mode = mode or settings.mode
     if chosen_mode not in ("tool_calls", "text"):
         raise typer.BadParameter("must be tool_calls or text", param_hint="--mode")
-    llm = OpenAIChatModel(
-        OpenAIModelConfig(
-            model=model or settings.model,
-            base_url=base_url or settings.openai_base_url,
-            api_key=api_key or settings.openai_api_key,
-            timeout_s=settings.llm_timeout_s,
-            max_retries=settings.llm_retries,
-            prices=settings.prices,
-        )
-    )
+    llm = _llm(settings, model, base_url, api_key)
     agent_config = AgentConfig(
         mode=chosen_mode,
         step_limit=step_limit,
@@ -245,10 +236,38 @@ def run(
         f"{len(selected)} instance(s) · model {escape(llm.name)} · {workers} worker(s) · "
         f"output {escape(str(output))}"
     )
+    results = _run_live(console, selected, llm, agent_config, config)
+    _print_run_summary(console, results, output)
+
+
+def _llm(
+    settings: PurpleSettings, model: str | None, base_url: str | None, api_key: str | None
+) -> OpenAIChatModel:
+    """The model client: the options given, purple's settings for the rest."""
+    return OpenAIChatModel(
+        OpenAIModelConfig(
+            model=model or settings.model,
+            base_url=base_url or settings.openai_base_url,
+            api_key=api_key or settings.openai_api_key,
+            timeout_s=settings.llm_timeout_s,
+            max_retries=settings.llm_retries,
+            prices=settings.prices,
+        )
+    )
+
+
+def _run_live(
+    console: Console,
+    selected: list[SweInstance],
+    llm: OpenAIChatModel,
+    agent_config: AgentConfig,
+    config: RunConfig,
+) -> list[InstanceResult]:
+    """The batch under the live view."""
     view = RunView(total=len(selected))
     provider = _provider()
     with Live(view, console=console, refresh_per_second=4, transient=False):
-        results = asyncio.run(
+        return asyncio.run(
             run_batch(
                 selected,
                 llm=llm,
@@ -258,7 +277,6 @@ def run(
                 observer=view.update,
             )
         )
-    _print_run_summary(console, results, output)
 
 
 def _print_run_summary(console: Console, results: list[InstanceResult], output: Path) -> None:

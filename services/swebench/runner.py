@@ -26,7 +26,7 @@ from services.green.sandbox.base import Sandbox, SandboxError, SandboxProvider, 
 from services.purple.agent.config import AgentConfig
 from services.purple.agent.loop import ReactAgent
 from services.purple.agent.trajectory import Trajectory
-from services.purple.environment import TaskContext
+from services.purple.environment import RunResult, TaskContext
 from services.purple.llm.base import LLM, LLMReply
 from services.purple.swebench.toolset import SweToolset
 from services.shared.files import write_json_atomic
@@ -125,6 +125,61 @@ def count_patch_lines(patch: str) -> int:
     )
 
 
+def _sandbox_spec(iid: str, image: str, config: RunConfig) -> SandboxSpec:
+    """The instance's container: its image, no network, the repository as working directory."""
+    return SandboxSpec(
+        image=image,
+        task_id=f"swebench-{iid}",
+        arvo_id=iid,
+        network=False,
+        workdir=config.workdir,
+        memory=config.memory,
+        cpus=config.cpus,
+        labels={"arena.kind": "swebench"},
+    )
+
+
+async def _run_agent(
+    sandbox: Sandbox,
+    instance: SweInstance,
+    llm: LLM,
+    agent_config: AgentConfig,
+    config: RunConfig,
+    traj_dir: Path,
+) -> RunResult:
+    """The agent with the SWE toolset on the instance's issue, in the sandbox."""
+    activate = await asyncio.to_thread(resolve_activate, sandbox, config.activate)
+    env = SandboxEnvironment(sandbox, activate=activate, default_timeout=config.command_timeout_s)
+    agent = ReactAgent(llm, agent_config, trajectory_dir=traj_dir, toolset=SweToolset())
+    task = TaskContext(
+        task_id=instance.instance_id,
+        description=issue_description(
+            instance, workdir=config.workdir, include_hints=config.include_hints
+        ),
+        env=env,
+        paths=swe_paths(config.workdir),
+        max_steps=config.command_limit,
+        command_timeout_s=config.command_timeout_s,
+    )
+    return await agent.run(task)
+
+
+def _with_run(result: InstanceResult, run: RunResult) -> InstanceResult:
+    """The result with how the agent's run ended and what it used."""
+    return result.model_copy(
+        update={
+            "status": run.status,
+            "reason": run.reason,
+            "steps": run.stats.steps,
+            "commands": run.stats.commands,
+            "tokens_in": run.stats.tokens_in,
+            "tokens_out": run.stats.tokens_out,
+            "cost": run.stats.cost,
+            "trajectory_path": run.trajectory_path,
+        }
+    )
+
+
 async def run_instance(
     instance: SweInstance,
     *,
@@ -151,55 +206,16 @@ async def run_instance(
     traj_dir = config.output_dir / "trajectories"
     for old in traj_dir.glob(f"{Trajectory.stem(iid, 'react')}.*"):
         old.unlink()  # a retried instance starts a new trajectory
-    spec = SandboxSpec(
-        image=image,
-        task_id=f"swebench-{iid}",
-        arvo_id=iid,
-        network=False,
-        workdir=config.workdir,
-        memory=config.memory,
-        cpus=config.cpus,
-        labels={"arena.kind": "swebench"},
-    )
     notify(iid, state="starting")
     sandbox: Sandbox | None = None
     patch: str | None = None
     try:
-        sandbox = await asyncio.to_thread(provider.create, spec)
-        activate = await asyncio.to_thread(resolve_activate, sandbox, config.activate)
-        env = SandboxEnvironment(
-            sandbox, activate=activate, default_timeout=config.command_timeout_s
-        )
-        agent = ReactAgent(
-            _ObservedLLM(llm, on_reply),
-            agent_config,
-            trajectory_dir=traj_dir,
-            toolset=SweToolset(),
-        )
-        task = TaskContext(
-            task_id=iid,
-            description=issue_description(
-                instance, workdir=config.workdir, include_hints=config.include_hints
-            ),
-            env=env,
-            paths=swe_paths(config.workdir),
-            max_steps=config.command_limit,
-            command_timeout_s=config.command_timeout_s,
-        )
+        sandbox = await asyncio.to_thread(provider.create, _sandbox_spec(iid, image, config))
         notify(iid, state="running")
-        run = await agent.run(task)
-        result = result.model_copy(
-            update={
-                "status": run.status,
-                "reason": run.reason,
-                "steps": run.stats.steps,
-                "commands": run.stats.commands,
-                "tokens_in": run.stats.tokens_in,
-                "tokens_out": run.stats.tokens_out,
-                "cost": run.stats.cost,
-                "trajectory_path": run.trajectory_path,
-            }
+        run = await _run_agent(
+            sandbox, instance, _ObservedLLM(llm, on_reply), agent_config, config, traj_dir
         )
+        result = _with_run(result, run)
         notify(iid, state="extracting")
         extracted = await asyncio.to_thread(
             extract_patch, sandbox, instance, workdir=config.workdir

@@ -1,5 +1,5 @@
-"""Dataset tools without Docker: crash signatures, seeded splits, the image-tag pattern and the
-ground-truth check of verification."""
+"""Dataset tools without Docker: crash signatures, local task folders, the image-tag pattern and
+the ground-truth check of verification."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from services.green.datasets.crash import has_report, mismatch, parse_signature
 from services.green.datasets.images import template_pattern
-from services.green.datasets.splits import local_ids, read_refs, sample, split_text
+from services.green.datasets.splits import local_ids
 from services.green.datasets.verify import ground_truth_problem
 from services.green.judge import PreparedTask
 from services.green.scoring.groundtruth import ground_truth_from_patch
@@ -73,33 +73,11 @@ def test_no_summary_no_signature_and_report_detection():
     assert has_report("src/a.c:3:5: runtime error: signed integer overflow\n")
 
 
-def test_sample_is_seeded_and_independent_of_the_listing_order():
-    population = [str(i) for i in range(1000, 1400)]
-    a = sample(population, 25, seed=7)
-    assert a == sample(list(reversed(population)) + population[:5], 25, seed=7)
-    assert a != sample(population, 25, seed=8)
-    assert len(set(a)) == 25 and set(a) <= set(population)
-    # Fixed figures: the same selection on every machine and Python version of the project.
-    assert sample(["1", "2", "3", "10", "20"], 2, seed=0) == sample(
-        ["20", "10", "3", "2", "1"], 2, 0
-    )
-
-
-def test_sample_refuses_impossible_sizes():
-    with pytest.raises(ValueError, match="more than the 2"):
-        sample(["1", "2"], 3, seed=0)
-    with pytest.raises(ValueError, match="at least 1"):
-        sample(["1"], 0, seed=0)
-
-
-def test_split_file_round_trip_and_local_ids(tmp_path: Path):
-    text = split_text(["10055", "900001"], "split of run r")
-    assert read_refs(text) == ["10055", "900001"]
-    assert read_refs("1, 2 # comment\n3\n") == ["1", "2", "3"]
-    for name in ("900002", "900001", "notes", "0123"):
+def test_local_ids_are_the_folders_named_by_an_arvo_id(tmp_path: Path):
+    for name in ("900002", "900001", "notes", "0123", "10055"):
         (tmp_path / name).mkdir()
     (tmp_path / "55").write_text("a file")
-    assert local_ids(tmp_path) == ["900001", "900002"]
+    assert local_ids(tmp_path) == ["10055", "900001", "900002"]
 
 
 def test_template_pattern_matches_only_task_tags():
@@ -135,21 +113,3 @@ def test_ground_truth_check():
     docs_only = CODE_FIX.replace("src/a.c", "README.md")
     assert "changes no code lines" in ground_truth_problem(_prepared(docs_only))
     assert "changes no code lines" in ground_truth_problem(_prepared(""))
-
-
-def test_report_counts_verified_tasks():
-    from services.green.report import RunResults, outcome_from_task
-    from services.green.report.render import render_markdown
-
-    def task(ref: str, verified: bool | None) -> dict:
-        return {"id": f"t{ref}", "arvo_id": ref, "status": "completed", "verified": verified}
-
-    results = RunResults(run="r", green="http://g")
-    results.task_ids = ["1", "2", "3"]
-    results.tasks = [outcome_from_task(task("1", True)), outcome_from_task(task("2", False))]
-    results.tasks.append(outcome_from_task(task("3", None)))
-    text = render_markdown(results, plot=None)
-    assert "| verified tasks (arena tasks verify) | 1 |" in text
-    assert "| not verified | 1: 2 |" in text and "| never verified | 1 |" in text
-    results.tasks = [outcome_from_task(task("3", None))]
-    assert "verified" not in render_markdown(results, plot=None)  # green reported none

@@ -12,9 +12,11 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from services.green.cli import app as cli
-from services.green.cli_tasks import _size
-from services.green.datasets.splits import local_ids, read_refs, sample
+from services.arena.app import app as cli
+from services.arena.refs import read_refs
+from services.arena.splits import sample
+from services.arena.tasks import _size
+from services.green.datasets.splits import local_ids
 from tests.integration.helpers import OPERATOR, OPERATOR_TOKEN
 
 pytestmark = pytest.mark.docker

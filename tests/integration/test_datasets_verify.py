@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from fixtures.catalog import load_broken_tasks, load_tasks
-from services.green.cli import app as cli
-from services.green.cli_tasks import narrow_run_ids
+from services.arena.app import app as cli
+from services.arena.tasks_client import narrow_run_ids
 from tests.integration.conftest import leftover_containers
 from tests.integration.helpers import OPERATOR, OPERATOR_TOKEN, submit_task, wait_terminal
 

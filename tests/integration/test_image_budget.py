@@ -14,7 +14,7 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from services.green.cli import app as cli
+from services.arena.app import app as cli
 from services.green.store.crud import TaskStore
 from services.green.store.db import make_engine
 from services.green.store.models import Task, TaskStatus

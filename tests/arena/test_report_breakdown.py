@@ -1,11 +1,10 @@
-"""The report's breakdown by bug class and by fix position (services/green/report/breakdown.py)."""
+"""The report's breakdown by bug class and by fix position (services/arena/breakdown.py)."""
 
 from __future__ import annotations
 
-from services.green.report import RunResults
-from services.green.report.breakdown import breakdown, breakdown_markdown, known_labels
-from services.green.report.render import render_markdown
-from services.green.report.results import Outcome
+from services.arena.breakdown import breakdown, breakdown_markdown, known_labels
+from services.arena.report import render_markdown
+from services.arena.results import Outcome, RunResults
 
 
 def outcome(arvo_id: str, func1: float, status: str = "completed") -> Outcome:

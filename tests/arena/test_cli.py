@@ -1,4 +1,4 @@
-"""The batch CLI (``services.green.cli``) against a real HTTP imitation of green's REST routes.
+"""The batch CLI (``services.arena``) against a real HTTP imitation of green's REST routes.
 
 The fake green and the fake purple are small FastAPI apps served by uvicorn on 127.0.0.1; their
 tasks move queued → preparing → running → evaluating → an end state one step per poll, and
@@ -27,9 +27,9 @@ from fastapi.responses import JSONResponse
 from matplotlib import image as mpimg
 from typer.testing import CliRunner
 
-from services.green.cli import app, split_ids
-from services.green.report import RunResults, aggregate_outcomes
-from services.green.report.results import Outcome
+from services.arena.app import app
+from services.arena.refs import split_ids
+from services.arena.results import Outcome, RunResults, aggregate_outcomes
 from services.green.scoring.groundtruth import ground_truth_from_patch
 from services.green.scoring.metrics import score
 from services.green.store.models import CommandPublic, TaskPublic
@@ -525,7 +525,7 @@ def test_ctrl_c_cancels_in_flight_tasks_and_saves(fake, tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "services.green.cli",
+            "services.arena",
             "run",
             "1001",
             "5005",

@@ -11,15 +11,12 @@ works against a remote green. See docs/datasets.md.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Annotated, Any
 
-import httpx
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import (
     BarColumn,
@@ -30,18 +27,13 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from services.green.assets.ids import parse_arvo_id
-from services.green.datasets.splits import read_refs, sample, split_text
-from services.shared.files import write_atomic
-from services.shared.operator_token import find_local_token
+from services.arena.tasks_client import GreenError, console, green_client, select_refs
 
 tasks_app = typer.Typer(
     help="Choose, prefetch and verify ARVO tasks on a green (real datasets).",
     no_args_is_help=True,
 )
-console = Console(highlight=False)
 EXIT_NOT_VERIFIED = 1
-EXIT_USAGE = 2
 
 GreenOpt = Annotated[str, typer.Option(envvar="ARENA_GREEN_URL", help="Green's base URL.")]
 TokenOpt = Annotated[
@@ -63,67 +55,6 @@ SampleOpt = Annotated[
 ]
 SeedOpt = Annotated[int, typer.Option(help="Seed of --sample: same seed, same tasks.")]
 JobsOpt = Annotated[int, typer.Option(min=1, max=64, help="Tasks handled at once.")]
-
-
-class GreenError(Exception):
-    """Green refused or could not be reached; the message says why."""
-
-
-class Green:
-    """A small synchronous client of green's dataset routes."""
-
-    def __init__(self, url: str, token: str | None, timeout_s: float = 3600.0) -> None:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self.url = url.rstrip("/")
-        self.http = httpx.Client(
-            base_url=self.url, headers=headers, timeout=httpx.Timeout(timeout_s, connect=10)
-        )
-
-    def call(self, method: str, path: str, **kw: Any) -> Any:
-        try:
-            r = self.http.request(method, path, **kw)
-        except httpx.HTTPError as exc:
-            raise GreenError(f"green at {self.url} did not answer: {exc}") from exc
-        if r.status_code >= 400:
-            try:
-                detail = r.json().get("detail", r.text)
-            except ValueError:
-                detail = r.text
-            raise GreenError(f"{method} {path}: HTTP {r.status_code}: {detail}")
-        return r.json()
-
-
-@contextlib.contextmanager
-def green_client(url: str, token: str | None) -> Iterator[Green]:
-    green = Green(url, token or find_local_token())
-    try:
-        yield green
-    except GreenError as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}")
-        raise typer.Exit(EXIT_USAGE) from exc
-    finally:
-        green.http.close()
-
-
-def select_refs(
-    green: Green, refs: list[str], from_file: Path | None, n: int | None, seed: int
-) -> list[str]:
-    """The ids to work on: given ones, plus a file's; ``--sample N`` draws N of them (or of
-    every id green's source lists when none is given) with ``--seed``."""
-    raw = list(refs) + (read_refs(from_file.read_text(encoding="utf-8")) if from_file else [])
-    try:
-        ids = list(dict.fromkeys(parse_arvo_id(r) for r in raw))
-    except ValueError as exc:
-        raise GreenError(str(exc)) from exc
-    if n is not None:
-        population = ids or green.call("GET", "/datasets/ids")["ids"]
-        try:
-            ids = sample(population, n, seed)
-        except ValueError as exc:
-            raise GreenError(str(exc)) from exc
-    if not ids:
-        raise GreenError("no task ids: give ids, --from FILE or --sample N")
-    return ids
 
 
 def for_each(
@@ -311,46 +242,3 @@ def sample_cmd(
         ids = select_refs(client, [], from_file, n, seed)
     for ref in ids:
         print(ref)
-
-
-def verified_subset(green: Green, ids: list[str]) -> list[str]:
-    """The ids whose newest verification says verified (order kept)."""
-    ok: set[str] = set()
-    for i in range(0, len(ids), 500):
-        chunk = ids[i : i + 500]
-        rows = green.call("GET", "/datasets/verifications", params={"task": chunk})
-        ok |= {row["ref"] for row in rows if row["verified"]}
-    return [r for r in ids if r in ok]
-
-
-def narrow_run_ids(
-    url: str, token: str | None, ids: list[str], n: int | None, seed: int, verified_only: bool
-) -> list[str]:
-    """``arena run``'s ids after ``--sample N --seed S`` and ``--verified-only``."""
-    if n is None and not verified_only:
-        return ids
-    with green_client(url, token) as client:
-        if n is not None:
-            ids = select_refs(client, ids, None, n, seed)
-        if verified_only:
-            kept = verified_subset(client, ids)
-            dropped = [r for r in ids if r not in kept]
-            if dropped:
-                console.print(f"--verified-only: leaving out {len(dropped)}: {', '.join(dropped)}")
-            ids = kept
-    return ids
-
-
-SPLIT_FILE = "split.txt"
-
-
-def write_split(run_dir: Path, refs: list[str], args: dict[str, Any]) -> Path:
-    """The run's ids as a split file (``arena run --ids-file <run>/split.txt`` repeats it)."""
-    how = f"--sample {args['sample']} --seed {args['seed']}" if args.get("sample") else "ids given"
-    header = f"split of run {args.get('run')}: {len(refs)} task(s), {how}" + (
-        ", verified only" if args.get("verified_only") else ""
-    )
-    run_dir.mkdir(parents=True, exist_ok=True)
-    path = run_dir / SPLIT_FILE
-    write_atomic(path, split_text(refs, header).encode())
-    return path

@@ -1,8 +1,8 @@
 """``results/<run>/results.json``: run metadata, one outcome per ARVO id, and the aggregate.
 
-The aggregate is green's own (:func:`services.green.scoring.metrics.aggregate_records`), fed
-from the outcomes recorded here, so a batch report and an AgentBeats assessment score a run the
-same way.
+The aggregate is the one green's assessments use (:func:`services.shared.scores.aggregate_records`),
+fed from the outcomes recorded here, so a batch report and an AgentBeats assessment score a run
+the same way.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from services.green.scoring.metrics import METRICS, aggregate_records
 from services.shared.files import write_json_atomic
+from services.shared.scores import METRICS, aggregate_records
 
 RESULTS_FILE = "results.json"
 SCHEMA_VERSION = 1
@@ -209,7 +209,7 @@ def outcome_from_task(task: dict[str, Any], *, task_dir: str | None = None) -> O
 
 
 def aggregate_outcomes(outcomes: list[Outcome]) -> dict[str, Any]:
-    """Green's aggregate (``Aggregate.to_dict()``) of the outcomes: failed and cancelled tasks
+    """The run aggregate (``Aggregate.to_dict()``) of the outcomes: failed and cancelled tasks
     count 0, infra failures are reported apart, unscorable tasks stay out of the means. A failed
     outcome without a failure kind counts as an infra failure (as in green)."""
     return aggregate_records(

@@ -1,0 +1,275 @@
+"""``arena``: the typer app — ``arena run`` (a batch on green), ``arena report``, ``arena tasks``.
+
+    arena run 10055 arvo:10096 --green http://127.0.0.1:9009 --run demo
+    arena report results/demo
+
+``run`` keeps ``results/<run>/results.json`` up to date after every task (an interrupted run
+resumes where it stopped) and writes ``report.md`` with a ``scores.png`` at the end. See
+``docs/cli.md``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from services.arena import options as opt
+from services.arena.batch import (
+    EXIT_GREEN_UNREACHABLE,
+    EXIT_INTERRUPTED,
+    RunConfig,
+    run_batch,
+)
+from services.arena.client import GreenUnreachable
+from services.arena.refs import canonical_id, split_ids
+from services.arena.report import render_report
+from services.arena.results import RESULTS_FILE, RunResults, Session, now_iso
+from services.arena.splits import write_split
+from services.arena.tasks import tasks_app
+from services.arena.tasks_client import narrow_run_ids
+from services.shared.operator_token import find_local_token
+from services.shared.scores import METRICS
+
+app = typer.Typer(
+    name="arena",
+    help="Batch runs of ARVO root-cause-analysis tasks against a running green, and their reports.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(tasks_app, name="tasks")
+
+
+def _summary(results: RunResults, console: Console) -> None:
+    agg = results.aggregate
+    table = Table(title=f"run {results.run}: {len(results.tasks)}/{len(results.task_ids)} ended")
+    table.add_column("mean over")
+    table.add_column("n", justify="right")
+    for m in METRICS:
+        table.add_column(m, justify="right")
+    for label, key in (("all tasks", "mean_all"), ("non-infra", "mean_non_infra")):
+        means = agg.get(key) or {}
+        table.add_row(
+            label, str(means.get("n", 0)), *(f"{float(means.get(m, 0)):.3f}" for m in METRICS)
+        )
+    console.print(table)
+    for line in agg.get("explanation", []):
+        console.print(f"  {line}", highlight=False)
+
+
+def _run_dir(out: Path, run_name: str | None) -> tuple[str, Path]:
+    name = run_name or datetime.now().strftime("run-%Y%m%d-%H%M%S")
+    if "/" in name or name in ("", ".", ".."):
+        raise typer.BadParameter(f"not a folder name: {name!r}", param_hint="--run")
+    return name, out / name
+
+
+def _load(path: Path, console: Console) -> RunResults:
+    try:
+        return RunResults.load(path)
+    except ValueError as exc:
+        console.print(f"[red]error:[/] cannot read {path}: {escape(str(exc))}")
+        raise typer.Exit(2) from exc
+
+
+def _open_results(
+    path: Path, resume: bool, name: str, green: str, purple: str | None, console: Console
+) -> RunResults:
+    """The run's results: resumed from ``path``, or new."""
+    if path.exists() and resume:
+        results = _load(path, console)
+        if results.green.rstrip("/") != green.rstrip("/") or results.purple != purple:
+            console.print(
+                f"[yellow]note:[/] the run was started against green {results.green}, "
+                f"purple {results.purple or '(default)'}; continuing with {green}, "
+                f"{purple or '(default)'}"
+            )
+        results.green, results.purple = green, purple
+        return results
+    if path.exists():
+        console.print(
+            f"[yellow]note:[/] --no-resume: starting {path.parent} over "
+            "(earlier task folders are left in place)"
+        )
+    return RunResults(run=name, green=green, purple=purple)
+
+
+def _config(args: dict[str, Any], api_token: str | None) -> RunConfig:
+    return RunConfig(
+        green=args["green"],
+        purple=args["purple"],
+        purple_api=args["purple_api"],
+        concurrency=args["concurrency"],
+        max_steps=args["max_steps"],
+        task_timeout_s=args["task_timeout"],
+        command_timeout_s=args["command_timeout"],
+        poll_interval_s=args["poll_interval"],
+        green_grace_s=args["green_grace"],
+        api_token=api_token,
+    )
+
+
+def _start_session(
+    results: RunResults, run_dir: Path, args: dict[str, Any], retry_failed: bool, console: Console
+) -> tuple[list[str], Session]:
+    """Add the wanted ids, write the run's split, open a session; the ids to run now."""
+    for arvo_id in args["ids"]:
+        if arvo_id not in results.task_ids:
+            results.task_ids.append(arvo_id)
+    if not results.task_ids:
+        console.print(
+            "[red]error:[/] no task ids: give ids, --ids-file, or --run of an existing run"
+        )
+        raise typer.Exit(2)
+    write_split(run_dir, results.task_ids, args)
+    todo = results.pending(retry_failed)
+    skipped = len(results.task_ids) - len(todo)
+    results.args = args
+    results.finished_at = None
+    session = Session(started_at=now_iso(), args=args)
+    results.sessions.append(session)
+    console.print(
+        f"run [bold]{args['run']}[/] → {run_dir}: "
+        f"{len(results.task_ids)} task(s), {len(todo)} to run"
+        + (f", {skipped} kept from earlier sessions" if skipped else "")
+    )
+    kept = [o.arvo_id for o in results.tasks if o.status == "failed" and o.arvo_id not in todo]
+    if kept:
+        console.print(f"  {len(kept)} failed id(s) kept (use --retry-failed to run them again)")
+    return todo, session
+
+
+def _execute(
+    cfg: RunConfig,
+    results: RunResults,
+    run_dir: Path,
+    todo: list[str],
+    session: Session,
+    console: Console,
+) -> int:
+    """Run the batch; the exit code. Green unreachable at the start: nothing is recorded."""
+    if not todo:
+        return 0
+    skipped = len(results.task_ids) - len(todo)
+    try:
+        return asyncio.run(run_batch(cfg, results, run_dir, todo, session, console, skipped))
+    except GreenUnreachable as exc:
+        results.sessions.pop()  # nothing happened: leave results.json as it was
+        console.print(f"[red]error:[/] {escape(str(exc))}")
+        raise typer.Exit(EXIT_GREEN_UNREACHABLE) from exc
+    except KeyboardInterrupt:
+        session.interrupted = True
+        return EXIT_INTERRUPTED
+
+
+def _close(
+    results: RunResults, session: Session, run_dir: Path, code: int, console: Console
+) -> None:
+    """Save results.json and the report, print the summary (and how to resume)."""
+    session.finished_at = now_iso()
+    if not results.pending(retry_failed=False):
+        results.finished_at = session.finished_at
+    results.refresh_aggregate()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    results.save(run_dir / RESULTS_FILE)
+    report = render_report(results, run_dir)
+    _summary(results, console)
+    console.print(f"results: {run_dir / RESULTS_FILE}\nreport:  {report}")
+    if code == EXIT_INTERRUPTED:
+        args = results.args
+        again = f"arena run --run {args['run']} --out {args['out']} --green {args['green']}"
+        again += f" --purple {args['purple']}" if args.get("purple") else ""
+        console.print(f"interrupted: resume with  {again}", highlight=False, soft_wrap=True)
+
+
+@app.command()
+def run(
+    ids: opt.Ids = None,
+    ids_file: opt.IdsFile = None,
+    green: opt.Green = "http://127.0.0.1:9009",
+    purple: opt.Purple = None,
+    purple_api: opt.PurpleApi = None,
+    run_name: opt.RunName = None,
+    out: opt.Out = Path("results"),
+    concurrency: opt.Concurrency = 4,
+    max_steps: opt.MaxSteps = None,
+    task_timeout: opt.TaskTimeout = None,
+    command_timeout: opt.CommandTimeout = None,
+    resume: opt.Resume = True,
+    retry_failed: opt.RetryFailed = False,
+    poll_interval: opt.PollInterval = 2.0,
+    green_grace: opt.GreenGrace = 60.0,
+    api_token: opt.ApiToken = None,
+    sample_n: opt.Sample = None,
+    seed: opt.Seed = 0,
+    verified_only: opt.VerifiedOnly = False,
+) -> None:
+    """Run ARVO tasks on green, follow them live, save results.json, the task logs and report.md.
+
+    Ids already completed in an existing run folder are kept (--resume, the default); failed
+    ids run again only with --retry-failed; cancelled (interrupted) ids and ids that never started
+    because purple was unreachable always run again.
+    Ctrl-C cancels the tasks in flight on green and saves what has ended (twice: stop at once).
+
+    Exit codes: 0 the run ended (whatever the tasks' outcomes), 2 green unreachable or bad
+    usage, 130 interrupted.
+    """
+    console = Console(highlight=False)
+    given = [*(ids or []), *([ids_file.read_text(encoding="utf-8")] if ids_file else [])]
+    wanted = list(dict.fromkeys(canonical_id(i)[0] for i in split_ids(given)))
+    wanted = narrow_run_ids(green, api_token, wanted, sample_n, seed, verified_only)
+    name, run_dir = _run_dir(out, run_name)
+    args = {
+        "ids": wanted,
+        "ids_file": str(ids_file) if ids_file else None,
+        "green": green,
+        "purple": purple,
+        "purple_api": purple_api,
+        "run": name,
+        "out": str(out),
+        "concurrency": concurrency,
+        "max_steps": max_steps,
+        "task_timeout": task_timeout,
+        "command_timeout": command_timeout,
+        "resume": resume,
+        "retry_failed": retry_failed,
+        "poll_interval": poll_interval,
+        "green_grace": green_grace,
+        "sample": sample_n,
+        "seed": seed,
+        "verified_only": verified_only,
+    }
+    results = _open_results(run_dir / RESULTS_FILE, resume, name, green, purple, console)
+    todo, session = _start_session(results, run_dir, args, retry_failed, console)
+    cfg = _config(args, api_token or find_local_token())
+    code = _execute(cfg, results, run_dir, todo, session, console)
+    _close(results, session, run_dir, code, console)
+    if code:
+        raise typer.Exit(code)
+
+
+@app.command()
+def report(run_dir: opt.RunDir) -> None:
+    """Re-render report.md and scores.png from a run's results.json.
+
+    The aggregate is recomputed from the recorded outcomes; results.json is not modified.
+    """
+    console = Console(highlight=False)
+    if run_dir.is_file():
+        run_dir = run_dir.parent
+    path = run_dir / RESULTS_FILE
+    if not path.exists():
+        console.print(f"[red]error:[/] no {RESULTS_FILE} in {run_dir}")
+        raise typer.Exit(2)
+    results = _load(path, console)
+    results.refresh_aggregate()
+    out = render_report(results, run_dir)
+    _summary(results, console)
+    console.print(f"report: {out}")

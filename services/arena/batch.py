@@ -1,0 +1,264 @@
+"""A batch on green: send each task, follow it, save its logs and record its outcome.
+
+Per id: ``POST /tasks`` (at most ``concurrency`` in flight), poll ``GET /tasks/{id}`` until the
+task ends, save green's view, its command log and purple's trajectory under
+``<run>/tasks/<arvo_id>-<task8>/``, and record the outcome in ``results.json`` at once (so an
+interrupted run resumes where it stopped). Ctrl-C once cancels the tasks in flight on green;
+twice stops at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+from rich.console import Console
+from rich.live import Live
+from rich.markup import escape
+
+from services.arena.client import (
+    UNREACHABLE,
+    GreenAuth,
+    GreenClient,
+    GreenUnreachable,
+    check_green,
+    detail,
+)
+from services.arena.live import LiveView
+from services.arena.refs import canonical_id
+from services.arena.results import (
+    RESULTS_FILE,
+    Outcome,
+    RunResults,
+    Session,
+    outcome_from_task,
+    task_dir_name,
+)
+from services.shared.files import write_json_atomic
+
+EXIT_GREEN_UNREACHABLE = 2
+EXIT_INTERRUPTED = 130
+
+
+@dataclass
+class RunConfig:
+    green: str
+    purple: str | None = None
+    purple_api: str | None = None
+    """Where the CLI reaches purple's REST (default: ``purple``, else the task's purple URL)."""
+    concurrency: int = 4
+    max_steps: int | None = None
+    task_timeout_s: float | None = None
+    command_timeout_s: float | None = None
+    poll_interval_s: float = 2.0
+    green_grace_s: float = 60.0
+    """How long green may be unreachable before the run stops."""
+    api_token: str | None = field(default=None, repr=False)
+    """Green's GREEN_API_TOKEN, sent to green only (never recorded in results.json)."""
+
+    def task_body(self, arvo_id: str) -> dict[str, Any]:
+        """The ``POST /tasks`` body for an id (green's defaults where nothing is given)."""
+        body = {
+            "task": f"arvo:{arvo_id}",
+            "purple_url": self.purple,
+            "max_steps": self.max_steps,
+            "task_timeout_s": self.task_timeout_s,
+            "command_timeout_s": self.command_timeout_s,
+        }
+        return {k: v for k, v in body.items() if v is not None}
+
+
+def _failure(arvo_id: str, error: str, end_reason: str, task_id: str | None = None) -> Outcome:
+    """An infra failure recorded by the CLI itself (green refused, lost, or the CLI broke)."""
+    return Outcome(
+        arvo_id=arvo_id,
+        task_id=task_id,
+        status="failed",
+        failure_kind="infra",
+        end_reason=end_reason,
+        error=error,
+    )
+
+
+@dataclass
+class Batch:
+    cfg: RunConfig
+    results: RunResults
+    run_dir: Path
+    session: Session
+    view: LiveView
+    console: Console
+    green: GreenClient
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    in_flight: dict[str, str] = field(default_factory=dict)
+    """arvo id → green task id."""
+    abort: GreenUnreachable | None = None
+
+    def _record(self, outcome: Outcome) -> None:
+        self.results.record(outcome)
+        self.results.save(self.run_dir / RESULTS_FILE)
+        self.view.ended(outcome)
+        s = outcome.scores or {}
+        score = " ".join(
+            f"{k}={float(s.get(k, 0)):.2f}" for k in ("file@1", "func@1", "line@1", "iou")
+        )
+        why = f" — {outcome.error}" if outcome.error and outcome.status != "completed" else ""
+        line = (
+            f"arvo:{outcome.arvo_id} [{(outcome.task_id or '-')[:8]}] {outcome.status}"
+            f" steps={outcome.steps} {score if s else ''}{why}"
+        )
+        self.console.print(escape(line.rstrip()), highlight=False, soft_wrap=True)
+
+    async def _submit(self, arvo_id: str) -> dict[str, Any] | None:
+        """``POST /tasks``: green's view of the new task, or None (refusal recorded)."""
+        try:
+            resp = await self.green.request("POST", "/tasks", json=self.cfg.task_body(arvo_id))
+        except httpx.HTTPError as exc:
+            error = f"POST /tasks failed: {type(exc).__name__}: {exc}"
+            self._record(_failure(arvo_id, error, "error"))
+            return None
+        if resp.status_code >= 400:
+            error = f"green refused the task (HTTP {resp.status_code}): {detail(resp)}"
+            self._record(_failure(arvo_id, error, "rejected"))
+            return None
+        return resp.json()
+
+    async def one(self, raw_id: str) -> None:
+        arvo_id, bad = canonical_id(raw_id)
+        if bad:
+            self._record(_failure(arvo_id, bad, "rejected"))
+            return
+        if self.stop.is_set():
+            return
+        self.view.update(arvo_id, status="submitting")
+        task = await self._submit(arvo_id)
+        if task is None:
+            return
+        task_id = task["id"]
+        self.in_flight[arvo_id] = task_id
+        self.session.submitted.append(arvo_id)
+        try:
+            task = await self.green.follow(
+                task, self.cfg.poll_interval_s, self.stop, lambda t: self._polled(arvo_id, t)
+            )
+            await self._finish(arvo_id, task)
+        except (httpx.HTTPError, ValueError, KeyError) as exc:
+            error = f"lost track of the task on green: {type(exc).__name__}: {exc}"
+            self._record(_failure(arvo_id, error, "error", task_id))
+        finally:
+            self.in_flight.pop(arvo_id, None)
+
+    def _polled(self, arvo_id: str, task: dict[str, Any]) -> None:
+        self.view.update(
+            arvo_id,
+            status=task.get("status", "?"),
+            task_id=task["id"],
+            steps=int(task.get("steps") or 0),
+            cost=float(task.get("cost") or 0),
+        )
+
+    async def _finish(self, arvo_id: str, task: dict[str, Any]) -> None:
+        if task.pop(UNREACHABLE, False):
+            return  # green's verdict is unknown: leave the id pending, a resume runs it again
+        name = task_dir_name(arvo_id, task["id"])
+        tdir = self.run_dir / "tasks" / name
+        write_json_atomic(tdir / "task.json", task)
+        commands, note_c = await self.green.commands(task["id"])
+        write_json_atomic(tdir / "commands.json", commands)
+        trajectory, note_t = await self.green.trajectory(
+            task, self.cfg.purple_api or self.cfg.purple
+        )
+        if trajectory is not None:
+            write_json_atomic(tdir / "trajectory.json", trajectory)
+        outcome = outcome_from_task(task, task_dir=f"tasks/{name}")
+        outcome.arvo_id = arvo_id
+        outcome.trajectory = trajectory is not None
+        outcome.notes += [n for n in (note_c, note_t) if n]
+        if self.stop.is_set() and task.get("status") != "completed":
+            outcome.notes.append("cancelled by the CLI (interrupted)")
+        self._record(outcome)
+
+    async def run(self, ids: list[str]) -> None:
+        sem = asyncio.Semaphore(self.cfg.concurrency)
+
+        async def worker(raw_id: str) -> None:
+            async with sem:
+                if self.stop.is_set():
+                    return
+                try:
+                    await self.one(raw_id)
+                except GreenUnreachable as exc:
+                    self.abort = self.abort or exc
+                    self.stop.set()
+                except Exception as exc:  # an unexpected answer: record it, the run goes on
+                    error = f"CLI error: {type(exc).__name__}: {exc}"
+                    self._record(_failure(canonical_id(raw_id)[0], error, "error"))
+
+        await asyncio.gather(*(worker(i) for i in ids))
+
+
+@contextlib.contextmanager
+def _interrupts(batch: Batch, session: Session, console: Console):
+    """Ctrl-C once: stop the batch (it cancels the tasks in flight); twice: cancel the run."""
+    loop = asyncio.get_running_loop()
+    main = asyncio.current_task()
+    interrupts = 0
+
+    def on_sigint() -> None:
+        nonlocal interrupts
+        interrupts += 1
+        session.interrupted = True
+        if interrupts == 1:
+            console.print(
+                "[yellow]interrupted: cancelling the tasks in flight on green "
+                "(Ctrl-C again to stop at once)…[/]"
+            )
+            batch.stop.set()
+        elif main is not None:
+            main.cancel()
+
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.remove_signal_handler(signal.SIGINT)
+
+
+async def run_batch(
+    cfg: RunConfig,
+    results: RunResults,
+    run_dir: Path,
+    todo: list[str],
+    session: Session,
+    console: Console,
+    done: int,
+) -> int:
+    """Run the ids in ``todo``; returns the exit code. Ctrl-C once: cancel the tasks in flight
+    on green and record them; twice: stop at once (what was recorded stays)."""
+    view = LiveView(total=len(results.task_ids), done=done)
+    timeout = httpx.Timeout(30.0, connect=10.0)
+    auth = GreenAuth(cfg.green, cfg.api_token)
+    async with httpx.AsyncClient(timeout=timeout, trust_env=False, auth=auth) as client:
+        warning = await check_green(client, cfg.green)
+        if warning:
+            console.print(f"[yellow]warning:[/] {escape(warning)}")
+        green = GreenClient(client, cfg.green, cfg.green_grace_s)
+        batch = Batch(cfg, results, run_dir, session, view, console, green)
+        with _interrupts(batch, session, console):
+            try:
+                with Live(view, console=console, refresh_per_second=4, transient=False):
+                    await batch.run(todo)
+            except asyncio.CancelledError:
+                session.interrupted = True
+    if batch.abort is not None:
+        session.error = str(batch.abort)
+        console.print(f"[red]error:[/] {escape(str(batch.abort))}")
+        return EXIT_GREEN_UNREACHABLE
+    return EXIT_INTERRUPTED if session.interrupted else 0

@@ -1,0 +1,45 @@
+"""Seeded splits: the same ``--sample N --seed S`` selects the same tasks on every machine."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from services.shared.files import write_atomic
+
+SPLIT_FILE = "split.txt"
+
+
+def sample(population: Iterable[str], n: int, seed: int) -> list[str]:
+    """``n`` ids drawn from ``population`` (duplicates ignored), the same for the same seed.
+
+    The population is sorted first, so the order it was listed in does not matter."""
+    ids = sorted(set(population), key=_id_key)
+    if n < 1:
+        raise ValueError(f"--sample must be at least 1, got {n}")
+    if n > len(ids):
+        raise ValueError(f"--sample {n} is more than the {len(ids)} known task(s)")
+    return random.Random(seed).sample(ids, n)
+
+
+def _id_key(ref: str) -> tuple[int, int | str]:
+    return (0, int(ref)) if ref.isdigit() else (1, ref)
+
+
+def split_text(refs: Iterable[str], header: str) -> str:
+    """A split file: a comment line saying how it was made, then one ref per line."""
+    return f"# {header}\n" + "".join(f"{r}\n" for r in refs)
+
+
+def write_split(run_dir: Path, refs: list[str], args: dict[str, Any]) -> Path:
+    """The run's ids as a split file (``arena run --ids-file <run>/split.txt`` repeats it)."""
+    how = f"--sample {args['sample']} --seed {args['seed']}" if args.get("sample") else "ids given"
+    header = f"split of run {args.get('run')}: {len(refs)} task(s), {how}" + (
+        ", verified only" if args.get("verified_only") else ""
+    )
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path = run_dir / SPLIT_FILE
+    write_atomic(path, split_text(refs, header).encode())
+    return path

@@ -1,0 +1,110 @@
+"""Green's dataset routes, synchronously: the client of ``arena tasks`` and of ``arena run
+--sample/--verified-only``, and how the ids to work on are chosen."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from services.arena.refs import arvo_id, read_refs
+from services.arena.splits import sample
+from services.shared.operator_token import find_local_token
+
+console = Console(highlight=False)
+EXIT_USAGE = 2
+
+
+class GreenError(Exception):
+    """Green refused or could not be reached; the message says why."""
+
+
+class Green:
+    """A small synchronous client of green's dataset routes."""
+
+    def __init__(self, url: str, token: str | None, timeout_s: float = 3600.0) -> None:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.url = url.rstrip("/")
+        self.http = httpx.Client(
+            base_url=self.url, headers=headers, timeout=httpx.Timeout(timeout_s, connect=10)
+        )
+
+    def call(self, method: str, path: str, **kw: Any) -> Any:
+        try:
+            r = self.http.request(method, path, **kw)
+        except httpx.HTTPError as exc:
+            raise GreenError(f"green at {self.url} did not answer: {exc}") from exc
+        if r.status_code >= 400:
+            try:
+                detail = r.json().get("detail", r.text)
+            except ValueError:
+                detail = r.text
+            raise GreenError(f"{method} {path}: HTTP {r.status_code}: {detail}")
+        return r.json()
+
+
+@contextlib.contextmanager
+def green_client(url: str, token: str | None) -> Iterator[Green]:
+    green = Green(url, token or find_local_token())
+    try:
+        yield green
+    except GreenError as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}")
+        raise typer.Exit(EXIT_USAGE) from exc
+    finally:
+        green.http.close()
+
+
+def select_refs(
+    green: Green, refs: list[str], from_file: Path | None, n: int | None, seed: int
+) -> list[str]:
+    """The ids to work on: given ones, plus a file's; ``--sample N`` draws N of them (or of
+    every id green's source lists when none is given) with ``--seed``."""
+    raw = list(refs) + (read_refs(from_file.read_text(encoding="utf-8")) if from_file else [])
+    try:
+        ids = list(dict.fromkeys(arvo_id(r) for r in raw))
+    except ValueError as exc:
+        raise GreenError(str(exc)) from exc
+    if n is not None:
+        population = ids or green.call("GET", "/datasets/ids")["ids"]
+        try:
+            ids = sample(population, n, seed)
+        except ValueError as exc:
+            raise GreenError(str(exc)) from exc
+    if not ids:
+        raise GreenError("no task ids: give ids, --from FILE or --sample N")
+    return ids
+
+
+def verified_subset(green: Green, ids: list[str]) -> list[str]:
+    """The ids whose newest verification says verified (order kept)."""
+    ok: set[str] = set()
+    for i in range(0, len(ids), 500):
+        chunk = ids[i : i + 500]
+        rows = green.call("GET", "/datasets/verifications", params={"task": chunk})
+        ok |= {row["ref"] for row in rows if row["verified"]}
+    return [r for r in ids if r in ok]
+
+
+def narrow_run_ids(
+    url: str, token: str | None, ids: list[str], n: int | None, seed: int, verified_only: bool
+) -> list[str]:
+    """``arena run``'s ids after ``--sample N --seed S`` and ``--verified-only``."""
+    if n is None and not verified_only:
+        return ids
+    with green_client(url, token) as client:
+        if n is not None:
+            ids = select_refs(client, ids, None, n, seed)
+        if verified_only:
+            kept = verified_subset(client, ids)
+            dropped = [r for r in ids if r not in kept]
+            if dropped:
+                console.print(f"--verified-only: leaving out {len(dropped)}: {', '.join(dropped)}")
+            ids = kept
+    return ids
