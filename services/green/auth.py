@@ -21,6 +21,7 @@ log = get_logger("services.green.auth")
 
 ANONYMOUS = "anonymous"
 
+
 @dataclass(frozen=True)
 class Caller:
     """A request's credential, as far as green can tell."""
