@@ -12,9 +12,10 @@ from services.purple.agent.compaction import SUMMARY_HEADER, estimate_tokens
 from services.purple.agent.config import AgentConfig
 from services.purple.agent.loop import OBSERVATION_CUT, ReactAgent
 from services.purple.agent.parser import FORMAT_HELP, format_text_call
-from services.purple.environment import Policy, TaskContext, TaskEnded
 from services.purple.llm.base import LLMError, LLMReply, ToolCall
 from services.purple.llm.scripted import ScriptedLLM
+from services.purple.protocols import Policy, TaskContext
+from services.purple.signals import TaskEnded
 from services.shared.text import clip_middle
 from tests.support.local_env import LocalShellEnvironment, make_workspace
 
@@ -119,14 +120,14 @@ async def test_step_limit(task) -> None:
 
 
 async def test_green_step_limit_applies_too(task) -> None:
-    task.max_steps = 2  # one command to explore, one kept for loc.json; two refusals end it
+    task.max_commands = 2  # one command to explore, one kept for loc.json; two refusals end it
     result = await run(ScriptedLLM(default=tc("run_bash_cmd", command="true")), task, step_limit=10)
     assert result.status == "limits" and "command limit (2)" in result.reason
     assert result.stats.steps == 3 and result.stats.commands == 1
 
 
 async def test_last_green_command_is_kept_for_the_submission(task) -> None:
-    task.max_steps = 3
+    task.max_commands = 3
     llm = ScriptedLLM(
         [
             tc("run_bash_cmd", command="true"),

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from services.green.sandbox.output import OutputCapture
-from services.purple.environment import RunStats
+from services.purple.protocols import RunStats
 from services.shared.commands import CommandResult
 from services.shared.loc import LocJson, parse_loc_json
 from services.shared.protocol import SubmitResult, TaskPaths

@@ -6,12 +6,12 @@ import json
 
 import httpx
 
-from services.purple.agent.trajectory import Trajectory
 from services.purple.api.trajectory import group_steps
 from services.purple.app import create_app
 from services.purple.config import PurpleSettings
 from services.purple.store.crud import PurpleStore, make_engine
 from services.purple.store.models import PurpleTask
+from services.purple.trajectory import Trajectory
 from tests.support.servers import free_port, serve
 
 

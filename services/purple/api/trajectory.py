@@ -14,8 +14,8 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Request
 from pydantic import BaseModel
 
-from services.purple.agent.trajectory import Trajectory
 from services.purple.store.crud import PurpleStore
+from services.purple.trajectory import Trajectory
 
 router = APIRouter(tags=["tasks"])
 MAX_EVENTS = 20_000

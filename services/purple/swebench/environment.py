@@ -8,7 +8,8 @@ import asyncio
 
 from services.green.sandbox.base import AgentFault, Sandbox, SandboxError
 from services.green.swebench.activation import with_activate
-from services.purple.environment import RunStats, TaskEnded
+from services.purple.protocols import RunStats
+from services.purple.signals import TaskEnded
 from services.shared.commands import CommandResult
 from services.shared.protocol import SubmitResult
 

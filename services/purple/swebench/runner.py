@@ -28,13 +28,13 @@ from services.green.swebench.evaluate import extract_patch
 from services.green.swebench.instances import WORKDIR, SweInstance, image_name, swe_paths
 from services.purple.agent.config import AgentConfig
 from services.purple.agent.loop import ReactAgent
-from services.purple.agent.trajectory import Trajectory
-from services.purple.environment import TaskContext
 from services.purple.llm.base import LLM, LLMReply
+from services.purple.protocols import TaskContext
 from services.purple.swebench.environment import SandboxEnvironment
 from services.purple.swebench.predictions import load_predictions, prediction, write_predictions
 from services.purple.swebench.prompts import issue_description
-from services.purple.swebench.toolset import SweToolset
+from services.purple.tools.toolsets import SweToolset
+from services.purple.trajectory import Trajectory
 from services.shared.files import write_json_atomic
 from services.shared.logging import get_logger
 
@@ -178,7 +178,7 @@ async def run_instance(
             ),
             env=env,
             paths=swe_paths(config.workdir),
-            max_steps=config.command_limit,
+            max_commands=config.command_limit,
             command_timeout_s=config.command_timeout_s,
         )
         notify(iid, state="running")
