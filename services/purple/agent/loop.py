@@ -51,7 +51,14 @@ class ReactAgent:
 class _Run:
     def __init__(self, agent: ReactAgent, task: TaskContext) -> None:
         self.cfg, self.llm, self.toolset = agent.config, agent.llm, agent.toolset
-        self.record = RunRecord(agent, task)
+        self.record = RunRecord(
+            task,
+            policy=agent.name,
+            config=self.cfg,
+            llm=self.llm,
+            toolset=self.toolset.name,
+            trajectory_dir=agent.trajectory_dir,
+        )
         self.stats = self.record.stats
         self.tools = self.toolset.make_tools(
             task.env,

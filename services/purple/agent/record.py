@@ -4,6 +4,7 @@ it rendered, each model call and command, the end) and the final :class:`RunResu
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from services.purple.agent.parser import FORMAT_HELP
@@ -15,19 +16,34 @@ from services.shared.commands import CommandResult
 from services.shared.logging import get_logger
 
 if TYPE_CHECKING:
+    from services.purple.agent.config import AgentConfig
     from services.purple.agent.context import Conversation
-    from services.purple.agent.loop import ReactAgent
 
 log = get_logger("services.purple.agent.loop")
 
 
 class RunRecord:
-    def __init__(self, agent: ReactAgent, task: TaskContext) -> None:
-        self.agent, self.task, self.cfg = agent, task, agent.config
+    def __init__(
+        self,
+        task: TaskContext,
+        *,
+        policy: str,
+        config: AgentConfig,
+        llm: LLM,
+        toolset: str,
+        trajectory_dir: str | Path | None,
+    ) -> None:
+        self.task, self.policy, self.cfg, self.llm, self.toolset = (
+            task,
+            policy,
+            config,
+            llm,
+            toolset,
+        )
         self.stats = RunStats()
         self.begin = time.monotonic()
-        self.traj = Trajectory(agent.trajectory_dir, task.task_id, agent.name)
-        self.log = log.bind(task_id=task.task_id, policy=agent.name)
+        self.traj = Trajectory(trajectory_dir, task.task_id, policy)
+        self.log = log.bind(task_id=task.task_id, policy=policy)
         self.prompts: dict[str, str] = {}
 
     def start(self, tools: str, step_limit: int | None) -> tuple[str, str]:
@@ -49,8 +65,8 @@ class RunRecord:
         self.traj.event(
             "start",
             config=self.cfg.model_dump(),
-            model=_serialize(self.agent.llm),
-            toolset=self.agent.toolset.name,
+            model=_serialize(self.llm),
+            toolset=self.toolset,
             task={
                 "task_id": task.task_id,
                 "paths": task.paths.model_dump(),
@@ -93,7 +109,7 @@ class RunRecord:
             status, reason, submission = ending(ended)
         result = RunResult(
             task_id=self.task.task_id,
-            policy=self.agent.name,
+            policy=self.policy,
             status=status,  # type: ignore[arg-type]
             reason=reason,
             stats=self.stats,
@@ -105,7 +121,7 @@ class RunRecord:
         self.traj.event("end", result=result.model_dump(exclude={"command_history"}))
         self.traj.finish(
             config=self.cfg.model_dump(),
-            model=_serialize(self.agent.llm),
+            model=_serialize(self.llm),
             prompts=self.prompts,
             result=result.model_dump(),
             messages=chat.messages,
