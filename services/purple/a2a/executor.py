@@ -220,7 +220,8 @@ class PurpleExecutor(AgentExecutor):
             cost=result.stats.cost,
         )
         summary = (
-            f"{result.policy}: {result.status} ({result.reason}) after {result.stats.steps} steps"
+            f"{result.policy}: {result.status} ({result.reason}) after {result.stats.steps} "
+            f"steps (LLM turns), {result.stats.commands} commands"
         )
         await updater.add_artifact(
             [
