@@ -1,4 +1,4 @@
-"""A :class:`~services.purple.environment.TaskEnvironment` that runs commands in a local
+"""A :class:`~services.purple.protocols.TaskEnvironment` that runs commands in a local
 temp-dir workspace laid out like a task container's (error.txt, src-vul/<project>/, shared/).
 
 Commands run with ``bash -c`` in their own process group, so a timeout kills the whole group;

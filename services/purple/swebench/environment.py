@@ -15,7 +15,7 @@ from services.shared.protocol import SubmitResult
 
 
 class SandboxEnvironment:
-    """The agent's :class:`~services.purple.environment.TaskEnvironment` in a SWE-bench
+    """The agent's :class:`~services.purple.protocols.TaskEnvironment` in a SWE-bench
     container. ``submit`` always accepts: the patch is taken from the repository afterwards."""
 
     def __init__(
