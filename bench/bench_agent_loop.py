@@ -29,9 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from services.purple.agent.config import AgentConfig
 from services.purple.agent.loop import ReactAgent
 from services.purple.agent.parser import format_text_call
-from services.purple.environment import RunStats, TaskContext, TaskEnvironment
 from services.purple.llm.base import LLMReply, ToolCall
 from services.purple.llm.scripted import ScriptedLLM
+from services.purple.protocols import RunStats, TaskContext, TaskEnvironment
 from services.shared.commands import CommandResult
 from services.shared.protocol import SubmitResult, TaskPaths
 from tests.support.local_env import LocalShellEnvironment, make_workspace

@@ -32,7 +32,7 @@ from services.green.app import create_app as create_green
 from services.green.config import GreenSettings
 from services.purple.app import create_app as create_purple
 from services.purple.config import PurpleSettings
-from services.purple.environment import RunResult, TaskContext
+from services.purple.protocols import RunResult, TaskContext
 from services.shared.logging import router
 from tests.support.servers import free_port, serve
 

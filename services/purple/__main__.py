@@ -1,4 +1,4 @@
-"""``python -m services.purple --host H --port P --card-url U``"""
+"""Start purple's server: ``python -m services.purple --host H --port P --card-url U``."""
 
 from __future__ import annotations
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import asynccontextmanager
+from functools import partial
 
 from a2a.types import AgentSkill
 from fastapi import FastAPI, HTTPException
@@ -11,8 +12,8 @@ from fastapi import FastAPI, HTTPException
 from services.purple.a2a.executor import PurpleExecutor
 from services.purple.api import trajectory
 from services.purple.config import PurpleSettings
-from services.purple.environment import Policy
-from services.purple.policies import policy_factory
+from services.purple.policies import build_policy
+from services.purple.protocols import Policy
 from services.purple.store.crud import PurpleStore, make_engine
 from services.purple.store.models import PurpleTask, PurpleTaskView
 from services.shared.a2a import build_agent_card, mount_a2a
@@ -29,8 +30,7 @@ def create_app(
     settings = settings or PurpleSettings()
     configure_logging(settings.log_dir)
     store = PurpleStore(make_engine(settings.database_url))
-    make_policy = make_policy or policy_factory(settings)
-
+    make_policy = make_policy or partial(build_policy, settings)
     executor = PurpleExecutor(settings, store, make_policy)
 
     @asynccontextmanager

@@ -43,8 +43,16 @@ class PurpleSettings(BaseSettings):
     prices: dict[str, tuple[float, float]] = {}
     """Extra prices, JSON: {"model": [usd_per_mtok_in, usd_per_mtok_out]}."""
 
+    agent_config: Path | None = None
+    """A TOML file of agent config fields (prompt templates, limits...; see
+    services/purple/agent/config.py and agent/prompts/rca.toml). The PURPLE_ limits below,
+    when set, override it."""
+    fallback_to_analyst: bool = False
+    """When the agent ends without an accepted answer, let the stack-trace analyst submit
+    (mixes the baseline into the agent's score)."""
+
     step_limit: int = 40
-    """Most LLM calls per task."""
+    """Most LLM turns (steps) per task."""
     cost_limit: float = 2.0
     """Most dollars per task."""
     wall_time_limit_s: float = 1800.0

@@ -1,13 +1,64 @@
-"""Which policy purple runs, from its settings: the ReAct agent with an LLM, or the analyst."""
+"""The one policy factory: from purple's settings to the policy that works on a task.
+
+No LLM (no API key, or ``PURPLE_POLICY=stacktrace``) -> the stack-trace analyst (offline,
+deterministic). An LLM -> the ReAct agent with the toolset of the task's kind and the agent
+config (``PURPLE_AGENT_CONFIG``, with the ``PURPLE_*`` limits set in the environment on top);
+optionally the analyst submits when the agent ends without an accepted submission
+(``PURPLE_FALLBACK_TO_ANALYST``, off by default: it mixes the baseline into the agent's score).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from services.purple.agent.factory import build_policy
+from services.purple.agent.config import AgentConfig
+from services.purple.agent.loop import ReactAgent
+from services.purple.analyst.policy import StackTraceAnalyst
 from services.purple.config import PurpleSettings
-from services.purple.environment import Policy, RunResult, TaskContext
-from services.purple.swebench.toolset import SweToolset
+from services.purple.llm.openai_chat import OpenAIChatModel, OpenAIModelConfig
+from services.purple.protocols import Policy, RunResult, TaskContext
+from services.purple.tools.toolsets import RcaToolset, SweToolset
+
+AGENT_SETTINGS = ("mode", "step_limit", "cost_limit", "wall_time_limit_s", "context_budget_tokens")
+"""Settings that are :class:`AgentConfig` fields of the same name."""
+
+
+def build_policy(settings: PurpleSettings, kind: str = "rca_task") -> Policy:
+    """A fresh policy for one task of ``kind`` (``rca_task`` or ``swe_task``; no state is
+    shared between tasks). There is no offline policy for ``swe_task``."""
+    analyst = StackTraceAnalyst(trajectory_dir=settings.trajectory_dir)
+    if settings.effective_policy() != "react":
+        if kind == "swe_task":
+            return NoPolicy(
+                "none",
+                "SWE-bench tasks need an LLM: set OPENAI_API_KEY (and PURPLE_POLICY=react or auto)",
+            )
+        return analyst
+    llm = OpenAIChatModel(
+        OpenAIModelConfig(
+            model=settings.model,
+            base_url=settings.openai_base_url,
+            api_key=settings.openai_api_key,
+            timeout_s=settings.llm_timeout_s,
+            max_retries=settings.llm_retries,
+            prices=settings.prices,
+        )
+    )
+    toolset = SweToolset() if kind == "swe_task" else RcaToolset()
+    react = ReactAgent(
+        llm, agent_config(settings), trajectory_dir=settings.trajectory_dir, toolset=toolset
+    )
+    if settings.fallback_to_analyst and kind != "swe_task":
+        return FallbackPolicy(react, analyst)
+    return react
+
+
+def agent_config(settings: PurpleSettings) -> AgentConfig:
+    """The agent config: the file ``settings.agent_config`` (if any), and the limits of the
+    settings on top: all of them without a file, those set in the environment with one."""
+    limits = {name: getattr(settings, name) for name in AGENT_SETTINGS}
+    if settings.agent_config is None:
+        return AgentConfig(**limits)
+    explicit = {k: v for k, v in limits.items() if k in settings.model_fields_set}
+    return AgentConfig.load(settings.agent_config, **explicit)
 
 
 class NoPolicy:
@@ -20,36 +71,30 @@ class NoPolicy:
         return RunResult(task_id=task.task_id, policy=self.name, status="error", reason=self.why)
 
 
-def policy_factory(settings: PurpleSettings) -> Callable[[str], Policy]:
-    """A fresh policy per task (no state shared between tasks), for a task kind: ``rca_task``
-    (the ReAct agent with RCA tools, or the offline analyst) or ``swe_task`` (the ReAct agent
-    with the SWE toolset; there is no offline policy for it)."""
-    use_llm = settings.effective_policy() == "react"
+class FallbackPolicy:
+    """Run ``primary``; if it ends without an accepted submission, run ``fallback``.
+    The result is the fallback's, with the primary's usage and commands added."""
 
-    def make(kind: str = "rca_task") -> Policy:
-        if kind == "swe_task" and not use_llm:
-            return NoPolicy(
-                "none",
-                "SWE-bench tasks need an LLM: set OPENAI_API_KEY (and PURPLE_POLICY=react or auto)",
-            )
-        return build_policy(
-            model=settings.model if use_llm else None,
-            base_url=settings.openai_base_url,
-            api_key=settings.openai_api_key,
-            mode=settings.mode,
-            agent={
-                "step_limit": settings.step_limit,
-                "cost_limit": settings.cost_limit,
-                "wall_time_limit_s": settings.wall_time_limit_s,
-                "context_budget_tokens": settings.context_budget_tokens,
-            },
-            llm={
-                "timeout_s": settings.llm_timeout_s,
-                "max_retries": settings.llm_retries,
-                "prices": settings.prices,
-            },
-            trajectory_dir=settings.trajectory_dir,
-            toolset=SweToolset() if kind == "swe_task" else None,
+    def __init__(self, primary: Policy, fallback: Policy) -> None:
+        self.primary, self.fallback = primary, fallback
+        self.name = f"{primary.name}+{fallback.name}"
+
+    async def run(self, task: TaskContext) -> RunResult:
+        first = await self.primary.run(task)
+        if first.status == "submitted":
+            return first
+        second = await self.fallback.run(task)
+        stats = first.stats.model_copy()
+        stats.steps += second.stats.steps
+        stats.commands += second.stats.commands
+        return second.model_copy(
+            update={
+                "policy": self.name,
+                "reason": f"{self.primary.name}: {first.status} ({first.reason}); "
+                f"{self.fallback.name}: {second.reason}",
+                "stats": stats,
+                "duration_s": first.duration_s + second.duration_s,
+                "command_history": first.command_history + second.command_history,
+                "trajectory_path": first.trajectory_path,
+            }
         )
-
-    return make

@@ -7,14 +7,15 @@ from __future__ import annotations
 import asyncio
 
 from services.green.sandbox.base import AgentFault, Sandbox, SandboxError
-from services.purple.environment import RunStats, TaskEnded
+from services.purple.protocols import RunStats
+from services.purple.signals import TaskEnded
 from services.shared.commands import CommandResult
 from services.shared.protocol import SubmitResult
 from services.swebench.activation import with_activate
 
 
 class SandboxEnvironment:
-    """The agent's :class:`~services.purple.environment.TaskEnvironment` in a SWE-bench
+    """The agent's :class:`~services.purple.protocols.TaskEnvironment` in a SWE-bench
     container. ``submit`` always accepts: the patch is taken from the repository afterwards."""
 
     def __init__(

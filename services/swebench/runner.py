@@ -25,10 +25,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from services.green.sandbox.base import Sandbox, SandboxError, SandboxProvider, SandboxSpec
 from services.purple.agent.config import AgentConfig
 from services.purple.agent.loop import ReactAgent
-from services.purple.agent.trajectory import Trajectory
-from services.purple.environment import RunResult, TaskContext
 from services.purple.llm.base import LLM, LLMReply
-from services.purple.swebench.toolset import SweToolset
+from services.purple.protocols import RunResult, TaskContext
+from services.purple.tools.toolsets import SweToolset
+from services.purple.trajectory import Trajectory
 from services.shared.files import write_json_atomic
 from services.shared.logging import get_logger
 from services.swebench.activation import resolve_activate
@@ -158,7 +158,7 @@ async def _run_agent(
         ),
         env=env,
         paths=swe_paths(config.workdir),
-        max_steps=config.command_limit,
+        max_commands=config.command_limit,
         command_timeout_s=config.command_timeout_s,
     )
     return await agent.run(task)

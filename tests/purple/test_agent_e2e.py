@@ -8,12 +8,13 @@ from pathlib import Path
 import pytest
 
 from services.purple.agent.config import AgentConfig
-from services.purple.agent.factory import FallbackPolicy, build_policy
 from services.purple.agent.loop import ReactAgent
 from services.purple.agent.parser import format_text_call
 from services.purple.analyst.policy import StackTraceAnalyst
-from services.purple.environment import TaskContext
+from services.purple.config import PurpleSettings
 from services.purple.llm.openai_chat import OpenAIChatModel, OpenAIModelConfig
+from services.purple.policies import FallbackPolicy, NoPolicy, build_policy
+from services.purple.protocols import TaskContext
 from tests.support.fake_llm import FakeError, FakeLLMServer, FakeReply
 from tests.support.local_env import LocalShellEnvironment, make_workspace
 
@@ -165,30 +166,56 @@ async def test_text_mode_end_to_end(server, task) -> None:
 
 
 async def test_build_policy_from_settings(server, task, tmp_path) -> None:
-    assert isinstance(build_policy(model=None), StackTraceAnalyst)
-    policy = build_policy(
+    offline = PurpleSettings(policy="stacktrace", trajectory_dir=tmp_path / "traj")
+    assert isinstance(build_policy(offline), StackTraceAnalyst)
+    assert isinstance(build_policy(offline, "swe_task"), NoPolicy)
+    settings = PurpleSettings(
+        policy="react",
         model="gpt-4o-mini",
-        base_url=server.base_url,
-        api_key="k",
+        openai_base_url=server.base_url,
+        openai_api_key="k",
         mode="text",
-        agent={"step_limit": 2},
-        llm={"max_retries": 1},
+        step_limit=2,
+        llm_retries=1,
         trajectory_dir=tmp_path / "traj",
     )
-    assert isinstance(policy, ReactAgent)
+    policy = build_policy(settings)
+    assert isinstance(policy, ReactAgent) and policy.toolset.name == "rca"
     assert policy.config.mode == "text" and policy.config.step_limit == 2
     assert policy.llm.config.max_retries == 1
+    assert "ROOT CAUSE" in policy.config.system_template
+    assert build_policy(settings, "swe_task").toolset.name == "swe"
+
+
+async def test_agent_config_file_under_the_settings(tmp_path) -> None:
+    """The file gives the templates and limits; a limit set in the settings wins over it."""
+    path = tmp_path / "agent.toml"
+    path.write_text(
+        'step_limit = 7\ncost_limit = 0.5\nsystem_template = "Find {{ paths.error_report }}."\n'
+    )
+    settings = PurpleSettings(policy="react", openai_api_key="k", agent_config=path, cost_limit=1.5)
+    config = build_policy(settings).config
+    assert (config.step_limit, config.cost_limit) == (7, 1.5)
+    assert config.system_template == "Find {{ paths.error_report }}."
+    assert "submit_localization" in config.instance_template  # the built-in one
+    path.write_text('system_template = "{% if %}"\n')
+    with pytest.raises(ValueError, match="not a valid Jinja2 template"):
+        build_policy(settings)
 
 
 async def test_fallback_to_the_analyst_when_the_agent_gives_up(server, task, tmp_path) -> None:
     server.default = FakeReply(content="no idea", prompt_tokens=5, completion_tokens=1)
+    path = tmp_path / "agent.toml"
+    path.write_text("max_consecutive_format_errors = 2\n")
     policy = build_policy(
-        model="gpt-4o-mini",
-        base_url=server.base_url,
-        api_key="k",
-        agent={"max_consecutive_format_errors": 2},
-        trajectory_dir=tmp_path / "traj",
-        fallback_to_analyst=True,
+        PurpleSettings(
+            policy="react",
+            openai_base_url=server.base_url,
+            openai_api_key="k",
+            agent_config=path,
+            trajectory_dir=tmp_path / "traj",
+            fallback_to_analyst=True,
+        )
     )
     assert isinstance(policy, FallbackPolicy)
     result = await policy.run(task)

@@ -12,9 +12,10 @@ from services.purple.agent.compaction import SUMMARY_HEADER, estimate_tokens
 from services.purple.agent.config import AgentConfig
 from services.purple.agent.loop import OBSERVATION_CUT, ReactAgent
 from services.purple.agent.parser import FORMAT_HELP, format_text_call
-from services.purple.environment import Policy, TaskContext, TaskEnded
 from services.purple.llm.base import LLMError, LLMReply, ToolCall
 from services.purple.llm.scripted import ScriptedLLM
+from services.purple.protocols import Policy, TaskContext
+from services.purple.signals import TaskEnded
 from services.shared.text import clip_middle
 from tests.support.local_env import LocalShellEnvironment, make_workspace
 
@@ -111,6 +112,41 @@ async def test_trajectory_is_written_incrementally_and_finally(task, tmp_path: P
     assert len(final["result"]["command_history"]) == 2 and final["messages"][0]["role"] == "system"
 
 
+async def test_prompts_come_from_the_config_templates_and_are_recorded(task, tmp_path) -> None:
+    llm = ScriptedLLM([tc("submit_localization", locations=LOC, reasoning="r")])
+    system = "Report: {{ paths.error_report }}; {{ step_limit }} steps.\n{{ tools }}"
+    result = await run(
+        llm,
+        task,
+        tmp_path / "traj",
+        step_limit=5,
+        system_template=system,
+        instance_template="Task <{{ task }}>",
+    )
+    sent = llm.calls[0]["messages"]
+    assert sent[0]["content"].startswith(
+        f"Report: {task.paths.error_report}; 5 steps.\nrun_bash_cmd("
+    )
+    assert sent[1]["content"] == "Task <Find the root cause.>"
+    start = json.loads((tmp_path / "traj" / "t-1.react.events.jsonl").read_text().splitlines()[0])
+    final = json.loads(Path(result.trajectory_path).read_text())
+    for doc in (start, final):
+        assert doc["prompts"] == {"system": sent[0]["content"], "instance": sent[1]["content"]}
+        assert doc["config"]["system_template"] == system
+
+
+async def test_the_builtin_templates_fill_the_unset_ones(task) -> None:
+    agent = ReactAgent(ScriptedLLM([]), AgentConfig(instance_template="{{ task }}"))
+    assert "ROOT CAUSE" in agent.config.system_template
+    assert agent.config.instance_template == "{{ task }}"
+    with pytest.raises(ValueError, match="not a valid Jinja2 template"):
+        AgentConfig(system_template="{{ unclosed")
+    with pytest.raises(Exception, match="nope"):  # an unknown variable is an error, not ""
+        agent.config.model_copy(update={"system_template": "{{ nope }}"}).render(
+            "system_template", task="x"
+        )
+
+
 async def test_step_limit(task) -> None:
     llm = ScriptedLLM(default=tc("run_bash_cmd", command="true"))
     result = await run(llm, task, step_limit=3)
@@ -119,14 +155,14 @@ async def test_step_limit(task) -> None:
 
 
 async def test_green_step_limit_applies_too(task) -> None:
-    task.max_steps = 2  # one command to explore, one kept for loc.json; two refusals end it
+    task.max_commands = 2  # one command to explore, one kept for loc.json; two refusals end it
     result = await run(ScriptedLLM(default=tc("run_bash_cmd", command="true")), task, step_limit=10)
     assert result.status == "limits" and "command limit (2)" in result.reason
     assert result.stats.steps == 3 and result.stats.commands == 1
 
 
 async def test_last_green_command_is_kept_for_the_submission(task) -> None:
-    task.max_steps = 3
+    task.max_commands = 3
     llm = ScriptedLLM(
         [
             tc("run_bash_cmd", command="true"),

@@ -16,7 +16,8 @@ from services.purple.analyst.cfunc import (
 )
 from services.purple.analyst.policy import StackTraceAnalyst
 from services.purple.analyst.sanitizer import parse_report
-from services.purple.environment import Policy, TaskContext, TaskEnded
+from services.purple.protocols import Policy, TaskContext
+from services.purple.signals import TaskEnded
 from tests.purple import sample_reports as R
 from tests.support.local_env import LocalShellEnvironment, make_workspace
 
@@ -202,7 +203,8 @@ async def test_analyst_submits_ranked_tight_spans(tmp_path: Path, name: str) -> 
     # free/alloc stacks' bodies], [read the allocation site], submit
     n = 3 + (name in VALUE_TRAIL) + (name in LIFETIME) + (name in ALLOC_READ)
     assert result.stats.commands == len(result.command_history) == len(env.commands) == n
-    assert result.stats.steps == n and env.submits[0][0].commands == n
+    # steps are LLM turns: the analyst takes none
+    assert result.stats.steps == 0 and env.submits[0][0].commands == n
     traj = json.loads(Path(result.trajectory_path).read_text())
     assert traj["result"]["status"] == "submitted" and traj["policy"] == "stack-trace-analyst"
 

@@ -15,7 +15,7 @@ from services.purple.analyst.ranking import Candidate, rank
 from services.purple.analyst.resolve import Resolved, locations, parse_resolved, span
 from services.purple.analyst.sanitizer import parse_report
 from services.purple.analyst.wrappers import is_wrapper
-from services.purple.environment import RunResult, TaskContext
+from services.purple.protocols import RunResult, TaskContext
 from tests.support.local_env import LocalShellEnvironment, make_workspace
 
 

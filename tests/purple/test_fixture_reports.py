@@ -11,7 +11,7 @@ from services.green.scoring.functions import list_functions
 from services.purple.analyst.frames import project_frames, split_src_path
 from services.purple.analyst.policy import StackTraceAnalyst
 from services.purple.analyst.sanitizer import parse_report
-from services.purple.environment import TaskContext
+from services.purple.protocols import TaskContext
 from tests.support.local_env import LocalShellEnvironment, make_workspace
 
 catalog = pytest.importorskip("fixtures.catalog")

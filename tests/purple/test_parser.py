@@ -2,8 +2,8 @@
 
 import pytest
 
-from services.purple.agent.errors import FormatError
 from services.purple.agent.parser import BEGIN, END, format_text_call, parse_text_call
+from services.purple.signals import FormatError
 
 
 def call(name: str, *args: tuple[str, str], end: bool = True) -> str:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from services.purple.agent.errors import Submitted
+from services.purple.signals import Submitted
 from services.purple.tools.rca import RcaTools
 from services.purple.tools.registry import ToolCallError, ToolRegistry, parse_docstring
 from services.shared.loc import Location

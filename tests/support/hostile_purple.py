@@ -16,7 +16,8 @@ from typing import Any
 
 import httpx
 
-from services.purple.environment import RunResult, RunStats, TaskContext, TaskEnded
+from services.purple.protocols import RunResult, RunStats, TaskContext
+from services.purple.signals import TaskEnded
 from tests.integration.helpers import text_message
 from tests.support.scripted_purple import write_file_command
 

@@ -1,4 +1,4 @@
-"""A :class:`~services.purple.environment.TaskEnvironment` that runs commands in a local
+"""A :class:`~services.purple.protocols.TaskEnvironment` that runs commands in a local
 temp-dir workspace laid out like a task container's (error.txt, src-vul/<project>/, shared/).
 
 Commands run with ``bash -c`` in their own process group, so a timeout kills the whole group;
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from services.green.sandbox.output import OutputCapture
-from services.purple.environment import RunStats
+from services.purple.protocols import RunStats
 from services.shared.commands import CommandResult
 from services.shared.loc import LocJson, parse_loc_json
 from services.shared.protocol import SubmitResult, TaskPaths

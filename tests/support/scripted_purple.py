@@ -11,7 +11,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.purple.environment import RunResult, RunStats, TaskContext, TaskEnded
+from services.purple.protocols import RunResult, RunStats, TaskContext
+from services.purple.signals import TaskEnded
 from services.shared.commands import CommandResult
 from services.shared.protocol import SubmitResult
 

@@ -9,11 +9,10 @@ from pathlib import Path
 from services.purple.agent.config import AgentConfig
 from services.purple.agent.loop import ReactAgent
 from services.purple.agent.parser import format_text_call
-from services.purple.agent.toolset import RcaToolset
-from services.purple.environment import TaskContext
 from services.purple.llm.base import LLMReply, ToolCall
 from services.purple.llm.scripted import ScriptedLLM
-from services.purple.swebench.toolset import SweToolset
+from services.purple.protocols import TaskContext
+from services.purple.tools.toolsets import RcaToolset, SweToolset
 from services.swebench.instances import SweInstance, issue_description, swe_paths
 
 from .test_swe_tools import SweLocalEnvironment, git

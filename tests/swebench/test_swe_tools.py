@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from services.purple.environment import RunStats
-from services.purple.swebench.toolset import SweToolset
+from services.purple.agent.config import AgentConfig
+from services.purple.agent.parser import FORMAT_HELP
+from services.purple.protocols import RunStats
 from services.purple.tools.swe import Finished, SweTools, _search_key
+from services.purple.tools.toolsets import SweToolset
 from services.shared.protocol import SubmitResult
 from services.swebench.instances import swe_paths
 from tests.support.local_env import LocalShellEnvironment
@@ -239,11 +241,20 @@ def test_toolset_registry_and_prompt(repo) -> None:
         "find_test_files",
         "finish",
     ]
-    prompt = toolset.system_prompt(
-        swe_paths("/testbed"), registry.describe(), mode="text", step_limit=30
-    )
+    config = AgentConfig(mode="text").with_templates(toolset.name)
+    variables = {
+        "paths": swe_paths("/testbed"),
+        "tools": registry.describe(),
+        "mode": "text",
+        "format_help": FORMAT_HELP,
+        "step_limit": 30,
+        "command_limit": None,
+        "task": "<issue>x</issue>\n",
+    }
+    prompt = config.render("system_template", **variables)
     assert "Do not modify, add or delete tests" in prompt and "/testbed" in prompt
     assert "replace_in_file(path: str, from_line: int, to_line: int, content: str)" in prompt
     assert "at most 30 steps" in prompt and "----BEGIN_FUNCTION_CALL----" in prompt
     assert "submit_localization" not in prompt
-    assert toolset.task_message("<issue>x</issue>").endswith("then call finish.")
+    first = config.render("instance_template", **variables)
+    assert first.startswith("<issue>x</issue>\n\nResolve") and first.endswith("then call finish.")

@@ -6,18 +6,18 @@ import json
 
 import httpx
 
-from services.purple.agent.trajectory import Trajectory
 from services.purple.api.trajectory import group_steps
 from services.purple.app import create_app
 from services.purple.config import PurpleSettings
 from services.purple.store.crud import PurpleStore, make_engine
 from services.purple.store.models import PurpleTask
+from services.purple.trajectory import Trajectory
 from tests.support.servers import free_port, serve
 
 
 def write_trajectory(directory, task_id: str) -> None:
     traj = Trajectory(directory, task_id, "react")
-    traj.event("start", config={})
+    traj.event("start", config={}, prompts={"system": "You are an analyst.", "instance": "Go."})
     traj.event("message", step=0, role="system", content="You are an analyst.")
     traj.event("llm_call", step=0, tokens_in=900, tokens_out=30, cost=0.002, duration_s=1.5)
     traj.event(
@@ -63,6 +63,7 @@ def test_trajectory_endpoint(tmp_path):
     with serve(app, port) as srv:
         body = httpx.get(f"{srv.url}/tasks/task-1/trajectory").json()
         assert body["files"] == ["task-1.react.events.jsonl"]
+        assert body["prompts"] == {"system": "You are an analyst.", "instance": "Go."}
         assert (body["tokens_in"], body["tokens_out"]) == (2500, 60)
         assert [s["step"] for s in body["steps"]] == [0, 1]
         missing = httpx.get(f"{srv.url}/tasks/nope/trajectory")

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from services.purple.a2a.green_env import GreenEnvironment
 from services.purple.config import PurpleSettings
-from services.purple.environment import Policy, RunResult, TaskContext
+from services.purple.protocols import Policy, RunResult, TaskContext
 from services.purple.store.crud import PurpleStore
 from services.purple.store.models import PurpleTask, utcnow
 from services.shared.a2a import A2APeer, Payload, message_parts, new_protocol_message
@@ -72,7 +72,7 @@ class Incoming:
             description=self.description,
             env=env,
             paths=a.paths if a else TaskPaths(),
-            max_steps=a.limits.max_steps if a else None,
+            max_commands=a.limits.max_steps if a else None,
             deadline=a.limits.deadline if a else None,
             command_timeout_s=a.limits.command_timeout_s if a else None,
         )
@@ -220,7 +220,8 @@ class PurpleExecutor(AgentExecutor):
             cost=result.stats.cost,
         )
         summary = (
-            f"{result.policy}: {result.status} ({result.reason}) after {result.stats.steps} steps"
+            f"{result.policy}: {result.status} ({result.reason}) after {result.stats.steps} "
+            f"steps (LLM turns), {result.stats.commands} commands"
         )
         await updater.add_artifact(
             [

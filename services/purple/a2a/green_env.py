@@ -6,7 +6,8 @@ from collections.abc import Awaitable, Callable
 
 from a2a.types import Message, Role
 
-from services.purple.environment import RunStats, TaskEnded
+from services.purple.protocols import RunStats
+from services.purple.signals import TaskEnded
 from services.shared.a2a import A2APeer, message_parts, new_protocol_message
 from services.shared.commands import CommandResult
 from services.shared.protocol import (

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.purple.agent.parser import BEGIN
-from services.purple.environment import CommandRecord
+from services.purple.protocols import CommandRecord
 
 Message = dict[str, Any]
 

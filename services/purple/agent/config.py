@@ -1,10 +1,29 @@
-"""How an agent run is configured. Written into every trajectory, so each run records how it was made."""
+"""How the ReAct agent is configured: its limits and its prompt templates (Jinja2).
+
+The config is written into every trajectory, so each run records how it was made. The prompt
+templates of each kind of task are in ``prompts/<toolset>.toml`` (their variables are listed
+there); a config file (TOML, any of these fields; ``PURPLE_AGENT_CONFIG``) replaces them.
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+import tomllib
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from jinja2 import StrictUndefined, TemplateError
+from jinja2.sandbox import SandboxedEnvironment
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+PROMPTS = Path(__file__).parent / "prompts"
+"""The built-in templates: ``<toolset name>.toml``."""
+
+TEMPLATES = ("system_template", "instance_template")
+
+_JINJA = SandboxedEnvironment(
+    undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, autoescape=False
+)
 
 
 class AgentConfig(BaseModel):
@@ -13,7 +32,7 @@ class AgentConfig(BaseModel):
     mode: Literal["tool_calls", "text"] = "tool_calls"
     """Native OpenAI tool calls, or the textual ----BEGIN_FUNCTION_CALL---- format."""
     step_limit: int = Field(40, ge=0)
-    """Most LLM calls per run (0 = no limit); green's own step limit also applies."""
+    """Most LLM turns (steps) per run (0 = no limit); green's command limit also applies."""
     cost_limit: float = Field(2.0, ge=0)
     """Most dollars per run (0 = no limit)."""
     wall_time_limit_s: float = Field(1800.0, ge=0)
@@ -31,6 +50,51 @@ class AgentConfig(BaseModel):
     max_consecutive_format_errors: int = Field(4, ge=1)
     """That many unusable replies in a row end the run (status format_errors)."""
     steps_left_warning: int = Field(3, ge=0)
-    """From this many steps left on, observations remind the model to submit."""
-    system_prompt: str | None = None
-    """Replaces the built-in system prompt (tools and format are still appended)."""
+    """From this many steps (or commands) left on, observations remind the model to finish."""
+    system_template: str | None = None
+    """Jinja2 template of the system prompt; None: the toolset's (``prompts/<toolset>.toml``)."""
+    instance_template: str | None = None
+    """Jinja2 template of the first user message (``task`` is green's task text); None: the
+    toolset's."""
+
+    @field_validator(*TEMPLATES)
+    @classmethod
+    def _parses(cls, template: str | None) -> str | None:
+        if template is not None:
+            try:
+                _JINJA.parse(template)
+            except TemplateError as exc:
+                raise ValueError(f"not a valid Jinja2 template: {exc}") from exc
+        return template
+
+    @classmethod
+    def load(cls, path: str | Path, **overrides: Any) -> AgentConfig:
+        """A config from a TOML file of these fields, ``overrides`` on top."""
+        try:
+            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ValueError(f"cannot read the agent config {path}: {exc}") from exc
+        return cls.model_validate({**data, **overrides})
+
+    def with_templates(self, toolset: str) -> AgentConfig:
+        """This config, its unset templates taken from the toolset's built-in ones."""
+        builtin = builtin_templates(toolset)
+        missing = {k: builtin[k] for k in TEMPLATES if getattr(self, k) is None}
+        return self.model_copy(update=missing) if missing else self
+
+    def render(self, template: Literal["system_template", "instance_template"], **vars: Any) -> str:
+        """One of the templates filled in (a missing variable raises)."""
+        text = getattr(self, template)
+        if text is None:
+            raise ValueError(f"{template} is not set (see AgentConfig.with_templates)")
+        return _JINJA.from_string(text).render(**vars)
+
+
+@cache
+def builtin_templates(toolset: str) -> dict[str, str]:
+    """The templates of ``prompts/<toolset>.toml``."""
+    path = PROMPTS / f"{toolset}.toml"
+    if not path.is_file():
+        raise ValueError(f"no built-in prompts for toolset {toolset!r} ({path} is missing)")
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    return {k: data[k] for k in TEMPLATES}

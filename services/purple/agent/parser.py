@@ -1,4 +1,5 @@
-"""The textual tool-call format, for models without native tool calling::
+"""Reading the model's tool calls from a reply: native ones, or the textual format for models
+without native tool calling::
 
     thought text
     ----BEGIN_FUNCTION_CALL----
@@ -24,10 +25,13 @@ Rules (decided here, tested in tests/purple/test_parser.py):
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
-from services.purple.agent.errors import FormatError
+from services.purple.llm.base import LLMReply, ToolCall
+from services.purple.signals import FormatError
 
 BEGIN = "----BEGIN_FUNCTION_CALL----"
 END = "----END_FUNCTION_CALL----"
@@ -128,3 +132,31 @@ def format_text_call(name: str, arguments: dict[str, str], thought: str = "") ->
         out += [ARG, key, VALUE, value]
     out.append(END)
     return "\n".join(out)
+
+
+Call = tuple[str | None, str, dict[str, Any] | FormatError]
+"""(native tool-call id or None in text mode, tool name, arguments or what is wrong)"""
+
+
+def reply_calls(reply: LLMReply, *, no_call: str | None = None) -> list[Call]:
+    """The calls of a reply: its native tool calls, else the textual call in its text.
+    ``no_call``: what a reply with neither is told (default: the textual format's help)."""
+    if reply.tool_calls:
+        return [_native_call(c) for c in reply.tool_calls]
+    try:
+        call = parse_text_call(reply.content or "")
+    except FormatError as exc:
+        return [(None, "", FormatError(no_call) if no_call else exc)]
+    return [(None, call.name, dict(call.arguments))]
+
+
+def _native_call(call: ToolCall) -> Call:
+    try:
+        args = json.loads(call.arguments or "{}")
+    except ValueError as exc:
+        error = f"Arguments of {call.name} are not valid JSON ({exc}): {call.arguments[:200]!r}"
+        return call.id, call.name, FormatError(error)
+    if not isinstance(args, dict):
+        error = f"Arguments of {call.name} must be a JSON object, got {call.arguments[:200]!r}."
+        return call.id, call.name, FormatError(error)
+    return call.id, call.name, args

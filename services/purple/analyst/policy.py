@@ -28,8 +28,6 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from services.purple.agent.errors import Submitted
-from services.purple.agent.trajectory import Trajectory
 from services.purple.analyst.caccess import memory_function
 from services.purple.analyst.cfunc import parse_numbered
 from services.purple.analyst.clex import awk_macros, macro_transparent
@@ -56,14 +54,10 @@ from services.purple.analyst.resolve import (
 )
 from services.purple.analyst.sanitizer import Frame, SanitizerReport, parse_report
 from services.purple.analyst.shortsize import promote_short_size
-from services.purple.environment import (
-    CommandRecord,
-    RunResult,
-    RunStats,
-    TaskContext,
-    TaskEnded,
-)
+from services.purple.protocols import CommandRecord, RunResult, RunStats, TaskContext
+from services.purple.signals import TaskEnded, Terminating, ending
 from services.purple.tools.rca import RcaTools
+from services.purple.trajectory import Trajectory
 from services.shared.commands import CommandResult
 from services.shared.loc import Location
 from services.shared.logging import get_logger
@@ -115,7 +109,7 @@ class StackTraceAnalyst:
         traj = Trajectory(self.trajectory_dir, task.task_id, self.name)
 
         def on_command(record: CommandRecord, result: CommandResult) -> None:
-            stats.commands = stats.steps = stats.commands + 1
+            stats.commands += 1  # no LLM turns: steps stay 0
             traj.event("command", **record.model_dump(), output=result.output)
 
         tools = RcaTools(
@@ -128,14 +122,11 @@ class StackTraceAnalyst:
         traj.event("start", policy=self.name, task_id=task.task_id, paths=task.paths.model_dump())
         status, reason, submission = "error", "cancelled", None
         try:
-            reason = await self._analyse(tools, traj)
-        except Submitted as exc:
-            status, reason, submission = "submitted", "submission accepted", exc.submission
-        except TaskEnded as exc:
-            status, reason = "limits", str(exc) or "task ended"
+            status, reason = "error", await self._analyse(tools, traj)
         except Exception as exc:
-            log.exception("analyst failed", task_id=task.task_id)
-            reason = f"{type(exc).__name__}: {exc}"
+            if not isinstance(exc, Terminating):
+                log.exception("analyst failed", task_id=task.task_id)
+            status, reason, submission = ending(exc)
         finally:
             result = RunResult(
                 task_id=task.task_id,

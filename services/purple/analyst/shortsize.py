@@ -16,7 +16,6 @@ import re
 import shlex
 from dataclasses import replace
 
-from services.purple.agent.errors import Submitted
 from services.purple.analyst.caccess import assignments, memory_function
 from services.purple.analyst.cfunc import parse_numbered
 from services.purple.analyst.clex import clean
@@ -27,7 +26,7 @@ from services.purple.analyst.resolve import MARK, MAX_GUARD, Resolved
 from services.purple.analyst.rounding import at_buffer_end, bodies_command, describe, mismatch
 from services.purple.analyst.sanitizer import SanitizerReport
 from services.purple.analyst.wrappers import calls_in
-from services.purple.environment import TaskEnded
+from services.purple.signals import Submitted, TaskEnded
 from services.purple.tools.rca import RcaTools
 from services.shared.logging import get_logger
 

@@ -1,8 +1,9 @@
 """GET /tasks/{id}/trajectory: a task's trajectory, step by step, read-only.
 
 Built from the events file the agent appends as it works (``<stem>.events.jsonl``), so it is
-available while the task runs: per step the LLM messages, the tool calls, the commands and their
-outputs, and the tokens and cost of the model calls.
+available while the task runs: the prompts the agent rendered from its templates, then per step
+the LLM messages, the tool calls, the commands and their outputs, and the tokens and cost of the
+model calls.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Request
 from pydantic import BaseModel
 
-from services.purple.agent.trajectory import Trajectory
 from services.purple.store.crud import PurpleStore
+from services.purple.trajectory import Trajectory
 
 router = APIRouter(tags=["tasks"])
 MAX_EVENTS = 20_000
@@ -40,6 +41,9 @@ class TrajectoryView(BaseModel):
     policy: str
     status: str
     files: list[str]
+    prompts: dict[str, str] = {}
+    """The texts the agent sent first ("system", "instance"), rendered from the templates of
+    its config; empty for the analyst (no LLM)."""
     steps: list[Step]
     tokens_in: int
     tokens_out: int
@@ -104,11 +108,13 @@ async def get_trajectory(task_id: str, request: Request) -> TrajectoryView:
     files = trajectory_files(Path(request.app.state.trajectory_dir), task_id)
     events = [ev for path in files for ev in _events(path)]
     steps = group_steps(events)
+    starts = [ev for ev in events if ev.get("type") == "start" and ev.get("prompts")]
     return TrajectoryView(
         task_id=task_id,
         policy=row.policy,
         status=row.status,
         files=[p.name for p in files],
+        prompts=starts[-1]["prompts"] if starts else {},
         steps=steps,
         tokens_in=sum(s.tokens_in for s in steps),
         tokens_out=sum(s.tokens_out for s in steps),

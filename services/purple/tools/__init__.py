@@ -1,5 +1,5 @@
 """Tools the agent can call: the registry (schemas + descriptions from docstrings) and the RCA
-tools, which all work through a :class:`~services.purple.environment.TaskEnvironment`."""
+tools, which all work through a :class:`~services.purple.protocols.TaskEnvironment`."""
 
 from services.purple.tools.registry import Tool, ToolCallError, ToolRegistry, make_tool
 

@@ -13,11 +13,9 @@ import shlex
 import time
 from collections.abc import Callable
 
-from services.purple.environment import CommandRecord, RunStats, TaskEnvironment
+from services.purple.protocols import CommandHook, CommandRecord, RunStats, TaskEnvironment
 from services.shared.commands import CommandResult
 from services.shared.protocol import TaskPaths, result_text
-
-CommandHook = Callable[[CommandRecord, CommandResult], None]
 
 
 class CommandTools:

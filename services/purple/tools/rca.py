@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from services.purple.agent.errors import Submitted
-from services.purple.environment import TaskEnvironment
+from services.purple.protocols import TaskEnvironment
+from services.purple.signals import Submitted
 from services.purple.tools.base import CommandTools, sh_text
 from services.purple.tools.registry import ToolRegistry
 from services.shared.loc import Location, LocJson

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from services.purple.agent.errors import FormatError
+from services.purple.signals import FormatError
 
 ToolFn = Callable[..., Awaitable[str] | str]
 

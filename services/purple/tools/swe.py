@@ -15,8 +15,8 @@ import shlex
 import uuid
 from typing import Any
 
-from services.purple.agent.errors import Submitted, Terminating
-from services.purple.environment import TaskEnvironment
+from services.purple.protocols import TaskEnvironment
+from services.purple.signals import Submitted, Terminating
 from services.purple.tools.base import CommandTools, output_text, sh_text
 from services.purple.tools.registry import ToolRegistry
 from services.shared.protocol import TaskPaths, submit_result_text

@@ -1,15 +1,18 @@
-"""The seam between purple's policies and the world: where commands run, and what a run returns.
+"""The seams inside purple: where commands run, what a policy is, what a run returns, and what
+the ReAct loop needs from a kind of task.
 
 A policy (the ReAct agent, the stack-trace analyst) only sees a :class:`TaskEnvironment`; the
-A2A implementation sends ``execute``/``submit`` to green, tests use a local shell. Swapping one
-for the other touches nothing else.
+A2A implementation sends ``execute``/``submit`` to green, tests use a local shell. A
+:class:`Toolset` (root-cause analysis, SWE-bench) gives the loop its tools. This module is at
+the bottom of purple: it imports only ``services.shared``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
@@ -22,17 +25,12 @@ class RunStats(BaseModel):
     """Usage so far; sent with the submission (green's ``submit`` data part carries it)."""
 
     steps: int = 0
-    """Policy steps: LLM calls for the agent, commands for the analyst."""
+    """LLM turns (the offline analyst takes none). Sent to green as ``Submit.steps``."""
     commands: int = 0
     """Commands sent through :meth:`TaskEnvironment.execute`."""
     tokens_in: int = 0
     tokens_out: int = 0
     cost: float = 0.0
-
-
-class TaskEnded(RuntimeError):
-    """Raised by an environment when green no longer serves the task (finished, cancelled,
-    limit reached, deadline passed). Policies stop with status ``limits``."""
 
 
 @runtime_checkable
@@ -58,8 +56,9 @@ class TaskContext:
     """The task text green sent (becomes the agent's first user message)."""
     env: TaskEnvironment
     paths: TaskPaths
-    max_steps: int | None = None
-    """Green's step limit for this task (commands); the agent never plans beyond it."""
+    max_commands: int | None = None
+    """Green's command limit for this task (``TaskLimits.max_steps`` on the wire); the agent
+    never plans beyond it."""
     deadline: datetime | None = None
     """Absolute (timezone-aware) time after which green ends the task."""
     command_timeout_s: float | None = None
@@ -107,3 +106,63 @@ class Policy(Protocol):
     name: str
 
     async def run(self, task: TaskContext) -> RunResult: ...
+
+
+CommandHook = Callable[[CommandRecord, CommandResult], None]
+"""Called after each command a tool ran (the loop counts it and writes it to the trajectory)."""
+
+
+@runtime_checkable
+class Registry(Protocol):
+    """The tools of a run as the loop calls them (:class:`~services.purple.tools.registry.ToolRegistry`)."""
+
+    tools: dict[str, Any]
+
+    def schemas(self) -> list[dict[str, Any]]: ...
+
+    def describe(self) -> str: ...
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> str: ...
+
+
+@runtime_checkable
+class Tools(Protocol):
+    """The tools of one run, as the loop drives them."""
+
+    history: list[CommandRecord]
+    """Every command run so far (never compacted away)."""
+    step: int
+    """Set by the loop before each step; recorded with every command."""
+    command_timeout: float | None
+    """Set by the loop before each call (lowered as the deadline nears)."""
+    budget_refusals: int
+    """Calls refused because the command budget is used up (two end the run)."""
+
+    def registry(self) -> Registry: ...
+
+
+@runtime_checkable
+class Toolset(Protocol):
+    """A kind of task for the ReAct loop: its tools. Its prompts are the agent config's
+    templates (``services/purple/agent/prompts/<name>.yaml``)."""
+
+    name: str
+    """Also names the built-in prompt templates."""
+    reserved_commands: int
+    """Commands of the command budget kept for the final answer (RCA: writing loc.json)."""
+    finish_hint: str
+    """How to end the task, for reminders ("submit your answer with submit_localization")."""
+
+    def make_tools(
+        self,
+        env: TaskEnvironment,
+        paths: TaskPaths,
+        *,
+        on_command: CommandHook | None,
+        stats: Callable[[], RunStats] | None,
+        max_commands: int | None,
+    ) -> Tools: ...
+
+    def compaction_notes(self, tools: Tools) -> list[str]:
+        """Facts a context summary must keep (e.g. refused submissions)."""
+        ...
