@@ -22,7 +22,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from services.green.sandbox.base import Sandbox, SandboxError, SandboxProvider, SandboxSpec
 from services.green.swebench.activation import resolve_activate
 from services.green.swebench.evaluate import extract_patch
 from services.green.swebench.instances import WORKDIR, SweInstance, image_name, swe_paths
@@ -35,6 +34,7 @@ from services.purple.swebench.environment import SandboxEnvironment
 from services.purple.swebench.predictions import load_predictions, prediction, write_predictions
 from services.purple.swebench.prompts import issue_description
 from services.purple.swebench.toolset import SweToolset
+from services.sandbox.base import Sandbox, SandboxError, SandboxProvider, SandboxSpec
 from services.shared.files import write_json_atomic
 from services.shared.logging import get_logger
 
@@ -149,7 +149,7 @@ async def run_instance(
     spec = SandboxSpec(
         image=image,
         task_id=f"swebench-{iid}",
-        arvo_id=iid,
+        ref_id=iid,
         network=False,
         workdir=config.workdir,
         memory=config.memory,
@@ -160,8 +160,8 @@ async def run_instance(
     sandbox: Sandbox | None = None
     patch: str | None = None
     try:
-        sandbox = await asyncio.to_thread(provider.create, spec)
-        activate = await asyncio.to_thread(resolve_activate, sandbox, config.activate)
+        sandbox = await provider.create(spec)
+        activate = await resolve_activate(sandbox, config.activate)
         env = SandboxEnvironment(
             sandbox, activate=activate, default_timeout=config.command_timeout_s
         )
@@ -196,9 +196,7 @@ async def run_instance(
             }
         )
         notify(iid, state="extracting")
-        extracted = await asyncio.to_thread(
-            extract_patch, sandbox, instance, workdir=config.workdir
-        )
+        extracted = await extract_patch(sandbox, instance, workdir=config.workdir)
         result.patch_lines = count_patch_lines(extracted)
         if run.status != "error":  # an answer (even an empty one): it becomes a prediction
             patch = extracted
@@ -209,7 +207,7 @@ async def run_instance(
     finally:
         if sandbox is not None:
             try:
-                await asyncio.to_thread(sandbox.remove)
+                await sandbox.remove()
             except SandboxError as exc:
                 log.warning("cannot remove container", instance_id=iid, error=str(exc))
         result.duration_s = round(time.monotonic() - start, 3)
