@@ -23,8 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import docker
 
-from services.green.sandbox.base import AgentFault, SandboxSpec
-from services.green.sandbox.docker import DockerSandboxProvider
+from services.sandbox.base import AgentFault, SandboxSpec
+from services.sandbox.blocking import BlockingProvider
+from services.sandbox.docker import DockerSandboxProvider
 
 WRITES = {
     "1 x 4 GiB": "head -c 4G /dev/zero > /workspace/big; echo rc=$?",
@@ -34,7 +35,7 @@ WRITES = {
 
 
 def run(provider, image: str, cap: int | None, command: str, root: str) -> tuple[int, int, str]:
-    spec = SandboxSpec(image=image, task_id="bench", arvo_id="disk", memory="1g", disk_limit=cap)
+    spec = SandboxSpec(image=image, task_id="bench", ref_id="disk", memory="1g", disk_limit=cap)
     sandbox = provider.create(spec)
     try:
         sandbox.exec("sync", 60)
@@ -59,7 +60,7 @@ def main() -> None:
     client = docker.from_env()
     info = client.info()
     root = info["DockerRootDir"]
-    provider = DockerSandboxProvider(client, label_prefix="arenabench")
+    provider = BlockingProvider(DockerSandboxProvider(client, label_prefix="arenabench"))
     cap = args.cap_mib * 2**20
     print(
         f"storage driver {info['Driver']} ({dict(info['DriverStatus']).get('Backing Filesystem')})"

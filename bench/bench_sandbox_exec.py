@@ -25,8 +25,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from services.green.sandbox.base import SandboxSpec
-from services.green.sandbox.docker import DockerSandboxProvider
+from services.sandbox.base import SandboxSpec
+from services.sandbox.blocking import BlockingProvider
+from services.sandbox.docker import DockerSandboxProvider
 
 
 def _p90(samples: list[float]) -> float:
@@ -39,8 +40,8 @@ def main() -> int:
     parser.add_argument("--image", default="arena/arvo-base:bookworm")
     args = parser.parse_args()
 
-    provider = DockerSandboxProvider(label_prefix="arenabench")
-    spec = SandboxSpec(image=args.image, task_id=secrets.token_hex(8), arvo_id="bench")
+    provider = BlockingProvider(DockerSandboxProvider(label_prefix="arenabench"))
+    spec = SandboxSpec(image=args.image, task_id=secrets.token_hex(8), ref_id="bench")
     sandbox = provider.create(spec)
     try:
         container = provider.client.containers.get(sandbox.name)

@@ -23,11 +23,11 @@ from services.green.kinds.arvo import ArvoKind
 from services.green.kinds.base import TaskKind
 from services.green.kinds.swebench import SweBenchKind
 from services.green.orchestrator import Orchestrator
-from services.green.sandbox.base import SandboxProvider
-from services.green.sandbox.docker import DockerSandboxProvider
 from services.green.store.crud import AssessmentStore, TaskStore
 from services.green.store.db import make_engine
 from services.green.ui import mount_ui
+from services.sandbox.base import SandboxProvider
+from services.sandbox.registry import create_provider
 from services.shared.a2a import build_agent_card, mount_a2a
 from services.shared.logging import configure_logging, get_logger
 
@@ -111,7 +111,7 @@ def create_app(
     configure_logging(settings.log_dir)
     engine = make_engine(settings.database_url)
     if orchestrator is None:
-        sandboxes = DockerSandboxProvider(owner=settings.instance_name)
+        sandboxes = create_provider(settings.sandbox_provider, owner=settings.instance_name)
         orchestrator = Orchestrator(
             settings, TaskStore(engine), sandboxes, task_kinds(settings, sandboxes)
         )

@@ -62,6 +62,9 @@ class GreenSettings(BaseSettings):
     instance_name: str = "green"
     """Names this green's containers (label arena.owner); start-up reaps only its own, so several
     replicas can share one Docker engine. Keep it stable across restarts."""
+    sandbox_provider: str = "docker"
+    """Which sandbox provider runs task containers (a name registered in services/sandbox:
+    'docker', the Docker engines below)."""
     container_memory: str = "4g"
     """Memory limit of a task container."""
     container_cpus: float = Field(1.0, gt=0)

@@ -25,14 +25,6 @@ from services.green.assets.base import AssetError, UnknownTask
 from services.green.config import GreenSettings
 from services.green.kinds.base import TaskKind, TaskPlan
 from services.green.purple_link import PurpleLink, PurpleUnreachable
-from services.green.sandbox.base import (
-    AgentFault,
-    Sandbox,
-    SandboxError,
-    SandboxProvider,
-    SandboxSpec,
-)
-from services.green.sandbox.janitor import Janitor
 from services.green.store.crud import TaskStore
 from services.green.store.models import (
     Command,
@@ -42,6 +34,14 @@ from services.green.store.models import (
     TaskStatus,
     utcnow,
 )
+from services.sandbox.base import (
+    AgentFault,
+    Sandbox,
+    SandboxError,
+    SandboxProvider,
+    SandboxSpec,
+)
+from services.sandbox.janitor import Janitor
 from services.shared.commands import CommandResult
 from services.shared.logging import get_logger, router, task_log_context
 from services.shared.protocol import Submit, SubmitResult, TaskLimits
@@ -170,7 +170,7 @@ class Orchestrator:
 
     async def start(self) -> None:
         """Clean up after an earlier process: reap its containers, fail its unfinished tasks."""
-        reaped = await self._io(self.sandboxes.reap)
+        reaped = await self.sandboxes.reap()
         failed = self.store.fail_unfinished("interrupted by restart", self.settings.instance_name)
         log.info("green.started", reaped_containers=reaped, failed_unfinished=failed)
 
@@ -193,7 +193,7 @@ class Orchestrator:
             if t.runner is not None:
                 t.runner.cancel()
         await asyncio.gather(*(t.runner for t in live if t.runner), return_exceptions=True)
-        await self._io(self.janitor.close)
+        await self.janitor.close()
         self._pool.shutdown(wait=True, cancel_futures=True)
         log.info("green.stopped", stopped_tasks=[t.id for t in live])
 
@@ -347,15 +347,12 @@ class Orchestrator:
         finally:
             # Cleanup and the final record must happen even if this runner is cancelled again
             # (e.g. a cancel request racing with shutdown): wait for them through any cancel.
-            cleanup = asyncio.ensure_future(self._cleanup(live))
-            while not cleanup.done():
-                with contextlib.suppress(asyncio.CancelledError):
-                    await asyncio.shield(cleanup)
+            await _through_cancels(self._cleanup(live))
             if self._stopping and outcome.status is not TaskStatus.completed:
                 outcome = Outcome(
                     TaskStatus.failed, "interrupted", "green shut down", FailureKind.infra
                 )
-            self._finish(live, outcome)
+            await _through_cancels(self._finish(live, outcome))
             self._forget(live)
             if engine_failed:
                 self.janitor.sweep_soon()
@@ -375,10 +372,10 @@ class Orchestrator:
         for q in live.subscribers:
             q.put_nowait(event)
 
-    def _finish(self, live: LiveTask, outcome: Outcome) -> None:
+    async def _finish(self, live: LiveTask, outcome: Outcome) -> None:
         fields = dict(outcome.fields)
         if "scores" not in fields and live.plan:  # no valid submission: zeros, explained
-            fields["scores"] = live.plan.score(None)
+            fields["scores"] = await live.plan.score(None)
         self._transition(
             live,
             outcome.status,
@@ -401,7 +398,7 @@ class Orchestrator:
             spec = SandboxSpec(
                 image=plan.image,
                 task_id=live.id,
-                arvo_id=live.arvo_id,
+                ref_id=live.arvo_id,
                 workdir=plan.workdir,
                 memory=s.container_memory,
                 disk_limit=s.container_disk_bytes or None,
@@ -412,11 +409,11 @@ class Orchestrator:
                 output_limit=s.output_limit_bytes,
             )
             # Shielded: a cancel must not lose a container the thread is still creating.
-            live.creating = asyncio.ensure_future(self._io(self.sandboxes.create, spec))
+            live.creating = asyncio.ensure_future(self.sandboxes.create(spec))
             live.sandbox = await asyncio.shield(live.creating)
             self.store.update(live.id, container_name=live.sandbox.name)
             log.info("sandbox.created", container=live.sandbox.name, image=spec.image)
-            await self._io(plan.populate, live.sandbox)
+            await plan.populate(live.sandbox)
 
     async def _serve(self, live: LiveTask) -> str:
         """Hand the task to purple, then wait for a submission or an ending. Returns why it ended."""
@@ -478,8 +475,8 @@ class Orchestrator:
             submission = live.submission
             errors: list[str] = []
             if submission is None:  # no accepted submit: judge whatever the agent left
-                submission, errors = await self._io(plan.read_submission, sandbox)
-            score = await self._io(plan.score, submission)
+                submission, errors = await plan.read_submission(sandbox)
+            score = await plan.score(submission)
             if submission is None:
                 why = "; ".join(errors) or "nothing was submitted"
                 lead = f"{live.end_detail}; " if live.end_detail else ""
@@ -503,7 +500,7 @@ class Orchestrator:
                     live.sandbox = await live.creating
             if live.sandbox is not None:
                 try:
-                    await self._io(live.sandbox.remove)
+                    await live.sandbox.remove()
                     log.info("sandbox.removed", container=live.sandbox.name)
                 except Exception as exc:  # the engine is unreachable: retried in the background
                     log.warning(
@@ -564,9 +561,7 @@ class Orchestrator:
             with live.log_context():
                 try:
                     assert live.plan is not None
-                    result: CommandResult = await self._io(
-                        live.sandbox.exec, live.plan.wrap(command), limit
-                    )
+                    result = await live.sandbox.exec(live.plan.wrap(command), limit)
                 except AgentFault as exc:  # the command ended its own container: end the task
                     log.warning("sandbox.agent_fault", reason=exc.reason, error=str(exc))
                     live.agent_fault = exc
@@ -621,7 +616,7 @@ class Orchestrator:
             live.last_activity = time.monotonic()
             assert live.plan is not None and live.sandbox is not None
             try:
-                submission, errors = await self._io(live.plan.read_submission, live.sandbox)
+                submission, errors = await live.plan.read_submission(live.sandbox)
             except SandboxError as exc:  # the engine or container failed, not the submission
                 with live.log_context():
                     self._sandbox_broke(live, exc)
@@ -646,3 +641,12 @@ class Orchestrator:
                 live.submission = submission
                 live.ended.set()
             return SubmitResult(accepted=accepted, errors=errors)
+
+
+async def _through_cancels(work: Any) -> None:
+    """Await ``work`` to its end even if the awaiting task is cancelled meanwhile."""
+    future = asyncio.ensure_future(work)
+    while not future.done():
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(future)
+    future.result()

@@ -8,7 +8,7 @@ container, ``""`` (or ``none``) uses none, anything else is used as given.
 
 from __future__ import annotations
 
-from services.green.sandbox.base import Sandbox
+from services.sandbox.base import Sandbox
 
 CONDA_ACTIVATE = "source /opt/miniconda3/bin/activate testbed"
 """What official SWE-bench images need before running the project's Python."""
@@ -19,19 +19,19 @@ _DETECT = (
 )
 
 
-def detect_activate(sandbox: Sandbox, timeout: float = 30.0) -> str:
+async def detect_activate(sandbox: Sandbox, timeout: float = 30.0) -> str:
     """:data:`CONDA_ACTIVATE` when the image has the SWE-bench conda env, else ``""``."""
-    result = sandbox.exec(_DETECT, timeout)
+    result = await sandbox.exec(_DETECT, timeout)
     return CONDA_ACTIVATE if result.output.strip().endswith("conda") else ""
 
 
-def resolve_activate(sandbox: Sandbox, setting: str | None) -> str:
+async def resolve_activate(sandbox: Sandbox, setting: str | None) -> str:
     """The activation prefix for a setting: ``auto`` (detect), ``""``/``none``/None, or a
     command."""
     if setting is None or setting.strip().lower() in ("", "none"):
         return ""
     if setting.strip().lower() == "auto":
-        return detect_activate(sandbox)
+        return await detect_activate(sandbox)
     return setting.strip()
 
 

@@ -95,7 +95,7 @@ def _load(
 
 
 def _provider() -> Any:
-    from services.green.sandbox.docker import DockerSandboxProvider
+    from services.sandbox.docker import DockerSandboxProvider
 
     try:
         return DockerSandboxProvider(label_prefix=LABEL_PREFIX)
@@ -326,13 +326,15 @@ def evaluate_cmd(
     def judge(iid: str) -> EvalReport:
         inst = pool[iid]
         patch = preds.get(iid, {}).get("model_patch", "")
-        return evaluate(
-            provider,
-            inst,
-            image_name(inst, image_template),
-            patch,
-            activate=activate,
-            timeout=timeout,
+        return asyncio.run(
+            evaluate(
+                provider,
+                inst,
+                image_name(inst, image_template),
+                patch,
+                activate=activate,
+                timeout=timeout,
+            )
         )
 
     with (

@@ -1,14 +1,12 @@
 """Run the agent's commands in a SWE-bench container: a :class:`TaskEnvironment` over a
-:class:`~services.green.sandbox.base.Sandbox`, with the image's Python environment activated
+:class:`~services.sandbox.base.Sandbox`, with the image's Python environment activated
 (the prefix of :mod:`services.swebench.activation`)."""
 
 from __future__ import annotations
 
-import asyncio
-
-from services.green.sandbox.base import AgentFault, Sandbox, SandboxError
 from services.purple.protocols import RunStats
 from services.purple.signals import TaskEnded
+from services.sandbox.base import AgentFault, Sandbox, SandboxError
 from services.shared.commands import CommandResult
 from services.shared.protocol import SubmitResult
 from services.swebench.activation import with_activate
@@ -27,10 +25,8 @@ class SandboxEnvironment:
 
     async def execute(self, command: str, timeout: float | None = None) -> CommandResult:
         try:
-            return await asyncio.to_thread(
-                self.sandbox.exec,
-                with_activate(command, self.activate),
-                timeout or self.default_timeout,
+            return await self.sandbox.exec(
+                with_activate(command, self.activate), timeout or self.default_timeout
             )
         except (SandboxError, AgentFault) as exc:  # AgentFault: the command ended its container
             raise TaskEnded(f"the container is gone: {exc}") from exc

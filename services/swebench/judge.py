@@ -24,7 +24,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from services.green.sandbox.base import Sandbox, SandboxError, SandboxProvider, SandboxSpec
+from services.sandbox.base import Sandbox, SandboxError, SandboxProvider, SandboxSpec
 from services.shared.text import clip_middle
 from services.swebench.activation import resolve_activate, with_activate
 from services.swebench.instances import WORKDIR, SweInstance, image_name
@@ -97,7 +97,7 @@ def patch_files(patch: str) -> list[str]:
     return list(seen)
 
 
-def apply_patch(
+async def apply_patch(
     sandbox: Sandbox,
     patch: str,
     *,
@@ -110,7 +110,7 @@ def apply_patch(
     (``put_files``), so any content is safe."""
     if not patch or not patch.strip():
         return False, "empty patch: nothing to apply"
-    sandbox.put_files(
+    await sandbox.put_files(
         SCRATCH, {name: patch.encode() if patch.endswith("\n") else (patch + "\n").encode()}
     )
     path = shlex.quote(posixpath.join(SCRATCH, name))
@@ -119,11 +119,11 @@ if git apply --verbose --whitespace=nowarn {path} 2>&1; then echo "APPLIED: git 
 if patch --batch --forward --fuzz=5 -p1 --dry-run -i {path} >/dev/null 2>&1 && patch --batch --forward --fuzz=5 -p1 -i {path} 2>&1; then echo "APPLIED: patch -p1"; exit 0; fi
 if git apply --verbose --3way {path} 2>&1; then echo "APPLIED: git apply --3way"; exit 0; fi
 echo "NOT APPLIED"; exit 1"""
-    result = sandbox.exec(script, timeout)
+    result = await sandbox.exec(script, timeout)
     return result.exit_code == 0, result.output
 
 
-def extract_patch(
+async def extract_patch(
     sandbox: Sandbox,
     instance: SweInstance,
     *,
@@ -143,12 +143,13 @@ def extract_patch(
         "git -c core.fileMode=false add -A && "
         f'git -c core.fileMode=false diff --cached --binary "$base" -- . {excludes} > {out}'
     )
-    result = sandbox.exec(script, timeout)
+    result = await sandbox.exec(script, timeout)
     if result.exit_code != 0:
         raise SandboxError(
             f"cannot extract the patch (exit {result.exit_code}): {result.output[-2000:]}"
         )
-    return sandbox.read_file(out, max_bytes=max_bytes).decode("utf-8", errors="replace")
+    data = await sandbox.read_file(out, max_bytes=max_bytes)
+    return data.decode("utf-8", errors="replace")
 
 
 # ---- tests ------------------------------------------------------------------------------------
@@ -187,7 +188,7 @@ def reset_tests_script(instance: SweInstance, workdir: str = WORKDIR) -> str:
     return "\n".join(lines)
 
 
-def run_tests_with_log(
+async def run_tests_with_log(
     sandbox: Sandbox,
     instance: SweInstance,
     tests: list[str] | None = None,
@@ -202,10 +203,12 @@ def run_tests_with_log(
     ``activate``: an activation prefix (see :func:`~.activation.resolve_activate`)."""
     notes = ""
     if apply_test_patch and instance.test_patch.strip():
-        reset = sandbox.exec(reset_tests_script(instance, workdir), 120)
+        reset = await sandbox.exec(reset_tests_script(instance, workdir), 120)
         if reset.exit_code != 0:
             raise SandboxError(f"cannot reset the test files: {reset.output[-2000:]}")
-        ok, out = apply_patch(sandbox, instance.test_patch, workdir=workdir, name="test.patch")
+        ok, out = await apply_patch(
+            sandbox, instance.test_patch, workdir=workdir, name="test.patch"
+        )
         if not ok:
             raise SandboxError(f"the instance's test_patch does not apply:\n{out[-2000:]}")
         notes = f"[test_patch applied]\n{out.strip()}\n"
@@ -216,17 +219,18 @@ def run_tests_with_log(
         f"mkdir -p {SCRATCH}; cd {shlex.quote(workdir)} || exit 97\n{cmd} {ids} > {output} 2>&1",
         activate,
     )
-    result = sandbox.exec(script, timeout)
+    result = await sandbox.exec(script, timeout)
     try:
-        text = sandbox.read_file(output, max_bytes=16 << 20).decode("utf-8", errors="replace")
-    except (FileNotFoundError, SandboxError) as exc:
+        data = await sandbox.read_file(output, max_bytes=16 << 20)
+        text = data.decode("utf-8", errors="replace")
+    except (OSError, SandboxError) as exc:  # missing, unreadable, or the engine failed
         text = f"[no test output: {exc}]\n{result.output}"
     if result.timed_out:
         text += f"\n[the tests timed out after {timeout:.0f}s and were killed]"
     return TestRun(parse_pytest_log(text), notes + text, result.exit_code, result.timed_out)
 
 
-def run_tests(
+async def run_tests(
     sandbox: Sandbox,
     instance: SweInstance,
     tests: list[str],
@@ -237,7 +241,7 @@ def run_tests(
 ) -> dict[str, TestStatus]:
     """Apply the instance's ``test_patch``, run ``tests``; the status of each one (a test
     never reported is an ERROR)."""
-    run = run_tests_with_log(
+    run = await run_tests_with_log(
         sandbox, instance, tests, workdir=workdir, activate=activate, timeout=timeout
     )
     return {t: run.status_of(t) for t in tests}
@@ -246,7 +250,7 @@ def run_tests(
 # ---- the verdict ------------------------------------------------------------------------------
 
 
-def evaluate(
+async def evaluate(
     provider: SandboxProvider,
     instance: SweInstance,
     image: str | None = None,
@@ -268,7 +272,7 @@ def evaluate(
     spec = SandboxSpec(
         image=image or image_name(instance),
         task_id=task_id or f"swe-eval-{iid}",
-        arvo_id=iid,
+        ref_id=iid,
         network=False,
         workdir=workdir,
         memory=memory,
@@ -277,14 +281,14 @@ def evaluate(
     )
     sandbox: Sandbox | None = None
     try:
-        sandbox = provider.create(spec)
-        prefix = resolve_activate(sandbox, activate)
-        applied, apply_log = apply_patch(sandbox, model_patch, workdir=workdir)
+        sandbox = await provider.create(spec)
+        prefix = await resolve_activate(sandbox, activate)
+        applied, apply_log = await apply_patch(sandbox, model_patch, workdir=workdir)
         report.patch_applied = applied
         report.log = f"[model patch]\n{apply_log.strip()}\n"
         if applied:
             tests = [*instance.FAIL_TO_PASS, *instance.PASS_TO_PASS]
-            run = run_tests_with_log(
+            run = await run_tests_with_log(
                 sandbox, instance, tests, workdir=workdir, activate=prefix, timeout=timeout
             )
             report.fail_to_pass = {t: run.status_of(t) for t in instance.FAIL_TO_PASS}
@@ -304,6 +308,6 @@ def evaluate(
         report.resolved = False
     finally:
         if sandbox is not None:
-            sandbox.remove()
+            await sandbox.remove()
         report.duration_s = round(time.monotonic() - start, 3)
     return report

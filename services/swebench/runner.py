@@ -22,13 +22,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from services.green.sandbox.base import Sandbox, SandboxError, SandboxProvider, SandboxSpec
 from services.purple.agent.config import AgentConfig
 from services.purple.agent.loop import ReactAgent
 from services.purple.llm.base import LLM, LLMReply
 from services.purple.protocols import RunResult, TaskContext
 from services.purple.tools.toolsets import SweToolset
 from services.purple.trajectory import Trajectory
+from services.sandbox.base import Sandbox, SandboxError, SandboxProvider, SandboxSpec
 from services.shared.files import write_json_atomic
 from services.shared.logging import get_logger
 from services.swebench.activation import resolve_activate
@@ -130,7 +130,7 @@ def _sandbox_spec(iid: str, image: str, config: RunConfig) -> SandboxSpec:
     return SandboxSpec(
         image=image,
         task_id=f"swebench-{iid}",
-        arvo_id=iid,
+        ref_id=iid,
         network=False,
         workdir=config.workdir,
         memory=config.memory,
@@ -148,7 +148,7 @@ async def _run_agent(
     traj_dir: Path,
 ) -> RunResult:
     """The agent with the SWE toolset on the instance's issue, in the sandbox."""
-    activate = await asyncio.to_thread(resolve_activate, sandbox, config.activate)
+    activate = await resolve_activate(sandbox, config.activate)
     env = SandboxEnvironment(sandbox, activate=activate, default_timeout=config.command_timeout_s)
     agent = ReactAgent(llm, agent_config, trajectory_dir=traj_dir, toolset=SweToolset())
     task = TaskContext(
@@ -210,16 +210,14 @@ async def run_instance(
     sandbox: Sandbox | None = None
     patch: str | None = None
     try:
-        sandbox = await asyncio.to_thread(provider.create, _sandbox_spec(iid, image, config))
+        sandbox = await provider.create(_sandbox_spec(iid, image, config))
         notify(iid, state="running")
         run = await _run_agent(
             sandbox, instance, _ObservedLLM(llm, on_reply), agent_config, config, traj_dir
         )
         result = _with_run(result, run)
         notify(iid, state="extracting")
-        extracted = await asyncio.to_thread(
-            extract_patch, sandbox, instance, workdir=config.workdir
-        )
+        extracted = await extract_patch(sandbox, instance, workdir=config.workdir)
         result.patch_lines = count_patch_lines(extracted)
         if run.status != "error":  # an answer (even an empty one): it becomes a prediction
             patch = extracted
@@ -230,7 +228,7 @@ async def run_instance(
     finally:
         if sandbox is not None:
             try:
-                await asyncio.to_thread(sandbox.remove)
+                await sandbox.remove()
             except SandboxError as exc:
                 log.warning("cannot remove container", instance_id=iid, error=str(exc))
         result.duration_s = round(time.monotonic() - start, 3)

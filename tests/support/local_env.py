@@ -2,7 +2,7 @@
 temp-dir workspace laid out like a task container's (error.txt, src-vul/<project>/, shared/).
 
 Commands run with ``bash -c`` in their own process group, so a timeout kills the whole group;
-output is capped by green's own :class:`~services.green.sandbox.output.OutputCapture` (head +
+output is capped by green's own :class:`~services.sandbox.output.OutputCapture` (head +
 tail, with a line saying how much was cut). ``submit`` validates loc.json like green would and
 can be told to refuse the first submissions.
 """
@@ -16,8 +16,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from services.green.sandbox.output import OutputCapture
 from services.purple.protocols import RunStats
+from services.sandbox.output import OutputCapture
 from services.shared.commands import CommandResult
 from services.shared.loc import LocJson, parse_loc_json
 from services.shared.protocol import SubmitResult, TaskPaths

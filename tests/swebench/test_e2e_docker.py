@@ -7,6 +7,7 @@ Builds the fixtures first (``python -m fixtures.swebench.build``: seconds when c
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
 import shutil
@@ -20,10 +21,10 @@ from typer.testing import CliRunner
 
 from fixtures.swebench.build import HERE as FIXTURES
 from fixtures.swebench.build import INSTANCES_FILE, REPO_ROOT
-from services.green.sandbox.base import SandboxSpec
-from services.green.sandbox.docker import DockerSandboxProvider
 from services.purple.agent.config import AgentConfig
 from services.purple.llm.openai_chat import OpenAIChatModel, OpenAIModelConfig
+from services.sandbox.base import SandboxSpec
+from services.sandbox.docker import DockerSandboxProvider
 from services.swebench import cli
 from services.swebench.instances import load_instances
 from services.swebench.judge import apply_patch, evaluate, patch_files, run_tests
@@ -50,7 +51,7 @@ def dc():
     except Exception as exc:
         pytest.skip(f"no Docker engine ({exc}); run scripts/ensure-docker.sh")
     yield client
-    DockerSandboxProvider(client, label_prefix=PREFIX).reap()
+    asyncio.run(DockerSandboxProvider(client, label_prefix=PREFIX).reap())
     client.close()
 
 
@@ -201,7 +202,7 @@ async def test_run_batch_fixes_an_instance_and_the_judge_resolves_it(
     git(repo, "apply", "--check", str(tmp_path / "p.diff"))
 
     # the local judge, in a fresh container: resolved
-    report = evaluate(provider, instances[WRAP], None, patch)
+    report = await evaluate(provider, instances[WRAP], None, patch)
     assert report.patch_applied and report.resolved, report.log
     assert report.fail_to_pass == {"tests/test_wrap.py::test_line_may_be_exactly_width": "PASSED"}
     assert len(report.pass_to_pass) == 13 and set(report.pass_to_pass.values()) == {"PASSED"}
@@ -217,12 +218,12 @@ async def test_run_batch_fixes_an_instance_and_the_judge_resolves_it(
     assert report_doc["resolved_ids"] == [WRAP]
 
 
-def test_wrong_patches_are_unresolved(dc, instances, provider, tmp_path) -> None:
+async def test_wrong_patches_are_unresolved(dc, instances, provider, tmp_path) -> None:
     inst = instances[WRAP]
     repo = local_repo(tmp_path, "wraptext")
     # applies, but fixes nothing
     readme_only = diff_after(repo, "README.md", ("Greedy word wrapping", "Greedy wrapping"))
-    report = evaluate(provider, inst, None, readme_only)
+    report = await evaluate(provider, inst, None, readme_only)
     assert report.patch_applied and not report.resolved
     assert report.fail_to_pass == {"tests/test_wrap.py::test_line_may_be_exactly_width": "FAILED"}
     assert set(report.pass_to_pass.values()) == {"PASSED"}
@@ -233,39 +234,39 @@ def test_wrong_patches_are_unresolved(dc, instances, provider, tmp_path) -> None
         (BUGGY, FIXED),
         ("        return joined\n", "        return joined + ' '\n"),
     )
-    report = evaluate(provider, inst, None, breaks)
+    report = await evaluate(provider, inst, None, breaks)
     assert report.patch_applied and not report.resolved, report.log
     assert report.fail_to_pass["tests/test_wrap.py::test_line_may_be_exactly_width"] == "PASSED"
     assert report.pass_to_pass["tests/test_helpers.py::test_shorten_keeps_short_text"] == "FAILED"
     # does not apply at all
-    report = evaluate(provider, inst, None, readme_only.replace("Greedy word", "Lazy word"))
+    report = await evaluate(provider, inst, None, readme_only.replace("Greedy word", "Lazy word"))
     assert not report.patch_applied and not report.resolved and report.fail_to_pass == {}
     assert "NOT APPLIED" in report.log
     # empty
-    assert not evaluate(provider, inst, None, "").patch_applied
+    assert not (await evaluate(provider, inst, None, "")).patch_applied
     assert leftovers(dc) == []
 
 
-def test_apply_and_run_tests_on_one_sandbox(dc, instances, provider) -> None:
+async def test_apply_and_run_tests_on_one_sandbox(dc, instances, provider) -> None:
     """The pieces green reuses: apply_patch + run_tests (test_patch applied, idempotently)."""
     inst = instances["arena__semver-1"]
-    sandbox = provider.create(
-        SandboxSpec(
-            image=inst.image_name, task_id="t", arvo_id=inst.instance_id, workdir="/testbed"
-        )
+    sandbox = await provider.create(
+        SandboxSpec(image=inst.image_name, task_id="t", ref_id=inst.instance_id, workdir="/testbed")
     )
     try:
-        before = run_tests(sandbox, inst, inst.FAIL_TO_PASS)
+        before = await run_tests(sandbox, inst, inst.FAIL_TO_PASS)
         assert set(before.values()) == {"FAILED"}
-        ok, out = apply_patch(sandbox, inst.patch)
+        ok, out = await apply_patch(sandbox, inst.patch)
         assert ok and "APPLIED: git apply" in out
-        after = run_tests(sandbox, inst, [*inst.FAIL_TO_PASS, "tests/test_version.py::test_bump"])
+        after = await run_tests(
+            sandbox, inst, [*inst.FAIL_TO_PASS, "tests/test_version.py::test_bump"]
+        )
         assert set(after.values()) == {"PASSED"}
-        assert run_tests(sandbox, inst, ["tests/test_nope.py::test_x"]) == {
+        assert await run_tests(sandbox, inst, ["tests/test_nope.py::test_x"]) == {
             "tests/test_nope.py::test_x": "ERROR"
         }
-        again, out = apply_patch(sandbox, inst.patch)  # already applied: refused
+        again, out = await apply_patch(sandbox, inst.patch)  # already applied: refused
         assert not again and "NOT APPLIED" in out
     finally:
-        sandbox.remove()
+        await sandbox.remove()
     assert leftovers(dc) == []

@@ -17,8 +17,8 @@ import docker
 import docker.errors
 import structlog
 
-from services.green.sandbox.base import ImageNotFound, SandboxError
 from services.green.store.crud import ImageUseStore
+from services.sandbox.base import ImageNotFound, SandboxError
 
 log = structlog.get_logger(__name__)
 GB = 1_000_000_000

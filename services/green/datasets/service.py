@@ -20,9 +20,9 @@ from services.green.datasets import prefetch
 from services.green.datasets.images import ImageBudget, image_digest
 from services.green.datasets.splits import local_ids
 from services.green.datasets.verify import TaskVerifier
-from services.green.sandbox.base import SandboxProvider
 from services.green.store.crud import ImageUseStore, VerificationStore
 from services.green.store.models import TaskVerification
+from services.sandbox.base import SandboxProvider
 
 log = structlog.get_logger(__name__)
 

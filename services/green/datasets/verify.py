@@ -9,6 +9,7 @@ containers are green's own and are never handed to an agent, so the crashing inp
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import time
 from collections.abc import Callable
@@ -18,8 +19,8 @@ from typing import Any
 from services.green.assets import AssetError, AssetSource
 from services.green.datasets.crash import has_report, mismatch, parse_signature
 from services.green.judge import Judge, PreparedTask
-from services.green.sandbox.base import SandboxError, SandboxProvider, SandboxSpec
 from services.green.scoring.groundtruth import is_code_file
+from services.sandbox.base import SandboxError, SandboxProvider, SandboxSpec
 from services.shared.commands import CommandResult
 
 FIX_SCRIPT = """\
@@ -176,11 +177,20 @@ class TaskVerifier:
         files: dict[str, bytes] | None = None,
     ) -> CommandResult | str:
         """Run ``script`` in a fresh network-less container of the task image; a str is an
-        infrastructure error."""
+        infrastructure error. Blocking: runs the async sandbox on an event loop of its own."""
+        return asyncio.run(self._in_container_async(result, project, script, files))
+
+    async def _in_container_async(
+        self,
+        result: Verification,
+        project: str | None,
+        script: str,
+        files: dict[str, bytes] | None = None,
+    ) -> CommandResult | str:
         spec = SandboxSpec(
             image=result.image,
             task_id=f"verify-{result.ref}-{secrets.token_hex(3)}",
-            arvo_id=result.ref,
+            ref_id=result.ref,
             network=False,
             output_limit=OUTPUT_LIMIT,
             workdir=f"/src/{project}" if project else "/src",
@@ -188,18 +198,18 @@ class TaskVerifier:
             **self.limits,
         )
         try:
-            sandbox = self.sandboxes.create(spec)
+            sandbox = await self.sandboxes.create(spec)
         except SandboxError as exc:
             return f"cannot start a container of {result.image}: {exc}"
         try:
             for path, data in (files or {}).items():
                 folder, name = path.rsplit("/", 1)
-                sandbox.put_files(folder or "/", {name: data})
-            return sandbox.exec(script, self.step_timeout_s)
+                await sandbox.put_files(folder or "/", {name: data})
+            return await sandbox.exec(script, self.step_timeout_s)
         except SandboxError as exc:
             return f"the container failed: {exc}"
         finally:
-            sandbox.remove()
+            await sandbox.remove()
 
 
 def _fix_verdict(ran: CommandResult, project: str | None) -> str | None:

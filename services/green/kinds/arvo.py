@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -9,9 +10,9 @@ from typing import Any
 
 from services.green.assets import AssetSource, parse_arvo_id
 from services.green.judge import Judge, PreparedTask
-from services.green.sandbox.base import Sandbox, UnreadableFile
 from services.green.scoring.metrics import aggregate_records
 from services.green.task_prompt import describe_task
+from services.sandbox.base import Sandbox, UnreadableFile
 from services.shared.protocol import RcaTask, TaskAssignment, TaskPaths
 
 WORKSPACE = "/workspace"
@@ -33,12 +34,12 @@ class ArvoPlan:
     def log_key(self) -> str:
         return f"arvo_{self.arvo_id}"
 
-    def populate(self, sandbox: Sandbox) -> None:
+    async def populate(self, sandbox: Sandbox) -> None:
         """``/workspace/error.txt``, ``/workspace/src-vul/<project>/…``, ``/workspace/shared/``.
 
         The ground truth (patch.diff) never enters the container.
         """
-        sandbox.put_files(
+        await sandbox.put_files(
             WORKSPACE, {"error.txt": self.assets["error.txt"].read_bytes(), "shared/.keep": b""}
         )
         top = self.prepared.archive_top.strip("/")
@@ -46,13 +47,13 @@ class ArvoPlan:
             WORKSPACE if top == "src-vul" or top.startswith("src-vul/") else f"{WORKSPACE}/src-vul"
         )
         with self.assets["repo-vul.tar.gz"].open("rb") as archive:  # streamed, not loaded
-            sandbox.put_archive(dest, archive)
+            await sandbox.put_archive(dest, archive)
         hardening = [f"rm -f {WORKSPACE}/shared/.keep"]
         if self.strip_git:
             hardening.append(f"rm -rf {WORKSPACE}/src-vul/*/.git /src/*/.git")
         if self.hide_poc:
             hardening.append("rm -f /tmp/poc")
-        result = sandbox.exec(" ; ".join(hardening), 60)
+        result = await sandbox.exec(" ; ".join(hardening), 60)
         if result.exit_code != 0:
             raise RuntimeError(f"workspace set-up failed: {result.output[-500:]}")
 
@@ -64,17 +65,20 @@ class ArvoPlan:
             task, self.prepared.project, None if self.mask_arvo_id else self.arvo_id
         )
 
-    def read_submission(self, sandbox: Sandbox) -> tuple[dict[str, Any] | None, list[str]]:
+    async def read_submission(self, sandbox: Sandbox) -> tuple[dict[str, Any] | None, list[str]]:
         path = self.paths.submission
         try:
-            raw = sandbox.read_file(path, max_bytes=1 << 20)
+            raw = await sandbox.read_file(path, max_bytes=1 << 20)
         except FileNotFoundError:
             return None, [f"{path} does not exist; write it first"]
         except UnreadableFile as exc:  # a directory, too large, ... (engine errors: infra)
             return None, [f"could not read {path}: {exc}"]
         return self.prepared.check_submission(raw)
 
-    def score(self, submission: dict[str, Any] | None) -> dict[str, Any]:
+    async def score(self, submission: dict[str, Any] | None) -> dict[str, Any]:
+        return await asyncio.to_thread(self._score, submission)  # parses sources: CPU work
+
+    def _score(self, submission: dict[str, Any] | None) -> dict[str, Any]:
         loc = self.prepared.validated(submission) if submission else None
         return Judge().score(loc, self.prepared).to_dict()
 

@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
-from services.green.sandbox.base import Sandbox
+from services.sandbox.base import Sandbox
 from services.shared.protocol import TaskAssignment, TaskPaths
 
 _REF_RE = re.compile(r"^\s*(?:(?P<kind>[a-z][a-z0-9_-]*)\s*:\s*)?(?P<ref>\S+?)\s*$", re.IGNORECASE)
@@ -36,7 +36,7 @@ class TaskPlan(Protocol):
     log_key: str
     """The per-task log file name (``arvo_<id>``)."""
 
-    def populate(self, sandbox: Sandbox) -> None:
+    async def populate(self, sandbox: Sandbox) -> None:
         """Put the agent's workspace into a fresh container (through the Docker API)."""
         ...
 
@@ -49,13 +49,13 @@ class TaskPlan(Protocol):
         """The task description the agent reads first."""
         ...
 
-    def read_submission(self, sandbox: Sandbox) -> tuple[dict[str, Any] | None, list[str]]:
+    async def read_submission(self, sandbox: Sandbox) -> tuple[dict[str, Any] | None, list[str]]:
         """Read and validate what the agent submitted: (submission, []) or (None, errors)."""
         ...
 
-    def score(self, submission: dict[str, Any] | None) -> dict[str, Any]:
-        """Score a valid submission (None: no valid submission, every metric 0). May block
-        (e.g. run tests in a fresh container); the orchestrator calls it in a thread."""
+    async def score(self, submission: dict[str, Any] | None) -> dict[str, Any]:
+        """Score a valid submission (None: no valid submission, every metric 0). May take
+        long (e.g. run tests in a fresh container); CPU work goes to a thread, not the loop."""
         ...
 
     def ground_truth(self) -> dict[str, Any] | None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from services.green.assets.base import UnknownTask
-from services.green.sandbox.base import Sandbox, SandboxError, SandboxProvider, UnreadableFile
+from services.sandbox.base import Sandbox, SandboxError, SandboxProvider, UnreadableFile
 from services.shared.protocol import SweTask, TaskAssignment, TaskPaths
 from services.swebench.activation import resolve_activate, with_activate
 from services.swebench.instances import (
@@ -51,9 +51,9 @@ class SwePlan:
     def log_key(self) -> str:
         return f"swebench_{self.instance.instance_id}"
 
-    def populate(self, sandbox: Sandbox) -> None:
+    async def populate(self, sandbox: Sandbox) -> None:
         """The image holds the repository; only find out how its Python is activated."""
-        self.activate = resolve_activate(sandbox, self.activate_setting)
+        self.activate = await resolve_activate(sandbox, self.activate_setting)
 
     def wrap(self, command: str) -> str:
         return with_activate(command, self.activate)
@@ -83,13 +83,13 @@ Every request must carry the task token: the `token` field of a data part, or a 
 At most {lim.max_steps} commands; the task ends at {lim.deadline.isoformat()} (UTC).
 """
 
-    def read_submission(self, sandbox: Sandbox) -> tuple[dict[str, Any] | None, list[str]]:
+    async def read_submission(self, sandbox: Sandbox) -> tuple[dict[str, Any] | None, list[str]]:
         try:
-            patch = extract_patch(sandbox, self.instance, workdir=self.workdir)
-        except SandboxError as exc:  # the engine or the container failed: infra
-            if not isinstance(exc, UnreadableFile):
-                raise
+            patch = await extract_patch(sandbox, self.instance, workdir=self.workdir)
+        except UnreadableFile as exc:  # too large: what the agent left
             return None, [f"could not take the patch out of {self.workdir}: {exc}"]
+        except SandboxError:  # the engine or the container failed: infra
+            raise
         except Exception as exc:
             return None, [f"could not take the patch out of {self.workdir}: {exc}"]
         if not patch.strip():
@@ -98,7 +98,7 @@ At most {lim.max_steps} commands; the task ends at {lim.deadline.isoformat()} (U
             ]
         return {"model_patch": patch, "files": patch_files(patch)}, []
 
-    def score(self, submission: dict[str, Any] | None) -> dict[str, Any]:
+    async def score(self, submission: dict[str, Any] | None) -> dict[str, Any]:
         if not submission:
             return {
                 "resolved": 0.0,
@@ -106,7 +106,7 @@ At most {lim.max_steps} commands; the task ends at {lim.deadline.isoformat()} (U
                 "patch_applied": False,
                 "explanation": ["no patch was submitted: not resolved"],
             }
-        report = evaluate(
+        report = await evaluate(
             self.provider,
             self.instance,
             self.image,

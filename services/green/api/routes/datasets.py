@@ -16,8 +16,8 @@ from services.green.assessment import AssessmentRequest
 from services.green.assets import AssetError, UnknownTask
 from services.green.assets.ids import parse_arvo_id
 from services.green.datasets.service import Datasets
-from services.green.sandbox.base import SandboxError
 from services.green.store.models import TaskVerification
+from services.sandbox.base import SandboxError
 
 router = APIRouter(prefix="/datasets", tags=["datasets"])
 MAX_REFS = 2000

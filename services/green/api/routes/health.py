@@ -15,13 +15,15 @@ router = APIRouter(tags=["health"])
 
 @router.get("/healthz")
 async def healthz(orch: OrchestratorDep, request: Request) -> JSONResponse:
-    async def check(fn) -> bool:
+    async def check(work) -> bool:
         try:
-            return bool(await asyncio.wait_for(asyncio.to_thread(fn), 5))
+            return bool(await asyncio.wait_for(work, 5))
         except Exception:
             return False
 
-    docker_ok, db_ok = await asyncio.gather(check(orch.sandboxes.ping), check(orch.store.ping))
+    docker_ok, db_ok = await asyncio.gather(
+        check(orch.sandboxes.ping()), check(asyncio.to_thread(orch.store.ping))
+    )
     ok = docker_ok and db_ok
     body = {"status": "ok" if ok else "degraded", "docker": docker_ok, "database": db_ok}
     datasets = getattr(request.app.state, "datasets", None)

@@ -7,6 +7,7 @@ this run, so ``reap()`` here never touches containers of other runs or of a live
 
 from __future__ import annotations
 
+import errno
 import gc
 import io
 import os
@@ -17,19 +18,26 @@ import threading
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import docker
 import docker.errors
 import pytest
 
-from services.green.sandbox.base import (
+from services.sandbox.base import (
+    EngineUnreachable,
     ImageNotFound,
     Sandbox,
     SandboxError,
     SandboxProvider,
     SandboxSpec,
+    UnreadableFile,
 )
-from services.green.sandbox.docker import KEEPER, DockerSandbox, DockerSandboxProvider
+from services.sandbox.blocking import BlockingProvider
+from services.sandbox.blocking import BlockingSandbox as DockerSandbox
+from services.sandbox.docker import KEEPER, DockerSandboxProvider
+from services.sandbox.docker.transport import DockerExecTransport
+from services.sandbox.framing import ShellSession
 
 pytestmark = pytest.mark.docker
 
@@ -48,23 +56,30 @@ def client() -> Iterator[docker.DockerClient]:
     except Exception as e:
         pytest.skip(f"no Docker engine: {e}")
     yield client
-    DockerSandboxProvider(client, label_prefix=PREFIX).reap()  # whatever a failed test left
+    blocking(client, PREFIX).reap()  # whatever a failed test left
     client.close()
 
 
+def blocking(client: docker.DockerClient, prefix: str) -> BlockingProvider:
+    """The async provider behind a blocking facade (an event loop in a thread)."""
+    return BlockingProvider(DockerSandboxProvider(client, label_prefix=prefix))
+
+
 @pytest.fixture(scope="module")
-def provider(client: docker.DockerClient) -> DockerSandboxProvider:
-    return DockerSandboxProvider(client, label_prefix=PREFIX)
+def provider(client: docker.DockerClient) -> Iterator[BlockingProvider]:
+    provider = blocking(client, PREFIX)
+    yield provider
+    provider.close()
 
 
 def _spec(**overrides: object) -> SandboxSpec:
-    fields: dict = {"image": IMAGE, "task_id": secrets.token_hex(8), "arvo_id": "4242"}
+    fields: dict = {"image": IMAGE, "task_id": secrets.token_hex(8), "ref_id": "4242"}
     fields["memory"], fields["cpus"], fields["pids_limit"] = "512m", 1.0, 256
     return SandboxSpec(**{**fields, **overrides})
 
 
 @pytest.fixture
-def make(provider: DockerSandboxProvider) -> Iterator[Callable[..., DockerSandbox]]:
+def make(provider: BlockingProvider) -> Iterator[Callable[..., DockerSandbox]]:
     """Create sandboxes that are removed when the test ends, whatever happens."""
     made: list[DockerSandbox] = []
 
@@ -79,7 +94,7 @@ def make(provider: DockerSandboxProvider) -> Iterator[Callable[..., DockerSandbo
 
 
 @pytest.fixture(scope="module")
-def shared(provider: DockerSandboxProvider) -> Iterator[DockerSandbox]:
+def shared(provider: BlockingProvider) -> Iterator[DockerSandbox]:
     """One sandbox for the tests that leave it as they found it."""
     sandbox = provider.create(_spec())
     yield sandbox
@@ -237,11 +252,12 @@ def test_container_is_named_labelled_and_locked_down(
 ) -> None:
     sandbox = make(labels={"extra": "x"}, memory="256m", cpus=0.5, pids_limit=64)
     attrs = client.containers.get(sandbox.name).attrs
-    assert sandbox.name.startswith("arvo_4242_") and len(sandbox.name) == len("arvo_4242_") + 8
+    assert sandbox.name.startswith("arena-task-") and len(sandbox.name) == len("arena-task-") + 8
+    assert sandbox.engine == "local"
     labels = attrs["Config"]["Labels"]
     assert labels[f"{PREFIX}.managed"] == "1" and labels["extra"] == "x"
     assert labels[f"{PREFIX}.task_id"] == sandbox.spec.task_id
-    assert labels[f"{PREFIX}.arvo_id"] == "4242"
+    assert labels[f"{PREFIX}.ref_id"] == "4242"
     host = attrs["HostConfig"]
     assert host["Memory"] == 256 * 2**20
     assert host["NanoCpus"] == 500_000_000
@@ -308,16 +324,21 @@ def test_containers_are_isolated(make: Callable[..., DockerSandbox]) -> None:
     assert a.read_file("/workspace/a.txt") == b"secret\n"
 
 
-def test_image_not_found(provider: DockerSandboxProvider) -> None:
+def test_image_not_found(provider: BlockingProvider) -> None:
     with pytest.raises(ImageNotFound, match="does-not-exist"):
         provider.create(_spec(image="arena/does-not-exist:nope"))
 
 
-def test_ping(provider: DockerSandboxProvider) -> None:
-    assert isinstance(provider, SandboxProvider)
+def test_ping(provider: BlockingProvider) -> None:
+    assert isinstance(provider.provider, SandboxProvider)
     assert provider.ping() is True
     unreachable = docker.DockerClient("tcp://127.0.0.1:9", version="1.41", timeout=2)
-    assert DockerSandboxProvider(unreachable).ping() is False
+    gone = BlockingProvider(DockerSandboxProvider(unreachable))
+    assert gone.ping() is False
+    with pytest.raises(EngineUnreachable) as caught:  # a standard ConnectionError too
+        gone.create(_spec())
+    assert isinstance(caught.value, ConnectionError) and isinstance(caught.value, SandboxError)
+    assert gone.run(gone.provider.engines)[0]["up"] is False
 
 
 # -- files ------------------------------------------------------------------------------------
@@ -350,10 +371,12 @@ def test_put_archive_put_files_read_file(shared: DockerSandbox) -> None:
     assert shared.read_file("/workspace/link") == b"{}"
     with pytest.raises(FileNotFoundError):
         shared.read_file("/workspace/shared/missing.json")
-    with pytest.raises(SandboxError, match="directory"):
+    with pytest.raises(UnreadableFile, match="directory") as caught:  # not infra: an OSError
         shared.read_file("/workspace/shared")
-    with pytest.raises(SandboxError, match="bytes"):
+    assert caught.value.errno == errno.EISDIR and not isinstance(caught.value, SandboxError)
+    with pytest.raises(UnreadableFile, match="bytes") as caught:
         shared.read_file("/workspace/shared/deep/er/blob.bin", max_bytes=1000)
+    assert caught.value.errno == errno.EFBIG
     with pytest.raises(ValueError):
         shared.put_files("/workspace", {"../escape": b""})
     shared.exec("rm -rf /workspace/src-vul /workspace/shared /workspace/link /tmp/x", timeout=10)
@@ -385,7 +408,7 @@ def test_session_is_replaced_when_the_driver_hangs(
 ) -> None:
     """A driver that never reports back after the kill (here: stopped by its command) is
     abandoned after DRAIN_TIMEOUT; the next command gets a new session."""
-    monkeypatch.setattr("services.green.sandbox.session.DRAIN_TIMEOUT", 1.0)
+    monkeypatch.setattr("services.sandbox.framing.DRAIN_TIMEOUT", 1.0)
     sandbox = make()
     result = sandbox.exec("echo frozen; kill -STOP $PPID; sleep 1000", timeout=1.0)
     assert result.timed_out and result.exit_code == -1 and result.output == "frozen\n"
@@ -412,7 +435,7 @@ def test_lost_container_raises_sandbox_error(
 
 
 def test_remove_is_idempotent_and_interrupts_a_running_command(
-    client: docker.DockerClient, provider: DockerSandboxProvider
+    client: docker.DockerClient, provider: BlockingProvider
 ) -> None:
     sandbox = provider.create(_spec())
     errors: list[BaseException] = []
@@ -440,20 +463,21 @@ def test_remove_is_idempotent_and_interrupts_a_running_command(
 
 def test_reap_removes_labelled_leftovers(client: docker.DockerClient) -> None:
     prefix = f"{PREFIX}r"
-    first = DockerSandboxProvider(client, label_prefix=prefix)
+    first = blocking(client, prefix)
     names = {first.create(_spec()).name for _ in range(2)}
     client.containers.get(sorted(names)[0]).stop(timeout=0)  # running or not
+    first.close()
     del first
     gc.collect()
-    assert set(DockerSandboxProvider(client, label_prefix=prefix).reap()) == names
+    assert set(blocking(client, prefix).reap()) == names
     for name in names:
         with pytest.raises(docker.errors.NotFound):
             client.containers.get(name)
-    assert DockerSandboxProvider(client, label_prefix=prefix).reap() == []
+    assert blocking(client, prefix).reap() == []
 
 
 def test_falls_back_to_sh_without_bash(
-    client: docker.DockerClient, provider: DockerSandboxProvider
+    client: docker.DockerClient, provider: BlockingProvider
 ) -> None:
     builder = client.containers.run(IMAGE, ["sleep", "60"], detach=True, network_mode="none")
     tag = f"arena/test-nobash:{secrets.token_hex(4)}"
@@ -512,3 +536,32 @@ def test_sandboxes_run_in_parallel_and_each_serializes(make: Callable[..., Docke
     for thread in threads:
         thread.join(60)
     assert len(replies) == 40 and all(out == f"{n}\n" for n, out in replies)
+
+
+# -- transports -------------------------------------------------------------------------------
+
+
+async def test_thread_pool_stream_works_like_the_event_loop_stream(
+    client: docker.DockerClient,
+) -> None:
+    """A socket the event loop cannot drive (TLS, ssh) is read in the provider's threads: the
+    same session over either way of reading the exec socket."""
+    provider = DockerSandboxProvider(client, label_prefix=PREFIX)
+    sandbox = await provider.create(_spec())
+    pool = ThreadPoolExecutor(4)
+    try:
+        for threaded in (False, True):
+            transport = DockerExecTransport(client.api, sandbox.id, pool, threaded=threaded)
+            session = ShellSession(transport, "/workspace")
+            await session.open()
+            assert session._stream is not None and session._stream.threaded is threaded
+            result = await session.run("echo out; echo err >&2; exit 4", 10, 4096)
+            assert (result.exit_code, result.output) == (4, "out\nerr\n")
+            timed = await session.run("echo a; sleep 100", 1, 4096)
+            assert timed.timed_out and timed.output == "a\n"
+            assert (await session.run("echo b", 10, 4096)).output == "b\n"
+            session.close()
+    finally:
+        await sandbox.remove()
+        await provider.aclose()
+        pool.shutdown()

@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 from services.shared.logging import get_logger
 
-log = get_logger("services.green.sandbox.disk")
+log = get_logger("services.sandbox.disk")
 
 MIN_WAIT = 0.05
 """Shortest pause between two measurements (seconds)."""

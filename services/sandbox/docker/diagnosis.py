@@ -15,8 +15,8 @@ import time
 import docker.errors
 from docker import APIClient
 
-from services.green.sandbox.base import AgentFault, SandboxError
-from services.green.sandbox.engine import ENGINE_ERRORS
+from services.sandbox.base import AgentFault, SandboxError
+from services.sandbox.docker.errors import ENGINE_ERRORS, engine_error
 
 
 def raise_if_stopped(api: APIClient, container_id: str, name: str, wait_s: float = 1.0) -> None:
@@ -41,7 +41,7 @@ def diagnose(
     except docker.errors.NotFound:
         return SandboxError(f"{name} was removed from outside: {error}")
     except ENGINE_ERRORS as e:
-        return SandboxError(f"{error}; the engine cannot be asked why: {e}")
+        return engine_error(e, f"{error}; the engine cannot be asked why")
     if state.get("Running") or state.get("Error"):
         return SandboxError(f"{error} (engine: {state.get('Error') or 'still running'})")
     if killed_through_engine(api, container_id, since):

@@ -5,8 +5,10 @@ from __future__ import annotations
 import secrets
 import struct
 
-from services.green.sandbox.output import OutputCapture
-from services.green.sandbox.session import FrameDecoder, MarkerScanner, frame_lines
+from services.sandbox.docker.transport import FrameDecoder
+from services.sandbox.framing import MarkerScanner
+from services.sandbox.output import OutputCapture
+from services.sandbox.shell_scripts import frame_lines
 
 
 def _captured(limit: int, *chunks: bytes) -> OutputCapture:
@@ -91,7 +93,7 @@ def test_readable_works_for_descriptors_above_select_limit():
     import os
     import socket
 
-    from services.green.sandbox.session import readable
+    from services.sandbox.docker.transport import readable
 
     a, b = socket.socketpair()
     high = os.dup2(a.fileno(), 1500)

@@ -9,6 +9,7 @@ never through the machine's engine itself.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import secrets
@@ -22,9 +23,11 @@ import docker
 import docker.errors
 import pytest
 
-from services.green.sandbox.base import AgentFault, SandboxError, SandboxSpec
-from services.green.sandbox.docker import DockerSandbox, DockerSandboxProvider
-from services.green.sandbox.janitor import Janitor
+from services.sandbox.base import AgentFault, EngineUnreachable, SandboxError, SandboxSpec
+from services.sandbox.blocking import BlockingProvider
+from services.sandbox.blocking import BlockingSandbox as DockerSandbox
+from services.sandbox.docker import DockerSandboxProvider
+from services.sandbox.janitor import Janitor
 from tests.support.docker_proxy import DockerProxy
 
 pytestmark = pytest.mark.docker
@@ -44,23 +47,29 @@ def client() -> Iterator[docker.DockerClient]:
     except Exception as e:
         pytest.skip(f"no Docker engine: {e}")
     yield client
-    DockerSandboxProvider(client, label_prefix=PREFIX).reap()
+    blocking(client).reap()
     client.close()
 
 
+def blocking(client: docker.DockerClient) -> BlockingProvider:
+    return BlockingProvider(DockerSandboxProvider(client, label_prefix=PREFIX))
+
+
 @pytest.fixture(scope="module")
-def provider(client: docker.DockerClient) -> DockerSandboxProvider:
-    return DockerSandboxProvider(client, label_prefix=PREFIX)
+def provider(client: docker.DockerClient) -> Iterator[BlockingProvider]:
+    provider = blocking(client)
+    yield provider
+    provider.close()
 
 
 def _spec(**overrides: object) -> SandboxSpec:
-    fields: dict = {"image": IMAGE, "task_id": secrets.token_hex(8), "arvo_id": "4242"}
+    fields: dict = {"image": IMAGE, "task_id": secrets.token_hex(8), "ref_id": "4242"}
     fields["memory"], fields["pids_limit"] = "256m", 256
     return SandboxSpec(**{**fields, **overrides})
 
 
 @pytest.fixture
-def make(provider: DockerSandboxProvider) -> Iterator[Callable[..., DockerSandbox]]:
+def make(provider: BlockingProvider) -> Iterator[Callable[..., DockerSandbox]]:
     made: list[DockerSandbox] = []
 
     def make(**overrides: object) -> DockerSandbox:
@@ -158,8 +167,7 @@ def _exec_into(sandbox: DockerSandbox, command: str, errors: list[BaseException]
 
 
 def test_every_engine_error_is_a_sandbox_error(proxy: DockerProxy) -> None:
-    client = docker.DockerClient(base_url=proxy.url)
-    provider = DockerSandboxProvider(client, label_prefix=PREFIX)
+    provider = blocking(docker.DockerClient(base_url=proxy.url))
     sandbox = provider.create(_spec())
     try:
         assert sandbox.exec("echo up", timeout=10).output == "up\n"
@@ -172,40 +180,42 @@ def test_every_engine_error_is_a_sandbox_error(proxy: DockerProxy) -> None:
             lambda: provider.reap(),
             sandbox.remove,
         ):
-            with pytest.raises(SandboxError):
+            with pytest.raises(EngineUnreachable):  # a SandboxError and a ConnectionError
                 call()
     finally:
         proxy.start()
         sandbox.remove()
+        provider.close()
 
 
-def test_janitor_removes_a_container_once_the_engine_is_back(
+async def test_janitor_removes_a_container_once_the_engine_is_back(
     client: docker.DockerClient, proxy: DockerProxy
 ) -> None:
     via_proxy = docker.DockerClient(base_url=proxy.url)
     provider = DockerSandboxProvider(via_proxy, label_prefix=PREFIX)
-    kept, orphan = provider.create(_spec()), provider.create(_spec())
+    kept, orphan = await provider.create(_spec()), await provider.create(_spec())
     live = {kept.spec.task_id}
     janitor = Janitor(provider, lambda task_id: task_id in live, retry_s=0.2)
     try:
         proxy.stop()
         with pytest.raises(SandboxError):
-            orphan.remove()
+            await orphan.remove()
         janitor.remove_later(orphan)
-        time.sleep(1.5)  # several failed attempts while the engine is unreachable
+        await asyncio.sleep(1.5)  # several failed attempts while the engine is unreachable
         assert janitor.pending == [orphan.name]
         assert client.containers.get(orphan.name).status == "running"
         proxy.start()
         deadline = time.monotonic() + 20
         while janitor.busy() and time.monotonic() < deadline:
-            time.sleep(0.1)
+            await asyncio.sleep(0.1)
         assert janitor.pending == []
         with pytest.raises(docker.errors.NotFound):
             client.containers.get(orphan.name)
         assert client.containers.get(kept.name).status == "running"  # a live task's: kept
     finally:
-        janitor.close()
-        kept.remove()
+        await janitor.close()
+        await kept.remove()
+        await provider.aclose()
 
 
 # -- command size and sending time --------------------------------------------------------------

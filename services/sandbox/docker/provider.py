@@ -1,0 +1,243 @@
+"""Creates locked-down task containers on one Docker engine, and reaps the ones left behind.
+
+Containers are created locked down: no network (``network_mode=none``) unless the spec asks
+for it, no privileges, ``no-new-privileges``, a few capabilities dropped, memory, CPU and
+process limits, no core dumps. Their pid 1 is :data:`KEEPER`, a shell that ignores every
+signal and reaps the zombies killed commands leave; the kernel never delivers SIGKILL or
+SIGSTOP to a pid namespace's init from inside, so no command (``kill -9 -1`` included) can
+stop the container. docker-py is blocking: every call runs in the provider's thread pool, so
+the async seam never blocks the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+from collections.abc import Callable
+from concurrent.futures import Executor, ThreadPoolExecutor
+from typing import Any
+
+import docker
+import docker.errors
+from docker.types import Ulimit
+
+from services.sandbox.base import Progress, SandboxError, SandboxSpec
+from services.sandbox.docker.errors import ENGINE_ERRORS, engine_error
+from services.sandbox.docker.images import ensure_image, has_image
+from services.sandbox.docker.sandbox import DockerSandbox
+
+DROPPED_CAPS = [
+    "AUDIT_WRITE",
+    "MKNOD",
+    "NET_ADMIN",
+    "NET_RAW",
+    "SETFCAP",
+    "SYS_ADMIN",
+    "SYS_MODULE",
+    "SYS_PTRACE",
+    "SYS_RAWIO",
+    "SYS_TIME",
+]
+"""Dropped on top of Docker's defaults. Kept: what builds and tar extraction need (CHOWN,
+DAC_OVERRIDE, FOWNER, FSETID, SETUID, SETGID, KILL). Sanitizers need no capability; gdb on
+the agent's own processes works without SYS_PTRACE."""
+
+KEEPER = (
+    "trap '' HUP INT QUIT TERM USR1 USR2 PIPE ALRM TSTP TTIN TTOU; "
+    "while :; do sleep 2147483647 & wait; done"
+)
+"""Pid 1 of a task container (``/bin/sh -c``). It ignores every signal it can (SIGKILL and
+SIGSTOP from inside the namespace never reach an init), restarts its ``sleep`` child if that
+is killed, and its ``wait`` reaps every child, orphans adopted from killed commands too."""
+
+DEFAULT_THREADS = 32
+"""Threads for docker-py's blocking calls when no executor is given."""
+
+
+class DockerSandboxProvider:
+    """Creates :class:`DockerSandbox` containers on one engine and reaps leftovers.
+
+    ``client`` defaults to ``docker.from_env()`` (``DOCKER_HOST`` and friends). Containers are
+    named ``arena-task-<8 hex>`` and labelled ``<label_prefix>.task_id``, ``.ref_id``,
+    ``.managed=1`` and, with an ``owner``, ``.owner=<owner>``; :meth:`reap` finds them by
+    ``managed`` (and ``owner``, so several green replicas sharing one engine only reap their
+    own). ``registry``: pull absent images through this registry prefix (see :mod:`.images`).
+    """
+
+    def __init__(
+        self,
+        client: docker.DockerClient | None = None,
+        label_prefix: str = "arena",
+        *,
+        owner: str | None = None,
+        name: str = "local",
+        registry: str | None = None,
+        executor: Executor | None = None,
+        init: bool = True,
+    ) -> None:
+        self._client = client if client is not None else docker.from_env()
+        self._prefix = label_prefix
+        self._owner = owner
+        self.name = name
+        self.registry = registry
+        self._own_executor = executor is None
+        self._executor = executor or ThreadPoolExecutor(
+            DEFAULT_THREADS, thread_name_prefix=f"sandbox-{name}"
+        )
+        self._init = init  # accepted for compatibility and ignored: Docker's init would exit
+        self._ncpu: int | None = None
+        self.live: set[DockerSandbox] = set()
+        """Sandboxes created here and not removed yet."""
+
+    @property
+    def client(self) -> docker.DockerClient:
+        return self._client
+
+    @property
+    def managed_label(self) -> str:
+        return f"{self._prefix}.managed=1"
+
+    async def _io(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    async def create(self, spec: SandboxSpec, progress: Progress | None = None) -> DockerSandbox:
+        """Pull the image when absent, create and start the container. Raises ImageNotFound,
+        SandboxError (EngineUnreachable when the engine does not answer)."""
+        await self._io(
+            lambda: ensure_image(
+                self._client,
+                spec.image,
+                registry=self.registry,
+                progress=progress,
+                engine=self.name,
+            )
+        )
+        container = await self._io(self._create, spec)
+        sandbox = DockerSandbox(
+            self._client,
+            container,
+            spec,
+            self._executor,
+            engine=self.name,
+            on_removed=self.live.discard,
+        )
+        self.live.add(sandbox)
+        return sandbox
+
+    def _create(self, spec: SandboxSpec) -> Any:
+        name = f"arena-task-{secrets.token_hex(4)}"
+        options = self._options(spec, name)
+        try:
+            container = self._client.containers.create(spec.image, **options)
+        except docker.errors.APIError as e:
+            raise SandboxError(f"cannot create {name} from {spec.image}: {e.explanation}") from e
+        except ENGINE_ERRORS as e:
+            raise engine_error(e, f"cannot create {name}") from e
+        try:
+            container.start()
+        except ENGINE_ERRORS as e:
+            with contextlib.suppress(*ENGINE_ERRORS):  # else the janitor's sweep removes it
+                container.remove(force=True, v=True)
+            raise engine_error(e, f"cannot start {name}") from e
+        return container
+
+    def _options(self, spec: SandboxSpec, name: str) -> dict[str, Any]:
+        labels = {
+            **spec.labels,
+            f"{self._prefix}.task_id": spec.task_id,
+            f"{self._prefix}.ref_id": spec.ref_id,
+            f"{self._prefix}.managed": "1",
+        }
+        if self._owner:
+            labels[f"{self._prefix}.owner"] = self._owner
+        options: dict[str, Any] = {
+            "name": name,
+            "labels": labels,
+            "entrypoint": ["/bin/sh", "-c"],
+            "command": [KEEPER],
+            "working_dir": spec.workdir,
+            "init": False,  # the keeper is pid 1: Docker's init would stop with its child
+            "privileged": False,
+            "security_opt": ["no-new-privileges"],
+            "cap_drop": DROPPED_CAPS,
+            "mem_limit": spec.memory,
+            "memswap_limit": spec.memory,  # no swap on top of the memory limit
+            "nano_cpus": int(min(spec.cpus, self._host_cpus()) * 1e9),
+            "pids_limit": spec.pids_limit,
+            "ulimits": [Ulimit(name="core", soft=0, hard=0)],
+        }
+        if spec.disk_limit:  # no single file past the cap (the watchdog sees the sum)
+            options["ulimits"].append(
+                Ulimit(name="fsize", soft=spec.disk_limit, hard=spec.disk_limit)
+            )
+        if not spec.network:
+            options["network_mode"] = "none"
+        return options
+
+    async def reap(self, keep: Callable[[str], bool] | None = None) -> list[str]:
+        """Remove every container labelled ``<prefix>.managed=1`` (and ``<prefix>.owner=<owner>``
+        when this provider has an owner), running or not, except those whose task id ``keep``
+        accepts."""
+        return await self._io(self._reap, keep)
+
+    def _reap(self, keep: Callable[[str], bool] | None) -> list[str]:
+        labels = [self.managed_label]
+        if self._owner:
+            labels.append(f"{self._prefix}.owner={self._owner}")
+        try:
+            leftovers = self._client.containers.list(all=True, filters={"label": labels})
+        except ENGINE_ERRORS as e:
+            raise engine_error(e, "cannot list containers") from e
+        names = []
+        for container in leftovers:
+            if keep is not None and keep(container.labels.get(f"{self._prefix}.task_id", "")):
+                continue
+            try:
+                container.remove(force=True, v=True)
+                names.append(container.name)
+            except docker.errors.NotFound:
+                pass
+            except docker.errors.APIError as e:  # e.g. 409: a removal is already in progress
+                if e.status_code != 409:
+                    raise SandboxError(f"cannot remove {container.name}: {e.explanation}") from e
+            except ENGINE_ERRORS as e:
+                raise engine_error(e, f"cannot remove {container.name}") from e
+        return names
+
+    async def ping(self) -> bool:
+        try:
+            return bool(await self._io(self._client.ping))
+        except Exception:
+            return False
+
+    async def engines(self) -> list[dict[str, object]]:
+        up = await self.ping()
+        return [
+            {
+                "name": self.name,
+                "up": up,
+                "running": len(self.live),
+                "capacity": None,
+                "error": None if up else "the engine does not answer",
+            }
+        ]
+
+    async def has_image(self, image: str) -> bool:
+        """Whether the engine holds ``image`` (False when it cannot be asked)."""
+        try:
+            return bool(await self._io(has_image, self._client, image))
+        except SandboxError:
+            return False
+
+    async def aclose(self) -> None:
+        if self._own_executor and isinstance(self._executor, ThreadPoolExecutor):
+            self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def _host_cpus(self) -> float:
+        if self._ncpu is None:
+            try:
+                self._ncpu = int(self._client.info().get("NCPU", 0)) or 1 << 16
+            except ENGINE_ERRORS as e:
+                raise engine_error(e, "cannot ask the engine for its CPUs") from e
+        return float(self._ncpu)

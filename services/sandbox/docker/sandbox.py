@@ -1,0 +1,272 @@
+"""One task container on a Docker engine: the Docker implementation of :class:`Sandbox`.
+
+Everything goes through the Engine API (files are copied in and out with ``put_archive`` /
+``get_archive``, never bind-mounted), so green works the same against the local socket, from
+inside a container with the host's socket mounted, or against a remote engine. Every command
+runs through one persistent :class:`~services.sandbox.framing.ShellSession` over the exec
+socket (:mod:`.transport`); docker-py's blocking calls run in the provider's thread pool.
+
+Error policy: a failing, hanging or session-killing command is a :class:`CommandResult`
+(``exit_code=-1`` when it did not finish). A container that stopped during a command anyway
+(the memory limit, the disk limit, anything else the engine does not explain) raises
+:class:`AgentFault`; a container that is gone for another reason (green removed it, someone
+removed it from outside, the engine is unreachable) raises :class:`SandboxError` (an
+:class:`EngineUnreachable` when the engine does not answer), so the orchestrator can tell an
+infrastructure failure from an agent's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Executor
+from typing import Any, BinaryIO
+
+import docker
+import docker.errors
+from docker.models.containers import Container
+
+from services.sandbox.base import AgentFault, SandboxError, SandboxSpec
+from services.sandbox.docker.archive import absolute, extract_single, files_tar
+from services.sandbox.docker.diagnosis import diagnose, raise_if_stopped
+from services.sandbox.docker.disk import DiskWatch
+from services.sandbox.docker.errors import ENGINE_ERRORS, engine_error
+from services.sandbox.docker.transport import DockerExecTransport
+from services.sandbox.framing import SessionLost, ShellSession
+from services.shared.commands import CommandResult
+
+
+class DockerSandbox:
+    """One task container. Safe for concurrent coroutines: a lock serializes commands and
+    file transfers; :meth:`remove` may be called at any time (it interrupts a running command,
+    which then raises SandboxError)."""
+
+    def __init__(
+        self,
+        client: docker.DockerClient,
+        container: Container,
+        spec: SandboxSpec,
+        executor: Executor,
+        *,
+        engine: str = "local",
+        on_removed: Callable[[DockerSandbox], None] | None = None,
+    ) -> None:
+        self._client = client
+        self._container = container
+        self.spec = spec
+        self._executor = executor
+        self._engine = engine
+        self._on_removed = on_removed
+        self._transport = DockerExecTransport(client.api, container.id, executor)
+        self._lock = asyncio.Lock()
+        self._session: ShellSession | None = None
+        self._removed = False
+        self._created_at = int(time.time()) - 60  # events since then (slack for clock skew)
+        self._disk: DiskWatch | None = None
+        if spec.disk_limit:
+            self._disk = DiskWatch(
+                self.disk_used, spec.disk_limit, spec.disk_check_s, self._stop_for_disk
+            )
+
+    @property
+    def name(self) -> str:
+        return self._container.name
+
+    @property
+    def id(self) -> str:
+        return self._container.id
+
+    @property
+    def engine(self) -> str:
+        return self._engine
+
+    def __repr__(self) -> str:
+        return f"DockerSandbox({self.name!r} on {self._engine!r})"
+
+    async def __aenter__(self) -> DockerSandbox:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.remove()
+
+    async def _io(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    # -- commands --------------------------------------------------------------------------
+
+    async def exec(self, command: str, timeout: float) -> CommandResult:
+        """Run ``command`` through the persistent shell session (opened on first use and
+        reopened transparently when it died). Raises AgentFault when the container stopped
+        (see :meth:`_diagnose`), SandboxError when it is gone for another reason."""
+        async with self._lock:
+            if self._disk:
+                await self._io(self._disk.start)
+            try:
+                return await self._exec(command, timeout)
+            except SandboxError as e:
+                raise await self._diagnose(e) from e
+            finally:
+                if self._disk:
+                    self._disk.pause()
+
+    async def _exec(self, command: str, timeout: float) -> CommandResult:
+        for attempt in (1, 2):
+            session = await self._live_session()
+            try:
+                result = await session.run(command, timeout, self.spec.output_limit)
+            except SessionLost as e:
+                self._session = None
+                if attempt == 2 or self._removed:
+                    raise SandboxError(f"{self.name}: {e}") from e
+                continue
+            if self._removed:  # remove() interrupted the command
+                raise SandboxError(f"{self.name} was removed while the command ran")
+            if not session.alive:  # the session died mid-command: with the container?
+                await self._io(raise_if_stopped, self._client.api, self.id, self.name)
+            return result
+        raise AssertionError("unreachable")
+
+    async def _diagnose(self, error: SandboxError) -> Exception:
+        """Why a command lost its container (see :mod:`.diagnosis`); green's own removal and
+        the disk watchdog's stop are known here."""
+        if self._disk and self._disk.exceeded is not None:
+            return AgentFault(
+                "disk_limit",
+                f"the task's commands wrote {self._disk.exceeded:,} bytes into the container "
+                f"at {self._disk.rate / 2**20:,.0f} MiB/s, past or about to pass its disk "
+                f"limit ({self._disk.limit:,} bytes); the container was stopped",
+            )
+        if self._removed:
+            return error
+        return await self._io(
+            lambda: diagnose(
+                self._client.api,
+                self.id,
+                self.name,
+                error,
+                memory=self.spec.memory,
+                since=self._created_at,
+            )
+        )
+
+    async def _live_session(self) -> ShellSession:
+        if self._removed:
+            raise SandboxError(f"{self.name} was removed")
+        if self._session is None or not self._session.alive:
+            session = ShellSession(self._transport, self.spec.workdir)
+            await session.open()
+            self._session = session
+        return self._session
+
+    def disk_used(self) -> int | None:
+        """Bytes in the container's writable layer, as the engine measures them (blocking)."""
+        rows = self._client.api.containers(all=True, size=True, filters={"id": self.id})
+        return int(rows[0].get("SizeRw") or 0) if rows else None
+
+    def _stop_for_disk(self, size: int) -> None:
+        self._client.api.kill(self.id)  # the running command's exec sees its session end
+
+    # -- files -----------------------------------------------------------------------------
+
+    async def put_files(self, dest_dir: str, files: Mapping[str, bytes]) -> None:
+        """Write ``dest_dir/<relpath>`` for each entry (mode 0644, owner root). Parents are
+        created by the engine while extracting (mode 0755); existing directories keep their
+        mode because the archive holds file entries only."""
+        dest = absolute(dest_dir)
+        if not files:
+            await self._mkdir(dest)
+            return
+        await self._put("/", files_tar(dest, files))
+
+    async def put_archive(self, dest_dir: str, archive: bytes | BinaryIO) -> None:
+        """Extract a tar (plain, gzip, bzip2 or xz: the engine decompresses) into ``dest_dir``;
+        an open file is streamed to the engine."""
+        dest = absolute(dest_dir)
+        await self._mkdir(dest)
+        await self._put(dest, archive)
+
+    async def read_file(self, path: str, max_bytes: int = 1 << 20) -> bytes:
+        """Read one regular file (a symlink is followed) through ``get_archive``, streamed and
+        bounded: a file larger than ``max_bytes`` is refused without being read whole."""
+        path = absolute(path)
+        async with self._lock:
+            return await self._io(self._read_file, path, max_bytes)
+
+    def _read_file(self, path: str, max_bytes: int) -> bytes:
+        with self._api_errors(f"read {path}", missing=FileNotFoundError):
+            stream, stat = self._container.get_archive(path, chunk_size=64 * 1024)
+            if stat.get("linkTarget"):  # the archive would hold the link: read its target
+                stream.close()
+                stream, stat = self._container.get_archive(stat["linkTarget"], 64 * 1024)
+            try:
+                return extract_single(path, stream, stat, max_bytes)
+            finally:
+                stream.close()
+
+    async def _put(self, dest: str, data: bytes | BinaryIO) -> None:
+        def put() -> None:
+            with self._api_errors(f"copy into {dest}"):
+                if not self._container.put_archive(dest, data):
+                    raise SandboxError(f"{self.name}: the engine refused the archive for {dest}")
+
+        async with self._lock:
+            await self._io(put)
+
+    async def _mkdir(self, dest: str) -> None:
+        def mkdir() -> tuple[int, bytes]:
+            with self._api_errors(f"mkdir {dest}"):
+                return self._container.exec_run(["mkdir", "-p", "--", dest])
+
+        async with self._lock:
+            code, out = await self._io(mkdir)
+        if code != 0:
+            raise SandboxError(f"{self.name}: mkdir {dest} failed: {out.decode(errors='replace')}")
+
+    @contextlib.contextmanager
+    def _api_errors(self, what: str, missing: type[Exception] = SandboxError) -> Iterator[None]:
+        """Map Docker errors: a missing container is SandboxError, a missing path ``missing``."""
+        if self._removed:
+            raise SandboxError(f"{self.name} was removed")
+        try:
+            yield
+        except docker.errors.NotFound as e:
+            if "No such container" in str(e.explanation):
+                raise SandboxError(f"{self.name} is gone: {e.explanation}") from e
+            raise missing(f"{self.name}: cannot {what}: {e.explanation}") from e
+        except docker.errors.APIError as e:
+            raise SandboxError(f"{self.name}: cannot {what}: {e.explanation or e}") from e
+        except ENGINE_ERRORS as e:
+            raise engine_error(e, f"{self.name}: cannot {what}") from e
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def remove(self) -> None:
+        """Kill and delete the container and its anonymous volumes. Idempotent; a running
+        command is interrupted (its ``exec`` raises SandboxError)."""
+        self._removed = True
+        if self._disk:
+            self._disk.stop()
+        try:
+            await self._io(self._remove_container)
+        finally:
+            if self._session is not None:
+                self._session.abort()  # wakes a concurrent exec, which then gives up
+        async with self._lock:
+            if self._session is not None:
+                self._session.close()
+                self._session = None
+        if self._on_removed is not None:
+            self._on_removed(self)
+
+    def _remove_container(self) -> None:
+        try:
+            self._container.remove(force=True, v=True)
+        except docker.errors.NotFound:
+            pass
+        except docker.errors.APIError as e:
+            if e.status_code != 409:  # 409: removal already in progress
+                raise SandboxError(f"cannot remove {self.name}: {e.explanation}") from e
+        except ENGINE_ERRORS as e:
+            raise engine_error(e, f"cannot remove {self.name}") from e

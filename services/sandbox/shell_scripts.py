@@ -1,0 +1,93 @@
+"""The shell programs of a session, and how a command is framed for them (pure data, no I/O).
+
+:data:`BOOT` is what the session's process runs: it reads :data:`DRIVER` from stdin. The driver
+reads commands framed by :func:`frame_lines`, runs each in its own session (``setsid``), sweeps
+what it left (:data:`SWEEP`) and prints an end marker. :data:`KILLER` kills a running command
+from a separate process. See :mod:`services.sandbox.framing` for the protocol.
+"""
+
+from __future__ import annotations
+
+SWEEP = r"""
+# Orphans are swept only where this script runs as a `docker exec` process: its parent lives
+# outside the container's pid namespace, so $PPID is 0. Anywhere else (a host, a shared pid
+# namespace) processes adopted by pid 1 are not ours, and the rule stays off.
+[ "$PPID" = 0 ] && _orphans=1 || _orphans=
+sweep() {  # SIGKILL, until none is left, every process of group or session $1, and (in a
+  # container) every orphan that left its session: parent pid 1, session not pid 1's (the
+  # keeper, pid 1, and its `sleep` child are in pid 1's session).
+  _t=$1 _i=0
+  case $_t in '' | 0 | 1) return 0 ;; esac
+  while [ "$_i" -lt 200 ]; do
+    _f=
+    for _s in /proc/[0-9]*/stat; do
+      { read -r _l <"$_s"; } 2>/dev/null || continue
+      set -- ${_l##*") "}  # the fields after the command name: state ppid pgrp session ...
+      case $1 in Z | X) continue ;; esac
+      if [ "$3" = "$_t" ] || [ "$4" = "$_t" ] || { [ -n "$_orphans" ] && [ "$2" = 1 ] && [ "$4" != 1 ]; }; then
+        _p=${_s#/proc/}; kill -KILL "${_p%/stat}" 2>/dev/null; _f=1
+      fi
+    done
+    [ -z "$_f" ] && return 0
+    _i=$((_i + 1))
+  done
+}
+"""
+
+BOOT = 'read -r k; d=; while [ "$k" -gt 0 ]; do IFS= read -r l; d="$d$l\n"; k=$((k-1)); done; eval "$d"'
+"""What the session exec runs (and ``ps`` shows): it reads :data:`DRIVER` from stdin, framed
+like a command, so the long script stays out of the process list."""
+
+DRIVER = (
+    SWEEP
+    + r"""
+W=$1
+S=sh; command -v bash >/dev/null 2>&1 && S=bash
+command -v setsid >/dev/null 2>&1 || { echo "arena: the image has no setsid" >&2; exit 3; }
+IFS= read -r n || exit 0
+printf '%s %s %s\n' "$n" "$$" "$S"
+while read -r n k; do
+  c=
+  while [ "$k" -gt 0 ]; do IFS= read -r l || exit 0; c="$c$l
+"; k=$((k - 1)); done
+  cd "$W" 2>/dev/null || cd /
+  printf '%s:ack 1\n' "$n" >&2
+  setsid "$S" -c "$c" </dev/null 2>&1 &
+  p=$!
+  printf '%s:sid %s\n' "$n" "$p" >&2
+  wait "$p"; r=$?
+  cd /
+  sweep "$p"
+  printf '%s %s\n' "$n" "$r"
+done
+"""
+)
+"""The session loop (POSIX sh, run by ``/bin/sh``). ``$1``: the commands' working directory.
+Protocol: a ``<nonce>`` line, answered ``<nonce> <pid> <shell>``; then per command a
+``<nonce> <k>`` line and the command as ``k`` raw lines, answered ``<nonce>:ack 1`` and
+``<nonce>:sid <sid>`` on stderr, the command's output and ``<nonce> <status>`` on stdout."""
+
+KILLER = (
+    SWEEP
+    + r"""
+[ -n "$2" ] && sweep "$2"
+for s in /proc/[0-9]*/stat; do
+  { read -r l <"$s"; } 2>/dev/null || continue
+  set -- "$1" ${l##*") "}
+  if [ "$3" = "$1" ]; then q=${s#/proc/}; sweep "${q%/stat}"; fi
+done
+[ -n "$ABANDON" ] && sweep "$1"
+exit 0
+"""
+)
+"""Kills a running command: ``$1`` the driver's pid, ``$2`` the command's session id (may be
+empty). It also sweeps the session of every child of the driver, in case the id was not
+reported yet. With ``ABANDON=1`` in the environment it kills the driver too."""
+
+
+def frame_lines(text: str) -> bytes:
+    """A ``<k>`` line, then ``text`` as ``k`` newline-terminated lines: read back verbatim by
+    ``IFS= read -r`` in any POSIX shell, whatever quotes, backslashes or heredocs it holds.
+    NUL bytes are dropped (no shell command can hold one)."""
+    data = text.replace("\0", "").encode("utf-8", errors="surrogateescape") + b"\n"
+    return b"%d\n" % data.count(b"\n") + data
