@@ -23,7 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from services.green.auth import find_local_token
-from services.green.scoring.metrics import METRICS
+from services.green.kinds.arvo.scoring.metrics import METRICS
 
 TERMINAL = {"completed", "failed", "cancelled"}
 STATUS_STYLE = {

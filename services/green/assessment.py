@@ -17,9 +17,9 @@ from pydantic import BaseModel, Field, field_validator
 
 from services.green.assets.base import UnknownTask
 from services.green.assets.ids import parse_arvo_id
+from services.green.kinds.arvo.scoring.metrics import METRICS
 from services.green.kinds.base import split_task_ref
 from services.green.orchestrator import Orchestrator, TaskOptions
-from services.green.scoring.metrics import METRICS
 from services.green.store.models import Task, TaskStatus
 
 PURPLE_ROLES = ("purple", "agent", "participant", "solver", "rca_agent", "analyst")

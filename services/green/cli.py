@@ -34,6 +34,7 @@ from rich.table import Table
 from services.green.assets.ids import parse_arvo_id
 from services.green.auth import find_local_token
 from services.green.cli_tasks import narrow_run_ids, tasks_app, write_split
+from services.green.kinds.arvo.scoring.metrics import METRICS
 from services.green.report import (
     RESULTS_FILE,
     Outcome,
@@ -44,7 +45,6 @@ from services.green.report import (
     task_dir_name,
 )
 from services.green.report.results import TERMINAL, now_iso
-from services.green.scoring.metrics import METRICS
 from services.shared.files import write_json_atomic
 
 app = typer.Typer(

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from services.green.auth import Caller
-from services.green.scoring.metrics import METRICS
+from services.green.kinds.arvo.scoring.metrics import METRICS
 from services.green.store.crud import TaskStore
 from services.green.store.models import Task, TaskPublic
 

@@ -28,10 +28,10 @@ from matplotlib import image as mpimg
 from typer.testing import CliRunner
 
 from services.green.cli import app, split_ids
+from services.green.kinds.arvo.scoring.groundtruth import ground_truth_from_patch
+from services.green.kinds.arvo.scoring.metrics import score
 from services.green.report import RunResults, aggregate_outcomes
 from services.green.report.results import Outcome
-from services.green.scoring.groundtruth import ground_truth_from_patch
-from services.green.scoring.metrics import score
 from services.green.store.models import CommandPublic, TaskPublic
 from services.shared.loc import LocJson
 from tests.support.servers import REPO, free_port, serve

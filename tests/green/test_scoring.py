@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from services.green.scoring import (
+from services.green.kinds.arvo.scoring import (
     Aggregate,
     TaskOutcome,
     TaskScore,
@@ -17,8 +17,8 @@ from services.green.scoring import (
     ground_truth_from_patch,
     score,
 )
-from services.green.scoring.groundtruth import GTFunction
-from services.green.scoring.metrics import function_names, names_match, path_candidates
+from services.green.kinds.arvo.scoring.groundtruth import GTFunction
+from services.green.kinds.arvo.scoring.metrics import function_names, names_match, path_candidates
 from services.shared.loc import LocJson, normalize_path
 
 DATA = Path(__file__).parent / "data"

@@ -22,7 +22,20 @@ def test_parse_canonical(value, expected):
 
 @pytest.mark.parametrize(
     "value",
-    ["", "arvo:", "arvo:../etc", "arvo:-1", -5, True, None, 1.5, "a b", "x:y:z", "arvo:a/b", "9kind:1"],
+    [
+        "",
+        "arvo:",
+        "arvo:../etc",
+        "arvo:-1",
+        -5,
+        True,
+        None,
+        1.5,
+        "a b",
+        "x:y:z",
+        "arvo:a/b",
+        "9kind:1",
+    ],
 )
 def test_parse_rejects(value):
     with pytest.raises(ValueError, match="task reference"):

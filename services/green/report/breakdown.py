@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from services.green.kinds.arvo.scoring import METRICS
 from services.green.report.results import Outcome
-from services.green.scoring import METRICS
 
 Labels = dict[str, dict[str, str]]
 

@@ -10,9 +10,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from services.green.kinds.arvo.scoring.metrics import METRICS
 from services.green.report.breakdown import Labels, breakdown_markdown, known_labels
 from services.green.report.results import Outcome, RunResults
-from services.green.scoring.metrics import METRICS
 
 REPORT_FILE = "report.md"
 PLOT_FILE = "scores.png"

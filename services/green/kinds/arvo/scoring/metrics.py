@@ -23,8 +23,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from services.green.scoring.functions import name_from_declaration, split_name
-from services.green.scoring.groundtruth import GroundTruth, GTFile, GTFunction, GTRegion
+from services.green.kinds.arvo.scoring.functions import name_from_declaration, split_name
+from services.green.kinds.arvo.scoring.groundtruth import GroundTruth, GTFile, GTFunction, GTRegion
 from services.shared.loc import ROOT_PREFIXES, Location, LocJson, normalize_path
 
 TOP_K = 5

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from services.green.assets import AssetSource, parse_arvo_id
-from services.green.judge import Judge, PreparedTask
+from services.green.kinds.arvo.judge import Judge, PreparedTask
+from services.green.kinds.arvo.prompt import describe_task
+from services.green.kinds.arvo.scoring.metrics import aggregate_records
 from services.green.sandbox.base import Sandbox, UnreadableFile
-from services.green.scoring.metrics import aggregate_records
-from services.green.task_prompt import describe_task
 from services.shared.protocol import RcaTask, TaskAssignment, TaskPaths
 
 WORKSPACE = "/workspace"

@@ -43,7 +43,7 @@ from pydantic import BaseModel
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
-from services.green.scoring.functions import FunctionIndex, FunctionSpan
+from services.green.kinds.arvo.scoring.functions import FunctionIndex, FunctionSpan
 
 CODE_EXTENSIONS = frozenset(
     {
