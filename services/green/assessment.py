@@ -16,19 +16,12 @@ from typing import Any
 from pydantic import BaseModel, Field, field_validator
 
 from services.green.assets.base import UnknownTask
-from services.green.assets.ids import parse_arvo_id
 from services.green.kinds.arvo.scoring.metrics import METRICS
-from services.green.kinds.base import split_task_ref
+from services.green.kinds.registry import parse_ref
 from services.green.orchestrator import Orchestrator, TaskOptions
 from services.green.store.models import Task, TaskStatus
 
 PURPLE_ROLES = ("purple", "agent", "participant", "solver", "rca_agent", "analyst")
-
-
-def task_ref(value: str | int) -> str:
-    """``10055`` / ``"arvo:010055"`` -> ``"arvo:10055"``; ``"swebench:x"`` stays. ValueError if bad."""
-    kind, ref = split_task_ref(value)
-    return f"{kind}:{parse_arvo_id(ref) if kind == 'arvo' else ref}"
 
 
 class AssessmentRequest(BaseModel):
@@ -49,7 +42,7 @@ class AssessmentRequest(BaseModel):
             v = [v]
         if not isinstance(v, list):
             raise ValueError("task_ids must be a list of task ids")
-        return [task_ref(x) for x in v]
+        return [str(parse_ref(x)) for x in v]
 
     @classmethod
     def from_agentbeats(
@@ -159,13 +152,13 @@ class AssessmentRunner:
             command_timeout_s=request.command_timeout_s,
             assessment_id=aid,
         )
-        refs = [split_task_ref(r) for r in request.task_ids]
-        for kind, ref in dict.fromkeys(refs):  # ValueError for a kind this green does not serve
+        refs = [parse_ref(r) for r in request.task_ids]
+        for ref in dict.fromkeys(refs):  # ValueError for a kind this green does not serve
             try:
-                await asyncio.to_thread(self.orchestrator.kind(kind).check, ref)
+                await asyncio.to_thread(self.orchestrator.kind(ref.kind).check, ref.id)
             except UnknownTask as exc:
-                raise UnknownTask(f"{kind}:{ref} ({exc})") from exc
-        return [await self.orchestrator.create_task(ref, opts, kind=kind) for kind, ref in refs]
+                raise UnknownTask(f"{ref} ({exc})") from exc
+        return [await self.orchestrator.create_task(ref, opts) for ref in refs]
 
     async def run(
         self,

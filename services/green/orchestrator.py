@@ -45,6 +45,7 @@ from services.green.store.models import (
 from services.shared.commands import CommandResult
 from services.shared.logging import get_logger, router, task_log_context
 from services.shared.protocol import Submit, SubmitResult, TaskLimits
+from services.shared.task_ref import TaskRef
 from services.shared.text import clip_middle
 
 log = get_logger("services.green.orchestrator")
@@ -210,22 +211,22 @@ class Orchestrator:
                 f"unknown task kind {name!r} (known: {', '.join(self.kinds)})"
             ) from None
 
-    async def create_task(
-        self, ref: str, options: TaskOptions | None = None, *, kind: str = "arvo"
-    ) -> Task:
-        """Validate, record as queued, and schedule. Raises ValueError for a malformed id or an
-        unknown kind, UnknownTask for an id the source lacks."""
+    async def create_task(self, ref: TaskRef | str, options: TaskOptions | None = None) -> Task:
+        """Validate, record as queued, and schedule. Raises ValueError for a malformed reference
+        or a kind this green does not serve, UnknownTask for an id the source lacks."""
         opts = options or TaskOptions()
         s = self.settings
         purple_url = self.allowed_purple(opts.purple_url)
-        task_kind = self.kind(kind)
-        arvo_id = task_kind.canonical(ref)
+        parsed = TaskRef.parse(ref)
+        task_kind = self.kind(parsed.kind)
+        ref = TaskRef(parsed.kind, task_kind.canonical(parsed.id))
+        arvo_id = ref.id
         try:  # cheap existence check; also warms the cache for preparation
-            await self._io(task_kind.check, arvo_id)
+            await self._io(task_kind.check, ref.id)
         except UnknownTask:
             raise
         except AssetError as exc:  # the source is slow or broken: let preparation retry and report
-            log.warning("intake.asset_check_failed", arvo_id=arvo_id, error=str(exc))
+            log.warning("intake.asset_check_failed", task_ref=str(ref), error=str(exc))
         task = Task(
             id=str(uuid.uuid4()),
             kind=task_kind.name,

@@ -157,7 +157,7 @@ def test_bad_input_gets_clear_4xx_answers(session):
     r = c.post("/ui/tasks", data={"task": "arvo:999999999"})
     assert r.status_code == 404 and "Unknown task" in r.text
     r = c.post("/ui/tasks", data={"task": "arvo:9 00"})  # not a task reference: no 500
-    assert r.status_code == 422 and "not a task id" in r.text
+    assert r.status_code == 422 and "not a task reference" in r.text
     r = c.post("/ui/tasks", data={"task": "arvo:900001", "max_steps": "lots"})
     assert r.status_code == 422 and "step limit" in r.text
     r = c.post("/ui/tasks", data={"task": "arvo:900001"}, headers={"origin": "http://evil.example"})

@@ -9,7 +9,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from services.green.assets.base import UnknownTask
 from services.green.intake_limits import TooBusy
-from services.green.kinds.base import split_task_ref
+from services.green.kinds.registry import parse_ref
 from services.green.orchestrator import Orchestrator, TaskNotFound, TaskOptions
 from services.green.store.models import CommandPublic
 from services.green.ui.auth import caller, disclosure, require_page
@@ -63,10 +63,10 @@ async def start_task(request: Request) -> Response:
     else:
         opts = TaskOptions(purple_url=purple, max_steps=int(steps) if steps else None)
         try:
-            kind, ref_id = split_task_ref(ref)
+            parsed = parse_ref(ref)
             # the same intake bounds as REST and A2A (rate per credential, queued tasks)
             request.app.state.intake.admit(caller(request).name, 1)
-            task = await _orch(request).create_task(ref_id, opts, kind=kind)
+            task = await _orch(request).create_task(parsed, opts)
             return RedirectResponse(f"/ui/tasks/{task.id}", status_code=303)
         except UnknownTask as exc:
             error, code = f"Unknown task {ref}: {exc}", 404

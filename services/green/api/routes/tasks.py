@@ -9,9 +9,8 @@ from pydantic import BaseModel, Field, model_validator
 
 from services.green.api.deps import DisclosureDep, IntakeDep, OperatorDep, OrchestratorDep, admit
 from services.green.api.routes.datasets import annotate_verified
-from services.green.assessment import task_ref
 from services.green.assets.base import UnknownTask
-from services.green.kinds.base import split_task_ref
+from services.green.kinds.registry import parse_ref
 from services.green.orchestrator import TaskNotFound, TaskOptions
 from services.green.store.models import CommandPublic, Task, TaskList, TaskPublic, TaskStatus
 
@@ -35,7 +34,7 @@ class TaskCreate(BaseModel):
         raw = self.task if self.task is not None else self.arvo_id
         if raw is None:
             raise ValueError("give 'task' (e.g. \"arvo:10055\") or 'arvo_id' (e.g. 10055)")
-        self.task = task_ref(raw)
+        self.task = str(parse_ref(raw))
         return self
 
 
@@ -55,9 +54,8 @@ async def create_task(
         task_timeout_s=body.task_timeout_s,
         command_timeout_s=body.command_timeout_s,
     )
-    kind, ref = split_task_ref(body.task or "")
     try:
-        task = await orch.create_task(ref, opts, kind=kind)
+        task = await orch.create_task(body.task or "", opts)
     except UnknownTask as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown task {body.task}: {exc}") from exc
     except ValueError as exc:

@@ -7,11 +7,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from services.green.assets import AssetSource, parse_arvo_id
+from services.green.assets import AssetSource, make_asset_source, parse_arvo_id
+from services.green.config import GreenSettings
 from services.green.kinds.arvo.judge import Judge, PreparedTask
 from services.green.kinds.arvo.prompt import describe_task
 from services.green.kinds.arvo.scoring.metrics import aggregate_records
-from services.green.sandbox.base import Sandbox, UnreadableFile
+from services.green.sandbox.base import Sandbox, SandboxProvider, UnreadableFile
 from services.shared.protocol import RcaTask, TaskAssignment, TaskPaths
 
 WORKSPACE = "/workspace"
@@ -103,8 +104,24 @@ class ArvoKind:
         self.mask_arvo_id = mask_arvo_id
         self.judge = judge or Judge()
 
-    def canonical(self, ref: str) -> str:
-        return parse_arvo_id(ref)
+    @staticmethod
+    def canonical(ref_id: str) -> str:
+        """ARVO ids are decimal numbers (``010055`` -> ``10055``)."""
+        return parse_arvo_id(ref_id)
+
+    @classmethod
+    def from_settings(cls, settings: GreenSettings, sandboxes: SandboxProvider) -> ArvoKind:
+        """Always served: the assets come from GREEN_ASSET_SOURCE."""
+        assets = make_asset_source(
+            settings.asset_source, settings.asset_cache_dir, timeout_s=settings.asset_timeout_s
+        )
+        return cls(
+            assets,
+            settings.image_template,
+            strip_git=settings.strip_git,
+            hide_poc=settings.hide_poc,
+            mask_arvo_id=settings.mask_arvo_id,
+        )
 
     def check(self, ref: str) -> None:
         self.assets.fetch(ref, "error.txt")  # small; warms the cache for preparation

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from services.green.assets.base import UnknownTask
+from services.green.config import GreenSettings
 from services.green.sandbox.base import Sandbox, SandboxError, SandboxProvider, UnreadableFile
 from services.green.swebench.activation import resolve_activate, with_activate
 from services.green.swebench.evaluate import evaluate, extract_patch, patch_files
@@ -169,10 +170,26 @@ class SweBenchKind:
         """Loaded on first use (a dataset from the hub may take a while)."""
         return {i.instance_id: i for i in load_instances(self.source)}
 
-    def canonical(self, ref: str) -> str:
-        if not _ID_RE.match(ref):
-            raise ValueError(f"not a SWE-bench instance id: {ref!r}")
-        return ref
+    @staticmethod
+    def canonical(ref_id: str) -> str:
+        if not _ID_RE.match(ref_id):
+            raise ValueError(f"not a SWE-bench instance id: {ref_id!r}")
+        return ref_id
+
+    @classmethod
+    def from_settings(
+        cls, settings: GreenSettings, sandboxes: SandboxProvider
+    ) -> SweBenchKind | None:
+        """Served when GREEN_SWEBENCH_INSTANCES names the instances."""
+        if not settings.swebench_instances:
+            return None
+        return cls(
+            settings.swebench_instances,
+            sandboxes,
+            image_template=settings.swebench_image_template,
+            activate=settings.swebench_activate,
+            eval_timeout_s=settings.swebench_eval_timeout_s,
+        )
 
     def check(self, ref: str) -> None:
         if ref not in self.instances:
