@@ -83,7 +83,7 @@ def seed(url: str, n: int) -> None:
         store.add(
             Task(
                 id=task_id,
-                arvo_id=IDS[i % len(IDS)],
+                ref_id=IDS[i % len(IDS)],
                 purple_url="http://purple:9019",
                 max_steps=40,
                 task_timeout_s=1800,

@@ -19,7 +19,8 @@ from services.green.assets.base import UnknownTask
 from services.green.kinds.arvo.scoring.metrics import METRICS
 from services.green.kinds.registry import parse_ref
 from services.green.orchestrator import Orchestrator, TaskOptions
-from services.green.store.models import Task, TaskStatus
+from services.green.outcome import TaskOutcome
+from services.green.store.models import Task
 
 PURPLE_ROLES = ("purple", "agent", "participant", "solver", "rca_agent", "analyst")
 
@@ -66,45 +67,6 @@ class AssessmentRequest(BaseModel):
         return cls(task_ids=ids, purple_url=url, **limits)
 
 
-class TaskOutcome(BaseModel):
-    task_id: str
-    kind: str
-    arvo_id: str
-    status: TaskStatus
-    end_reason: str | None
-    failure_kind: str | None
-    error: str | None
-    steps: int
-    tokens_in: int
-    tokens_out: int
-    cost: float
-    duration_s: float | None
-    scores: dict[str, Any] | None
-
-    @classmethod
-    def of(cls, t: Task) -> TaskOutcome:
-        duration = (
-            (t.finished_at - t.started_at).total_seconds()
-            if t.finished_at and t.started_at
-            else None
-        )
-        return cls(
-            task_id=t.id,
-            kind=t.kind,
-            arvo_id=t.arvo_id,
-            status=t.status,
-            end_reason=t.end_reason,
-            failure_kind=t.failure_kind,
-            error=t.error,
-            steps=t.steps,
-            tokens_in=t.tokens_in,
-            tokens_out=t.tokens_out,
-            cost=t.cost,
-            duration_s=duration,
-            scores=t.scores,
-        )
-
-
 class AssessmentResult(BaseModel):
     assessment_id: str
     purple_url: str
@@ -121,7 +83,7 @@ class AssessmentResult(BaseModel):
             return " ".join(f"{k}={float(d[k]):.3f}" for k in (*METRICS, "resolved") if k in d)
 
         lines += [
-            f"  {t.kind}:{t.arvo_id} {t.status.value:<9} {figures(t.scores or {})}"
+            f"  {t.kind}:{t.ref_id} {t.status.value:<9} {figures(t.scores or {})}"
             for t in self.tasks
         ]
         if means := agg.get("mean_all"):
@@ -206,8 +168,7 @@ class AssessmentRunner:
                 if getter in done:
                     ev = getter.result()
                     await progress(
-                        f"{task.kind}:{task.arvo_id} [{task.id[:8]}] "
-                        f"{ev.status.value}: {ev.message}"
+                        f"{task.kind}:{task.ref_id} [{task.id[:8]}] {ev.status.value}: {ev.message}"
                     )
                 else:
                     getter.cancel()
@@ -230,8 +191,8 @@ class AssessmentRunner:
 
     def aggregate(self, outcomes: list[TaskOutcome]) -> dict[str, Any]:
         """Each kind's own aggregate; a run of one kind (the usual case) gets it at the top."""
-        by_kind: dict[str, list[dict[str, Any]]] = {}
+        by_kind: dict[str, list[TaskOutcome]] = {}
         for o in outcomes:
-            by_kind.setdefault(o.kind, []).append(o.model_dump(mode="json"))
+            by_kind.setdefault(o.kind, []).append(o)
         aggs = {k: self.orchestrator.kind(k).aggregate(rows) for k, rows in by_kind.items()}
         return next(iter(aggs.values())) if len(aggs) == 1 else {"by_kind": aggs}

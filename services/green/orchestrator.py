@@ -24,6 +24,7 @@ from typing import Any
 from services.green.assets.base import AssetError, UnknownTask
 from services.green.config import GreenSettings
 from services.green.kinds.base import TaskKind, TaskPlan
+from services.green.outcome import TaskOutcome
 from services.green.purple_link import PurpleLink, PurpleUnreachable
 from services.green.sandbox.base import (
     AgentFault,
@@ -73,17 +74,6 @@ class TaskEvent:
     """The command just recorded, when the event is about one (the dashboard's live view)."""
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """How a task ended: its terminal status and what to record with it."""
-
-    status: TaskStatus
-    end_reason: str
-    error: str | None = None
-    failure_kind: FailureKind | None = None
-    fields: dict[str, Any] = field(default_factory=dict)
-
-
 @dataclass
 class TaskOptions:
     purple_url: str | None = None
@@ -99,8 +89,8 @@ class LiveTask:
 
     id: str
     kind: TaskKind
-    arvo_id: str
-    """The task's id within its kind (an ARVO id, a SWE-bench instance id)."""
+    ref: TaskRef
+    """The task reference (``arvo:10055``, ``swebench:<instance id>``)."""
     token: str
     purple_url: str
     max_steps: int
@@ -129,9 +119,29 @@ class LiveTask:
     submissions: int = 0
     subscribers: list[asyncio.Queue[TaskEvent]] = field(default_factory=list)
 
+    def outcome(
+        self,
+        status: TaskStatus,
+        end_reason: str,
+        error: str | None = None,
+        failure_kind: FailureKind | None = None,
+        scores: dict[str, Any] | None = None,
+    ) -> TaskOutcome:
+        """How this task ended (the counters are the store's)."""
+        return TaskOutcome(
+            task_id=self.id,
+            kind=self.ref.kind,
+            ref_id=self.ref.id,
+            status=status,
+            end_reason=end_reason,
+            error=error,
+            failure_kind=failure_kind,
+            scores=scores,
+        )
+
     def log_context(self) -> contextlib.AbstractContextManager[None]:
-        """Every log line inside goes to this task's ARVO log file, tagged with its ids."""
-        return task_log_context(self.id, self.log_key, arvo_id=self.arvo_id)
+        """Every log line inside goes to this task's log file, tagged with its ids."""
+        return task_log_context(self.id, self.log_key, task_ref=str(self.ref))
 
 
 class Orchestrator:
@@ -220,7 +230,6 @@ class Orchestrator:
         parsed = TaskRef.parse(ref)
         task_kind = self.kind(parsed.kind)
         ref = TaskRef(parsed.kind, task_kind.canonical(parsed.id))
-        arvo_id = ref.id
         try:  # cheap existence check; also warms the cache for preparation
             await self._io(task_kind.check, ref.id)
         except UnknownTask:
@@ -230,7 +239,7 @@ class Orchestrator:
         task = Task(
             id=str(uuid.uuid4()),
             kind=task_kind.name,
-            arvo_id=arvo_id,
+            ref_id=ref.id,
             purple_url=purple_url,
             max_steps=opts.max_steps or s.max_steps,
             task_timeout_s=opts.task_timeout_s or s.task_timeout_s,
@@ -244,13 +253,13 @@ class Orchestrator:
         live = LiveTask(
             id=task.id,
             kind=task_kind,
-            arvo_id=arvo_id,
+            ref=ref,
             token=secrets.token_urlsafe(24),
             purple_url=task.purple_url,
             max_steps=task.max_steps,
             task_timeout_s=task.task_timeout_s,
             command_timeout_s=task.command_timeout_s,
-            log_key=f"{task_kind.name}_{arvo_id}",
+            log_key=f"{ref.kind}_{ref.id}",
         )
         self._live[task.id] = live
         with live.log_context():
@@ -315,7 +324,7 @@ class Orchestrator:
     async def _run(self, live: LiveTask) -> None:
         """The whole life of one task. The terminal status is written only after cleanup, so a
         client that sees ``completed`` also sees the container gone."""
-        outcome = Outcome(
+        outcome = live.outcome(
             TaskStatus.failed, "harness_error", "green stopped unexpectedly", FailureKind.infra
         )
         engine_failed = False
@@ -325,21 +334,23 @@ class Orchestrator:
                 end_reason = await self._serve(live)
                 outcome = await self._evaluate(live, end_reason)
         except asyncio.CancelledError:  # a cancel request (a shutdown is recorded below)
-            outcome = Outcome(TaskStatus.cancelled, "cancelled", live.cancel_reason or "cancelled")
+            outcome = live.outcome(
+                TaskStatus.cancelled, "cancelled", live.cancel_reason or "cancelled"
+            )
         except PurpleUnreachable as exc:
-            outcome = Outcome(TaskStatus.failed, exc.reason, str(exc), FailureKind.agent)
+            outcome = live.outcome(TaskStatus.failed, exc.reason, str(exc), FailureKind.agent)
         except AgentFault as exc:  # the agent's commands ended the container; not in preparation
             kind = FailureKind.agent if live.status is TaskStatus.running else FailureKind.infra
-            outcome = Outcome(TaskStatus.failed, exc.reason, str(exc), kind)
+            outcome = live.outcome(TaskStatus.failed, exc.reason, str(exc), kind)
         except AssetError as exc:
-            outcome = Outcome(TaskStatus.failed, "assets", str(exc), FailureKind.infra)
+            outcome = live.outcome(TaskStatus.failed, "assets", str(exc), FailureKind.infra)
         except SandboxError as exc:
             engine_failed = True  # it may have left a container behind: sweep once forgotten
-            outcome = Outcome(TaskStatus.failed, "sandbox", str(exc), FailureKind.infra)
+            outcome = live.outcome(TaskStatus.failed, "sandbox", str(exc), FailureKind.infra)
         except Exception as exc:  # a harness bug or a Docker failure: recorded, never swallowed
             with live.log_context():
                 log.exception("task.crashed")
-            outcome = Outcome(
+            outcome = live.outcome(
                 TaskStatus.failed,
                 "harness_error",
                 f"{type(exc).__name__}: {exc}",
@@ -353,7 +364,7 @@ class Orchestrator:
                 with contextlib.suppress(asyncio.CancelledError):
                     await asyncio.shield(cleanup)
             if self._stopping and outcome.status is not TaskStatus.completed:
-                outcome = Outcome(
+                outcome = live.outcome(
                     TaskStatus.failed, "interrupted", "green shut down", FailureKind.infra
                 )
             self._finish(live, outcome)
@@ -376,10 +387,14 @@ class Orchestrator:
         for q in live.subscribers:
             q.put_nowait(event)
 
-    def _finish(self, live: LiveTask, outcome: Outcome) -> None:
-        fields = dict(outcome.fields)
-        if "scores" not in fields and live.plan:  # no valid submission: zeros, explained
+    def _finish(self, live: LiveTask, outcome: TaskOutcome) -> None:
+        fields: dict[str, Any] = {}
+        if outcome.scores is not None:
+            fields["scores"] = outcome.scores
+        elif live.plan:  # no valid submission: zeros, explained
             fields["scores"] = live.plan.score(None)
+        if outcome.status is TaskStatus.completed:
+            fields["submission"] = live.submission
         self._transition(
             live,
             outcome.status,
@@ -394,7 +409,7 @@ class Orchestrator:
     async def _prepare(self, live: LiveTask) -> None:
         with live.log_context():
             self._transition(live, TaskStatus.preparing, "fetching assets")
-            live.plan = plan = await self._io(live.kind.prepare, live.arvo_id)
+            live.plan = plan = await self._io(live.kind.prepare, live.ref.id)
             self.store.update(
                 live.id, workspace_dir=plan.paths.workspace, ground_truth=plan.ground_truth()
             )
@@ -402,7 +417,7 @@ class Orchestrator:
             spec = SandboxSpec(
                 image=plan.image,
                 task_id=live.id,
-                arvo_id=live.arvo_id,
+                arvo_id=live.ref.id,  # the sandbox's name for the task's id within its kind
                 workdir=plan.workdir,
                 memory=s.container_memory,
                 disk_limit=s.container_disk_bytes or None,
@@ -471,7 +486,7 @@ class Orchestrator:
                 live.end_detail = getattr(link, "lost_reason", None)
                 return f"purple_{ended}"
 
-    async def _evaluate(self, live: LiveTask, end_reason: str) -> Outcome:
+    async def _evaluate(self, live: LiveTask, end_reason: str) -> TaskOutcome:
         with live.log_context():
             self._transition(live, TaskStatus.evaluating, f"ended: {end_reason}")
             plan, sandbox = live.plan, live.sandbox
@@ -484,16 +499,15 @@ class Orchestrator:
             if submission is None:
                 why = "; ".join(errors) or "nothing was submitted"
                 lead = f"{live.end_detail}; " if live.end_detail else ""
-                return Outcome(
+                return live.outcome(
                     TaskStatus.failed,
                     end_reason,
                     f"{lead}no valid submission ({end_reason}): {why}",
                     FailureKind.agent,
-                    {"scores": score},
+                    score,
                 )
-            return Outcome(
-                TaskStatus.completed, end_reason, fields={"submission": submission, "scores": score}
-            )
+            live.submission = submission
+            return live.outcome(TaskStatus.completed, end_reason, scores=score)
 
     async def _cleanup(self, live: LiveTask) -> None:
         with live.log_context():

@@ -180,7 +180,7 @@ class FakeGreen:
                 task_id = str(uuid.uuid4())
                 view = TaskPublic(
                     id=task_id,
-                    arvo_id=arvo_id,
+                    ref_id=arvo_id,
                     status="queued",
                     purple_url=body.get("purple_url") or "http://purple.invalid:9019",
                     max_steps=body.get("max_steps") or 50,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from services.green.sandbox.base import Sandbox, SandboxProvider
@@ -10,6 +10,7 @@ from services.shared.protocol import TaskAssignment, TaskPaths
 
 if TYPE_CHECKING:
     from services.green.config import GreenSettings
+    from services.green.outcome import TaskOutcome
 
 
 @runtime_checkable
@@ -72,8 +73,8 @@ class TaskKind(Protocol):
         """Fetch and check everything the task needs. May block."""
         ...
 
-    def aggregate(self, records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-        """Means over finished tasks of this kind (plain records: status, failure_kind, scores)."""
+    def aggregate(self, outcomes: Iterable[TaskOutcome]) -> dict[str, Any]:
+        """Means over finished tasks of this kind (ValueError for a task not ended)."""
         ...
 
 

@@ -1,6 +1,6 @@
 """``results/<run>/results.json``: run metadata, one outcome per ARVO id, and the aggregate.
 
-The aggregate is green's own (:func:`services.green.kinds.arvo.scoring.metrics.aggregate_records`), fed
+The aggregate is green's own (:func:`services.green.kinds.arvo.scoring.aggregate.aggregate_records`), fed
 from the outcomes recorded here, so a batch report and an AgentBeats assessment score a run the
 same way.
 """
@@ -13,7 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from services.green.kinds.arvo.scoring.metrics import METRICS, aggregate_records
+from services.green.kinds.arvo.scoring.aggregate import aggregate_records
+from services.green.kinds.arvo.scoring.metrics import METRICS
 from services.shared.files import write_json_atomic
 
 RESULTS_FILE = "results.json"

@@ -86,8 +86,8 @@ async def task(task_id: str, request: Request) -> Response:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no task {task_id}") from None
     view = disclosure(request).task(row)
     facts = request.app.state.ui_facts
-    report = await facts.report(view.kind, view.arvo_id)
-    crash = await facts.crash(view.kind, view.arvo_id)
+    report = await facts.report(view.kind, view.ref_id)
+    crash = await facts.crash(view.kind, view.ref_id)
     commands = [
         CommandPublic.model_validate(c, from_attributes=True)
         for c in orch.store.commands(task_id, 0, MAX_COMMANDS_SHOWN)

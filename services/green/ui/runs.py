@@ -9,8 +9,9 @@ from typing import Any
 from fastapi import APIRouter, Depends, HTTPException, Request, status
 from fastapi.responses import HTMLResponse, Response
 
-from services.green.assessment import AssessmentRunner, TaskOutcome
+from services.green.assessment import AssessmentRunner
 from services.green.disclosure import Disclosure
+from services.green.outcome import TaskOutcome
 from services.green.store.models import AssessmentRecord, Task
 from services.green.ui import plots
 from services.green.ui.auth import disclosure, require_page
@@ -114,7 +115,7 @@ async def points(facts: TaskFacts, tasks: list[Task], show: Disclosure) -> list[
         if not t.status.terminal:
             continue
         view = show.task(t, t.id in allowed)
-        crash = await facts.crash(t.kind, t.arvo_id)
+        crash = await facts.crash(t.kind, t.ref_id)
         scores = view.scores or {}
         scorable = scores.get("scorable", True) and scores
         out.append(

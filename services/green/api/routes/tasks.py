@@ -71,13 +71,28 @@ async def list_tasks(
     orch: OrchestratorDep,
     show: DisclosureDep,
     status_: Annotated[TaskStatus | None, Query(alias="status")] = None,
-    arvo_id: str | None = None,
+    ref: Annotated[str | None, Query(description="A task reference, e.g. arvo:10055")] = None,
+    arvo_id: Annotated[
+        str | None, Query(description="Deprecated: the id within its kind (use ref)")
+    ] = None,
     assessment_id: str | None = None,
     offset: Annotated[int, Query(ge=0)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> Any:
+    kind, ref_id = None, arvo_id
+    if ref is not None:
+        try:
+            parsed = parse_ref(ref)
+        except ValueError as exc:
+            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from exc
+        kind, ref_id = parsed.kind, parsed.id
     rows, total = orch.store.list(
-        status=status_, arvo_id=arvo_id, assessment_id=assessment_id, offset=offset, limit=limit
+        status=status_,
+        kind=kind,
+        ref_id=ref_id,
+        assessment_id=assessment_id,
+        offset=offset,
+        limit=limit,
     )
     items = show.tasks(list(rows))
     annotate_verified(request, items)

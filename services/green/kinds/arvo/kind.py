@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,7 +11,8 @@ from services.green.assets import AssetSource, make_asset_source, parse_arvo_id
 from services.green.config import GreenSettings
 from services.green.kinds.arvo.judge import Judge, PreparedTask
 from services.green.kinds.arvo.prompt import describe_task
-from services.green.kinds.arvo.scoring.metrics import aggregate_records
+from services.green.kinds.arvo.scoring.aggregate import aggregate
+from services.green.outcome import TaskOutcome
 from services.green.sandbox.base import Sandbox, SandboxProvider, UnreadableFile
 from services.shared.protocol import RcaTask, TaskAssignment, TaskPaths
 
@@ -142,5 +143,5 @@ class ArvoKind:
             mask_arvo_id=self.mask_arvo_id,
         )
 
-    def aggregate(self, records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-        return aggregate_records(records).to_dict()
+    def aggregate(self, outcomes: Iterable[TaskOutcome]) -> dict[str, Any]:
+        return aggregate(outcomes).to_dict()

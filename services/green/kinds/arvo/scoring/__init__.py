@@ -3,6 +3,7 @@
 Pure Python (no services). See ``docs/scoring.md`` for the definitions and worked examples.
 """
 
+from services.green.kinds.arvo.scoring.aggregate import Aggregate, MetricMeans, aggregate
 from services.green.kinds.arvo.scoring.functions import (
     FunctionIndex,
     FunctionSpan,
@@ -20,13 +21,9 @@ from services.green.kinds.arvo.scoring.metrics import (
     MAX_SPAN_LINES,
     METRICS,
     TOP_K,
-    Aggregate,
     LocationResult,
-    MetricMeans,
     RegionResult,
-    TaskOutcome,
     TaskScore,
-    aggregate,
     score,
 )
 
@@ -45,7 +42,6 @@ __all__ = [
     "LocationResult",
     "MetricMeans",
     "RegionResult",
-    "TaskOutcome",
     "TaskScore",
     "aggregate",
     "ground_truth_from_patch",

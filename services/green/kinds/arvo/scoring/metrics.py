@@ -1,4 +1,4 @@
-"""Scores of one submission against the ground truth, and their aggregate over a run.
+"""Scores of one loc.json submission against the ground truth (the run's means: aggregate.py).
 
 Per task (only the top :data:`TOP_K` = 5 locations count; each metric is 0 or 1 except IoU):
 
@@ -18,10 +18,8 @@ A missing submission scores 0 everywhere; a task whose ground truth is empty is 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from services.green.kinds.arvo.scoring.functions import name_from_declaration, split_name
 from services.green.kinds.arvo.scoring.groundtruth import GroundTruth, GTFile, GTFunction, GTRegion
@@ -367,131 +365,3 @@ def score(submission: LocJson | None, gt: GroundTruth, project: str | None = Non
         for k in _FIELDS:
             setattr(result, k, 0.0)
     return result
-
-
-# --- aggregation ----------------------------------------------------------------------------
-
-TaskStatusName = Literal["completed", "failed", "cancelled"]
-FailureKindName = Literal["infra", "agent"]
-
-
-class TaskOutcome(BaseModel):
-    """One task of a run, as the aggregate sees it."""
-
-    task_id: str | None = None
-    arvo_id: str | None = None
-    status: TaskStatusName
-    failure_kind: FailureKindName | None = None
-    """Required for failed tasks: ``infra`` (harness: assets, Docker, green) or ``agent``."""
-    score: TaskScore | None = None
-    """The task's score; for a failed task it may carry ``scorable=False`` (from
-    ``score(None, gt)``) so an unscorable task is left out of the means whatever happened."""
-    error: str | None = None
-
-    @model_validator(mode="after")
-    def _kind_for_failures(self) -> TaskOutcome:
-        if self.status == "failed" and self.failure_kind is None:
-            raise ValueError("a failed task needs failure_kind 'infra' or 'agent'")
-        return self
-
-
-class MetricMeans(Metrics):
-    n: int = 0
-    """Tasks in the denominator."""
-
-
-class Aggregate(BaseModel):
-    """Means over a run. Failed and cancelled tasks and tasks without a valid submission count as
-    0; tasks whose ground truth is empty are counted but left out of every mean."""
-
-    n_tasks: int = 0
-    by_status: dict[str, int] = {}
-    by_failure: dict[str, int] = {}
-    """``infra`` / ``agent`` failures (failed tasks only)."""
-    n_scored: int = 0
-    """Completed tasks with a scorable ground truth and a valid submission."""
-    n_no_submission: int = 0
-    """Completed tasks without a valid submission (counted as 0)."""
-    n_unscorable: int = 0
-    """Tasks whose ground truth is empty (not in the means)."""
-    mean_all: MetricMeans = MetricMeans()
-    """Over every scorable task; failures, cancellations and missing submissions count 0."""
-    mean_non_infra: MetricMeans = MetricMeans()
-    """Same, without infra failures and cancelled tasks: what the agent is answerable for."""
-    explanation: list[str] = []
-
-    def to_dict(self) -> dict:
-        return self.model_dump(by_alias=True, mode="json")
-
-
-def _means(values: Iterable[dict[str, float]]) -> MetricMeans:
-    rows = list(values)
-    out = MetricMeans(n=len(rows))
-    for f in _FIELDS:
-        setattr(out, f, round(sum(r[f] for r in rows) / len(rows), 6) if rows else 0.0)
-    return out
-
-
-def aggregate(outcomes: Iterable[TaskOutcome]) -> Aggregate:
-    """Aggregate task outcomes of a run (see :class:`Aggregate`)."""
-    outcomes = list(outcomes)
-    agg = Aggregate(n_tasks=len(outcomes))
-    zero = dict.fromkeys(_FIELDS, 0.0)
-    rows_all: list[dict[str, float]] = []
-    rows_non_infra: list[dict[str, float]] = []
-    status_counts = {"completed": 0, "failed": 0, "cancelled": 0}
-    failure_counts = {"infra": 0, "agent": 0}
-    for o in outcomes:
-        status_counts[o.status] += 1
-        if o.status == "failed" and o.failure_kind:
-            failure_counts[o.failure_kind] += 1
-        if o.score is not None and not o.score.scorable:
-            agg.n_unscorable += 1
-            continue
-        if o.status == "completed" and o.score is not None and o.score.submitted:
-            row = {f: float(getattr(o.score, f)) for f in _FIELDS}
-            agg.n_scored += 1
-        else:
-            row = dict(zero)
-            if o.status == "completed":
-                agg.n_no_submission += 1
-        rows_all.append(row)
-        if not (o.status == "failed" and o.failure_kind == "infra") and o.status != "cancelled":
-            rows_non_infra.append(row)
-    agg.by_status = status_counts
-    agg.by_failure = failure_counts
-    agg.mean_all = _means(rows_all)
-    agg.mean_non_infra = _means(rows_non_infra)
-    agg.explanation = [
-        f"{agg.n_tasks} tasks: {status_counts['completed']} completed, "
-        f"{status_counts['failed']} failed ({failure_counts['infra']} infra, "
-        f"{failure_counts['agent']} agent), {status_counts['cancelled']} cancelled",
-        f"{agg.n_scored} scored submissions, {agg.n_no_submission} completed without a valid "
-        f"submission (0), {agg.n_unscorable} without ground truth (left out)",
-        f"mean_all over {agg.mean_all.n} tasks counts every failure and cancellation as 0; "
-        f"mean_non_infra over {agg.mean_non_infra.n} tasks leaves out infra failures and "
-        "cancellations",
-    ]
-    return agg
-
-
-def aggregate_records(records: Iterable[Mapping[str, Any]]) -> Aggregate:
-    """:func:`aggregate` over plain task records (green's task JSON, the CLI's results.json):
-    keys ``task_id``, ``arvo_id``, ``status``, ``failure_kind``, ``scores`` (a TaskScore dict),
-    ``error``. A failed record without a failure kind counts as an infra failure."""
-    outcomes = []
-    for r in records:
-        status = str(r["status"])
-        kind = r.get("failure_kind") or ("infra" if status == "failed" else None)
-        scores = r.get("scores")
-        outcomes.append(
-            TaskOutcome(
-                task_id=r.get("task_id"),
-                arvo_id=r.get("arvo_id"),
-                status=status,
-                failure_kind=kind,
-                score=TaskScore.model_validate(scores) if scores else None,
-                error=r.get("error"),
-            )
-        )
-    return aggregate(outcomes)

@@ -1,0 +1,106 @@
+"""The ARVO aggregate over a run: means of the seven metrics, failures split infra / agent.
+
+Failed and cancelled tasks and tasks without a valid submission count as 0; tasks whose ground
+truth is empty are counted but left out of every mean (see docs/scoring.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pydantic import BaseModel
+
+from services.green.kinds.arvo.scoring.metrics import _FIELDS, Metrics, TaskScore
+from services.green.outcome import TaskOutcome
+
+
+class MetricMeans(Metrics):
+    n: int = 0
+    """Tasks in the denominator."""
+
+
+class Aggregate(BaseModel):
+    """Means over a run. Failed and cancelled tasks and tasks without a valid submission count as
+    0; tasks whose ground truth is empty are counted but left out of every mean."""
+
+    n_tasks: int = 0
+    by_status: dict[str, int] = {}
+    by_failure: dict[str, int] = {}
+    """``infra`` / ``agent`` failures (failed tasks only)."""
+    n_scored: int = 0
+    """Completed tasks with a scorable ground truth and a valid submission."""
+    n_no_submission: int = 0
+    """Completed tasks without a valid submission (counted as 0)."""
+    n_unscorable: int = 0
+    """Tasks whose ground truth is empty (not in the means)."""
+    mean_all: MetricMeans = MetricMeans()
+    """Over every scorable task; failures, cancellations and missing submissions count 0."""
+    mean_non_infra: MetricMeans = MetricMeans()
+    """Same, without infra failures and cancelled tasks: what the agent is answerable for."""
+    explanation: list[str] = []
+
+    def to_dict(self) -> dict:
+        return self.model_dump(by_alias=True, mode="json")
+
+
+def _means(values: Iterable[dict[str, float]]) -> MetricMeans:
+    rows = list(values)
+    out = MetricMeans(n=len(rows))
+    for f in _FIELDS:
+        setattr(out, f, round(sum(r[f] for r in rows) / len(rows), 6) if rows else 0.0)
+    return out
+
+
+def aggregate(outcomes: Iterable[TaskOutcome]) -> Aggregate:
+    """Aggregate task outcomes of a run (see :class:`Aggregate`)."""
+    outcomes = list(outcomes)
+    agg = Aggregate(n_tasks=len(outcomes))
+    zero = dict.fromkeys(_FIELDS, 0.0)
+    rows_all: list[dict[str, float]] = []
+    rows_non_infra: list[dict[str, float]] = []
+    status_counts = {"completed": 0, "failed": 0, "cancelled": 0}
+    failure_counts = {"infra": 0, "agent": 0}
+    for o in outcomes:
+        if o.status not in ("completed", "failed", "cancelled"):
+            raise ValueError(f"task {o.task_id} has not ended ({o.status}): nothing to aggregate")
+        status_counts[o.status] += 1
+        if o.status == "failed" and o.failure_kind:
+            failure_counts[o.failure_kind] += 1
+        score = TaskScore.model_validate(o.scores) if o.scores else None
+        if score is not None and not score.scorable:
+            agg.n_unscorable += 1
+            continue
+        if o.status == "completed" and score is not None and score.submitted:
+            row = {f: float(getattr(score, f)) for f in _FIELDS}
+            agg.n_scored += 1
+        else:
+            row = dict(zero)
+            if o.status == "completed":
+                agg.n_no_submission += 1
+        rows_all.append(row)
+        if not (o.status == "failed" and o.failure_kind == "infra") and o.status != "cancelled":
+            rows_non_infra.append(row)
+    agg.by_status = status_counts
+    agg.by_failure = failure_counts
+    agg.mean_all = _means(rows_all)
+    agg.mean_non_infra = _means(rows_non_infra)
+    agg.explanation = [
+        f"{agg.n_tasks} tasks: {status_counts['completed']} completed, "
+        f"{status_counts['failed']} failed ({failure_counts['infra']} infra, "
+        f"{failure_counts['agent']} agent), {status_counts['cancelled']} cancelled",
+        f"{agg.n_scored} scored submissions, {agg.n_no_submission} completed without a valid "
+        f"submission (0), {agg.n_unscorable} without ground truth (left out)",
+        f"mean_all over {agg.mean_all.n} tasks counts every failure and cancellation as 0; "
+        f"mean_non_infra over {agg.mean_non_infra.n} tasks leaves out infra failures and "
+        "cancellations",
+    ]
+    return agg
+
+
+def aggregate_records(records: Iterable[Mapping[str, Any]]) -> Aggregate:
+    """:func:`aggregate` over plain task records (green's task JSON, the CLI's results.json):
+    keys ``task_id``, ``ref_id`` (or ``arvo_id``), ``status``, ``failure_kind``, ``scores`` (a
+    TaskScore dict), ``error``. A failed record without a failure kind counts as an infra
+    failure."""
+    return aggregate(TaskOutcome.from_record(dict(r)) for r in records)
