@@ -10,7 +10,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from services.green.assets.base import UnknownTask
 from services.green.intake_limits import TooBusy
 from services.green.kinds.registry import parse_ref
-from services.green.orchestrator import Orchestrator, TaskNotFound, TaskOptions
+from services.green.live_task import TaskNotFound
+from services.green.orchestrator import Orchestrator, TaskOptions
 from services.green.store.models import CommandPublic
 from services.green.ui.auth import caller, disclosure, require_page
 from services.green.ui.login import form_fields

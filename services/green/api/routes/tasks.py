@@ -11,7 +11,8 @@ from services.green.api.deps import DisclosureDep, IntakeDep, OperatorDep, Orche
 from services.green.api.routes.datasets import annotate_verified
 from services.green.assets.base import UnknownTask
 from services.green.kinds.registry import parse_ref
-from services.green.orchestrator import TaskNotFound, TaskOptions
+from services.green.live_task import TaskNotFound
+from services.green.orchestrator import TaskOptions
 from services.green.store.models import CommandPublic, Task, TaskList, TaskPublic, TaskStatus
 
 router = APIRouter(prefix="/tasks", tags=["tasks"])
