@@ -14,7 +14,7 @@ from services.green.kinds.arvo.prompt import describe_task
 from services.green.kinds.arvo.scoring.aggregate import aggregate
 from services.green.outcome import TaskOutcome
 from services.green.sandbox.base import Sandbox, SandboxProvider, UnreadableFile
-from services.shared.protocol import RcaTask, TaskAssignment, TaskPaths
+from services.shared.protocol import RCA_PATHS, RcaTask, TaskAssignment, TaskPaths
 
 WORKSPACE = "/workspace"
 
@@ -28,7 +28,7 @@ class ArvoPlan:
     strip_git: bool
     hide_poc: bool
     mask_arvo_id: bool
-    paths: TaskPaths = field(default_factory=TaskPaths)
+    paths: TaskPaths = field(default_factory=lambda: RCA_PATHS.model_copy())
     workdir: str = WORKSPACE
 
     @property

@@ -43,9 +43,7 @@ class SwePlan:
     activate_setting: str
     eval_timeout_s: float
     paths: TaskPaths = field(
-        default_factory=lambda: TaskPaths(
-            workspace=WORKDIR, source_dir=WORKDIR, error_report="", submission=""
-        )
+        default_factory=lambda: TaskPaths(workspace=WORKDIR, source_dir=WORKDIR)
     )
     workdir: str = WORKDIR
     activate: str = ""
