@@ -22,7 +22,9 @@ class TaskCreate(BaseModel):
     task: str | None = Field(
         None, examples=["arvo:10055"], description="'arvo:<n>', '<n>' or 'swebench:<instance id>'"
     )
-    arvo_id: int | str | None = Field(None, examples=[10055], description="An ARVO id")
+    arvo_id: int | str | None = Field(
+        None, examples=[10055], description="Deprecated: an ARVO id (use task)"
+    )
     purple_url: str | None = Field(
         None, description="A2A base URL of the agent (default: settings)"
     )
