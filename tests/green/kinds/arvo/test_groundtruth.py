@@ -1,4 +1,4 @@
-"""Ground truth from real-world-shaped patches (made with git from tests/green/data/gt_project)."""
+"""Ground truth from real-world-shaped patches (made with git from tests/green/kinds/arvo/data/gt_project)."""
 
 from __future__ import annotations
 
