@@ -50,6 +50,8 @@ log = get_logger("services.green.orchestrator")
 
 @dataclass
 class TaskOptions:
+    """What a caller may choose for a task (None: green's settings)."""
+
     purple_url: str | None = None
     max_steps: int | None = None
     task_timeout_s: float | None = None
@@ -58,6 +60,8 @@ class TaskOptions:
 
 
 class Orchestrator:
+    """Runs every task of this process from intake to cleanup."""
+
     def __init__(
         self,
         settings: GreenSettings,
