@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fixtures.catalog import DEFAULT_ASSETS_DIR, IMAGE_TEMPLATE
 from services.green.app import create_app as create_green
 from services.green.config import GreenSettings
-from services.green.scoring.metrics import LocationResult, TaskScore
+from services.green.kinds.arvo.scoring.metrics import LocationResult, TaskScore
 from services.green.store.crud import TaskStore
 from services.green.store.db import make_engine
 from services.green.store.models import Command, FailureKind, Task, TaskStatus, utcnow
@@ -83,7 +83,7 @@ def seed(url: str, n: int) -> None:
         store.add(
             Task(
                 id=task_id,
-                arvo_id=IDS[i % len(IDS)],
+                ref_id=IDS[i % len(IDS)],
                 purple_url="http://purple:9019",
                 max_steps=40,
                 task_timeout_s=1800,

@@ -14,19 +14,15 @@ from services.green.a2a.gate import CallContextBuilder, GreenRequestHandler, Ref
 from services.green.api.deps import require_operator
 from services.green.api.routes import assessments, datasets, health, tasks
 from services.green.assessment import AssessmentRunner
-from services.green.assets import make_asset_source
 from services.green.auth import OperatorAuth, load_operator_token
 from services.green.config import GreenSettings
 from services.green.datasets.service import make_datasets
 from services.green.intake_limits import IntakeLimits
-from services.green.kinds.arvo import ArvoKind
-from services.green.kinds.base import TaskKind
-from services.green.kinds.swebench import SweBenchKind
+from services.green.kinds.registry import build_kinds
 from services.green.orchestrator import Orchestrator
 from services.green.store.crud import AssessmentStore, TaskStore
 from services.green.store.db import make_engine
 from services.green.ui import mount_ui
-from services.sandbox.base import SandboxProvider
 from services.sandbox.registry import create_provider
 from services.shared.a2a import build_agent_card, mount_a2a
 from services.shared.logging import configure_logging, get_logger
@@ -78,32 +74,6 @@ def agent_card(settings: GreenSettings):
     return card
 
 
-def task_kinds(settings: GreenSettings, sandboxes: SandboxProvider) -> dict[str, TaskKind]:
-    assets = make_asset_source(
-        settings.asset_source, settings.asset_cache_dir, timeout_s=settings.asset_timeout_s
-    )
-    kinds: list[TaskKind] = [
-        ArvoKind(
-            assets,
-            settings.image_template,
-            strip_git=settings.strip_git,
-            hide_poc=settings.hide_poc,
-            mask_arvo_id=settings.mask_arvo_id,
-        )
-    ]
-    if settings.swebench_instances:
-        kinds.append(
-            SweBenchKind(
-                settings.swebench_instances,
-                sandboxes,
-                image_template=settings.swebench_image_template,
-                activate=settings.swebench_activate,
-                eval_timeout_s=settings.swebench_eval_timeout_s,
-            )
-        )
-    return {k.name: k for k in kinds}
-
-
 def create_app(
     settings: GreenSettings | None = None, *, orchestrator: Orchestrator | None = None
 ) -> FastAPI:
@@ -113,7 +83,7 @@ def create_app(
     if orchestrator is None:
         sandboxes = create_provider(settings.sandbox_provider, owner=settings.instance_name)
         orchestrator = Orchestrator(
-            settings, TaskStore(engine), sandboxes, task_kinds(settings, sandboxes)
+            settings, TaskStore(engine), sandboxes, build_kinds(settings, sandboxes)
         )
     orch = orchestrator
     assessment_store = AssessmentStore(engine)

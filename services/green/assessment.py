@@ -16,19 +16,13 @@ from typing import Any
 from pydantic import BaseModel, Field, field_validator
 
 from services.green.assets.base import UnknownTask
-from services.green.assets.ids import parse_arvo_id
-from services.green.kinds.base import split_task_ref
+from services.green.kinds.arvo.scoring.metrics import METRICS
+from services.green.kinds.registry import parse_ref
 from services.green.orchestrator import Orchestrator, TaskOptions
-from services.green.scoring.metrics import METRICS
-from services.green.store.models import Task, TaskStatus
+from services.green.store.models import Task
+from services.shared.outcome import TaskOutcome
 
 PURPLE_ROLES = ("purple", "agent", "participant", "solver", "rca_agent", "analyst")
-
-
-def task_ref(value: str | int) -> str:
-    """``10055`` / ``"arvo:010055"`` -> ``"arvo:10055"``; ``"swebench:x"`` stays. ValueError if bad."""
-    kind, ref = split_task_ref(value)
-    return f"{kind}:{parse_arvo_id(ref) if kind == 'arvo' else ref}"
 
 
 class AssessmentRequest(BaseModel):
@@ -49,7 +43,7 @@ class AssessmentRequest(BaseModel):
             v = [v]
         if not isinstance(v, list):
             raise ValueError("task_ids must be a list of task ids")
-        return [task_ref(x) for x in v]
+        return [str(parse_ref(x)) for x in v]
 
     @classmethod
     def from_agentbeats(
@@ -73,45 +67,6 @@ class AssessmentRequest(BaseModel):
         return cls(task_ids=ids, purple_url=url, **limits)
 
 
-class TaskOutcome(BaseModel):
-    task_id: str
-    kind: str
-    arvo_id: str
-    status: TaskStatus
-    end_reason: str | None
-    failure_kind: str | None
-    error: str | None
-    steps: int
-    tokens_in: int
-    tokens_out: int
-    cost: float
-    duration_s: float | None
-    scores: dict[str, Any] | None
-
-    @classmethod
-    def of(cls, t: Task) -> TaskOutcome:
-        duration = (
-            (t.finished_at - t.started_at).total_seconds()
-            if t.finished_at and t.started_at
-            else None
-        )
-        return cls(
-            task_id=t.id,
-            kind=t.kind,
-            arvo_id=t.arvo_id,
-            status=t.status,
-            end_reason=t.end_reason,
-            failure_kind=t.failure_kind,
-            error=t.error,
-            steps=t.steps,
-            tokens_in=t.tokens_in,
-            tokens_out=t.tokens_out,
-            cost=t.cost,
-            duration_s=duration,
-            scores=t.scores,
-        )
-
-
 class AssessmentResult(BaseModel):
     assessment_id: str
     purple_url: str
@@ -128,7 +83,7 @@ class AssessmentResult(BaseModel):
             return " ".join(f"{k}={float(d[k]):.3f}" for k in (*METRICS, "resolved") if k in d)
 
         lines += [
-            f"  {t.kind}:{t.arvo_id} {t.status.value:<9} {figures(t.scores or {})}"
+            f"  {t.kind}:{t.ref_id} {t.status.value:<9} {figures(t.scores or {})}"
             for t in self.tasks
         ]
         if means := agg.get("mean_all"):
@@ -159,13 +114,13 @@ class AssessmentRunner:
             command_timeout_s=request.command_timeout_s,
             assessment_id=aid,
         )
-        refs = [split_task_ref(r) for r in request.task_ids]
-        for kind, ref in dict.fromkeys(refs):  # ValueError for a kind this green does not serve
+        refs = [parse_ref(r) for r in request.task_ids]
+        for ref in dict.fromkeys(refs):  # ValueError for a kind this green does not serve
             try:
-                await asyncio.to_thread(self.orchestrator.kind(kind).check, ref)
+                await asyncio.to_thread(self.orchestrator.kind(ref.kind).check, ref.id)
             except UnknownTask as exc:
-                raise UnknownTask(f"{kind}:{ref} ({exc})") from exc
-        return [await self.orchestrator.create_task(ref, opts, kind=kind) for kind, ref in refs]
+                raise UnknownTask(f"{ref} ({exc})") from exc
+        return [await self.orchestrator.create_task(ref, opts) for ref in refs]
 
     async def run(
         self,
@@ -213,8 +168,7 @@ class AssessmentRunner:
                 if getter in done:
                     ev = getter.result()
                     await progress(
-                        f"{task.kind}:{task.arvo_id} [{task.id[:8]}] "
-                        f"{ev.status.value}: {ev.message}"
+                        f"{task.kind}:{task.ref_id} [{task.id[:8]}] {ev.status.value}: {ev.message}"
                     )
                 else:
                     getter.cancel()
@@ -237,8 +191,8 @@ class AssessmentRunner:
 
     def aggregate(self, outcomes: list[TaskOutcome]) -> dict[str, Any]:
         """Each kind's own aggregate; a run of one kind (the usual case) gets it at the top."""
-        by_kind: dict[str, list[dict[str, Any]]] = {}
+        by_kind: dict[str, list[TaskOutcome]] = {}
         for o in outcomes:
-            by_kind.setdefault(o.kind, []).append(o.model_dump(mode="json"))
+            by_kind.setdefault(o.kind, []).append(o)
         aggs = {k: self.orchestrator.kind(k).aggregate(rows) for k, rows in by_kind.items()}
         return next(iter(aggs.values())) if len(aggs) == 1 else {"by_kind": aggs}

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from services.green.auth import Caller
-from services.green.scoring.metrics import METRICS
+from services.green.kinds.arvo.scoring.metrics import METRICS
 from services.green.store.crud import TaskStore
 from services.green.store.models import Task, TaskPublic
 
@@ -40,8 +40,8 @@ class Disclosure:
         if not self.caller.operator:
             return set()
         ended = [t for t in tasks if t.status.terminal]
-        busy = self.store.unfinished_refs({(t.kind, t.arvo_id) for t in ended})
-        return {t.id for t in ended if (t.kind, t.arvo_id) not in busy}
+        busy = self.store.unfinished_refs({(t.kind, t.ref_id) for t in ended})
+        return {t.id for t in ended if (t.kind, t.ref_id) not in busy}
 
     def task(self, task: Task, reveal: bool | None = None) -> TaskPublic:
         """The API view of one task: scores once it has ended, the ground truth if allowed."""

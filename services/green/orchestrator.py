@@ -17,18 +17,17 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from services.green.assets.base import AssetError, UnknownTask
 from services.green.config import GreenSettings
-from services.green.kinds.base import TaskKind, TaskPlan
+from services.green.kinds.base import TaskKind
+from services.green.live_task import LiveTask, LiveTasks, TaskEvent, TaskNotFound
 from services.green.purple_link import PurpleLink, PurpleUnreachable
 from services.green.store.crud import TaskStore
 from services.green.store.models import (
-    Command,
-    CommandPublic,
     FailureKind,
     Task,
     TaskStatus,
@@ -36,55 +35,23 @@ from services.green.store.models import (
 )
 from services.sandbox.base import (
     AgentFault,
-    Sandbox,
     SandboxError,
     SandboxProvider,
     SandboxSpec,
 )
 from services.sandbox.janitor import Janitor
-from services.shared.commands import CommandResult
-from services.shared.logging import get_logger, router, task_log_context
-from services.shared.protocol import Submit, SubmitResult, TaskLimits
-from services.shared.text import clip_middle
+from services.shared.logging import get_logger, router
+from services.shared.outcome import TaskOutcome
+from services.shared.protocol import TaskLimits
+from services.shared.task_ref import TaskRef
 
 log = get_logger("services.green.orchestrator")
-
-STORED_OUTPUT_CHARS = 8 * 1024
-"""How much of each command's output the commands table keeps (head and tail)."""
-
-
-class TaskNotFound(KeyError):
-    pass
-
-
-class RequestRefused(Exception):
-    """An execute/submit that green will not serve (bad token, task not running, limits)."""
-
-
-@dataclass(frozen=True)
-class TaskEvent:
-    """What subscribers (the A2A executor streaming a task) hear about a task."""
-
-    task_id: str
-    status: TaskStatus
-    message: str
-    command: CommandPublic | None = None
-    """The command just recorded, when the event is about one (the dashboard's live view)."""
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """How a task ended: its terminal status and what to record with it."""
-
-    status: TaskStatus
-    end_reason: str
-    error: str | None = None
-    failure_kind: FailureKind | None = None
-    fields: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
 class TaskOptions:
+    """What a caller may choose for a task (None: green's settings)."""
+
     purple_url: str | None = None
     max_steps: int | None = None
     task_timeout_s: float | None = None
@@ -92,48 +59,9 @@ class TaskOptions:
     assessment_id: str | None = None
 
 
-@dataclass
-class LiveTask:
-    """In-memory state of a task this process is working on."""
-
-    id: str
-    kind: TaskKind
-    arvo_id: str
-    """The task's id within its kind (an ARVO id, a SWE-bench instance id)."""
-    token: str
-    purple_url: str
-    max_steps: int
-    task_timeout_s: float
-    command_timeout_s: float
-    log_key: str
-    sandbox: Sandbox | None = None
-    plan: TaskPlan | None = None
-    status: TaskStatus = TaskStatus.queued
-    steps: int = 0
-    deadline: float = 0.0
-    last_activity: float = field(default_factory=time.monotonic)
-    submission: dict[str, Any] | None = None
-    ended: asyncio.Event = field(default_factory=asyncio.Event)
-    """Set when the task must stop waiting: a submission was accepted, or the sandbox broke."""
-    sandbox_error: str | None = None
-    agent_fault: AgentFault | None = None
-    """Set when the agent's command ended the container (it stopped, a limit): ends the task."""
-    end_detail: str | None = None
-    """Why the task ended, when more than its end reason says (e.g. how purple was lost)."""
-    creating: asyncio.Future[Sandbox] | None = None
-    """The container being created; cleanup waits for it, so a cancel never orphans it."""
-    exec_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    runner: asyncio.Task[None] | None = None
-    cancel_reason: str | None = None
-    submissions: int = 0
-    subscribers: list[asyncio.Queue[TaskEvent]] = field(default_factory=list)
-
-    def log_context(self) -> contextlib.AbstractContextManager[None]:
-        """Every log line inside goes to this task's ARVO log file, tagged with its ids."""
-        return task_log_context(self.id, self.log_key, arvo_id=self.arvo_id)
-
-
 class Orchestrator:
+    """Runs every task of this process from intake to cleanup."""
+
     def __init__(
         self,
         settings: GreenSettings,
@@ -147,7 +75,8 @@ class Orchestrator:
         self.sandboxes = sandboxes
         self.kinds = dict(kinds)
         self._purple_link = purple_link or self._default_link
-        self._live: dict[str, LiveTask] = {}
+        self.live = LiveTasks(settings, store)
+        """The tasks this process is working on; purple's execute/submit are served there."""
         self._stopping = False
         self.task_end_hooks: list[Callable[[str], None]] = []
         """Called (in a thread) with a task's image after it ended (e.g. the disk budget)."""
@@ -157,7 +86,7 @@ class Orchestrator:
             max_workers=settings.max_concurrent_tasks * 2 + 4, thread_name_prefix="green-io"
         )
         self.janitor = Janitor(
-            sandboxes, lambda task_id: task_id in self._live, settings.cleanup_retry_s
+            sandboxes, lambda task_id: task_id in self.live, settings.cleanup_retry_s
         )
 
     def _default_link(self, url: str) -> PurpleLink:
@@ -188,7 +117,7 @@ class Orchestrator:
     async def shutdown(self) -> None:
         """Stop every task (each runner's cleanup removes its container), then the thread pool."""
         self._stopping = True
-        live = list(self._live.values())
+        live = list(self.live)
         for t in live:
             if t.runner is not None:
                 t.runner.cancel()
@@ -210,26 +139,25 @@ class Orchestrator:
                 f"unknown task kind {name!r} (known: {', '.join(self.kinds)})"
             ) from None
 
-    async def create_task(
-        self, ref: str, options: TaskOptions | None = None, *, kind: str = "arvo"
-    ) -> Task:
-        """Validate, record as queued, and schedule. Raises ValueError for a malformed id or an
-        unknown kind, UnknownTask for an id the source lacks."""
+    async def create_task(self, ref: TaskRef | str, options: TaskOptions | None = None) -> Task:
+        """Validate, record as queued, and schedule. Raises ValueError for a malformed reference
+        or a kind this green does not serve, UnknownTask for an id the source lacks."""
         opts = options or TaskOptions()
         s = self.settings
         purple_url = self.allowed_purple(opts.purple_url)
-        task_kind = self.kind(kind)
-        arvo_id = task_kind.canonical(ref)
+        parsed = TaskRef.parse(ref)
+        task_kind = self.kind(parsed.kind)
+        ref = TaskRef(parsed.kind, task_kind.canonical(parsed.id))
         try:  # cheap existence check; also warms the cache for preparation
-            await self._io(task_kind.check, arvo_id)
+            await self._io(task_kind.check, ref.id)
         except UnknownTask:
             raise
         except AssetError as exc:  # the source is slow or broken: let preparation retry and report
-            log.warning("intake.asset_check_failed", arvo_id=arvo_id, error=str(exc))
+            log.warning("intake.asset_check_failed", task_ref=str(ref), error=str(exc))
         task = Task(
             id=str(uuid.uuid4()),
             kind=task_kind.name,
-            arvo_id=arvo_id,
+            ref_id=ref.id,
             purple_url=purple_url,
             max_steps=opts.max_steps or s.max_steps,
             task_timeout_s=opts.task_timeout_s or s.task_timeout_s,
@@ -243,15 +171,15 @@ class Orchestrator:
         live = LiveTask(
             id=task.id,
             kind=task_kind,
-            arvo_id=arvo_id,
+            ref=ref,
             token=secrets.token_urlsafe(24),
             purple_url=task.purple_url,
             max_steps=task.max_steps,
             task_timeout_s=task.task_timeout_s,
             command_timeout_s=task.command_timeout_s,
-            log_key=f"{task_kind.name}_{arvo_id}",
+            log_key=f"{ref.kind}_{ref.id}",
         )
-        self._live[task.id] = live
+        self.live.add(live)
         with live.log_context():
             log.info("task.queued", purple_url=task.purple_url, max_steps=task.max_steps)
             live.runner = asyncio.create_task(self._run(live), name=f"task-{task.id}")
@@ -279,7 +207,7 @@ class Orchestrator:
     def subscribe(self, task_id: str) -> asyncio.Queue[TaskEvent]:
         """Events of a live task; a finished task yields one final event at once."""
         q: asyncio.Queue[TaskEvent] = asyncio.Queue()
-        live = self._live.get(task_id)
+        live = self.live.get(task_id)
         if live is not None:
             live.subscribers.append(q)
         else:
@@ -289,19 +217,19 @@ class Orchestrator:
 
     def unsubscribe(self, task_id: str, q: asyncio.Queue[TaskEvent]) -> None:
         """Stop delivering a live task's events to ``q`` (its listener went away)."""
-        live = self._live.get(task_id)
+        live = self.live.get(task_id)
         if live is not None and q in live.subscribers:
             live.subscribers.remove(q)
 
     async def wait(self, task_id: str) -> Task:
-        live = self._live.get(task_id)
+        live = self.live.get(task_id)
         if live is not None and live.runner is not None:
             await asyncio.shield(live.runner)
         return self.get(task_id)
 
     async def cancel(self, task_id: str, reason: str = "cancelled by request") -> Task:
         task = self.get(task_id)
-        live = self._live.get(task_id)
+        live = self.live.get(task_id)
         if task.status.terminal or live is None or live.runner is None:
             return task
         live.cancel_reason = reason
@@ -314,7 +242,7 @@ class Orchestrator:
     async def _run(self, live: LiveTask) -> None:
         """The whole life of one task. The terminal status is written only after cleanup, so a
         client that sees ``completed`` also sees the container gone."""
-        outcome = Outcome(
+        outcome = live.outcome(
             TaskStatus.failed, "harness_error", "green stopped unexpectedly", FailureKind.infra
         )
         engine_failed = False
@@ -324,21 +252,23 @@ class Orchestrator:
                 end_reason = await self._serve(live)
                 outcome = await self._evaluate(live, end_reason)
         except asyncio.CancelledError:  # a cancel request (a shutdown is recorded below)
-            outcome = Outcome(TaskStatus.cancelled, "cancelled", live.cancel_reason or "cancelled")
+            outcome = live.outcome(
+                TaskStatus.cancelled, "cancelled", live.cancel_reason or "cancelled"
+            )
         except PurpleUnreachable as exc:
-            outcome = Outcome(TaskStatus.failed, exc.reason, str(exc), FailureKind.agent)
+            outcome = live.outcome(TaskStatus.failed, exc.reason, str(exc), FailureKind.agent)
         except AgentFault as exc:  # the agent's commands ended the container; not in preparation
             kind = FailureKind.agent if live.status is TaskStatus.running else FailureKind.infra
-            outcome = Outcome(TaskStatus.failed, exc.reason, str(exc), kind)
+            outcome = live.outcome(TaskStatus.failed, exc.reason, str(exc), kind)
         except AssetError as exc:
-            outcome = Outcome(TaskStatus.failed, "assets", str(exc), FailureKind.infra)
+            outcome = live.outcome(TaskStatus.failed, "assets", str(exc), FailureKind.infra)
         except SandboxError as exc:
             engine_failed = True  # it may have left a container behind: sweep once forgotten
-            outcome = Outcome(TaskStatus.failed, "sandbox", str(exc), FailureKind.infra)
+            outcome = live.outcome(TaskStatus.failed, "sandbox", str(exc), FailureKind.infra)
         except Exception as exc:  # a harness bug or a Docker failure: recorded, never swallowed
             with live.log_context():
                 log.exception("task.crashed")
-            outcome = Outcome(
+            outcome = live.outcome(
                 TaskStatus.failed,
                 "harness_error",
                 f"{type(exc).__name__}: {exc}",
@@ -349,7 +279,7 @@ class Orchestrator:
             # (e.g. a cancel request racing with shutdown): wait for them through any cancel.
             await _through_cancels(self._cleanup(live))
             if self._stopping and outcome.status is not TaskStatus.completed:
-                outcome = Outcome(
+                outcome = live.outcome(
                     TaskStatus.failed, "interrupted", "green shut down", FailureKind.infra
                 )
             await _through_cancels(self._finish(live, outcome))
@@ -366,16 +296,16 @@ class Orchestrator:
         self.store.update(live.id, status=status, **fields)
         with live.log_context():
             log.info(f"task.{status.value}", detail=message)
-        self._publish(live, TaskEvent(live.id, status, message))
+        live.publish(TaskEvent(live.id, status, message))
 
-    def _publish(self, live: LiveTask, event: TaskEvent) -> None:
-        for q in live.subscribers:
-            q.put_nowait(event)
-
-    async def _finish(self, live: LiveTask, outcome: Outcome) -> None:
-        fields = dict(outcome.fields)
-        if "scores" not in fields and live.plan:  # no valid submission: zeros, explained
+    async def _finish(self, live: LiveTask, outcome: TaskOutcome) -> None:
+        fields: dict[str, Any] = {}
+        if outcome.scores is not None:
+            fields["scores"] = outcome.scores
+        elif live.plan:  # no valid submission: zeros, explained
             fields["scores"] = await live.plan.score(None)
+        if outcome.status is TaskStatus.completed:
+            fields["submission"] = live.submission
         self._transition(
             live,
             outcome.status,
@@ -390,7 +320,7 @@ class Orchestrator:
     async def _prepare(self, live: LiveTask) -> None:
         with live.log_context():
             self._transition(live, TaskStatus.preparing, "fetching assets")
-            live.plan = plan = await self._io(live.kind.prepare, live.arvo_id)
+            live.plan = plan = await self._io(live.kind.prepare, live.ref.id)
             self.store.update(
                 live.id, workspace_dir=plan.paths.workspace, ground_truth=plan.ground_truth()
             )
@@ -398,7 +328,7 @@ class Orchestrator:
             spec = SandboxSpec(
                 image=plan.image,
                 task_id=live.id,
-                ref_id=live.arvo_id,
+                ref_id=live.ref.id,
                 workdir=plan.workdir,
                 memory=s.container_memory,
                 disk_limit=s.container_disk_bytes or None,
@@ -467,7 +397,7 @@ class Orchestrator:
                 live.end_detail = getattr(link, "lost_reason", None)
                 return f"purple_{ended}"
 
-    async def _evaluate(self, live: LiveTask, end_reason: str) -> Outcome:
+    async def _evaluate(self, live: LiveTask, end_reason: str) -> TaskOutcome:
         with live.log_context():
             self._transition(live, TaskStatus.evaluating, f"ended: {end_reason}")
             plan, sandbox = live.plan, live.sandbox
@@ -480,16 +410,15 @@ class Orchestrator:
             if submission is None:
                 why = "; ".join(errors) or "nothing was submitted"
                 lead = f"{live.end_detail}; " if live.end_detail else ""
-                return Outcome(
+                return live.outcome(
                     TaskStatus.failed,
                     end_reason,
                     f"{lead}no valid submission ({end_reason}): {why}",
                     FailureKind.agent,
-                    {"scores": score},
+                    score,
                 )
-            return Outcome(
-                TaskStatus.completed, end_reason, fields={"submission": submission, "scores": score}
-            )
+            live.submission = submission
+            return live.outcome(TaskStatus.completed, end_reason, scores=score)
 
     async def _cleanup(self, live: LiveTask) -> None:
         with live.log_context():
@@ -508,139 +437,10 @@ class Orchestrator:
                     )
                     self.janitor.remove_later(live.sandbox)
 
-    def _sandbox_broke(self, live: LiveTask, exc: SandboxError) -> None:
-        log.error("sandbox.broken", error=str(exc))
-        live.sandbox_error = f"the task container broke: {exc}"
-        live.ended.set()
-
     def _forget(self, live: LiveTask) -> None:
-        self._live.pop(live.id, None)
-        if not any(t.log_key == live.log_key for t in self._live.values()) and (r := router()):
+        self.live.pop(live.id)
+        if not any(t.log_key == live.log_key for t in self.live) and (r := router()):
             r.close(live.log_key)
-
-    # ---- serving purple's requests -----------------------------------------------------
-
-    def _running(self, task_id: str, token: str | None) -> LiveTask:
-        live = self._live.get(task_id)
-        if live is None:
-            task = self.store.get(task_id)
-            if task is None:
-                raise TaskNotFound(task_id)
-            raise RequestRefused(f"task {task_id} is {task.status.value}; it accepts no requests")
-        if self.settings.require_token and not (
-            token and secrets.compare_digest(token.encode("utf-8", "replace"), live.token.encode())
-        ):
-            raise RequestRefused("missing or wrong task token")
-        if live.status is not TaskStatus.running:
-            raise RequestRefused(f"task {task_id} is {live.status.value}, not running")
-        return live
-
-    async def execute(
-        self, task_id: str, token: str | None, command: str, timeout: float | None = None
-    ) -> CommandResult:
-        live = self._running(task_id, token)
-        size = len(command.encode("utf-8", errors="surrogateescape"))
-        if size > self.settings.command_max_bytes:
-            raise RequestRefused(
-                f"the command is {size:,} bytes; the limit is {self.settings.command_max_bytes:,}"
-                " (write large content to a file in several smaller commands)"
-            )
-        async with live.exec_lock:
-            if live.steps >= live.max_steps:
-                raise RequestRefused(
-                    f"step limit reached ({live.max_steps} commands); only submit is accepted now"
-                )
-            live.last_activity = time.monotonic()
-            limit = min(
-                timeout or live.command_timeout_s,
-                live.command_timeout_s,
-                max(1.0, live.deadline - time.monotonic()),
-            )
-            assert live.sandbox is not None
-            started = utcnow()
-            with live.log_context():
-                try:
-                    assert live.plan is not None
-                    result = await live.sandbox.exec(live.plan.wrap(command), limit)
-                except AgentFault as exc:  # the command ended its own container: end the task
-                    log.warning("sandbox.agent_fault", reason=exc.reason, error=str(exc))
-                    live.agent_fault = exc
-                    live.ended.set()
-                    raise RequestRefused(str(exc)) from exc
-                except SandboxError as exc:  # the container is gone: the harness failed, end it
-                    self._sandbox_broke(live, exc)
-                    raise RequestRefused(live.sandbox_error or str(exc)) from exc
-                live.steps += 1
-                live.last_activity = time.monotonic()
-                log.info(
-                    "command.executed",
-                    step=live.steps,
-                    command=command[:500],
-                    exit_code=result.exit_code,
-                    duration_s=round(result.duration_s, 4),
-                    timed_out=result.timed_out,
-                    truncated=result.truncated,
-                )
-            record = Command(
-                task_id=live.id,
-                seq=live.steps,
-                command=command,
-                exit_code=result.exit_code,
-                duration_s=result.duration_s,
-                timed_out=result.timed_out,
-                truncated=result.truncated,
-                output=clip_middle(result.output, STORED_OUTPUT_CHARS, "characters not stored"),
-                created_at=started,
-            )
-            # built before the insert (which expires the record); only when someone listens
-            shown = (
-                CommandPublic.model_validate(record, from_attributes=True)
-                if live.subscribers
-                else None
-            )
-            self.store.add_command(record)
-            self._publish(
-                live,
-                TaskEvent(
-                    live.id,
-                    live.status,
-                    f"step {live.steps}: {command[:80]} -> {result.exit_code}",
-                    shown,
-                ),
-            )
-            return result
-
-    async def submit(self, task_id: str, token: str | None, stats: Submit) -> SubmitResult:
-        live = self._running(task_id, token)
-        async with live.exec_lock:
-            live.last_activity = time.monotonic()
-            assert live.plan is not None and live.sandbox is not None
-            try:
-                submission, errors = await live.plan.read_submission(live.sandbox)
-            except SandboxError as exc:  # the engine or container failed, not the submission
-                with live.log_context():
-                    self._sandbox_broke(live, exc)
-                raise RequestRefused(live.sandbox_error or str(exc)) from exc
-            accepted = submission is not None and not errors
-            live.submissions += 1
-            self.store.update(
-                live.id,
-                submissions=live.submissions,
-                tokens_in=stats.tokens_in,
-                tokens_out=stats.tokens_out,
-                cost=stats.cost,
-            )
-            with live.log_context():
-                log.info(
-                    "submission.received",
-                    accepted=accepted,
-                    errors=errors,
-                    attempt=live.submissions,
-                )
-            if accepted:
-                live.submission = submission
-                live.ended.set()
-            return SubmitResult(accepted=accepted, errors=errors)
 
 
 async def _through_cancels(work: Any) -> None:

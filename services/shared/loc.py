@@ -83,7 +83,7 @@ def normalize_path(path: str, project: str | None = None) -> str:
     the rest is normalized (``./``, ``a//b``, ``a/./b``, ``a/x/../b``) and leading ``/`` removed.
     A *relative* path that starts with the project's name is left alone: ``libass/ass_render.c``
     is a real file of the libass repository (the scorer tries the stripped form as a second
-    candidate, see ``services.green.scoring.metrics.path_candidates``).
+    candidate, see ``services.green.kinds.arvo.scoring.metrics.path_candidates``).
     """
     p = path.strip().strip("`'\"").strip().replace("\\", "/")
     p = _LINE_SUFFIX.sub("", p)

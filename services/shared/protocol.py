@@ -18,10 +18,28 @@ from services.shared.commands import CommandResult
 
 
 class TaskPaths(BaseModel):
-    workspace: str = "/workspace"
-    source_dir: str = "/workspace/src-vul"
-    error_report: str = "/workspace/error.txt"
-    submission: str = "/workspace/shared/loc.json"
+    """Where things are inside the task container (told to the agent). A kind sets the ones it
+    uses; the others stay empty."""
+
+    workspace: str
+    """The agent's working folder (commands run there)."""
+    source_dir: str = ""
+    """The source tree to read or change."""
+    error_report: str = ""
+    """The crash report to analyse (root-cause analysis)."""
+    submission: str = ""
+    """The file the agent writes its answer to (empty: green reads the answer otherwise, e.g. the
+    repository's diff)."""
+
+
+RCA_PATHS = TaskPaths(
+    workspace="/workspace",
+    source_dir="/workspace/src-vul",
+    error_report="/workspace/error.txt",
+    submission="/workspace/shared/loc.json",
+)
+"""The layout of a root-cause-analysis task (ARVO): the report, the vulnerable source and the
+folder for loc.json. Also what a task given as plain text (no data part) is taken to use."""
 
 
 class TaskLimits(BaseModel):
@@ -39,7 +57,7 @@ class TaskAssignment(BaseModel):
     token: str
     """Per-task secret; every execute/submit must carry it."""
     green_url: str
-    paths: TaskPaths = TaskPaths()
+    paths: TaskPaths
     limits: TaskLimits
 
 
@@ -47,6 +65,7 @@ class RcaTask(TaskAssignment):
     """Root-cause analysis of a crash: answer with loc.json at ``paths.submission``."""
 
     kind: Literal["rca_task"] = "rca_task"
+    paths: TaskPaths = Field(default_factory=lambda: RCA_PATHS.model_copy())
 
 
 class SweTask(TaskAssignment):
@@ -72,7 +91,9 @@ class Result(CommandResult):
 
 
 class Submit(BaseModel):
-    """purple -> green: loc.json is written; judge it."""
+    """purple -> green: the agent is done; green reads the task kind's answer (loc.json for root-cause
+    analysis, the repository's diff for SWE-bench) and judges it. The counters are the agent's
+    own usage, recorded with the task."""
 
     kind: Literal["submit"] = "submit"
     token: str | None = None

@@ -1,6 +1,6 @@
 """The seven localization metrics and their aggregate over a run.
 
-Green's judge scores one task (``services/green/scoring/metrics.py``); the means over a run are
+Green's ARVO judge scores one task (``services/green/kinds/arvo/scoring/metrics.py``); the means over a run are
 computed here, from green's task records, so an assessment on green and a batch report of the
 ``arena`` client aggregate a run the same way. ``docs/scoring.md`` defines the metrics.
 """
@@ -8,9 +8,11 @@ computed here, from green's task records, so an assessment on green and a batch 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
+
+from services.shared.outcome import TaskOutcome
 
 METRICS = ("file@1", "file@5", "func@1", "func@5", "line@1", "line@5", "iou")
 METRIC_FIELDS = (
@@ -49,30 +51,6 @@ class ScoreSummary(Metrics):
     """A valid loc.json was scored."""
     n_locations: int = 0
     """Locations in the submission (only the first 5 count)."""
-
-
-TaskStatusName = Literal["completed", "failed", "cancelled"]
-FailureKindName = Literal["infra", "agent"]
-
-
-class TaskOutcome(BaseModel):
-    """One task of a run, as the aggregate sees it."""
-
-    task_id: str | None = None
-    arvo_id: str | None = None
-    status: TaskStatusName
-    failure_kind: FailureKindName | None = None
-    """Required for failed tasks: ``infra`` (harness: assets, Docker, green) or ``agent``."""
-    score: ScoreSummary | None = None
-    """The task's score; for a failed task it may carry ``scorable=False`` (from
-    ``score(None, gt)``) so an unscorable task is left out of the means whatever happened."""
-    error: str | None = None
-
-    @model_validator(mode="after")
-    def _kind_for_failures(self) -> TaskOutcome:
-        if self.status == "failed" and self.failure_kind is None:
-            raise ValueError("a failed task needs failure_kind 'infra' or 'agent'")
-        return self
 
 
 class MetricMeans(Metrics):
@@ -122,14 +100,17 @@ def aggregate(outcomes: Iterable[TaskOutcome]) -> Aggregate:
     status_counts = {"completed": 0, "failed": 0, "cancelled": 0}
     failure_counts = {"infra": 0, "agent": 0}
     for o in outcomes:
+        if o.status not in status_counts:
+            raise ValueError(f"task {o.task_id} has not ended ({o.status}): nothing to aggregate")
         status_counts[o.status] += 1
         if o.status == "failed" and o.failure_kind:
             failure_counts[o.failure_kind] += 1
-        if o.score is not None and not o.score.scorable:
+        score = ScoreSummary.model_validate(o.scores) if o.scores else None
+        if score is not None and not score.scorable:
             agg.n_unscorable += 1
             continue
-        if o.status == "completed" and o.score is not None and o.score.submitted:
-            row = {f: float(getattr(o.score, f)) for f in METRIC_FIELDS}
+        if o.status == "completed" and score is not None and score.submitted:
+            row = {f: float(getattr(score, f)) for f in METRIC_FIELDS}
             agg.n_scored += 1
         else:
             row = dict(zero)
@@ -157,21 +138,7 @@ def aggregate(outcomes: Iterable[TaskOutcome]) -> Aggregate:
 
 def aggregate_records(records: Iterable[Mapping[str, Any]]) -> Aggregate:
     """:func:`aggregate` over plain task records (green's task JSON, the CLI's results.json):
-    keys ``task_id``, ``arvo_id``, ``status``, ``failure_kind``, ``scores`` (a TaskScore dict),
-    ``error``. A failed record without a failure kind counts as an infra failure."""
-    outcomes = []
-    for r in records:
-        status = str(r["status"])
-        kind = r.get("failure_kind") or ("infra" if status == "failed" else None)
-        scores = r.get("scores")
-        outcomes.append(
-            TaskOutcome(
-                task_id=r.get("task_id"),
-                arvo_id=r.get("arvo_id"),
-                status=status,
-                failure_kind=kind,
-                score=ScoreSummary.model_validate(scores) if scores else None,
-                error=r.get("error"),
-            )
-        )
-    return aggregate(outcomes)
+    keys ``task_id``, ``ref_id`` (or ``arvo_id``), ``status``, ``failure_kind``, ``scores`` (a
+    TaskScore dict), ``error``. A failed record without a failure kind counts as an infra
+    failure."""
+    return aggregate(TaskOutcome.from_record(dict(r)) for r in records)

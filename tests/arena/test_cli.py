@@ -30,8 +30,8 @@ from typer.testing import CliRunner
 from services.arena.app import app
 from services.arena.refs import split_ids
 from services.arena.results import Outcome, RunResults, aggregate_outcomes
-from services.green.scoring.groundtruth import ground_truth_from_patch
-from services.green.scoring.metrics import score
+from services.green.kinds.arvo.scoring.groundtruth import ground_truth_from_patch
+from services.green.kinds.arvo.scoring.metrics import score
 from services.green.store.models import CommandPublic, TaskPublic
 from services.shared.loc import LocJson
 from tests.support.servers import REPO, free_port, serve
@@ -180,7 +180,7 @@ class FakeGreen:
                 task_id = str(uuid.uuid4())
                 view = TaskPublic(
                     id=task_id,
-                    arvo_id=arvo_id,
+                    ref_id=arvo_id,
                     status="queued",
                     purple_url=body.get("purple_url") or "http://purple.invalid:9019",
                     max_steps=body.get("max_steps") or 50,

@@ -11,8 +11,8 @@ from services.green.datasets.crash import has_report, mismatch, parse_signature
 from services.green.datasets.images import template_pattern
 from services.green.datasets.splits import local_ids
 from services.green.datasets.verify import ground_truth_problem
-from services.green.judge import PreparedTask
-from services.green.scoring.groundtruth import ground_truth_from_patch
+from services.green.kinds.arvo.judge import PreparedTask
+from services.green.kinds.arvo.scoring.groundtruth import ground_truth_from_patch
 
 REPORT = """\
 INFO: Seed: 1

@@ -39,7 +39,7 @@ def test_rest_rejects_bad_requests_with_clear_4xx(start_green):
         (
             httpx.post(f"{green.url}/tasks", headers=OPERATOR, json={"task": "../../etc/passwd"}),
             422,
-            "not an ARVO id",
+            "not a task reference",
         ),
         (httpx.post(f"{green.url}/tasks", headers=OPERATOR, json={}), 422, "give 'task'"),
         (

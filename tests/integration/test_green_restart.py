@@ -71,7 +71,7 @@ def test_killed_green_marks_the_task_failed_and_reaps_its_container(
         store.add(
             Task(
                 id=f"replica-{green_settings.port}",
-                arvo_id="900001",
+                ref_id="900001",
                 purple_url="x",
                 max_steps=1,
                 task_timeout_s=1,

@@ -69,7 +69,7 @@ def test_budget_removes_lru_unused_task_images(
     store.add(
         Task(
             id=str(uuid.uuid4()),
-            arvo_id="900001",
+            ref_id="900001",
             status=TaskStatus.running,
             purple_url="http://127.0.0.1:9",
             max_steps=1,

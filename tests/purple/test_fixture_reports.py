@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from services.green.scoring.functions import list_functions
+from services.green.kinds.arvo.scoring.functions import list_functions
 from services.purple.analyst.frames import project_frames, split_src_path
 from services.purple.analyst.policy import StackTraceAnalyst
 from services.purple.analyst.sanitizer import parse_report

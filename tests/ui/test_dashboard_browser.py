@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from services.green.judge import Judge
+from services.green.kinds.arvo.judge import Judge
 from tests.support.fake_llm import FakeReply
 
 pytestmark = [pytest.mark.docker, pytest.mark.browser, pytest.mark.slow]

@@ -14,7 +14,7 @@ from services.green.store.models import Command, Task, TaskStatus, utcnow
 def make_task(i: int, status: TaskStatus, **fields) -> Task:
     return Task(
         id=f"t{i:04d}",
-        arvo_id=fields.pop("arvo_id", "900001"),
+        ref_id=fields.pop("ref_id", "900001"),
         purple_url="http://purple",
         max_steps=10,
         task_timeout_s=60,
@@ -36,7 +36,7 @@ def store(tmp_path) -> TaskStore:
                 i,
                 statuses[i % len(statuses)],
                 kind="swebench" if i % 10 == 0 else "arvo",
-                arvo_id=str(900001 + i % 3),
+                ref_id=str(900001 + i % 3),
                 assessment_id="run-a" if i < 20 else None,
             )
         )
@@ -63,9 +63,9 @@ def test_filters_combine(store: TaskStore):
     assert total == 40
     _, total = store.page(kind="swebench")
     assert total == 7
-    _, total = store.page(arvo_ids={"900001"})
+    _, total = store.page(ref_ids={"900001"})
     assert total == 24
-    _, total = store.page(arvo_ids=set())
+    _, total = store.page(ref_ids=set())
     assert total == 0
     _, total = store.page(assessment_id="run-a")
     assert total == 20

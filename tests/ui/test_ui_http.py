@@ -20,14 +20,14 @@ SECRET_FILE = "src/only_in_the_ground_truth.c"
 
 
 def seed(
-    green_settings, status: TaskStatus, commands: int = 0, arvo_id: str = "900007", **fields
+    green_settings, status: TaskStatus, commands: int = 0, ref_id: str = "900007", **fields
 ) -> str:
     store = TaskStore(make_engine(green_settings.database_url))
     task_id = str(uuid.uuid4())
     store.add(
         Task(
             id=task_id,
-            arvo_id=arvo_id,
+            ref_id=ref_id,
             purple_url="http://127.0.0.1:9",
             max_steps=10,
             task_timeout_s=60,
@@ -131,14 +131,14 @@ def test_stream_replays_commands_after_a_seq_and_resumes_from_last_event_id(
 
 
 def test_ground_truth_and_scores_only_for_ended_tasks(session, green_settings):
-    running = seed(green_settings, TaskStatus.running, arvo_id="900006")
+    running = seed(green_settings, TaskStatus.running, ref_id="900006")
     ended = seed(green_settings, TaskStatus.completed)
     c = session
     page = c.get(f"/ui/tasks/{running}").text
     assert SECRET_FILE not in page and "appear here once the task has ended" in page
     assert SECRET_FILE in c.get(f"/ui/tasks/{ended}").text
     # while a task of the same bug is unfinished, not even the operator sees its ground truth
-    seed(green_settings, TaskStatus.running, arvo_id="900007")
+    seed(green_settings, TaskStatus.running, ref_id="900007")
     assert SECRET_FILE not in c.get(f"/ui/tasks/{ended}").text
 
 
@@ -157,7 +157,7 @@ def test_bad_input_gets_clear_4xx_answers(session):
     r = c.post("/ui/tasks", data={"task": "arvo:999999999"})
     assert r.status_code == 404 and "Unknown task" in r.text
     r = c.post("/ui/tasks", data={"task": "arvo:9 00"})  # not a task reference: no 500
-    assert r.status_code == 422 and "not a task id" in r.text
+    assert r.status_code == 422 and "not a task reference" in r.text
     r = c.post("/ui/tasks", data={"task": "arvo:900001", "max_steps": "lots"})
     assert r.status_code == 422 and "step limit" in r.text
     r = c.post("/ui/tasks", data={"task": "arvo:900001"}, headers={"origin": "http://evil.example"})

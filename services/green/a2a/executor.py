@@ -23,10 +23,11 @@ from services.green.assessment import AssessmentRequest, AssessmentRunner
 from services.green.assets.base import UnknownTask
 from services.green.auth import Caller
 from services.green.disclosure import Disclosure
-from services.green.orchestrator import Orchestrator, RequestRefused, TaskNotFound
+from services.green.live_task import RequestRefused, TaskNotFound
+from services.green.orchestrator import Orchestrator
 from services.shared.a2a import new_protocol_message
 from services.shared.logging import get_logger
-from services.shared.protocol import ErrorReply, Execute, Result, result_text, submit_result_text
+from services.shared.protocol import ErrorReply, Execute, result_text, submit_result_text
 
 log = get_logger("services.green.a2a")
 
@@ -70,14 +71,12 @@ class GreenExecutor(AgentExecutor):
         task_id = context.context_id or ""
         try:
             if isinstance(req.request, Execute):
-                result = await self.orchestrator.execute(
+                result = await self.orchestrator.live.execute(
                     task_id, req.token, req.request.command, req.request.timeout
                 )
-                await self._reply(
-                    context, queue, result_text(result), Result(**result.model_dump()).model_dump()
-                )
+                await self._reply(context, queue, result_text(result), result.model_dump())
             else:
-                reply = await self.orchestrator.submit(task_id, req.token, req.request)
+                reply = await self.orchestrator.live.submit(task_id, req.token, req.request)
                 await self._reply(context, queue, submit_result_text(reply), reply.model_dump())
         except (RequestRefused, TaskNotFound) as exc:
             why = f"unknown task {task_id}" if isinstance(exc, TaskNotFound) else str(exc)

@@ -9,10 +9,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from services.green.kinds.registry import KINDS
 from services.shared.a2a import Payload
 from services.shared.protocol import Execute, Submit, parse_data, parse_text_request
+from services.shared.task_ref import find_refs
 
-_TASK_RE = re.compile(r"\b(arvo:[0-9]+|swebench:[A-Za-z0-9_.\-]+)", re.IGNORECASE | re.ASCII)
 _TOKEN_LINE_RE = re.compile(r"\n?[ \t]*token:[ \t]*(\S+)[ \t]*\Z", re.IGNORECASE)
 
 
@@ -27,7 +28,7 @@ class ProtocolRequest:
 @dataclass
 class StartTask:
     task_ids: list[str]
-    """``arvo:<n>`` / ``swebench:<instance>`` as written."""
+    """``arvo:<n>`` / ``swebench:<instance>``: the references of registered kinds in the text."""
     purple_url: str | None = None
     """From the message's ``metadata.purple_url``."""
 
@@ -87,8 +88,8 @@ def classify(payload: Payload) -> Classified:
                 raise ValueError("assessment request: 'config' must be a JSON object")
             return Assessment(dict(participants), dict(config))
     # 4. "Task ID: arvo:<n>" / "swebench:<id>" (or any text naming task ids)
-    if ids := _TASK_RE.findall(payload.text):
-        return StartTask(list(dict.fromkeys(ids)), _text_field(payload.metadata, "purple_url"))
+    if refs := find_refs(payload.text, KINDS):
+        return StartTask([str(r) for r in refs], _text_field(payload.metadata, "purple_url"))
     return Unknown(
         "send 'Task ID: arvo:<n>' (or swebench:<instance>) to start a task, an AgentBeats assessment request as JSON, "
         "or, inside a running task, 'execute: <command>' / 'submit'"

@@ -1,0 +1,1 @@
+"""Green's REST API: the routes and their dependencies."""

@@ -194,40 +194,7 @@ def _scan(tar_path: Path, max_members: int, max_bytes: int, read: frozenset[str]
                 if len(scan.names) >= max_members:
                     raise CorruptAsset(f"archive has more than {max_members} members")
                 name = _member_name(m.name)
-                if m.isreg():
-                    kind = "file"
-                    scan.n_files += 1
-                    scan.size += max(m.size, 0)
-                    if scan.size > max_bytes:
-                        raise CorruptAsset(
-                            f"archive expands to more than {max_bytes} bytes (tar bomb?)"
-                        )
-                    if (
-                        read
-                        and m.size <= MAX_READ_BYTES
-                        and not read.isdisjoint(_below_possible_roots(name))
-                        and (fh := tf.extractfile(m)) is not None
-                    ):
-                        scan.contents[name] = fh.read()
-                elif m.isdir():
-                    kind = "dir"
-                    scan.n_dirs += 1
-                elif m.issym():
-                    kind = "sym"
-                    scan.n_symlinks += 1
-                    if not m.linkname:
-                        raise CorruptAsset(f"unsafe archive member {m.name!r}: empty symlink")
-                elif m.islnk():
-                    kind = "hard"
-                    scan.n_hardlinks += 1
-                elif m.ischr() or m.isblk():
-                    raise CorruptAsset(f"unsafe archive member {m.name!r}: device file")
-                elif m.isfifo():
-                    raise CorruptAsset(f"unsafe archive member {m.name!r}: FIFO")
-                else:
-                    raise CorruptAsset(
-                        f"unsafe archive member {m.name!r}: unsupported type {m.type!r}"
-                    )
+                kind = _count_member(tf, m, name, scan, max_bytes, read)
                 if not name:
                     if kind != "dir":
                         raise CorruptAsset(f"unsafe archive member {m.name!r}: names the root")
@@ -245,29 +212,72 @@ def _scan(tar_path: Path, max_members: int, max_bytes: int, read: frozenset[str]
                 if kind == "sym":
                     scan.links[name] = m.linkname
                 elif kind == "hard":
-                    # a hard link must point at an earlier regular file
-                    target = m.linkname
-                    if target.startswith("/") or _WINDOWS_ABS.match(target):
-                        raise CorruptAsset(
-                            f"unsafe archive member {m.name!r}: hard link to absolute path {target!r}"
-                        )
-                    if ".." in target.split("/"):
-                        raise CorruptAsset(
-                            f"unsafe archive member {m.name!r}: hard link target {target!r} "
-                            "leaves the destination"
-                        )
-                    tnorm = posixpath.normpath(target)
-                    if kinds.get(tnorm) != "file":
-                        raise CorruptAsset(
-                            f"unsafe archive member {m.name!r}: hard link to {target!r}, "
-                            "which is not an earlier regular file of the archive"
-                        )
+                    _check_hard_link(m, kinds)
                 scan.names.append((name, kind))
     except CorruptAsset:
         raise
     except _READ_ERRORS as exc:
         raise CorruptAsset(f"{tar_path.name} is not a readable gzip tar: {exc}") from exc
     return scan
+
+
+def _count_member(
+    tf: tarfile.TarFile,
+    m: tarfile.TarInfo,
+    name: str,
+    scan: _Scan,
+    max_bytes: int,
+    read: frozenset[str],
+) -> str:
+    """A member's kind (``file``, ``dir``, ``sym``, ``hard``), counted into ``scan`` (a wanted
+    file's content read too); CorruptAsset for devices, FIFOs and other types."""
+    if m.isreg():
+        scan.n_files += 1
+        scan.size += max(m.size, 0)
+        if scan.size > max_bytes:
+            raise CorruptAsset(f"archive expands to more than {max_bytes} bytes (tar bomb?)")
+        if (
+            read
+            and m.size <= MAX_READ_BYTES
+            and not read.isdisjoint(_below_possible_roots(name))
+            and (fh := tf.extractfile(m)) is not None
+        ):
+            scan.contents[name] = fh.read()
+        return "file"
+    if m.isdir():
+        scan.n_dirs += 1
+        return "dir"
+    if m.issym():
+        scan.n_symlinks += 1
+        if not m.linkname:
+            raise CorruptAsset(f"unsafe archive member {m.name!r}: empty symlink")
+        return "sym"
+    if m.islnk():
+        scan.n_hardlinks += 1
+        return "hard"
+    if m.ischr() or m.isblk():
+        raise CorruptAsset(f"unsafe archive member {m.name!r}: device file")
+    if m.isfifo():
+        raise CorruptAsset(f"unsafe archive member {m.name!r}: FIFO")
+    raise CorruptAsset(f"unsafe archive member {m.name!r}: unsupported type {m.type!r}")
+
+
+def _check_hard_link(m: tarfile.TarInfo, kinds: dict[str, str]) -> None:
+    """A hard link must point at an earlier regular file of the archive."""
+    target = m.linkname
+    if target.startswith("/") or _WINDOWS_ABS.match(target):
+        raise CorruptAsset(
+            f"unsafe archive member {m.name!r}: hard link to absolute path {target!r}"
+        )
+    if ".." in target.split("/"):
+        raise CorruptAsset(
+            f"unsafe archive member {m.name!r}: hard link target {target!r} leaves the destination"
+        )
+    if kinds.get(posixpath.normpath(target)) != "file":
+        raise CorruptAsset(
+            f"unsafe archive member {m.name!r}: hard link to {target!r}, "
+            "which is not an earlier regular file of the archive"
+        )
 
 
 def _top_dir(names: list[tuple[str, str]], project_hint: str | None) -> tuple[str, str | None]:

@@ -18,8 +18,8 @@ from typing import Any
 
 from services.green.assets import AssetError, AssetSource
 from services.green.datasets.crash import has_report, mismatch, parse_signature
-from services.green.judge import Judge, PreparedTask
-from services.green.scoring.groundtruth import is_code_file
+from services.green.kinds.arvo.judge import Judge, PreparedTask
+from services.green.kinds.arvo.scoring.groundtruth import is_code_file
 from services.sandbox.base import SandboxError, SandboxProvider, SandboxSpec
 from services.shared.commands import CommandResult
 

@@ -2,9 +2,10 @@
 
 The orchestrator owns the lifecycle (queue, container, purple, deadlines, cleanup); a kind
 owns what differs: where a task's files come from, what goes into the container, what the agent
-is told, what counts as a submission and how it is scored. See base.py.
+is told, what counts as a submission and how it is scored. The seam is :mod:`.base`; the kinds are
+registered by name in :mod:`.registry` (import it for the kinds themselves).
 """
 
-from services.green.kinds.base import TaskKind, TaskPlan, split_task_ref
+from services.green.kinds.base import KindClass, TaskKind, TaskPlan
 
-__all__ = ["TaskKind", "TaskPlan", "split_task_ref"]
+__all__ = ["KindClass", "TaskKind", "TaskPlan"]

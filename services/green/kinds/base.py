@@ -1,26 +1,16 @@
-"""The task-kind seam."""
+"""The task-kind seam: what a kind (ARVO, SWE-bench, ...) provides to green's lifecycle."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Mapping
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from services.sandbox.base import Sandbox
+from services.sandbox.base import Sandbox, SandboxProvider
 from services.shared.protocol import TaskAssignment, TaskPaths
 
-_REF_RE = re.compile(r"^\s*(?:(?P<kind>[a-z][a-z0-9_-]*)\s*:\s*)?(?P<ref>\S+?)\s*$", re.IGNORECASE)
-
-
-def split_task_ref(text: str | int) -> tuple[str, str]:
-    """``"arvo:10055"`` -> ("arvo", "10055"); ``"swebench:a__b-1"`` -> ("swebench", "a__b-1");
-    a bare id is an ARVO id. Raises ValueError for anything else."""
-    if isinstance(text, int) and not isinstance(text, bool):
-        return "arvo", str(text)
-    m = _REF_RE.match(str(text))
-    if not m:
-        raise ValueError(f"not a task id: {text!r} (expected arvo:<n> or swebench:<instance>)")
-    return (m.group("kind") or "arvo").lower(), m.group("ref")
+if TYPE_CHECKING:
+    from services.green.config import GreenSettings
+    from services.shared.outcome import TaskOutcome
 
 
 @runtime_checkable
@@ -34,7 +24,7 @@ class TaskPlan(Protocol):
     workdir: str
     """Where the agent's commands run."""
     log_key: str
-    """The per-task log file name (``arvo_<id>``)."""
+    """The per-task log file name (``<kind>_<id>``, e.g. ``arvo_10055``)."""
 
     async def populate(self, sandbox: Sandbox) -> None:
         """Put the agent's workspace into a fresh container (through the Docker API)."""
@@ -70,18 +60,33 @@ class TaskKind(Protocol):
     assignment: type[TaskAssignment]
     """The data part purple receives (:class:`RcaTask`, :class:`SweTask`)."""
 
-    def canonical(self, ref: str) -> str:
-        """Validate the syntax of an id and return its canonical form (ValueError if bad)."""
+    def canonical(self, ref_id: str) -> str:
+        """Validate the syntax of an id within the kind and return its canonical form
+        (ValueError, with a sentence, if bad). A static method: no settings needed."""
         ...
 
-    def check(self, ref: str) -> None:
+    def check(self, ref_id: str) -> None:
         """Raise UnknownTask when the source has no such task. May block (downloads)."""
         ...
 
-    def prepare(self, ref: str) -> TaskPlan:
+    def prepare(self, ref_id: str) -> TaskPlan:
         """Fetch and check everything the task needs. May block."""
         ...
 
-    def aggregate(self, records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-        """Means over finished tasks of this kind (plain records: status, failure_kind, scores)."""
+    def aggregate(self, outcomes: Iterable[TaskOutcome]) -> dict[str, Any]:
+        """Means over finished tasks of this kind (ValueError for a task not ended)."""
+        ...
+
+
+class KindClass(Protocol):
+    """A registered kind's class (see :mod:`services.green.kinds.registry`)."""
+
+    name: str
+
+    def canonical(self, ref_id: str) -> str:
+        """The id check of :meth:`TaskKind.canonical`, callable on the class."""
+        ...
+
+    def from_settings(self, settings: GreenSettings, sandboxes: SandboxProvider) -> TaskKind | None:
+        """The kind as green's settings configure it; None when they do not enable it."""
         ...

@@ -58,7 +58,8 @@ class TaskStore:
         self,
         *,
         status: TaskStatus | None = None,
-        arvo_id: str | None = None,
+        kind: str | None = None,
+        ref_id: str | None = None,
         assessment_id: str | None = None,
         offset: int = 0,
         limit: int = 50,
@@ -67,8 +68,10 @@ class TaskStore:
             q = select(Task)
             if status is not None:
                 q = q.where(Task.status == status)
-            if arvo_id is not None:
-                q = q.where(Task.arvo_id == arvo_id)
+            if kind is not None:
+                q = q.where(Task.kind == kind)
+            if ref_id is not None:
+                q = q.where(Task.ref_id == ref_id)
             if assessment_id is not None:
                 q = q.where(Task.assessment_id == assessment_id)
             total = s.exec(select(func.count()).select_from(q.subquery())).one()
@@ -87,8 +90,8 @@ class TaskStore:
         if not refs:
             return set()
         with Session(self.engine) as s:
-            q = select(Task.kind, Task.arvo_id).where(
-                Task.status.in_(UNFINISHED), Task.arvo_id.in_({ref for _, ref in refs})
+            q = select(Task.kind, Task.ref_id).where(
+                Task.status.in_(UNFINISHED), Task.ref_id.in_({ref for _, ref in refs})
             )
             return {(k, r) for k, r in s.exec(q.distinct()).all() if (k, r) in refs}
 
@@ -98,7 +101,7 @@ class TaskStore:
             return s.exec(q).one()
 
     LIST_COLUMNS = (
-        "id", "kind", "arvo_id", "status", "purple_url", "created_at", "started_at",
+        "id", "kind", "ref_id", "status", "purple_url", "created_at", "started_at",
         "finished_at", "steps", "max_steps", "cost", "end_reason", "error", "failure_kind",
         "assessment_id", "scores",
     )  # fmt: skip
@@ -109,22 +112,22 @@ class TaskStore:
         *,
         statuses: Collection[TaskStatus] = (),
         kind: str | None = None,
-        arvo_ids: Collection[str] | None = None,
+        ref_ids: Collection[str] | None = None,
         assessment_id: str | None = None,
         offset: int = 0,
         limit: int = 50,
     ) -> tuple[Sequence[Row[Any]], int]:
         """One page of tasks, newest first, and the total matching: rows of :attr:`LIST_COLUMNS`.
 
-        ``arvo_ids`` restricts to those ids (an empty collection matches nothing);
+        ``ref_ids`` restricts to those ids (an empty collection matches nothing);
         ``assessment_id=""`` selects the tasks that belong to no assessment."""
         where = []
         if statuses:
             where.append(col(Task.status).in_(list(statuses)))
         if kind:
             where.append(Task.kind == kind)
-        if arvo_ids is not None:
-            where.append(col(Task.arvo_id).in_(list(arvo_ids)))
+        if ref_ids is not None:
+            where.append(col(Task.ref_id).in_(list(ref_ids)))
         if assessment_id == "":
             where.append(col(Task.assessment_id).is_(None))
         elif assessment_id is not None:
@@ -171,7 +174,7 @@ class TaskStore:
     def distinct_ids(self) -> list[tuple[str, str]]:
         """Every (kind, id) that has a task."""
         with Session(self.engine) as s:
-            return [tuple(r) for r in s.exec(select(Task.kind, Task.arvo_id).distinct()).all()]
+            return [tuple(r) for r in s.exec(select(Task.kind, Task.ref_id).distinct()).all()]
 
     def commands_after(self, task_id: str, after_seq: int, limit: int = 500) -> Sequence[Command]:
         """The commands of a task with ``seq > after_seq``, in order (what a live view lacks)."""
@@ -319,5 +322,5 @@ class ImageUseStore:
     def unfinished_images(self, template: str) -> set[str]:
         """Images of the ARVO tasks queued or running (any replica's): never removed."""
         with Session(self.engine) as s:
-            q = select(Task.arvo_id).where(Task.status.in_(UNFINISHED), Task.kind == "arvo")
+            q = select(Task.ref_id).where(Task.status.in_(UNFINISHED), Task.kind == "arvo")
             return {template.format(id=ref) for ref in s.exec(q.distinct()).all()}

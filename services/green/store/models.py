@@ -2,44 +2,27 @@
 
 from __future__ import annotations
 
-import enum
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic import computed_field
 from sqlalchemy import JSON, Column
 from sqlmodel import Field, SQLModel
+
+from services.shared.outcome import FailureKind, TaskStatus
+from services.shared.task_ref import TaskRef
 
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-class TaskStatus(enum.StrEnum):
-    queued = "queued"
-    preparing = "preparing"
-    running = "running"
-    evaluating = "evaluating"
-    completed = "completed"
-    failed = "failed"
-    cancelled = "cancelled"
-
-    @property
-    def terminal(self) -> bool:
-        return self in (TaskStatus.completed, TaskStatus.failed, TaskStatus.cancelled)
-
-
-class FailureKind(enum.StrEnum):
-    infra = "infra"
-    """The harness failed (assets, Docker, green itself): not the agent's fault."""
-    agent = "agent"
-    """The agent failed (unreachable, no valid submission, limits)."""
-
-
 class TaskBase(SQLModel):
     kind: str = Field(default="arvo", index=True)
     """``arvo`` (root-cause analysis) or ``swebench`` (fix an issue)."""
-    arvo_id: str = Field(index=True)
-    """The task's id within its kind: the ARVO id, or the SWE-bench instance id."""
+    ref_id: str = Field(index=True)
+    """The task's id within its kind (an ARVO id, a SWE-bench instance id): with ``kind``, the
+    task reference ``kind:ref_id``."""
     status: TaskStatus = Field(default=TaskStatus.queued, index=True)
     purple_url: str
     container_name: str | None = None
@@ -69,6 +52,11 @@ class Task(TaskBase, table=True):
     """One task: its id is also the A2A context id of every message of the task."""
 
     __tablename__ = "task_contexts"
+
+    @property
+    def ref(self) -> TaskRef:
+        """The task reference (``arvo:10055``)."""
+        return TaskRef(self.kind, self.ref_id)
 
     id: str = Field(primary_key=True)
     submission: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
@@ -103,6 +91,18 @@ class TaskPublic(TaskBase):
     ground_truth: dict[str, Any] | None = None
     verified: bool | None = None
     """What ``arena tasks verify`` found for this task (None: never verified)."""
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def ref(self) -> str:
+        """The task reference, ``kind:ref_id`` (e.g. ``arvo:10055``)."""
+        return str(TaskRef(self.kind, self.ref_id))
+
+    @computed_field(description="Deprecated alias of ref_id (use ref or kind + ref_id).")  # type: ignore[prop-decorator]
+    @property
+    def arvo_id(self) -> str:
+        """Deprecated alias of ``ref_id``, kept for clients written before task kinds."""
+        return self.ref_id
 
 
 class TaskList(SQLModel):

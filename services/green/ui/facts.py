@@ -41,44 +41,44 @@ class TaskFacts:
     def _assets(self, kind: str):
         return getattr(self.orch.kinds.get(kind), "assets", None)
 
-    def _report(self, kind: str, arvo_id: str) -> str | None:
-        key = (kind, arvo_id)
+    def _report(self, kind: str, ref_id: str) -> str | None:
+        key = (kind, ref_id)
         if key not in self._reports:
             assets, text = self._assets(kind), None
             if assets is not None:
                 try:
-                    text = assets.fetch(arvo_id, "error.txt").read_text(errors="replace")
+                    text = assets.fetch(ref_id, "error.txt").read_text(errors="replace")
                 except Exception as exc:  # unknown id, source down: show nothing, never fail
-                    log.warning("ui.report_unavailable", arvo_id=arvo_id, error=str(exc))
+                    log.warning("ui.report_unavailable", ref_id=ref_id, error=str(exc))
             self._reports[key] = text
         return self._reports[key]
 
-    async def report(self, kind: str, arvo_id: str) -> str | None:
+    async def report(self, kind: str, ref_id: str) -> str | None:
         """The crash report the agent was given (``error.txt``), or None."""
-        key = (kind, arvo_id)
+        key = (kind, ref_id)
         if key in self._reports:
             return self._reports[key]
-        return await asyncio.to_thread(self._report, kind, arvo_id)
+        return await asyncio.to_thread(self._report, kind, ref_id)
 
-    async def crash(self, kind: str, arvo_id: str) -> CrashInfo | None:
-        text = await self.report(kind, arvo_id)
+    async def crash(self, kind: str, ref_id: str) -> CrashInfo | None:
+        text = await self.report(kind, ref_id)
         return parse_report(text) if text else None
 
     async def bug_classes(self, ids: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
         """(kind, id) -> bug class; ids without a report are ``unknown``, other kinds their kind."""
         out: dict[tuple[str, str], str] = {}
-        for kind, arvo_id in ids:
-            info = await self.crash(kind, arvo_id) if self._assets(kind) else None
-            out[(kind, arvo_id)] = info.bug_class if info else kind if kind != "arvo" else "unknown"
+        for kind, ref_id in ids:
+            info = await self.crash(kind, ref_id) if self._assets(kind) else None
+            out[(kind, ref_id)] = info.bug_class if info else kind if kind != "arvo" else "unknown"
         return out
 
-    def _read_sources(self, kind: str, arvo_id: str, paths: frozenset[str]) -> dict[str, bytes]:
-        key = (arvo_id, paths)
+    def _read_sources(self, kind: str, ref_id: str, paths: frozenset[str]) -> dict[str, bytes]:
+        key = (ref_id, paths)
         if key in self._sources:
             self._sources.move_to_end(key)
             return self._sources[key]
         assets = self._assets(kind)
-        archive = assets.fetch(arvo_id, "repo-vul.tar.gz")
+        archive = assets.fetch(ref_id, "repo-vul.tar.gz")
         info = check_archive(archive, escaping_symlinks="skip", read=paths)
         self._sources[key] = dict(info.sources)
         while len(self._sources) > _SOURCE_CACHE:
@@ -86,16 +86,16 @@ class TaskFacts:
         return self._sources[key]
 
     async def snippets(
-        self, kind: str, arvo_id: str, spans: list[tuple[str, int, int]]
+        self, kind: str, ref_id: str, spans: list[tuple[str, int, int]]
     ) -> list[Snippet | None]:
         """The source around each (file, first line, last line); None where it is not known."""
         if not spans or self._assets(kind) is None:
             return [None] * len(spans)
         paths = frozenset(f for f, _, _ in spans if f)
         try:
-            sources = await asyncio.to_thread(self._read_sources, kind, arvo_id, paths)
+            sources = await asyncio.to_thread(self._read_sources, kind, ref_id, paths)
         except Exception as exc:
-            log.warning("ui.source_unavailable", arvo_id=arvo_id, error=str(exc))
+            log.warning("ui.source_unavailable", ref_id=ref_id, error=str(exc))
             return [None] * len(spans)
         out: list[Snippet | None] = []
         for path, first, last in spans:

@@ -18,7 +18,8 @@ from typing import Any
 from fastapi import APIRouter, Depends, HTTPException, Request, status
 from fastapi.responses import StreamingResponse
 
-from services.green.orchestrator import Orchestrator, TaskEvent, TaskNotFound
+from services.green.live_task import TaskEvent, TaskNotFound
+from services.green.orchestrator import Orchestrator
 from services.green.store.models import CommandPublic
 from services.green.ui.auth import require_api
 

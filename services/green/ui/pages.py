@@ -9,8 +9,9 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from services.green.assets.base import UnknownTask
 from services.green.intake_limits import TooBusy
-from services.green.kinds.base import split_task_ref
-from services.green.orchestrator import Orchestrator, TaskNotFound, TaskOptions
+from services.green.kinds.registry import parse_ref
+from services.green.live_task import TaskNotFound
+from services.green.orchestrator import Orchestrator, TaskOptions
 from services.green.store.models import CommandPublic
 from services.green.ui.auth import caller, disclosure, require_page
 from services.green.ui.login import form_fields
@@ -63,10 +64,10 @@ async def start_task(request: Request) -> Response:
     else:
         opts = TaskOptions(purple_url=purple, max_steps=int(steps) if steps else None)
         try:
-            kind, ref_id = split_task_ref(ref)
+            parsed = parse_ref(ref)
             # the same intake bounds as REST and A2A (rate per credential, queued tasks)
             request.app.state.intake.admit(caller(request).name, 1)
-            task = await _orch(request).create_task(ref_id, opts, kind=kind)
+            task = await _orch(request).create_task(parsed, opts)
             return RedirectResponse(f"/ui/tasks/{task.id}", status_code=303)
         except UnknownTask as exc:
             error, code = f"Unknown task {ref}: {exc}", 404
@@ -86,8 +87,8 @@ async def task(task_id: str, request: Request) -> Response:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no task {task_id}") from None
     view = disclosure(request).task(row)
     facts = request.app.state.ui_facts
-    report = await facts.report(view.kind, view.arvo_id)
-    crash = await facts.crash(view.kind, view.arvo_id)
+    report = await facts.report(view.kind, view.ref_id)
+    crash = await facts.crash(view.kind, view.ref_id)
     commands = [
         CommandPublic.model_validate(c, from_attributes=True)
         for c in orch.store.commands(task_id, 0, MAX_COMMANDS_SHOWN)

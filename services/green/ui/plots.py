@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from matplotlib.figure import Figure
 
-from services.green.scoring.metrics import METRICS
+from services.green.kinds.arvo.scoring.metrics import METRICS
 
 GROUP_METRICS = ("file@1", "func@1", "line@1", "line@5")
 PLOTS = ("metrics", "bug_class", "fix_position", "cost")

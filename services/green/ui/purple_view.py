@@ -11,7 +11,7 @@ import httpx
 from fastapi import APIRouter, Depends, HTTPException, Request, status
 from fastapi.responses import HTMLResponse, Response
 
-from services.green.orchestrator import TaskNotFound
+from services.green.live_task import TaskNotFound
 from services.green.ui.auth import require_page
 from services.green.ui.templating import render
 

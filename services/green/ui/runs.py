@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, HTTPException, Request, status
 from fastapi.responses import HTMLResponse, Response
 
-from services.green.assessment import AssessmentRunner, TaskOutcome
+from services.green.assessment import AssessmentRunner
 from services.green.disclosure import Disclosure
 from services.green.store.models import AssessmentRecord, Task
 from services.green.ui import plots
@@ -19,6 +19,7 @@ from services.green.ui.facts import TaskFacts
 from services.green.ui.templating import render
 from services.green.ui.views import NO_RUN
 from services.shared.logging import get_logger
+from services.shared.outcome import TaskOutcome
 
 log = get_logger("services.green.ui")
 router = APIRouter(prefix="/ui", include_in_schema=False, dependencies=[Depends(require_page)])
@@ -114,7 +115,7 @@ async def points(facts: TaskFacts, tasks: list[Task], show: Disclosure) -> list[
         if not t.status.terminal:
             continue
         view = show.task(t, t.id in allowed)
-        crash = await facts.crash(t.kind, t.arvo_id)
+        crash = await facts.crash(t.kind, t.ref_id)
         scores = view.scores or {}
         scorable = scores.get("scorable", True) and scores
         out.append(

@@ -55,13 +55,13 @@ async def task_page(store, facts: TaskFacts, f: TaskFilters) -> dict[str, Any]:
     """One page of the task list with everything its filters need."""
     ids = store.distinct_ids()
     classes = await facts.bug_classes(ids)
-    arvo_ids = None
+    ref_ids = None
     if f.bug_class:
-        arvo_ids = {arvo_id for (_, arvo_id), c in classes.items() if c == f.bug_class}
+        ref_ids = {ref_id for (_, ref_id), c in classes.items() if c == f.bug_class}
     rows, total = store.page(
         statuses=f.statuses(),
         kind=f.kind or None,
-        arvo_ids=arvo_ids,
+        ref_ids=ref_ids,
         assessment_id=f.assessment_id(),
         offset=(f.page - 1) * PAGE_SIZE,
         limit=PAGE_SIZE,
@@ -72,7 +72,7 @@ async def task_page(store, facts: TaskFacts, f: TaskFilters) -> dict[str, Any]:
         items.append(
             {
                 "row": r,
-                "bug_class": classes.get((r.kind, r.arvo_id), "unknown"),
+                "bug_class": classes.get((r.kind, r.ref_id), "unknown"),
                 "scores": r.scores if ended and r.scores else None,
             }
         )
@@ -128,7 +128,7 @@ async def result_view(facts: TaskFacts, view: TaskPublic) -> dict[str, Any] | No
          loc["line_end"])
         for loc in locations
     ] + [(r["file"], r["start"], r["end"]) for r in regions]  # fmt: skip
-    snippets = await facts.snippets(view.kind, view.arvo_id, spans)
+    snippets = await facts.snippets(view.kind, view.ref_id, spans)
     return {
         "scores": scores,
         "metrics": {k: v for k, v in scores.items() if "@" in k or k == "iou"},

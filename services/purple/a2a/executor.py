@@ -28,7 +28,7 @@ from services.purple.store.models import PurpleTask, utcnow
 from services.shared.a2a import A2APeer, Payload, message_parts, new_protocol_message
 from services.shared.commands import CommandResult
 from services.shared.logging import get_logger, task_log_context
-from services.shared.protocol import TaskAssignment, TaskPaths, parse_data
+from services.shared.protocol import RCA_PATHS, TaskAssignment, parse_data
 
 log = get_logger("services.purple.a2a")
 
@@ -71,7 +71,7 @@ class Incoming:
             task_id=task_id,
             description=self.description,
             env=env,
-            paths=a.paths if a else TaskPaths(),
+            paths=a.paths if a else RCA_PATHS,
             max_commands=a.limits.max_steps if a else None,
             deadline=a.limits.deadline if a else None,
             command_timeout_s=a.limits.command_timeout_s if a else None,

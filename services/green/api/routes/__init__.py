@@ -1,0 +1,1 @@
+"""Green's REST routes: tasks, assessments, datasets, health."""

@@ -55,10 +55,10 @@ def annotate_verified(request: Request, views: list[Any]) -> None:
     datasets = getattr(request.app.state, "datasets", None)
     if datasets is None:
         return
-    found = datasets.verifications.latest({v.arvo_id for v in views if v.kind == "arvo"})
+    found = datasets.verifications.latest({v.ref_id for v in views if v.kind == "arvo"})
     for view in views:
-        if view.kind == "arvo" and view.arvo_id in found:
-            view.verified = found[view.arvo_id].verified
+        if view.kind == "arvo" and view.ref_id in found:
+            view.verified = found[view.ref_id].verified
 
 
 class RefBody(BaseModel):

@@ -9,10 +9,10 @@ from pydantic import BaseModel, Field, model_validator
 
 from services.green.api.deps import DisclosureDep, IntakeDep, OperatorDep, OrchestratorDep, admit
 from services.green.api.routes.datasets import annotate_verified
-from services.green.assessment import task_ref
 from services.green.assets.base import UnknownTask
-from services.green.kinds.base import split_task_ref
-from services.green.orchestrator import TaskNotFound, TaskOptions
+from services.green.kinds.registry import parse_ref
+from services.green.live_task import TaskNotFound
+from services.green.orchestrator import TaskOptions
 from services.green.store.models import CommandPublic, Task, TaskList, TaskPublic, TaskStatus
 
 router = APIRouter(prefix="/tasks", tags=["tasks"])
@@ -22,7 +22,9 @@ class TaskCreate(BaseModel):
     task: str | None = Field(
         None, examples=["arvo:10055"], description="'arvo:<n>', '<n>' or 'swebench:<instance id>'"
     )
-    arvo_id: int | str | None = Field(None, examples=[10055], description="An ARVO id")
+    arvo_id: int | str | None = Field(
+        None, examples=[10055], description="Deprecated: an ARVO id (use task)"
+    )
     purple_url: str | None = Field(
         None, description="A2A base URL of the agent (default: settings)"
     )
@@ -35,7 +37,7 @@ class TaskCreate(BaseModel):
         raw = self.task if self.task is not None else self.arvo_id
         if raw is None:
             raise ValueError("give 'task' (e.g. \"arvo:10055\") or 'arvo_id' (e.g. 10055)")
-        self.task = task_ref(raw)
+        self.task = str(parse_ref(raw))
         return self
 
 
@@ -55,9 +57,8 @@ async def create_task(
         task_timeout_s=body.task_timeout_s,
         command_timeout_s=body.command_timeout_s,
     )
-    kind, ref = split_task_ref(body.task or "")
     try:
-        task = await orch.create_task(ref, opts, kind=kind)
+        task = await orch.create_task(body.task or "", opts)
     except UnknownTask as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown task {body.task}: {exc}") from exc
     except ValueError as exc:
@@ -73,13 +74,28 @@ async def list_tasks(
     orch: OrchestratorDep,
     show: DisclosureDep,
     status_: Annotated[TaskStatus | None, Query(alias="status")] = None,
-    arvo_id: str | None = None,
+    ref: Annotated[str | None, Query(description="A task reference, e.g. arvo:10055")] = None,
+    arvo_id: Annotated[
+        str | None, Query(description="Deprecated: the id within its kind (use ref)")
+    ] = None,
     assessment_id: str | None = None,
     offset: Annotated[int, Query(ge=0)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> Any:
+    kind, ref_id = None, arvo_id
+    if ref is not None:
+        try:
+            parsed = parse_ref(ref)
+        except ValueError as exc:
+            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from exc
+        kind, ref_id = parsed.kind, parsed.id
     rows, total = orch.store.list(
-        status=status_, arvo_id=arvo_id, assessment_id=assessment_id, offset=offset, limit=limit
+        status=status_,
+        kind=kind,
+        ref_id=ref_id,
+        assessment_id=assessment_id,
+        offset=offset,
+        limit=limit,
     )
     items = show.tasks(list(rows))
     annotate_verified(request, items)

@@ -9,14 +9,17 @@ applies the hidden ``test_patch`` and runs FAIL_TO_PASS and PASS_TO_PASS: resolv
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from services.green.assets.base import UnknownTask
+from services.green.config import GreenSettings
 from services.sandbox.base import Sandbox, SandboxError, SandboxProvider, UnreadableFile
+from services.shared.outcome import TaskOutcome
 from services.shared.protocol import SweTask, TaskAssignment, TaskPaths
 from services.swebench.activation import resolve_activate, with_activate
 from services.swebench.instances import (
@@ -40,9 +43,7 @@ class SwePlan:
     activate_setting: str
     eval_timeout_s: float
     paths: TaskPaths = field(
-        default_factory=lambda: TaskPaths(
-            workspace=WORKDIR, source_dir=WORKDIR, error_report="", submission=""
-        )
+        default_factory=lambda: TaskPaths(workspace=WORKDIR, source_dir=WORKDIR)
     )
     workdir: str = WORKDIR
     activate: str = ""
@@ -169,10 +170,26 @@ class SweBenchKind:
         """Loaded on first use (a dataset from the hub may take a while)."""
         return {i.instance_id: i for i in load_instances(self.source)}
 
-    def canonical(self, ref: str) -> str:
-        if not _ID_RE.match(ref):
-            raise ValueError(f"not a SWE-bench instance id: {ref!r}")
-        return ref
+    @staticmethod
+    def canonical(ref_id: str) -> str:
+        if not _ID_RE.match(ref_id):
+            raise ValueError(f"not a SWE-bench instance id: {ref_id!r}")
+        return ref_id
+
+    @classmethod
+    def from_settings(
+        cls, settings: GreenSettings, sandboxes: SandboxProvider
+    ) -> SweBenchKind | None:
+        """Served when GREEN_SWEBENCH_INSTANCES names the instances."""
+        if not settings.swebench_instances:
+            return None
+        return cls(
+            settings.swebench_instances,
+            sandboxes,
+            image_template=settings.swebench_image_template,
+            activate=settings.swebench_activate,
+            eval_timeout_s=settings.swebench_eval_timeout_s,
+        )
 
     def check(self, ref: str) -> None:
         if ref not in self.instances:
@@ -189,39 +206,27 @@ class SweBenchKind:
             eval_timeout_s=self.eval_timeout_s,
         )
 
-    def aggregate(self, records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    def aggregate(self, outcomes: Iterable[TaskOutcome]) -> dict[str, Any]:
         """Resolved rate over all tasks (failures count 0) and over non-infra tasks."""
-        rows = list(records)
-        by_status: dict[str, int] = {}
-        by_failure: dict[str, int] = {}
-        for r in rows:
-            by_status[str(r["status"])] = by_status.get(str(r["status"]), 0) + 1
-            if r.get("failure_kind"):
-                by_failure[str(r["failure_kind"])] = by_failure.get(str(r["failure_kind"]), 0) + 1
+        rows = list(outcomes)
+        by_status = Counter(str(o.status) for o in rows)
+        by_failure = Counter(str(o.failure_kind) for o in rows if o.failure_kind)
 
-        def resolved(r: Mapping[str, Any]) -> float:
-            return (
-                float((r.get("scores") or {}).get("resolved", 0.0))
-                if r["status"] == "completed"
-                else 0.0
-            )
+        def resolved(o: TaskOutcome) -> float:
+            return float((o.scores or {}).get("resolved", 0.0)) if o.status == "completed" else 0.0
 
-        non_infra = [
-            r for r in rows if r.get("failure_kind") != "infra" and r["status"] != "cancelled"
-        ]
+        def mean(of: list[TaskOutcome]) -> dict[str, Any]:
+            return {
+                "n": len(of),
+                "resolved": round(sum(map(resolved, of)) / len(of), 6) if of else 0.0,
+            }
+
+        non_infra = [o for o in rows if o.failure_kind != "infra" and o.status != "cancelled"]
         return {
             "n_tasks": len(rows),
-            "by_status": by_status,
-            "by_failure": by_failure,
-            "resolved": int(sum(resolved(r) for r in rows)),
-            "mean_all": {
-                "n": len(rows),
-                "resolved": round(sum(map(resolved, rows)) / len(rows), 6) if rows else 0.0,
-            },
-            "mean_non_infra": {
-                "n": len(non_infra),
-                "resolved": round(sum(map(resolved, non_infra)) / len(non_infra), 6)
-                if non_infra
-                else 0.0,
-            },
+            "by_status": dict(by_status),
+            "by_failure": dict(by_failure),
+            "resolved": int(sum(resolved(o) for o in rows)),
+            "mean_all": mean(rows),
+            "mean_non_infra": mean(non_infra),
         }

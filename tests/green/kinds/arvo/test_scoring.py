@@ -9,17 +9,17 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from services.green.scoring import (
+from services.green.kinds.arvo.scoring import (
     Aggregate,
-    TaskOutcome,
     TaskScore,
     aggregate,
     ground_truth_from_patch,
     score,
 )
-from services.green.scoring.groundtruth import GTFunction
-from services.green.scoring.metrics import function_names, names_match, path_candidates
+from services.green.kinds.arvo.scoring.groundtruth import GTFunction
+from services.green.kinds.arvo.scoring.metrics import function_names, names_match, path_candidates
 from services.shared.loc import LocJson, normalize_path
+from services.shared.outcome import TaskOutcome
 
 DATA = Path(__file__).parent / "data"
 PROJECT = DATA / "gt_project"
@@ -169,10 +169,10 @@ def test_none_submission_scores_zero(one_line_gt):
 def test_failed_task_counts_as_zero_in_the_aggregate(one_line_gt):
     perfect = score(sub(loc("src/util.c", 5, function="util_copy")), one_line_gt)
     outcomes = [
-        TaskOutcome(task_id="a", status="completed", score=perfect),
+        TaskOutcome(task_id="a", status="completed", scores=perfect.to_dict()),
         TaskOutcome(task_id="b", status="failed", failure_kind="agent", error="step limit"),
         TaskOutcome(task_id="c", status="failed", failure_kind="infra", error="image pull"),
-        TaskOutcome(task_id="d", status="completed", score=score(None, one_line_gt)),
+        TaskOutcome(task_id="d", status="completed", scores=score(None, one_line_gt).to_dict()),
     ]
     agg = aggregate(outcomes)
     assert isinstance(agg, Aggregate)
@@ -192,8 +192,8 @@ def test_aggregate_cancelled_and_unscorable():
     empty_gt = ground_truth_from_patch("", None)
     outcomes = [
         TaskOutcome(status="cancelled"),
-        TaskOutcome(status="completed", score=score(sub(loc("a.c", 1)), empty_gt)),
-        TaskOutcome(status="failed", failure_kind="agent", score=score(None, empty_gt)),
+        TaskOutcome(status="completed", scores=score(sub(loc("a.c", 1)), empty_gt).to_dict()),
+        TaskOutcome(status="failed", failure_kind="agent", scores=score(None, empty_gt).to_dict()),
     ]
     agg = aggregate(outcomes)
     assert agg.n_unscorable == 2

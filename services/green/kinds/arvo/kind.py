@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from services.green.assets import AssetSource, parse_arvo_id
-from services.green.judge import Judge, PreparedTask
-from services.green.scoring.metrics import aggregate_records
-from services.green.task_prompt import describe_task
-from services.sandbox.base import Sandbox, UnreadableFile
-from services.shared.protocol import RcaTask, TaskAssignment, TaskPaths
+from services.green.assets import AssetSource, make_asset_source, parse_arvo_id
+from services.green.config import GreenSettings
+from services.green.kinds.arvo.judge import Judge, PreparedTask
+from services.green.kinds.arvo.prompt import describe_task
+from services.sandbox.base import Sandbox, SandboxProvider, UnreadableFile
+from services.shared.outcome import TaskOutcome
+from services.shared.protocol import RCA_PATHS, RcaTask, TaskAssignment, TaskPaths
+from services.shared.scores import aggregate
 
 WORKSPACE = "/workspace"
 
@@ -27,7 +29,7 @@ class ArvoPlan:
     strip_git: bool
     hide_poc: bool
     mask_arvo_id: bool
-    paths: TaskPaths = field(default_factory=TaskPaths)
+    paths: TaskPaths = field(default_factory=lambda: RCA_PATHS.model_copy())
     workdir: str = WORKSPACE
 
     @property
@@ -107,8 +109,24 @@ class ArvoKind:
         self.mask_arvo_id = mask_arvo_id
         self.judge = judge or Judge()
 
-    def canonical(self, ref: str) -> str:
-        return parse_arvo_id(ref)
+    @staticmethod
+    def canonical(ref_id: str) -> str:
+        """ARVO ids are decimal numbers (``010055`` -> ``10055``)."""
+        return parse_arvo_id(ref_id)
+
+    @classmethod
+    def from_settings(cls, settings: GreenSettings, sandboxes: SandboxProvider) -> ArvoKind:
+        """Always served: the assets come from GREEN_ASSET_SOURCE."""
+        assets = make_asset_source(
+            settings.asset_source, settings.asset_cache_dir, timeout_s=settings.asset_timeout_s
+        )
+        return cls(
+            assets,
+            settings.image_template,
+            strip_git=settings.strip_git,
+            hide_poc=settings.hide_poc,
+            mask_arvo_id=settings.mask_arvo_id,
+        )
 
     def check(self, ref: str) -> None:
         self.assets.fetch(ref, "error.txt")  # small; warms the cache for preparation
@@ -129,5 +147,5 @@ class ArvoKind:
             mask_arvo_id=self.mask_arvo_id,
         )
 
-    def aggregate(self, records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-        return aggregate_records(records).to_dict()
+    def aggregate(self, outcomes: Iterable[TaskOutcome]) -> dict[str, Any]:
+        return aggregate(outcomes).to_dict()

@@ -1,4 +1,4 @@
-"""Ground truth from real-world-shaped patches (made with git from tests/green/data/gt_project)."""
+"""Ground truth from real-world-shaped patches (made with git from tests/green/kinds/arvo/data/gt_project)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from services.green.scoring.groundtruth import (
+from services.green.kinds.arvo.scoring.groundtruth import (
     GroundTruth,
     ground_truth_from_patch,
     is_code_file,
@@ -436,7 +436,7 @@ def test_judge_prepares_from_the_archive_without_extracting(tmp_path, monkeypatc
     import tarfile
 
     from services.green.assets import safe_extract
-    from services.green.judge import Judge
+    from services.green.kinds.arvo.judge import Judge
 
     tar_path = tmp_path / "repo-vul.tar.gz"
     with tarfile.open(tar_path, "w:gz") as tf:

@@ -1,5 +1,4 @@
-"""Scores of one submission against the ground truth (their aggregate over a run:
-:mod:`services.shared.scores`).
+"""Scores of one loc.json submission against the ground truth (the run's means: shared/scores.py).
 
 Per task (only the top :data:`TOP_K` = 5 locations count; each metric is 0 or 1 except IoU):
 
@@ -22,20 +21,10 @@ import re
 
 from pydantic import BaseModel
 
-from services.green.scoring.functions import name_from_declaration, split_name
-from services.green.scoring.groundtruth import GroundTruth, GTFile, GTFunction, GTRegion
+from services.green.kinds.arvo.scoring.functions import name_from_declaration, split_name
+from services.green.kinds.arvo.scoring.groundtruth import GroundTruth, GTFile, GTFunction, GTRegion
 from services.shared.loc import ROOT_PREFIXES, Location, LocJson, normalize_path
-from services.shared.scores import (  # noqa: F401  (the aggregate's names, re-exported)
-    METRIC_FIELDS,
-    METRICS,
-    Aggregate,
-    MetricMeans,
-    Metrics,
-    ScoreSummary,
-    TaskOutcome,
-    aggregate,
-    aggregate_records,
-)
+from services.shared.scores import METRIC_FIELDS, METRICS, ScoreSummary
 
 TOP_K = 5
 MAX_SPAN_LINES = 50
@@ -236,22 +225,38 @@ def score(submission: LocJson | None, gt: GroundTruth, project: str | None = Non
         why.append("no valid submission: every metric is 0")
         return result
     result.submitted = True
-    result.n_locations = len(submission.locations)
-    top = submission.locations[:TOP_K]
-    if len(submission.locations) > TOP_K:
-        why.append(
-            f"{len(submission.locations)} locations submitted; only the top {TOP_K} are scored "
-            + (
-                f"(rank {TOP_K + 1} is ignored)"
-                if len(submission.locations) == TOP_K + 1
-                else f"(ranks {TOP_K + 1}-{len(submission.locations)} are ignored)"
-            )
-        )
-    region_result = {id(r): rr for r, rr in zip(regions, result.regions, strict=True)}
-    gt_basenames = {f.path.rsplit("/", 1)[-1]: f.path for f in gt.files}
+    result.n_locations = n = len(submission.locations)
+    if n > TOP_K:
+        ignored = f"rank {TOP_K + 1} is" if n == TOP_K + 1 else f"ranks {TOP_K + 1}-{n} are"
+        why.append(f"{n} locations submitted; only the top {TOP_K} are scored ({ignored} ignored)")
+    scorer = _LocationScorer(gt, project, dict(zip(map(id, regions), result.regions, strict=True)))
+    for rank, loc in enumerate(submission.locations[:TOP_K], 1):
+        lr, line = scorer.score(rank, loc)
+        why.append(line)
+        result.locations.append(lr)
+    _totals(result)
+    why.extend(_region_notes(result))
+    if not result.scorable:
+        for k in METRIC_FIELDS:
+            setattr(result, k, 0.0)
+    return result
 
-    for rank, loc in enumerate(top, 1):
-        norm = normalize_path(loc.file, project)
+
+class _LocationScorer:
+    """Scores one ranked location against the ground truth, crediting the regions it finds."""
+
+    def __init__(
+        self, gt: GroundTruth, project: str | None, region_result: dict[int, RegionResult]
+    ) -> None:
+        self.gt = gt
+        self.project = project
+        self.region_result = region_result
+        """The result entry of each ground-truth region, by ``id()`` of the region."""
+        self.basenames = {f.path.rsplit("/", 1)[-1]: f.path for f in gt.files}
+
+    def score(self, rank: int, loc: Location) -> tuple[LocationResult, str]:
+        """The location's result and its explanation line."""
+        norm = normalize_path(loc.file, self.project)
         lr = LocationResult(
             rank=rank,
             file=loc.file,
@@ -263,69 +268,72 @@ def score(submission: LocJson | None, gt: GroundTruth, project: str | None = Non
         where = f"rank {rank} {loc.file}:{_span(loc.line_start, loc.line_end)}"
         if norm != loc.file:
             where += f" (normalized: {norm or '(empty)'})"
-        gtf = match_file(loc.file, gt, project)
+        gtf = match_file(loc.file, self.gt, self.project)
         if gtf is None:
             base = norm.rsplit("/", 1)[-1]
-            if base in gt_basenames:
+            if base in self.basenames:
                 lr.notes.append(
-                    f"same file name as the changed file {gt_basenames[base]!r} but a different "
-                    "path: files match by whole path, never by basename"
+                    f"same file name as the changed file {self.basenames[base]!r} but a "
+                    "different path: files match by whole path, never by basename"
                 )
             else:
-                lr.notes.append(
-                    "not a changed file (changed: " + (", ".join(result.gt_files) or "none") + ")"
-                )
-            why.append(f"{where}: file ✗ — {lr.notes[-1]}")
-            result.locations.append(lr)
-            continue
+                changed = ", ".join(f.path for f in self.gt.files) or "none"
+                lr.notes.append(f"not a changed file (changed: {changed})")
+            return lr, f"{where}: file ✗ — {lr.notes[-1]}"
         lr.matched_file = gtf.path
         lr.file_match = True
         parts = [f"file ✓ ({gtf.path})"]
-
         lr.function_match, fn_note = _function_match(loc, gtf)
         lr.notes.append(fn_note)
         parts.append(("function ✓ — " if lr.function_match else "function ✗ — ") + fn_note)
+        if line_note := _line_credit(loc, gtf, lr):
+            parts.append(line_note)
+        parts.append(self._iou_credit(rank, loc, gtf, lr))
+        return lr, f"{where}: " + "; ".join(parts)
 
+    def _iou_credit(self, rank: int, loc: Location, gtf: GTFile, lr: LocationResult) -> str:
         n_lines = loc.line_end - loc.line_start + 1
-        hit_lines = [x for x in gtf.lines if loc.line_start <= x <= loc.line_end]
-        if n_lines > MAX_SPAN_LINES:
-            note = f"span of {n_lines} lines is longer than {MAX_SPAN_LINES}: no line credit"
-            lr.notes.append(note)
-            parts.append("line ✗ — " + note)
-        elif hit_lines:
-            lr.line_match = True
-            shown = ", ".join(map(str, hit_lines[:5])) + (" …" if len(hit_lines) > 5 else "")
-            parts.append(f"line ✓ — contains changed line(s) {shown}")
-        elif gtf.lines:
-            nearest = min(
-                gtf.lines, key=lambda x: min(abs(x - loc.line_start), abs(x - loc.line_end))
-            )
-            dist = min(abs(nearest - loc.line_start), abs(nearest - loc.line_end))
-            note = f"contains no changed line (nearest: {nearest}, {dist} lines away)"
-            lr.notes.append(note)
-            parts.append("line ✗ — " + note)
-
         best_iou, best = 0.0, None
         for region in gtf.regions:
             value = _iou(loc.line_start, loc.line_end, region)
             if value == 0:
                 continue
-            rr = region_result[id(region)]
+            rr = self.region_result[id(region)]
             rr.overlapped_by.append(rank)
             rr.best_iou = max(rr.best_iou, round(value, 6))
             if n_lines <= MAX_SPAN_LINES:
                 rr.line_matched_by.append(rank)
             if value > best_iou:
                 best_iou, best = value, rr
-        if best is not None:
-            lr.iou = round(best_iou, 6)
-            lr.best_region = best.index
-            parts.append(f"IoU {best_iou:.2f} with region R{best.index} {best.label}")
-        else:
-            parts.append("IoU 0 (overlaps no region)")
-        why.append(f"{where}: " + "; ".join(parts))
-        result.locations.append(lr)
+        if best is None:
+            return "IoU 0 (overlaps no region)"
+        lr.iou = round(best_iou, 6)
+        lr.best_region = best.index
+        return f"IoU {best_iou:.2f} with region R{best.index} {best.label}"
 
+
+def _line_credit(loc: Location, gtf: GTFile, lr: LocationResult) -> str | None:
+    """line@k for one location in a ground-truth file: sets ``lr.line_match``; its note."""
+    n_lines = loc.line_end - loc.line_start + 1
+    hit_lines = [x for x in gtf.lines if loc.line_start <= x <= loc.line_end]
+    if n_lines > MAX_SPAN_LINES:
+        note = f"span of {n_lines} lines is longer than {MAX_SPAN_LINES}: no line credit"
+        lr.notes.append(note)
+        return "line ✗ — " + note
+    if hit_lines:
+        lr.line_match = True
+        shown = ", ".join(map(str, hit_lines[:5])) + (" …" if len(hit_lines) > 5 else "")
+        return f"line ✓ — contains changed line(s) {shown}"
+    if not gtf.lines:
+        return None
+    nearest = min(gtf.lines, key=lambda x: min(abs(x - loc.line_start), abs(x - loc.line_end)))
+    dist = min(abs(nearest - loc.line_start), abs(nearest - loc.line_end))
+    note = f"contains no changed line (nearest: {nearest}, {dist} lines away)"
+    lr.notes.append(note)
+    return "line ✗ — " + note
+
+
+def _totals(result: TaskScore) -> None:
     first = result.locations[0] if result.locations else None
     result.file_at_1 = float(bool(first and first.file_match))
     result.func_at_1 = float(bool(first and first.function_match))
@@ -335,21 +343,21 @@ def score(submission: LocJson | None, gt: GroundTruth, project: str | None = Non
     result.line_at_5 = float(any(x.line_match for x in result.locations))
     result.iou = max((x.iou for x in result.locations), default=0.0)
 
+
+def _region_notes(result: TaskScore) -> list[str]:
+    notes = []
     for rr in result.regions:
         if rr.line_matched_by:
-            why.append(
+            notes.append(
                 f"region R{rr.index} {rr.label}: found by rank(s) "
                 + ", ".join(map(str, rr.line_matched_by))
                 + f" (best IoU {rr.best_iou:.2f})"
             )
         elif rr.overlapped_by:
-            why.append(
+            notes.append(
                 f"region R{rr.index} {rr.label}: only overlapped by spans longer than "
                 f"{MAX_SPAN_LINES} lines (rank(s) {', '.join(map(str, rr.overlapped_by))})"
             )
         else:
-            why.append(f"region R{rr.index} {rr.label}: not found by any of the top {TOP_K}")
-    if not result.scorable:
-        for k in METRIC_FIELDS:
-            setattr(result, k, 0.0)
-    return result
+            notes.append(f"region R{rr.index} {rr.label}: not found by any of the top {TOP_K}")
+    return notes

@@ -3,8 +3,12 @@
 Pure Python (no services). See ``docs/scoring.md`` for the definitions and worked examples.
 """
 
-from services.green.scoring.functions import FunctionIndex, FunctionSpan, name_from_declaration
-from services.green.scoring.groundtruth import (
+from services.green.kinds.arvo.scoring.functions import (
+    FunctionIndex,
+    FunctionSpan,
+    name_from_declaration,
+)
+from services.green.kinds.arvo.scoring.groundtruth import (
     GroundTruth,
     GTFile,
     GTFunction,
@@ -12,19 +16,16 @@ from services.green.scoring.groundtruth import (
     IgnoredFile,
     ground_truth_from_patch,
 )
-from services.green.scoring.metrics import (
+from services.green.kinds.arvo.scoring.metrics import (
     MAX_SPAN_LINES,
     METRICS,
     TOP_K,
-    Aggregate,
     LocationResult,
-    MetricMeans,
     RegionResult,
-    TaskOutcome,
     TaskScore,
-    aggregate,
     score,
 )
+from services.shared.scores import Aggregate, MetricMeans, aggregate
 
 __all__ = [
     "MAX_SPAN_LINES",
@@ -41,7 +42,6 @@ __all__ = [
     "LocationResult",
     "MetricMeans",
     "RegionResult",
-    "TaskOutcome",
     "TaskScore",
     "aggregate",
     "ground_truth_from_patch",

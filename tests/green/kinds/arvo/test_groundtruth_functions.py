@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from services.green.scoring.functions import (
+from services.green.kinds.arvo.scoring.functions import (
     FunctionIndex,
     language_for,
     list_functions,

@@ -2,7 +2,7 @@
 
 from datetime import UTC, datetime
 
-from services.green.task_prompt import describe_task
+from services.green.kinds.arvo.prompt import describe_task
 from services.shared.protocol import RcaTask, TaskLimits
 
 

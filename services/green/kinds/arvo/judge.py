@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from services.green.assets import check_archive
-from services.green.scoring.groundtruth import GroundTruth, ground_truth_from_patch
-from services.green.scoring.metrics import TaskScore, path_candidates, score
+from services.green.kinds.arvo.scoring.groundtruth import GroundTruth, ground_truth_from_patch
+from services.green.kinds.arvo.scoring.metrics import TaskScore, path_candidates, score
 from services.shared.loc import LocJson, parse_loc_json
 
 

@@ -1,0 +1,35 @@
+"""The task kinds green knows, by name: one registration line per kind, and the one way to read a
+task reference (``arvo:10055``) into a checked :class:`TaskRef`."""
+
+from __future__ import annotations
+
+from services.green.config import GreenSettings
+from services.green.kinds.arvo import ArvoKind
+from services.green.kinds.base import KindClass, TaskKind
+from services.green.kinds.swebench import SweBenchKind
+from services.sandbox.base import SandboxProvider
+from services.shared.task_ref import TaskRef
+
+KINDS: dict[str, KindClass] = {
+    ArvoKind.name: ArvoKind,
+    SweBenchKind.name: SweBenchKind,
+}
+"""Every kind green can host, by the prefix of its references. A new kind adds one line here."""
+
+
+def build_kinds(settings: GreenSettings, sandboxes: SandboxProvider) -> dict[str, TaskKind]:
+    """The kinds this green serves: each registered kind its settings enable."""
+    built = {name: cls.from_settings(settings, sandboxes) for name, cls in KINDS.items()}
+    return {name: kind for name, kind in built.items() if kind is not None}
+
+
+def parse_ref(value: str | int | TaskRef) -> TaskRef:
+    """A task reference, checked by its kind: ``"arvo:010055"`` / ``10055`` -> ``arvo:10055``.
+
+    ValueError, with a sentence, for bad syntax, an unknown kind or an id the kind rejects.
+    """
+    ref = TaskRef.parse(value)
+    cls = KINDS.get(ref.kind)
+    if cls is None:
+        raise ValueError(f"unknown task kind {ref.kind!r} in {ref} (known: {', '.join(KINDS)})")
+    return TaskRef(ref.kind, cls.canonical(ref.id))

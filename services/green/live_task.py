@@ -1,0 +1,290 @@
+"""The live task: the state of a task this process is working on, and purple's requests to it.
+
+Purple's ``execute`` and ``submit`` reach a running task here: the task token is checked, the
+limits (command size, command count, deadline) are applied, the command runs in the task's
+container, and each command is recorded once (one row in the ``commands`` table, one log line,
+one event for listeners). The lifecycle around it (queue, preparation, hand-over to purple,
+evaluation, cleanup) is :mod:`services.green.orchestrator`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from services.green.config import GreenSettings
+from services.green.kinds.base import TaskKind, TaskPlan
+from services.green.store.crud import TaskStore
+from services.green.store.models import (
+    Command,
+    CommandPublic,
+    FailureKind,
+    TaskStatus,
+    utcnow,
+)
+from services.sandbox.base import AgentFault, Sandbox, SandboxError
+from services.shared.commands import CommandResult
+from services.shared.logging import get_logger, task_log_context
+from services.shared.outcome import TaskOutcome
+from services.shared.protocol import Result, Submit, SubmitResult
+from services.shared.task_ref import TaskRef
+from services.shared.text import clip_middle
+
+log = get_logger("services.green.orchestrator")
+
+STORED_OUTPUT_CHARS = 8 * 1024
+"""How much of each command's output the commands table keeps (head and tail)."""
+
+Io = Callable[..., Awaitable[Any]]
+"""Runs a blocking call (the sandbox, file reads) off the event loop."""
+
+
+class TaskNotFound(KeyError):
+    pass
+
+
+class RequestRefused(Exception):
+    """An execute/submit that green will not serve (bad token, task not running, limits)."""
+
+
+@dataclass(frozen=True)
+class TaskEvent:
+    """What subscribers (the A2A executor streaming a task) hear about a task."""
+
+    task_id: str
+    status: TaskStatus
+    message: str
+    command: CommandPublic | None = None
+    """The command just recorded, when the event is about one (the dashboard's live view)."""
+
+
+@dataclass
+class LiveTask:
+    """In-memory state of a task this process is working on."""
+
+    id: str
+    kind: TaskKind
+    ref: TaskRef
+    """The task reference (``arvo:10055``, ``swebench:<instance id>``)."""
+    token: str
+    purple_url: str
+    max_steps: int
+    task_timeout_s: float
+    command_timeout_s: float
+    log_key: str
+    sandbox: Sandbox | None = None
+    plan: TaskPlan | None = None
+    status: TaskStatus = TaskStatus.queued
+    commands: int = 0
+    """Commands run so far (the store's ``steps`` counter)."""
+    deadline: float = 0.0
+    last_activity: float = field(default_factory=time.monotonic)
+    submission: dict[str, Any] | None = None
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set when the task must stop waiting: a submission was accepted, or the sandbox broke."""
+    sandbox_error: str | None = None
+    agent_fault: AgentFault | None = None
+    """Set when the agent's command ended the container (it stopped, a limit): ends the task."""
+    end_detail: str | None = None
+    """Why the task ended, when more than its end reason says (e.g. how purple was lost)."""
+    creating: asyncio.Future[Sandbox] | None = None
+    """The container being created; cleanup waits for it, so a cancel never orphans it."""
+    exec_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    runner: asyncio.Task[None] | None = None
+    cancel_reason: str | None = None
+    submissions: int = 0
+    subscribers: list[asyncio.Queue[TaskEvent]] = field(default_factory=list)
+
+    def outcome(
+        self,
+        status: TaskStatus,
+        end_reason: str,
+        error: str | None = None,
+        failure_kind: FailureKind | None = None,
+        scores: dict[str, Any] | None = None,
+    ) -> TaskOutcome:
+        """How this task ended (the counters are the store's)."""
+        return TaskOutcome(
+            task_id=self.id,
+            kind=self.ref.kind,
+            ref_id=self.ref.id,
+            status=status,
+            end_reason=end_reason,
+            error=error,
+            failure_kind=failure_kind,
+            scores=scores,
+        )
+
+    def log_context(self) -> contextlib.AbstractContextManager[None]:
+        """Every log line inside goes to this task's log file, tagged with its ids."""
+        return task_log_context(self.id, self.log_key, task_ref=str(self.ref))
+
+    def publish(self, event: TaskEvent) -> None:
+        for q in self.subscribers:
+            q.put_nowait(event)
+
+    def sandbox_broke(self, exc: SandboxError) -> None:
+        """The container or the engine failed (not the agent): end the task as infra."""
+        log.error("sandbox.broken", error=str(exc))
+        self.sandbox_error = f"the task container broke: {exc}"
+        self.ended.set()
+
+
+class LiveTasks:
+    """The tasks this process is working on, by id, and the requests purple sends them."""
+
+    def __init__(self, settings: GreenSettings, store: TaskStore) -> None:
+        self.settings = settings
+        self.store = store
+        self._tasks: dict[str, LiveTask] = {}
+
+    def __contains__(self, task_id: object) -> bool:
+        return task_id in self._tasks
+
+    def __iter__(self) -> Iterator[LiveTask]:
+        return iter(list(self._tasks.values()))
+
+    def get(self, task_id: str) -> LiveTask | None:
+        return self._tasks.get(task_id)
+
+    def add(self, live: LiveTask) -> None:
+        self._tasks[live.id] = live
+
+    def pop(self, task_id: str) -> None:
+        self._tasks.pop(task_id, None)
+
+    def running(self, task_id: str, token: str | None) -> LiveTask:
+        """The running task a request addresses, once its token is checked."""
+        live = self._tasks.get(task_id)
+        if live is None:
+            task = self.store.get(task_id)
+            if task is None:
+                raise TaskNotFound(task_id)
+            raise RequestRefused(f"task {task_id} is {task.status.value}; it accepts no requests")
+        if self.settings.require_token and not (
+            token and secrets.compare_digest(token.encode("utf-8", "replace"), live.token.encode())
+        ):
+            raise RequestRefused("missing or wrong task token")
+        if live.status is not TaskStatus.running:
+            raise RequestRefused(f"task {task_id} is {live.status.value}, not running")
+        return live
+
+    def _check_size(self, command: str) -> None:
+        size = len(command.encode("utf-8", errors="surrogateescape"))
+        if size > self.settings.command_max_bytes:
+            raise RequestRefused(
+                f"the command is {size:,} bytes; the limit is {self.settings.command_max_bytes:,}"
+                " (write large content to a file in several smaller commands)"
+            )
+
+    async def execute(
+        self, task_id: str, token: str | None, command: str, timeout: float | None = None
+    ) -> Result:
+        """Run one of purple's commands in the task's container; its result as sent back."""
+        live = self.running(task_id, token)
+        self._check_size(command)
+        async with live.exec_lock:
+            if live.commands >= live.max_steps:
+                raise RequestRefused(
+                    f"step limit reached ({live.max_steps} commands); only submit is accepted now"
+                )
+            live.last_activity = time.monotonic()
+            limit = min(
+                timeout or live.command_timeout_s,
+                live.command_timeout_s,
+                max(1.0, live.deadline - time.monotonic()),
+            )
+            started = utcnow()
+            with live.log_context():
+                result = await self._run(live, command, limit)
+                live.commands += 1
+                live.last_activity = time.monotonic()
+                log.info(
+                    "command.executed",
+                    step=live.commands,
+                    command=command[:500],
+                    exit_code=result.exit_code,
+                    duration_s=round(result.duration_s, 4),
+                    timed_out=result.timed_out,
+                    truncated=result.truncated,
+                )
+            self._record(live, command, result, started)
+            return Result.model_validate(result.model_dump())
+
+    async def _run(self, live: LiveTask, command: str, limit: float) -> CommandResult:
+        assert live.sandbox is not None and live.plan is not None
+        try:
+            return await live.sandbox.exec(live.plan.wrap(command), limit)
+        except AgentFault as exc:  # the command ended its own container: end the task
+            log.warning("sandbox.agent_fault", reason=exc.reason, error=str(exc))
+            live.agent_fault = exc
+            live.ended.set()
+            raise RequestRefused(str(exc)) from exc
+        except SandboxError as exc:  # the container is gone: the harness failed, end it
+            live.sandbox_broke(exc)
+            raise RequestRefused(live.sandbox_error or str(exc)) from exc
+
+    def _record(self, live: LiveTask, command: str, result: CommandResult, started: Any) -> None:
+        """The command's one row in the store, and its event for listeners."""
+        record = Command(
+            task_id=live.id,
+            seq=live.commands,
+            command=command,
+            exit_code=result.exit_code,
+            duration_s=result.duration_s,
+            timed_out=result.timed_out,
+            truncated=result.truncated,
+            output=clip_middle(result.output, STORED_OUTPUT_CHARS, "characters not stored"),
+            created_at=started,
+        )
+        # built before the insert (which expires the record); only when someone listens
+        shown = (
+            CommandPublic.model_validate(record, from_attributes=True) if live.subscribers else None
+        )
+        self.store.add_command(record)
+        live.publish(
+            TaskEvent(
+                live.id,
+                live.status,
+                f"step {live.commands}: {command[:80]} -> {result.exit_code}",
+                shown,
+            )
+        )
+
+    async def submit(self, task_id: str, token: str | None, stats: Submit) -> SubmitResult:
+        """Read and check the agent's submission; an accepted one ends the task."""
+        live = self.running(task_id, token)
+        async with live.exec_lock:
+            live.last_activity = time.monotonic()
+            assert live.plan is not None and live.sandbox is not None
+            try:
+                submission, errors = await live.plan.read_submission(live.sandbox)
+            except SandboxError as exc:  # the engine or container failed, not the submission
+                with live.log_context():
+                    live.sandbox_broke(exc)
+                raise RequestRefused(live.sandbox_error or str(exc)) from exc
+            accepted = submission is not None and not errors
+            live.submissions += 1
+            self.store.update(
+                live.id,
+                submissions=live.submissions,
+                tokens_in=stats.tokens_in,
+                tokens_out=stats.tokens_out,
+                cost=stats.cost,
+            )
+            with live.log_context():
+                log.info(
+                    "submission.received",
+                    accepted=accepted,
+                    errors=errors,
+                    attempt=live.submissions,
+                )
+            if accepted:
+                live.submission = submission
+                live.ended.set()
+            return SubmitResult(accepted=accepted, errors=errors)

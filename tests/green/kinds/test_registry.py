@@ -1,0 +1,82 @@
+"""The kind registry: one parser for task references, checked by each kind; the kinds a green
+serves follow its settings; A2A text names tasks of any registered kind."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from services.green.a2a.requests import StartTask, classify
+from services.green.config import GreenSettings
+from services.green.kinds.arvo import ArvoKind
+from services.green.kinds.registry import KINDS, build_kinds, parse_ref
+from services.green.kinds.swebench import SweBenchKind
+from services.green.store.models import TaskStatus
+from services.shared.a2a import Payload
+from services.shared.outcome import TaskOutcome
+from services.shared.task_ref import TaskRef
+
+
+def test_every_registered_kind_is_named_by_its_prefix():
+    assert set(KINDS) == {"arvo", "swebench"}
+    assert all(cls.name == name for name, cls in KINDS.items())
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (10055, "arvo:10055"),
+        ("arvo:010055", "arvo:10055"),
+        ("swebench:django__django-11099", "swebench:django__django-11099"),
+    ],
+)
+def test_parse_ref_canonical(value, expected):
+    assert parse_ref(value) == TaskRef.parse(expected)
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ("arvo:abc", "not an ARVO id"),  # the kind's own check
+        ("nokind:1", "unknown task kind 'nokind'"),
+        ("../../etc/passwd", "not a task reference"),
+    ],
+)
+def test_parse_ref_rejects_with_a_sentence(value, why):
+    with pytest.raises(ValueError, match=why):
+        parse_ref(value)
+
+
+def test_build_kinds_follows_the_settings(tmp_path: Path):
+    base = dict(asset_source=str(tmp_path), asset_cache_dir=tmp_path / "cache")
+    only_arvo = build_kinds(GreenSettings(**base), sandboxes=None)  # type: ignore[arg-type]
+    assert list(only_arvo) == ["arvo"] and isinstance(only_arvo["arvo"], ArvoKind)
+    both = build_kinds(
+        GreenSettings(**base, swebench_instances=str(tmp_path / "i.jsonl")),
+        sandboxes=None,  # type: ignore[arg-type]
+    )
+    assert set(both) == {"arvo", "swebench"}
+
+
+def test_a2a_text_names_tasks_of_registered_kinds_only():
+    verdict = classify(Payload(text="Task ID: arvo:010055 and swebench:a__b-1; other:7"))
+    assert isinstance(verdict, StartTask)
+    assert verdict.task_ids == ["arvo:10055", "swebench:a__b-1"]
+
+
+def test_kind_aggregates_read_task_outcomes():
+    outcomes = [
+        TaskOutcome(
+            kind="swebench", ref_id="a", status=TaskStatus.completed, scores={"resolved": 1.0}
+        ),
+        TaskOutcome(kind="swebench", ref_id="b", status=TaskStatus.failed, failure_kind="infra"),
+    ]
+    agg = SweBenchKind("unused.jsonl", provider=None).aggregate(outcomes)  # type: ignore[arg-type]
+    assert agg["resolved"] == 1 and agg["mean_all"]["resolved"] == 0.5
+    assert agg["mean_non_infra"] == {"n": 1, "resolved": 1.0}
+    assert outcomes[0].model_dump(mode="json")["ref"] == "swebench:a"
+    with pytest.raises(ValueError, match="has not ended"):
+        ArvoKind(assets=None, image_template="").aggregate(  # type: ignore[arg-type]
+            [TaskOutcome(status=TaskStatus.running)]
+        )
