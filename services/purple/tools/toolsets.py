@@ -1,4 +1,4 @@
-"""The kinds of task the ReAct loop works on, as :class:`~services.purple.protocols.Toolset`\\ s:
+"""The kinds of task the ReAct loop works on (each a :class:`~services.purple.protocols.Toolset`):
 root-cause analysis (:class:`RcaToolset`, the default) and fixing an issue (:class:`SweToolset`).
 
 A toolset makes one fresh set of tools per run (the tool functions plus the run's command
