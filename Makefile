@@ -13,8 +13,9 @@ e2e: setup       ## only the docker compose end-to-end tests
 setup:
 	bash scripts/setup.sh
 
-lint:
+lint:           ## ruff, and the layout rules (import directions, sizes: scripts/check_layout.py)
 	uv run --frozen ruff check . && uv run --frozen ruff format --check .
+	uv run --frozen python scripts/check_layout.py
 
 bench: setup
 	uv run --frozen python bench/bench_sandbox_exec.py

@@ -1,0 +1,194 @@
+"""Checks the layout rules of services/: which package may import which, and the size limits.
+
+    uv run python scripts/check_layout.py            # the repository's own tree
+    uv run python scripts/check_layout.py --root DIR # another tree with a services/ folder
+
+Rules (docs/architecture.md, "The rules the layout keeps"):
+- each package imports only the packages its row of ALLOWED names (imports inside functions and
+  under TYPE_CHECKING count: a dependency is a dependency);
+- green never reaches purple, and purple never reaches green, not even through a third package
+  (the SWE-bench harness uses the agent; green's SWE-bench kind may use only the harness's
+  modules that stay clear of the agent);
+- no module over MAX_MODULE_LINES lines, no function over MAX_FUNCTION_LINES lines;
+- every module starts with a docstring whose first line says what it is for.
+
+Exits 1 and prints one line per broken rule; prints a one-line summary and exits 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MAX_MODULE_LINES = 500
+MAX_FUNCTION_LINES = 80
+
+ALLOWED: dict[str, set[str]] = {
+    "shared": set(),
+    "sandbox": {"shared"},
+    "green": {"shared", "sandbox", "swebench"},
+    "purple": {"shared"},
+    "swebench": {"shared", "sandbox", "purple"},
+    "arena": {"shared"},
+}
+"""Package -> the packages it may import (besides itself)."""
+
+NEVER_REACHES: dict[str, str] = {"green": "purple", "purple": "green"}
+"""Package -> the package none of its modules may reach through any chain of imports."""
+
+
+@dataclass
+class Module:
+    name: str
+    """Dotted name, e.g. ``services.green.app``."""
+    path: Path
+    """Relative to the checked root."""
+    lines: int
+    imports: set[str] = field(default_factory=set)
+    """Dotted names of the project's modules it imports (resolved to existing modules)."""
+
+    @property
+    def package(self) -> str:
+        parts = self.name.split(".")
+        return parts[1] if len(parts) > 1 else ""
+
+
+def module_name(root: Path, path: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imported_names(tree: ast.Module, name: str, is_package: bool) -> Iterator[str]:
+    """Every dotted name an import statement of the module names (relative ones resolved)."""
+    base = name.split(".") if is_package else name.split(".")[:-1]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                anchor = base[: len(base) - node.level + 1]
+                prefix = ".".join(anchor + ([node.module] if node.module else []))
+            else:
+                prefix = node.module or ""
+            yield prefix
+            yield from (f"{prefix}.{alias.name}" for alias in node.names)
+
+
+def load(root: Path) -> tuple[dict[str, Module], dict[str, ast.Module]]:
+    modules: dict[str, Module] = {}
+    trees: dict[str, ast.Module] = {}
+    for path in sorted((root / "services").rglob("*.py")):
+        name = module_name(root, path)
+        text = path.read_text(encoding="utf-8")
+        trees[name] = ast.parse(text, filename=str(path))
+        modules[name] = Module(name, path.relative_to(root), len(text.splitlines()))
+    for name, tree in trees.items():
+        is_package = modules[name].path.name == "__init__.py"
+        for dotted in imported_names(tree, name, is_package):
+            if dotted in modules and dotted != name:
+                modules[name].imports.add(dotted)
+    return modules, trees
+
+
+def direction_errors(modules: dict[str, Module]) -> Iterator[str]:
+    for mod in modules.values():
+        allowed = ALLOWED.get(mod.package)
+        if allowed is None:
+            if mod.package:
+                yield f"{mod.path}: package services.{mod.package} has no row in ALLOWED"
+            continue
+        for target in sorted(mod.imports):
+            other = modules[target].package
+            if other and other != mod.package and other not in allowed:
+                yield f"{mod.path}: services.{mod.package} must not import {target}"
+
+
+def reach_errors(modules: dict[str, Module]) -> Iterator[str]:
+    for source, forbidden in NEVER_REACHES.items():
+        for mod in modules.values():
+            if mod.package != source:
+                continue
+            chain = _path_to(modules, mod.name, forbidden)
+            if chain and len(chain) > 2:  # direct imports are reported by direction_errors
+                yield f"{mod.path}: services.{source} reaches services.{forbidden}: {' -> '.join(chain)}"
+
+
+def _path_to(modules: dict[str, Module], start: str, package: str) -> list[str] | None:
+    """The shortest import chain from ``start`` to any module of ``package`` (breadth first)."""
+    parent: dict[str, str | None] = {start: None}
+    frontier = [start]
+    while frontier:
+        nxt: list[str] = []
+        for name in frontier:
+            for target in sorted(modules[name].imports):
+                if target in parent:
+                    continue
+                parent[target] = name
+                if modules[target].package == package:
+                    chain = [target]
+                    while (prev := parent[chain[-1]]) is not None:
+                        chain.append(prev)
+                    return chain[::-1]
+                nxt.append(target)
+        frontier = nxt
+    return None
+
+
+def size_errors(modules: dict[str, Module], trees: dict[str, ast.Module]) -> Iterator[str]:
+    for name, tree in trees.items():
+        path = modules[name].path
+        lines = modules[name].lines
+        if lines > MAX_MODULE_LINES:
+            yield f"{path}: {lines} lines (the limit is {MAX_MODULE_LINES})"
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    yield (
+                        f"{path}:{node.lineno}: function {node.name} has {length} lines "
+                        f"(the limit is {MAX_FUNCTION_LINES})"
+                    )
+
+
+def docstring_errors(modules: dict[str, Module], trees: dict[str, ast.Module]) -> Iterator[str]:
+    for name, tree in trees.items():
+        if not tree.body:
+            continue  # an empty __init__.py marks a package and says nothing
+        doc = ast.get_docstring(tree)
+        if not doc or not doc.strip().splitlines()[0].strip():
+            yield f"{modules[name].path}: no module docstring saying what the module is for"
+
+
+def check(root: Path) -> list[str]:
+    modules, trees = load(root)
+    return [
+        *direction_errors(modules),
+        *reach_errors(modules),
+        *size_errors(modules, trees),
+        *docstring_errors(modules, trees),
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parent.parent)
+    args = parser.parse_args(argv)
+    errors = check(args.root)
+    for line in errors:
+        print(line)
+    if errors:
+        print(f"layout: {len(errors)} rule(s) broken", file=sys.stderr)
+        return 1
+    count = sum(1 for _ in (args.root / "services").rglob("*.py"))
+    print(f"layout: {count} modules keep the import directions and the size limits")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

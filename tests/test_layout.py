@@ -1,0 +1,123 @@
+"""scripts/check_layout.py: each rule fails on a tree that breaks it, and the repository keeps them."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("check_layout", ROOT / "scripts" / "check_layout.py")
+assert _spec and _spec.loader
+check_layout = importlib.util.module_from_spec(_spec)
+sys.modules["check_layout"] = check_layout
+_spec.loader.exec_module(check_layout)
+
+
+def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = tmp_path / "services" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    for pkg in {p.split("/")[0] for p in files}:
+        (tmp_path / "services" / pkg / "__init__.py").touch()
+    (tmp_path / "services" / "__init__.py").touch()
+    return tmp_path
+
+
+DOC = '"""Does one thing."""\n'
+
+
+def test_a_clean_tree_passes(tmp_path):
+    root = _tree(
+        tmp_path,
+        {
+            "shared/text.py": DOC,
+            "sandbox/base.py": DOC + "from services.shared import text\n",
+            "green/app.py": DOC + "from services.sandbox.base import x\nfrom . import kinds\n",
+            "green/kinds.py": DOC,
+        },
+    )
+    assert check_layout.check(root) == []
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        (
+            {"shared/a.py": DOC + "import services.green.app\n", "green/app.py": DOC},
+            "services.shared must not import services.green.app",
+        ),
+        (
+            {"sandbox/a.py": DOC + "from services.green import app\n", "green/app.py": DOC},
+            "services.sandbox must not import services.green.app",
+        ),
+        (
+            {
+                "arena/a.py": DOC + "def f():\n    from services.purple.b import c\n",
+                "purple/b.py": DOC,
+            },
+            "services.arena must not import services.purple.b",
+        ),
+        (
+            {"purple/a.py": DOC + "from ..green.app import x\n", "green/app.py": DOC},
+            "services.purple must not import services.green.app",
+        ),
+        (
+            {"green/a.py": DOC + "from services.purple import b\n", "purple/b.py": DOC},
+            "services.green must not import services.purple.b",
+        ),
+    ],
+)
+def test_a_wrong_direction_fails(tmp_path, files, expected):
+    errors = check_layout.check(_tree(tmp_path, files))
+    assert any(expected in e for e in errors), errors
+
+
+def test_green_reaching_purple_through_the_harness_fails(tmp_path):
+    root = _tree(
+        tmp_path,
+        {
+            "green/kind.py": DOC + "from services.swebench import runner\n",
+            "swebench/runner.py": DOC + "from services.purple import agent\n",
+            "swebench/judge.py": DOC,
+            "purple/agent.py": DOC,
+        },
+    )
+    errors = check_layout.check(root)
+    assert any(
+        "services.green reaches services.purple: services.green.kind -> services.swebench.runner"
+        in e
+        for e in errors
+    ), errors
+    (root / "services/green/kind.py").write_text(DOC + "from services.swebench import judge\n")
+    assert check_layout.check(root) == []
+
+
+def test_sizes_and_docstrings_fail(tmp_path):
+    long_function = "def f():\n" + "    x = 1\n" * 80
+    root = _tree(
+        tmp_path,
+        {
+            "green/big.py": DOC + "x = 1\n" * 500,
+            "green/long.py": DOC + long_function,
+            "green/nodoc.py": "x = 1\n",
+            "green/ok.py": DOC + "def g():\n" + "    x = 1\n" * 79,
+        },
+    )
+    errors = check_layout.check(root)
+    assert any(e.startswith("services/green/big.py: 501 lines") for e in errors), errors
+    assert any("function f has 81 lines" in e for e in errors), errors
+    assert any(e.startswith("services/green/nodoc.py: no module docstring") for e in errors), errors
+    assert not any("ok.py" in e for e in errors)
+
+
+def test_an_unknown_package_is_reported(tmp_path):
+    errors = check_layout.check(_tree(tmp_path, {"extra/a.py": DOC}))
+    assert any("services.extra has no row in ALLOWED" in e for e in errors)
+
+
+def test_the_repository_keeps_the_rules():
+    assert check_layout.check(ROOT) == []
