@@ -1,0 +1,102 @@
+"""A complete third task kind in one file: find the needle in a haystack (docs/architecture.md).
+
+``needle:<n>`` puts ``/workspace/haystack.txt`` (1,000 lines, one of them ``NEEDLE``) into a
+container; the agent writes ``{"line": <number>}`` to ``/workspace/answer.json`` and submits;
+the score is ``found`` 1.0 or 0.0. It is what a new kind needs and nothing more: an id check, a
+plan (image, paths, workspace, prompt, reading and scoring the answer, the ground truth) and an
+aggregate. Copied to ``services/green/kinds/needle/`` and registered with one line in
+``services/green/kinds/registry.py``, green serves it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from services.green.config import GreenSettings
+from services.sandbox.base import Sandbox, SandboxProvider
+from services.shared.outcome import TaskOutcome, TaskStatus
+from services.shared.protocol import RcaTask, TaskAssignment, TaskPaths
+
+LINES = 1000
+PATHS = TaskPaths(workspace="/workspace", submission="/workspace/answer.json")
+
+
+def needle_line(ref_id: str) -> int:
+    """Where the needle of task ``needle:<ref_id>`` is (1-based)."""
+    return int(ref_id) % LINES + 1
+
+
+@dataclass
+class NeedlePlan:
+    ref_id: str
+    image: str
+    paths: TaskPaths = field(default_factory=PATHS.model_copy)
+    workdir: str = "/workspace"
+
+    @property
+    def log_key(self) -> str:
+        return f"needle_{self.ref_id}"
+
+    async def populate(self, sandbox: Sandbox) -> None:
+        lines = ["hay"] * LINES
+        lines[needle_line(self.ref_id) - 1] = "NEEDLE"
+        await sandbox.put_files(self.workdir, {"haystack.txt": "\n".join(lines).encode()})
+
+    def wrap(self, command: str) -> str:
+        return command
+
+    def describe(self, task: TaskAssignment) -> str:
+        return (
+            f"# Task {task.task_id}\nOne line of /workspace/haystack.txt reads NEEDLE. Write "
+            '{"line": <its 1-based number>} to /workspace/answer.json, then submit.\n'
+            "Send `execute: <command>` to run a shell command and `submit` when done, each with "
+            f"a last line `token: {task.token}`. At most {task.limits.max_steps} commands."
+        )
+
+    async def read_submission(self, sandbox: Sandbox) -> tuple[dict[str, Any] | None, list[str]]:
+        try:
+            answer = json.loads(await sandbox.read_file(PATHS.submission, max_bytes=4096))
+            return {"line": int(answer["line"])}, []
+        except FileNotFoundError:
+            return None, [f"{PATHS.submission} does not exist"]
+        except (ValueError, TypeError, KeyError) as exc:
+            return None, [f'{PATHS.submission} must hold {{"line": <number>}}: {exc}']
+
+    async def score(self, submission: dict[str, Any] | None) -> dict[str, Any]:
+        found = submission is not None and submission["line"] == needle_line(self.ref_id)
+        return {"found": 1.0 if found else 0.0, "submitted": submission is not None}
+
+    def ground_truth(self) -> dict[str, Any]:
+        return {"line": needle_line(self.ref_id)}
+
+
+class NeedleKind:
+    name = "needle"
+    assignment = RcaTask  # the agent answers in a file, as in root-cause analysis
+    image = "arena/arvo-base:bookworm"  # any image with a shell
+
+    @staticmethod
+    def canonical(ref_id: str) -> str:
+        if not ref_id.isdigit():
+            raise ValueError(f"a needle task id is a number, not {ref_id!r}")
+        return str(int(ref_id))
+
+    @classmethod
+    def from_settings(cls, settings: GreenSettings, sandboxes: SandboxProvider) -> NeedleKind:
+        return cls()
+
+    def check(self, ref_id: str) -> None:
+        """Every number is a task."""
+
+    def prepare(self, ref_id: str) -> NeedlePlan:
+        return NeedlePlan(ref_id, self.image)
+
+    def aggregate(self, outcomes: Iterable[TaskOutcome]) -> dict[str, Any]:
+        ended = [o for o in outcomes if o.status.terminal]
+        found = sum(
+            1 for o in ended if o.status is TaskStatus.completed and (o.scores or {}).get("found")
+        )
+        return {"n_tasks": len(ended), "found": found / len(ended) if ended else 0.0}
