@@ -4,6 +4,7 @@ and replicas that start together on one empty database all succeed."""
 
 from __future__ import annotations
 
+import shutil
 import threading
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from services.green.store.models import TaskStatus
 from services.purple.store import crud as purple_crud
 from services.purple.store.models import PurpleModel
 from services.shared.db import connect_engine
-from services.shared.migrate import alembic_config, current, head, migration_lock
+from services.shared.migrate import alembic_config, current, head, migration_lock, new_revision
 
 DATA = Path(__file__).parent / "data"
 SERVICES = {
@@ -138,3 +139,18 @@ def test_replicas_starting_together_on_an_empty_database_all_succeed(database_ur
         t.join(120)
     assert errors == []
     assert current(connect_engine(database_url)) == head(migrations)
+
+
+def test_make_migration_writes_the_next_numbered_revision(tmp_path):
+    """``make migration``: against models equal to head the draft is empty, numbered 0003."""
+    from services.shared.migrate import main
+
+    location = tmp_path / "migrations"
+    shutil.copytree(green_db.MIGRATIONS, location, ignore=shutil.ignore_patterns("__pycache__"))
+    path = new_revision(location, "nothing changed")
+    assert path.name == "0003_nothing_changed.py"
+    body = path.read_text()
+    assert "down_revision = '0002'" in body and "op." not in body.split("def upgrade")[1]
+    assert head(location) == "0003"
+    with pytest.raises(SystemExit):
+        main(["blue", "current", "--url", "sqlite://"])
