@@ -154,3 +154,10 @@ def test_make_migration_writes_the_next_numbered_revision(tmp_path):
     assert head(location) == "0003"
     with pytest.raises(SystemExit):
         main(["blue", "current", "--url", "sqlite://"])
+
+
+@pytest.mark.parametrize("url", ["postgresql://u@db:5432/green", "postgres://u@db/green"])
+def test_a_plain_postgresql_url_means_the_shipped_driver(url):
+    """SQLAlchemy's default for ``postgresql://`` is psycopg2, which the extra does not bring."""
+    engine = connect_engine(url)  # no connection is made
+    assert engine.dialect.name == "postgresql" and engine.dialect.driver == "psycopg"
