@@ -1,14 +1,14 @@
 # The two entry points of the README (both work on a fresh machine), plus helpers.
-.PHONY: demo test e2e setup lint bench down
+.PHONY: demo test e2e setup lint bench down migration
 
 demo:            ## build the demo task, start green + purple with docker compose, run one task
 	bash scripts/demo.sh
 
-test: setup      ## the full test suite (unit + integration with real containers and services)
-	uv run --frozen pytest
+test: setup      ## the full test suite (unit + integration with real containers and services; SQLite and PostgreSQL)
+	uv run --frozen --extra postgres pytest
 
 e2e: setup       ## only the docker compose end-to-end tests
-	uv run --frozen pytest tests/e2e
+	uv run --frozen --extra postgres pytest tests/e2e
 
 setup:
 	bash scripts/setup.sh
@@ -24,6 +24,9 @@ bench: setup
 	uv run --frozen python bench/bench_ui_tasks.py
 	uv run --frozen python bench/bench_ui_stream.py
 	uv run --frozen python bench/bench_disk_cap.py
+
+migration:       ## a new schema revision: make migration SERVICE=green MSG="add a column"
+	uv run --frozen --extra postgres python -m services.shared.migrate $(SERVICE) revision -m "$(MSG)"
 
 down:            ## stop the demo stack
 	bash deploy/compose.sh down -v --remove-orphans

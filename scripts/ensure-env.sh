@@ -1,6 +1,6 @@
 # Sourced (it may put uv on the caller's PATH) by scripts/setup.sh and scripts/demo.sh: what
 # both need on a fresh machine. The Docker engine (scripts/ensure-docker.sh) and compose (v2, or
-# Debian's v1), uv, and the locked Python environment. Idempotent: seconds when all is there.
+# Debian's v1), uv, and the locked Python environment (with the postgres extra). Idempotent: seconds when all is there.
 
 bash "$(dirname "${BASH_SOURCE[0]}")/ensure-docker.sh"
 if ! docker compose version >/dev/null 2>&1 && ! command -v docker-compose >/dev/null 2>&1; then
@@ -14,4 +14,4 @@ if ! command -v uv >/dev/null 2>&1; then
   python3 -m pip install -q uv 2>/dev/null || python3 -m pip install -q --break-system-packages uv
   export PATH="$HOME/.local/bin:$PATH"
 fi
-uv sync --frozen --quiet
+uv sync --frozen --quiet --extra postgres   # psycopg: GREEN_DATABASE_URL=postgresql+psycopg://...

@@ -12,6 +12,7 @@ import os
 import pytest
 
 STRICT = os.environ.get("ARENA_STRICT") == "1"
+pytest_plugins = ["tests.support.postgres"]  # the PostgreSQL cluster and ``database_url``
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -1,21 +1,47 @@
-"""One way to make a database engine: any SQLAlchemy URL; SQLite gets WAL and a busy timeout."""
+"""One way to make a database engine: any SQLAlchemy URL, its schema brought to head by migrations.
+
+SQLite gets WAL and a busy timeout; ``postgresql://`` URLs use psycopg 3 (the ``postgres`` extra).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from sqlalchemy import MetaData, event
-from sqlalchemy.engine import Engine
+from sqlalchemy import event
+from sqlalchemy.engine import Engine, make_url
 from sqlmodel import create_engine
 
+from services.shared.migrate import upgrade
 
-def make_engine(url: str, metadata: MetaData) -> Engine:
-    """Create the engine and the tables of ``metadata`` (each service has its own metadata)."""
+
+def sqlite_path(url: str) -> Path | None:
+    """The file of a SQLite URL (None for other databases and for ``:memory:``)."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    return Path(parsed.database)
+
+
+def normalized_url(url: str) -> str:
+    """``postgresql://`` and ``postgres://`` mean psycopg 3, the driver the extra installs
+    (SQLAlchemy's default would be psycopg2, which the project does not ship)."""
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url.removeprefix(prefix)
+    return url
+
+
+def connect_engine(url: str) -> Engine:
+    """The engine alone, schema untouched (tests and tools that inspect a database)."""
+    url = normalized_url(url)
+    path = sqlite_path(url)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
     is_sqlite = url.startswith("sqlite")
-    if url.startswith("sqlite:///") and ":memory:" not in url:
-        Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(
-        url, connect_args={"check_same_thread": False, "timeout": 30} if is_sqlite else {}
+        url,
+        connect_args={"check_same_thread": False, "timeout": 30} if is_sqlite else {},
+        pool_pre_ping=not is_sqlite,
     )
     if is_sqlite:
 
@@ -27,5 +53,12 @@ def make_engine(url: str, metadata: MetaData) -> Engine:
             cur.execute("PRAGMA foreign_keys=ON")
             cur.close()
 
-    metadata.create_all(engine)
+    return engine
+
+
+def make_engine(url: str, migrations: Path) -> Engine:
+    """Create the engine and bring its schema to the head of ``migrations`` (each service has
+    its own migration environment), under a lock that lets replicas start together."""
+    engine = connect_engine(url)
+    upgrade(engine, migrations)
     return engine

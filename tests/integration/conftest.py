@@ -56,7 +56,14 @@ def leftover_containers(client: docker.DockerClient, owner: str | None = None) -
 
 
 @pytest.fixture
-def green_settings(tmp_path: Path, fixture_assets: Path) -> GreenSettings:
+def green_database_url(tmp_path: Path) -> str:
+    """Green's database: a SQLite file. A module that runs on both backends overrides this with
+    ``database_url`` (SQLite, then a fresh database on the test session's PostgreSQL)."""
+    return f"sqlite:///{tmp_path}/green.db"
+
+
+@pytest.fixture
+def green_settings(tmp_path: Path, fixture_assets: Path, green_database_url: str) -> GreenSettings:
     port = free_port()
     return GreenSettings(
         host="127.0.0.1",
@@ -64,7 +71,7 @@ def green_settings(tmp_path: Path, fixture_assets: Path) -> GreenSettings:
         asset_source=str(fixture_assets),
         asset_cache_dir=tmp_path / "cache",
         image_template=IMAGE_TEMPLATE,
-        database_url=f"sqlite:///{tmp_path}/green.db",
+        database_url=green_database_url,
         log_dir=tmp_path / "logs",
         purple_url="http://127.0.0.1:9",
         purple_allowlist=["http://127.0.0.1:*"],

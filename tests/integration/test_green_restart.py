@@ -28,6 +28,12 @@ from tests.support.servers import ServiceProcess, ThreadedServer, free_port
 pytestmark = pytest.mark.docker
 
 
+@pytest.fixture
+def green_database_url(database_url: str) -> str:
+    """This module runs on SQLite and on PostgreSQL."""
+    return database_url
+
+
 def _env(settings) -> dict[str, str]:
     return {
         "GREEN_ASSET_SOURCE": settings.asset_source,

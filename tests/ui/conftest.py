@@ -18,6 +18,7 @@ from fixtures.catalog import REPO_ROOT
 from tests.integration.conftest import (  # noqa: F401  (fixtures reused from the integration tests)
     docker_client,
     fixture_assets,
+    green_database_url,
     green_settings,
     llm,
     llm_purple,

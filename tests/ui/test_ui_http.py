@@ -15,6 +15,14 @@ from services.green.store.models import Command, Task, TaskStatus, utcnow
 from tests.support.scripted_purple import Script
 
 pytestmark = pytest.mark.docker
+
+
+@pytest.fixture
+def green_database_url(database_url: str) -> str:
+    """This module runs on SQLite and on PostgreSQL."""
+    return database_url
+
+
 TOKEN = "s3cret-operator-token"
 SECRET_FILE = "src/only_in_the_ground_truth.c"
 

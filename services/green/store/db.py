@@ -1,13 +1,16 @@
-"""Green's engine (its tables live in SQLModel's default metadata)."""
+"""Green's engine: its schema is brought to head by the migrations shipped beside this module."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from sqlalchemy.engine import Engine
-from sqlmodel import SQLModel
 
 from services.green.store import models  # noqa: F401  (registers the tables)
 from services.shared.db import make_engine as _make_engine
 
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+
 
 def make_engine(url: str) -> Engine:
-    return _make_engine(url, SQLModel.metadata)
+    return _make_engine(url, MIGRATIONS)

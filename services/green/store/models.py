@@ -1,4 +1,7 @@
-"""SQLModel tables (`task_contexts`: one row per task; `commands`; `assessments`) and the API schemas that expose them."""
+"""SQLModel tables (`task_contexts`: one row per task; `commands`; `assessments`; `instances`) and the API schemas that expose them.
+
+The schema is owned by the migrations in ``migrations/``: a change here needs a revision
+(``make migration SERVICE=green MSG=...``; a test fails while the two differ)."""
 
 from __future__ import annotations
 
@@ -63,6 +66,11 @@ class Task(TaskBase, table=True):
     scores: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     ground_truth: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     """Never sent to the agent; shown over REST only once the task has ended."""
+    lease_until: datetime | None = None
+    """Until when the owner's hold on this unfinished task lasts; the owner renews it while it
+    runs the task. Past it, another replica may take the task over (the owner died)."""
+    cancel_requested: bool = Field(default=False, sa_column_kwargs={"server_default": "0"})
+    """Set by whichever replica was asked to cancel; the owner polls it and cancels the task."""
 
 
 class Command(SQLModel, table=True):
@@ -167,3 +175,19 @@ class ImageUse(SQLModel, table=True):
 
     image: str = Field(primary_key=True)
     last_used: datetime = Field(default_factory=utcnow)
+
+
+class Instance(SQLModel, table=True):
+    """A green replica on this database: registered at start, its heartbeat renewed while it
+    lives. A name whose heartbeat is fresh is taken: a second replica of that name is refused."""
+
+    __tablename__ = "instances"
+
+    name: str = Field(primary_key=True)
+    """GREEN_INSTANCE_NAME (the ``owner`` of its tasks)."""
+    url: str
+    """Where purple and the other replicas reach it."""
+    incarnation: str
+    """Random per start: a replica whose name was taken over sees its heartbeat refused."""
+    started_at: datetime = Field(default_factory=utcnow)
+    heartbeat_at: datetime = Field(default_factory=utcnow)

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select, update
 
-from services.purple.store.models import PurpleCommand, PurpleModel, PurpleTask, utcnow
+from services.purple.store.models import PurpleCommand, PurpleTask, utcnow
 from services.shared.db import make_engine as _make_engine
+
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
 
 def make_engine(url: str) -> Engine:
-    return _make_engine(url, PurpleModel.metadata)
+    """The engine, its schema brought to head by the migrations shipped beside this module."""
+    return _make_engine(url, MIGRATIONS)
 
 
 class PurpleStore:

@@ -1,0 +1,163 @@
+"""Green's and purple's migrations on SQLite and on a real PostgreSQL server: a fresh database
+reaches head and matches the models, a database made by the pre-migration code keeps its rows,
+and replicas that start together on one empty database all succeed."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import inspect, text
+from sqlmodel import SQLModel
+
+from services.green.store import db as green_db
+from services.green.store.crud import TaskStore
+from services.green.store.models import TaskStatus
+from services.purple.store import crud as purple_crud
+from services.purple.store.models import PurpleModel
+from services.shared.db import connect_engine
+from services.shared.migrate import alembic_config, current, head, migration_lock, new_revision
+
+DATA = Path(__file__).parent / "data"
+SERVICES = {
+    "green": (green_db.make_engine, green_db.MIGRATIONS, SQLModel.metadata),
+    "purple": (purple_crud.make_engine, purple_crud.MIGRATIONS, PurpleModel.metadata),
+}
+
+
+def load_main_schema(url: str, service: str) -> None:
+    """Make the tables as ``create_all`` of the pre-migration code did (captured DDL)."""
+    engine = connect_engine(url)
+    sql = (DATA / f"main-{service}-{engine.dialect.name}.sql").read_text()
+    with engine.begin() as conn:
+        for statement in sql.split(";\n"):
+            body = "\n".join(x for x in statement.splitlines() if not x.startswith("--")).strip()
+            if body:
+                conn.exec_driver_sql(body)
+    engine.dispose()
+
+
+@pytest.mark.parametrize("service", ["green", "purple"])
+def test_a_fresh_database_reaches_head_and_matches_the_models(database_url, service):
+    make_engine, migrations, metadata = SERVICES[service]
+    engine = make_engine(database_url)
+    assert current(engine) == head(migrations)
+    with engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn), metadata)
+    assert diff == [], f"the models and the migrations differ: write a revision ({diff})"
+
+
+@pytest.mark.parametrize("service", ["green", "purple"])
+def test_migrations_go_down_to_nothing_and_up_again(database_url, service):
+    make_engine, migrations, _ = SERVICES[service]
+    engine = make_engine(database_url)
+    with migration_lock(engine, migrations) as conn:
+        command.downgrade(alembic_config(migrations, conn), "base")
+        conn.commit()
+    assert set(inspect(engine).get_table_names()) <= {"alembic_version"}
+    make_engine(database_url)
+    assert current(engine) == head(migrations)
+
+
+def test_a_green_database_made_before_migrations_keeps_its_tasks(database_url):
+    load_main_schema(database_url, "green")
+    old = connect_engine(database_url)
+    with old.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO task_contexts (id, kind, arvo_id, status, purple_url, created_at,"
+                " updated_at, max_steps, task_timeout_s, command_timeout_s, steps, tokens_in,"
+                " tokens_out, cost, submissions, owner, scores) VALUES (:id, 'arvo', '10055',"
+                " 'completed', 'http://purple', :now, :now, 30, 600, 60, 2, 0, 0, 0.5, 1,"
+                " 'green', :scores)"
+            ),
+            {"id": "old-task", "now": "2026-01-02 03:04:05", "scores": '{"file@1": 1.0}'},
+        )
+        conn.execute(
+            text(
+                "INSERT INTO commands (task_id, seq, command, exit_code, duration_s, timed_out,"
+                " truncated, output, created_at) VALUES ('old-task', 1, 'ls', 0, 0.1, false,"
+                " false, 'src', :now)"
+            ),
+            {"now": "2026-01-02 03:04:06"},
+        )
+    assert current(old) is None
+    old.dispose()
+
+    engine = green_db.make_engine(database_url)  # what green does at start-up
+    assert current(engine) == head(green_db.MIGRATIONS)
+    store = TaskStore(engine)
+    task = store.get("old-task")
+    assert task is not None and task.status == TaskStatus.completed
+    assert task.arvo_id == "10055" and task.scores == {"file@1": 1.0} and task.cost == 0.5
+    assert [c.command for c in store.commands("old-task")] == ["ls"]
+    with engine.connect() as conn:
+        assert compare_metadata(MigrationContext.configure(conn), SQLModel.metadata) == []
+
+
+def test_a_purple_database_made_before_migrations_keeps_its_tasks(database_url):
+    load_main_schema(database_url, "purple")
+    old = connect_engine(database_url)
+    with old.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO task_contexts (id, green_url, policy, status, created_at, updated_at,"
+                " step_count, command_count, tokens_in, tokens_out, cost) VALUES ('ctx-1',"
+                " 'http://green', 'react', 'submitted', :now, :now, 3, 1, 10, 20, 0.01)"
+            ),
+            {"now": "2026-01-02 03:04:05"},
+        )
+    old.dispose()
+    store = purple_crud.PurpleStore(purple_crud.make_engine(database_url))
+    row = store.get("ctx-1")
+    assert row is not None and row.status == "submitted" and row.step_count == 3
+    assert current(store.engine) == head(purple_crud.MIGRATIONS)
+
+
+@pytest.mark.parametrize("service", ["green", "purple"])
+def test_replicas_starting_together_on_an_empty_database_all_succeed(database_url, service):
+    make_engine, migrations, _ = SERVICES[service]
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(6)
+
+    def start() -> None:
+        try:
+            barrier.wait()
+            make_engine(database_url).dispose()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=start) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert errors == []
+    assert current(connect_engine(database_url)) == head(migrations)
+
+
+def test_make_migration_writes_the_next_numbered_revision(tmp_path):
+    """``make migration``: against models equal to head the draft is empty, numbered 0003."""
+    from services.shared.migrate import main
+
+    location = tmp_path / "migrations"
+    shutil.copytree(green_db.MIGRATIONS, location, ignore=shutil.ignore_patterns("__pycache__"))
+    path = new_revision(location, "nothing changed")
+    assert path.name == "0003_nothing_changed.py"
+    body = path.read_text()
+    assert "down_revision = '0002'" in body and "op." not in body.split("def upgrade")[1]
+    assert head(location) == "0003"
+    with pytest.raises(SystemExit):
+        main(["blue", "current", "--url", "sqlite://"])
+
+
+@pytest.mark.parametrize("url", ["postgresql://u@db:5432/green", "postgres://u@db/green"])
+def test_a_plain_postgresql_url_means_the_shipped_driver(url):
+    """SQLAlchemy's default for ``postgresql://`` is psycopg2, which the extra does not bring."""
+    engine = connect_engine(url)  # no connection is made
+    assert engine.dialect.name == "postgresql" and engine.dialect.driver == "psycopg"
