@@ -94,7 +94,12 @@ def test_a_green_database_made_before_migrations_keeps_its_tasks(database_url):
     store = TaskStore(engine)
     task = store.get("old-task")
     assert task is not None and task.status == TaskStatus.completed
-    assert task.arvo_id == "10055" and task.scores == {"file@1": 1.0} and task.cost == 0.5
+    assert (
+        task.ref_id == "10055"
+        and str(task.ref) == "arvo:10055"
+        and task.scores == {"file@1": 1.0}
+        and task.cost == 0.5
+    )
     assert [c.command for c in store.commands("old-task")] == ["ls"]
     with engine.connect() as conn:
         assert compare_metadata(MigrationContext.configure(conn), SQLModel.metadata) == []
@@ -142,16 +147,18 @@ def test_replicas_starting_together_on_an_empty_database_all_succeed(database_ur
 
 
 def test_make_migration_writes_the_next_numbered_revision(tmp_path):
-    """``make migration``: against models equal to head the draft is empty, numbered 0003."""
+    """``make migration``: against models equal to head the draft is empty, numbered head + 1."""
     from services.shared.migrate import main
 
     location = tmp_path / "migrations"
     shutil.copytree(green_db.MIGRATIONS, location, ignore=shutil.ignore_patterns("__pycache__"))
+    before = head(location)
+    after = f"{int(before) + 1:04d}"
     path = new_revision(location, "nothing changed")
-    assert path.name == "0003_nothing_changed.py"
+    assert path.name == f"{after}_nothing_changed.py"
     body = path.read_text()
-    assert "down_revision = '0002'" in body and "op." not in body.split("def upgrade")[1]
-    assert head(location) == "0003"
+    assert f"down_revision = '{before}'" in body and "op." not in body.split("def upgrade")[1]
+    assert head(location) == after
     with pytest.raises(SystemExit):
         main(["blue", "current", "--url", "sqlite://"])
 

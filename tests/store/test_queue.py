@@ -22,7 +22,7 @@ T0 = utcnow()
 def task(i: int, status: TaskStatus = TaskStatus.queued, **fields) -> Task:
     return Task(
         id=f"t{i:03d}",
-        arvo_id=str(1000 + i),
+        ref_id=str(1000 + i),
         purple_url="http://purple",
         max_steps=10,
         task_timeout_s=60,
