@@ -82,10 +82,7 @@ class AssessmentResult(BaseModel):
         def figures(d: dict[str, Any]) -> str:
             return " ".join(f"{k}={float(d[k]):.3f}" for k in (*METRICS, "resolved") if k in d)
 
-        lines += [
-            f"  {t.kind}:{t.ref_id} {t.status.value:<9} {figures(t.scores or {})}"
-            for t in self.tasks
-        ]
+        lines += [f"  {t.ref} {t.status.value:<9} {figures(t.scores or {})}" for t in self.tasks]
         if means := agg.get("mean_all"):
             lines.append(f"  mean over {means.get('n', 0)}: {figures(means)}")
         return "\n".join(lines)
@@ -167,9 +164,7 @@ class AssessmentRunner:
                 done, _ = await asyncio.wait({getter, waiter}, return_when=asyncio.FIRST_COMPLETED)
                 if getter in done:
                     ev = getter.result()
-                    await progress(
-                        f"{task.kind}:{task.ref_id} [{task.id[:8]}] {ev.status.value}: {ev.message}"
-                    )
+                    await progress(f"{task.ref} [{task.id[:8]}] {ev.status.value}: {ev.message}")
                 else:
                     getter.cancel()
         except asyncio.CancelledError:
