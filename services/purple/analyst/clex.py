@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from services.shared.c_words import C_TYPE_WORDS
+
 _TOKEN_RE = re.compile(
     r"\s+|(?P<id>[A-Za-z_]\w*)|(?P<num>\.?\d[\w.]*(?:[eEpP][-+]\d+)?)"
     r"|(?P<op>->\*?|\+\+|--|<<=|>>=|<<|>>|::|&&|\|\||\.\.\.|[-+*/%&|^!=<>]=|[^\s\w])"
@@ -14,33 +16,7 @@ _BLOCK_COMMENT_RE = re.compile(r"/\*.*?(?:\*/|$)", re.S)
 _LINE_COMMENT_RE = re.compile(r"//.*$", re.M)
 MACRO_CONST_RE = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 
-TYPE_WORDS = {
-    "void",
-    "char",
-    "short",
-    "int",
-    "long",
-    "float",
-    "double",
-    "signed",
-    "unsigned",
-    "const",
-    "volatile",
-    "restrict",
-    "__restrict",
-    "__restrict__",
-    "struct",
-    "union",
-    "enum",
-    "bool",
-    "_Bool",
-    "register",
-    "static",
-    "inline",
-    "auto",
-    "typename",
-    "class",
-}
+TYPE_WORDS = C_TYPE_WORDS
 KEYWORDS = TYPE_WORDS | {
     "return",
     "if",

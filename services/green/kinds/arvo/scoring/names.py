@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import re
 
-_NOT_NAMES = frozenset(
+from services.shared.c_words import C_TYPE_WORDS
+
+_NOT_NAMES = C_TYPE_WORDS | frozenset(
     {
         "if",
         "while",
@@ -41,27 +43,7 @@ _NOT_NAMES = frozenset(
         "do",
         "else",
         "case",
-        "void",
-        "char",
-        "short",
-        "int",
-        "long",
-        "float",
-        "double",
-        "signed",
-        "unsigned",
-        "bool",
-        "_Bool",
-        "const",
-        "volatile",
-        "static",
-        "inline",
         "extern",
-        "struct",
-        "union",
-        "enum",
-        "class",
-        "typename",
         "template",
         "new",
         "delete",
