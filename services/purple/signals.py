@@ -27,10 +27,14 @@ class FormatError(NonTerminating):
 
 
 class Submitted(Terminating):
-    """Green accepted the submission."""
+    """Green accepted the submission: the run ends with status ``submitted``. ``submission`` is
+    the answer the agent wrote when it is a loc.json (root-cause analysis); None when green
+    takes the answer from the container itself (a SWE-bench patch)."""
 
-    def __init__(self, submission: LocJson) -> None:
-        super().__init__("submission accepted")
+    def __init__(
+        self, reason: str = "submission accepted", *, submission: LocJson | None = None
+    ) -> None:
+        super().__init__(reason)
         self.submission = submission
 
 

@@ -129,7 +129,7 @@ class RcaTools(CommandTools):
         reply = await self.env.submit(self.stats() if self.stats else None)
         self.submissions.append((loc, reply))
         if reply.accepted:
-            raise Submitted(loc)
+            raise Submitted(submission=loc)
         return submit_result_text(reply) + "\nFix the problems and call submit_localization again."
 
     async def write_submission(self, loc: LocJson) -> str | None:

@@ -16,7 +16,7 @@ import uuid
 from typing import Any
 
 from services.purple.protocols import TaskEnvironment
-from services.purple.signals import Submitted, Terminating
+from services.purple.signals import Submitted
 from services.purple.tools.base import CommandTools, output_text, sh_text
 from services.purple.tools.registry import ToolRegistry
 from services.shared.protocol import TaskPaths, submit_result_text
@@ -31,13 +31,11 @@ class Finished(Submitted):
     """The agent called ``finish`` and the environment accepted it (``submit``): the run ends;
     the runner (or green) extracts the patch.
 
-    A :class:`Submitted` (so the loop ends the run with status ``submitted``) without a
-    ``loc.json``: ``submission`` is None and the summary is kept.
+    A :class:`Submitted` without a ``loc.json`` (``submission`` is None); the summary is kept.
     """
 
     def __init__(self, summary: str) -> None:
-        Terminating.__init__(self, f"finished: {_one_line(summary, 200)}")
-        self.submission = None
+        super().__init__(f"finished: {_one_line(summary, 200)}")
         self.summary = summary
 
 
