@@ -44,6 +44,11 @@ def upgrade() -> None:
     if bind.dialect.name == "postgresql":
         postgresql.ENUM(*TASK_STATUS, name="taskstatus").create(bind, checkfirst=True)
         postgresql.ENUM(*FAILURE_KIND, name="failurekind").create(bind, checkfirst=True)
+    create_tasks()
+    create_the_others()
+
+
+def create_tasks() -> None:
     create(
         "task_contexts",
         sa.Column("kind", sa.String(), nullable=False),
@@ -76,6 +81,9 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id"),
         indexes=("kind", "status", "arvo_id", "owner", "assessment_id"),
     )
+
+
+def create_the_others() -> None:
     create(
         "assessments",
         sa.Column("id", sa.String(), nullable=False),
