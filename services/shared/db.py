@@ -1,4 +1,4 @@
-"""One way to make a database engine: any SQLAlchemy URL, its schema brought to head by migrations.
+"""One way to make a database engine from any SQLAlchemy URL (migrations: services/shared/migrate.py).
 
 SQLite gets WAL and a busy timeout; ``postgresql://`` URLs use psycopg 3 (the ``postgres`` extra).
 """
@@ -10,8 +10,6 @@ from pathlib import Path
 from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
 from sqlmodel import create_engine
-
-from services.shared.migrate import upgrade
 
 
 def sqlite_path(url: str) -> Path | None:
@@ -53,12 +51,4 @@ def connect_engine(url: str) -> Engine:
             cur.execute("PRAGMA foreign_keys=ON")
             cur.close()
 
-    return engine
-
-
-def make_engine(url: str, migrations: Path) -> Engine:
-    """Create the engine and bring its schema to the head of ``migrations`` (each service has
-    its own migration environment), under a lock that lets replicas start together."""
-    engine = connect_engine(url)
-    upgrade(engine, migrations)
     return engine

@@ -31,6 +31,8 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import MetaData, text
 from sqlalchemy.engine import Connection, Engine, make_url
 
+from services.shared.db import connect_engine
+
 SERVICES = Path(__file__).resolve().parents[1]
 
 
@@ -114,6 +116,14 @@ def upgrade(engine: Engine, location: Path, revision: str = "head") -> None:
         conn.commit()
 
 
+def make_engine(url: str, migrations: Path) -> Engine:
+    """Create the engine and bring its schema to the head of ``migrations`` (each service has
+    its own migration environment), under a lock that lets replicas start together."""
+    engine = connect_engine(url)
+    upgrade(engine, migrations)
+    return engine
+
+
 def head(location: Path) -> str | None:
     """The newest revision of a migration environment."""
     return ScriptDirectory.from_config(alembic_config(location)).get_current_head()
@@ -164,8 +174,6 @@ def main(argv: list[str] | None = None) -> None:
         path = new_revision(location, args.message, autogenerate=not args.empty)
         print(f"wrote {path}: review it, then test it (tests/store/test_migrations.py)")
         return
-    from services.shared.db import connect_engine
-
     engine = connect_engine(args.url)
     if args.action == "upgrade":
         upgrade(engine, location)

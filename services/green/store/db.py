@@ -7,7 +7,7 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 
 from services.green.store import models  # noqa: F401  (registers the tables)
-from services.shared.db import make_engine as _make_engine
+from services.shared.migrate import make_engine as _make_engine
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 

@@ -9,7 +9,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select, update
 
 from services.purple.store.models import PurpleCommand, PurpleTask, utcnow
-from services.shared.db import make_engine as _make_engine
+from services.shared.migrate import make_engine as _make_engine
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
