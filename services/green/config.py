@@ -37,7 +37,8 @@ class GreenSettings(BaseSettings):
     image_template: str = "n132/arvo:{id}-vul"
     """Docker image of a task; {id} is the ARVO id."""
     database_url: str = "sqlite:///data/green.db"
-    """Any SQLAlchemy URL; SQLite by default, PostgreSQL for several green replicas."""
+    """Any SQLAlchemy URL: SQLite by default; PostgreSQL (``postgresql://user@host/db``, with the
+    ``postgres`` extra) for several green replicas on one queue. Migrated at start-up."""
     log_dir: Path = Path("logs")
     """Run folders log_<timestamp>/ with agents.log and arvo_<id>.log go here."""
 

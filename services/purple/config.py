@@ -67,7 +67,8 @@ class PurpleSettings(BaseSettings):
     max_concurrent_tasks: int = 8
     """Tasks worked on at once; more wait."""
     database_url: str = "sqlite:///data/purple.db"
-    """Where task contexts are kept (any SQLAlchemy URL)."""
+    """Where task contexts are kept: any SQLAlchemy URL (SQLite, or PostgreSQL with the
+    ``postgres`` extra). Migrated at start-up."""
     log_dir: Path = Path("logs")
     """Run folders log_<timestamp>/ (shared with green when ARENA_LOG_RUN matches)."""
     trajectory_dir: Path = Path("data/trajectories")
