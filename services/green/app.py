@@ -111,7 +111,15 @@ def create_app(
     configure_logging(settings.log_dir)
     engine = make_engine(settings.database_url)
     if orchestrator is None:
-        sandboxes = create_provider(settings.sandbox_provider, owner=settings.instance_name)
+        sandboxes = create_provider(
+            settings.sandbox_provider,
+            owner=settings.instance_name,
+            hosts=settings.docker_hosts,
+            slots=settings.docker_engine_slots,
+            tls_dir=settings.docker_tls_dir,
+            registry=settings.docker_registry,
+            check_s=settings.docker_check_s,
+        )
         orchestrator = Orchestrator(
             settings, TaskStore(engine), sandboxes, task_kinds(settings, sandboxes)
         )

@@ -368,6 +368,12 @@ class Orchestrator:
             log.info(f"task.{status.value}", detail=message)
         self._publish(live, TaskEvent(live.id, status, message))
 
+    def _progress(self, live: LiveTask, line: str) -> None:
+        """A line of the sandbox provider's progress (an image pull): logged, and an event."""
+        with live.log_context():
+            log.info("sandbox.progress", detail=line)
+        self._publish(live, TaskEvent(live.id, live.status, line))
+
     def _publish(self, live: LiveTask, event: TaskEvent) -> None:
         for q in live.subscribers:
             q.put_nowait(event)
@@ -409,7 +415,9 @@ class Orchestrator:
                 output_limit=s.output_limit_bytes,
             )
             # Shielded: a cancel must not lose a container the thread is still creating.
-            live.creating = asyncio.ensure_future(self.sandboxes.create(spec))
+            live.creating = asyncio.ensure_future(
+                self.sandboxes.create(spec, lambda line: self._progress(live, line))
+            )
             live.sandbox = await asyncio.shield(live.creating)
             self.store.update(live.id, container_name=live.sandbox.name)
             log.info("sandbox.created", container=live.sandbox.name, image=spec.image)
@@ -462,6 +470,8 @@ class Orchestrator:
                 if live.sandbox_error:
                     raise SandboxError(live.sandbox_error)
                 return "submitted"
+            if live.sandbox is not None and live.sandbox.lost:  # e.g. its engine went down
+                raise SandboxError(live.sandbox.lost)
             ended = await link.ended()
             if ended and not live.ended.is_set():
                 live.end_detail = getattr(link, "lost_reason", None)
