@@ -18,9 +18,7 @@ from dataclasses import dataclass
 DEFAULT_KIND = "arvo"
 _KIND = r"[a-z][a-z0-9_]*"
 _ID = r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,199}"
-_REF_RE = re.compile(
-    rf"^\s*(?:(?P<kind>{_KIND})\s*:\s*)?(?P<id>{_ID})\s*$", re.IGNORECASE | re.ASCII
-)
+_REF_RE = re.compile(rf"^\s*(?:(?P<kind>{_KIND})\s*:\s*)?(?P<id>{_ID})\s*$", re.IGNORECASE | re.ASCII)
 
 
 @dataclass(frozen=True, order=True)
