@@ -420,7 +420,12 @@ class Orchestrator:
             )
             live.sandbox = await asyncio.shield(live.creating)
             self.store.update(live.id, container_name=live.sandbox.name)
-            log.info("sandbox.created", container=live.sandbox.name, image=spec.image)
+            log.info(
+                "sandbox.created",
+                container=live.sandbox.name,
+                image=spec.image,
+                engine=live.sandbox.engine,
+            )
             await plan.populate(live.sandbox)
 
     async def _serve(self, live: LiveTask) -> str:
@@ -508,7 +513,9 @@ class Orchestrator:
                 # never created, its error is already the task's outcome)
                 with contextlib.suppress(Exception):
                     live.sandbox = await live.creating
-            if live.sandbox is not None:
+            if live.sandbox is not None and live.sandbox.lost:  # its engine is down: the
+                self.janitor.remove_later(live.sandbox)  # removal waits for it, the task not
+            elif live.sandbox is not None:
                 try:
                     await live.sandbox.remove()
                     log.info("sandbox.removed", container=live.sandbox.name)

@@ -86,11 +86,15 @@ def parse_host(entry: str, default_slots: int) -> tuple[str, int]:
     return url, slots
 
 
-def engine_client(url: str, tls_dir: Path | None = None, timeout: float = 60) -> Any:
+def engine_client(
+    url: str, tls_dir: Path | None = None, timeout: float = 60, pool: int = DEFAULT_THREADS
+) -> Any:
     """A docker-py client for one engine URL; tcp:// uses mutual TLS when ``tls_dir`` holds
     ``ca.pem``, ``cert.pem`` and ``key.pem`` (Docker's convention); ssh:// uses the ssh client."""
     if url.startswith("ssh://"):
-        return docker.DockerClient(base_url=url, use_ssh_client=True, timeout=timeout)
+        return docker.DockerClient(
+            base_url=url, use_ssh_client=True, timeout=timeout, max_pool_size=pool
+        )
     tls = None
     if url.startswith("tcp://") and tls_dir is not None:
         tls = TLSConfig(
@@ -100,9 +104,11 @@ def engine_client(url: str, tls_dir: Path | None = None, timeout: float = 60) ->
         )
         url = "https://" + url.removeprefix("tcp://")
     try:  # asks the engine for its API version
-        return docker.DockerClient(base_url=url, tls=tls, timeout=timeout)
+        return docker.DockerClient(base_url=url, tls=tls, timeout=timeout, max_pool_size=pool)
     except docker.errors.DockerException:  # down at start: a fixed version; marked down later
-        return docker.DockerClient(base_url=url, tls=tls, timeout=timeout, version=FALLBACK_API)
+        return docker.DockerClient(
+            base_url=url, tls=tls, timeout=timeout, max_pool_size=pool, version=FALLBACK_API
+        )
 
 
 class EnginePool:
@@ -136,8 +142,7 @@ class EnginePool:
         self._ensure_monitor()
         tried: list[str] = []
         while True:
-            engine = await self._place(spec.image, exclude=tried)
-            engine.reserved += 1
+            engine = await self._place(spec.image, exclude=tried)  # a slot is reserved
             try:
                 return await engine.provider.create(spec, progress)
             except EngineUnreachable as e:
@@ -162,7 +167,11 @@ class EnginePool:
                     zip(free, held, strict=True),
                     key=lambda pair: (not pair[1], -pair[0].free, pair[0].running),
                 )
-                return ranked[0][0]
+                for engine, _ in ranked:  # free again now: another creation may have come first
+                    if engine.up and engine.free > 0:
+                        engine.reserved += 1
+                        return engine
+                continue
             if time.monotonic() >= deadline:
                 raise SandboxError(f"every engine is full for {SLOT_WAIT_S:.0f} s")
             await asyncio.sleep(0.2)
@@ -250,9 +259,9 @@ def docker_provider(
     for i, entry in enumerate(hosts or [""]):
         if entry:
             url, capacity = parse_host(entry, slots)
-            client = engine_client(url, tls_dir)
+            client = engine_client(url, tls_dir, pool=threads)
         else:
-            client, capacity = docker.from_env(), slots
+            client, capacity = docker.from_env(max_pool_size=threads), slots
             url = client.api.base_url
         name = f"engine-{i}" if entry else "local"
         provider = DockerSandboxProvider(
