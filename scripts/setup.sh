@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Everything a fresh machine needs before the demo or the tests: the Docker engine and compose,
-# uv and the locked Python environment, Debian's chromium (browser tests), the base images and the fixture tasks (ARVO-shaped and
+# uv and the locked Python environment, Debian's chromium (browser tests) and docker-registry
+# (engine-pool tests), the base images and the fixture tasks (ARVO-shaped and
 # SWE-bench-shaped). Idempotent: a second run with nothing changed takes seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 source scripts/ensure-env.sh
 bash scripts/ensure-chromium.sh   # the dashboard's browser tests (tests/ui/)
+bash scripts/ensure-registry.sh   # the engine-pool tests' local registry (docs/engines.md)
 uv run --frozen python -m fixtures.build "$@"
 uv run --frozen python -m fixtures.swebench.build
