@@ -8,6 +8,7 @@ from a2a.types import AgentSkill, HTTPAuthSecurityScheme, SecurityRequirement, S
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.engine import Engine
 
 from services.green.a2a.executor import GreenExecutor
 from services.green.a2a.gate import CallContextBuilder, GreenRequestHandler, RefusalStatus
@@ -74,18 +75,27 @@ def agent_card(settings: GreenSettings):
     return card
 
 
+def build_orchestrator(settings: GreenSettings, engine: Engine) -> Orchestrator:
+    """The lifecycle over the store, the sandbox provider the settings name, and the kinds."""
+    sandboxes = create_provider(
+        settings.sandbox_provider,
+        owner=settings.instance_name,
+        hosts=settings.docker_hosts,
+        slots=settings.docker_engine_slots,
+        tls_dir=settings.docker_tls_dir,
+        registry=settings.docker_registry,
+        check_s=settings.docker_check_s,
+    )
+    return Orchestrator(settings, TaskStore(engine), sandboxes, build_kinds(settings, sandboxes))
+
+
 def create_app(
     settings: GreenSettings | None = None, *, orchestrator: Orchestrator | None = None
 ) -> FastAPI:
     settings = settings or GreenSettings()
     configure_logging(settings.log_dir)
     engine = make_engine(settings.database_url)
-    if orchestrator is None:
-        sandboxes = create_provider(settings.sandbox_provider, owner=settings.instance_name)
-        orchestrator = Orchestrator(
-            settings, TaskStore(engine), sandboxes, build_kinds(settings, sandboxes)
-        )
-    orch = orchestrator
+    orch = orchestrator or build_orchestrator(settings, engine)
     assessment_store = AssessmentStore(engine)
 
     @asynccontextmanager

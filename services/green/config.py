@@ -66,6 +66,24 @@ class GreenSettings(BaseSettings):
     sandbox_provider: str = "docker"
     """Which sandbox provider runs task containers (a name registered in services/sandbox:
     'docker', the Docker engines below)."""
+    docker_hosts: list[str] = []
+    """Docker engines that run task containers, as a JSON list of URLs: unix:///path.sock,
+    tcp://host:2376 (TLS with docker_tls_dir) or ssh://user@host, each optionally ending in
+    '#slots=N' (that engine's capacity). Empty: the engine DOCKER_HOST names, else the local
+    socket. Tasks go to an engine that answers and has a free slot, preferring one that already
+    holds the image (docs/engines.md)."""
+    docker_engine_slots: int = Field(0, ge=0)
+    """Task containers one engine runs at once, unless its URL says '#slots=N'; 0: no limit of
+    its own (max_concurrent_tasks bounds the total)."""
+    docker_tls_dir: Path | None = None
+    """Directory with ca.pem, cert.pem and key.pem for tcp:// engines (mutual TLS, verified)."""
+    docker_registry: str | None = None
+    """Registry (host:port[/path]) that task images absent from an engine are pulled through:
+    n132/arvo:1-vul is pulled as <registry>/n132/arvo:1-vul and tagged back. Unset: pulled by
+    their own name. Each engine pulls on first use; progress shows in the task's events."""
+    docker_check_s: float = Field(5.0, gt=0)
+    """How often each engine is pinged; one that does not answer within this time is down: no
+    new tasks, and its running tasks end as infra."""
     container_memory: str = "4g"
     """Memory limit of a task container."""
     container_cpus: float = Field(1.0, gt=0)

@@ -298,6 +298,12 @@ class Orchestrator:
             log.info(f"task.{status.value}", detail=message)
         live.publish(TaskEvent(live.id, status, message))
 
+    def _progress(self, live: LiveTask, line: str) -> None:
+        """A line of the sandbox provider's progress (an image pull): logged, and an event."""
+        with live.log_context():
+            log.info("sandbox.progress", detail=line)
+        live.publish(TaskEvent(live.id, live.status, line))
+
     async def _finish(self, live: LiveTask, outcome: TaskOutcome) -> None:
         fields: dict[str, Any] = {}
         if outcome.scores is not None:
@@ -339,10 +345,17 @@ class Orchestrator:
                 output_limit=s.output_limit_bytes,
             )
             # Shielded: a cancel must not lose a container the thread is still creating.
-            live.creating = asyncio.ensure_future(self.sandboxes.create(spec))
+            live.creating = asyncio.ensure_future(
+                self.sandboxes.create(spec, lambda line: self._progress(live, line))
+            )
             live.sandbox = await asyncio.shield(live.creating)
             self.store.update(live.id, container_name=live.sandbox.name)
-            log.info("sandbox.created", container=live.sandbox.name, image=spec.image)
+            log.info(
+                "sandbox.created",
+                container=live.sandbox.name,
+                image=spec.image,
+                engine=live.sandbox.engine,
+            )
             await plan.populate(live.sandbox)
 
     async def _serve(self, live: LiveTask) -> str:
@@ -392,6 +405,8 @@ class Orchestrator:
                 if live.sandbox_error:
                     raise SandboxError(live.sandbox_error)
                 return "submitted"
+            if live.sandbox is not None and live.sandbox.lost:  # e.g. its engine went down
+                raise SandboxError(live.sandbox.lost)
             ended = await link.ended()
             if ended and not live.ended.is_set():
                 live.end_detail = getattr(link, "lost_reason", None)
@@ -427,7 +442,9 @@ class Orchestrator:
                 # never created, its error is already the task's outcome)
                 with contextlib.suppress(Exception):
                     live.sandbox = await live.creating
-            if live.sandbox is not None:
+            if live.sandbox is not None and live.sandbox.lost:  # its engine is down: the
+                self.janitor.remove_later(live.sandbox)  # removal waits for it, the task not
+            elif live.sandbox is not None:
                 try:
                     await live.sandbox.remove()
                     log.info("sandbox.removed", container=live.sandbox.name)

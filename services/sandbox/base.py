@@ -61,7 +61,8 @@ class AgentFault(Exception):
 
 
 Progress = Callable[[str], None]
-"""Called with a short human line while a provider works (an image pull's progress)."""
+"""Called with a short human line while a provider works (an image pull's progress). Providers
+call it on the event loop that awaits them, never from another thread."""
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,10 @@ class Sandbox(Protocol):
     def engine(self) -> str:
         """Which engine runs it (a name from the provider's pool; ``local`` alone)."""
         ...
+
+    lost: str | None
+    """Why the sandbox can no longer be used although no call failed yet (its engine stopped
+    answering, say); None while all is well. The orchestrator ends such a task as infra."""
 
     async def exec(self, command: str, timeout: float) -> CommandResult:
         """Run ``command`` with ``bash -c`` semantics (``sh -c`` when the image has no bash),

@@ -7,13 +7,24 @@ import pytest
 from services.green.config import GreenSettings
 from services.sandbox import SandboxProvider, create_provider, provider_names, register_provider
 from services.sandbox.docker import DockerSandboxProvider
+from services.sandbox.docker.pool import EnginePool, parse_host
 
 
 def test_docker_is_registered_and_the_default() -> None:
     assert "docker" in provider_names()
     assert GreenSettings().sandbox_provider == "docker"
     provider = create_provider("docker", owner="t-owner")
-    assert isinstance(provider, DockerSandboxProvider) and isinstance(provider, SandboxProvider)
+    assert isinstance(provider, EnginePool) and isinstance(provider, SandboxProvider)
+    [local] = provider.members  # no GREEN_DOCKER_HOSTS: the local engine alone
+    assert local.name == "local" and isinstance(local.provider, DockerSandboxProvider)
+
+
+def test_engine_entries_parse_or_are_refused() -> None:
+    assert parse_host("tcp://h:2376#slots=4", 0) == ("tcp://h:2376", 4)
+    assert parse_host("unix:///run/d.sock", 3) == ("unix:///run/d.sock", 3)
+    for bad in ("h:2376", "tcp://h#slot=x", "ftp://h"):
+        with pytest.raises(ValueError, match="bad engine"):
+            parse_host(bad, 0)
 
 
 def test_unknown_provider_is_a_clear_error() -> None:

@@ -1,14 +1,276 @@
-"""Build the ``docker`` provider from settings: one engine (the local one by default)."""
+"""A pool of Docker engines behind one provider: placement, health, and the ``docker`` factory.
+
+Each engine is a :class:`~services.sandbox.docker.provider.DockerSandboxProvider` with a
+capacity (task containers at once; 0: no limit of its own). Placement: among the engines that
+answer and have a free slot, prefer one that already holds the image (no pull), then the one
+with the most free slots, then the least busy. A monitor pings every engine each ``check_s``
+seconds; an engine that does not answer within that time is *down*: it gets no new tasks, and
+every sandbox running on it is marked :attr:`lost` (the orchestrator ends those tasks as infra).
+It is *up* again as soon as it answers. Images absent from an engine are pulled there on first
+use, through ``registry`` when one is set.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from services.sandbox.docker.provider import DockerSandboxProvider
+import docker
+import docker.errors
+from docker.tls import TLSConfig
+
+from services.sandbox.base import EngineUnreachable, Progress, SandboxError, SandboxSpec
+from services.sandbox.docker.provider import DEFAULT_THREADS, DockerSandboxProvider
+from services.sandbox.docker.sandbox import DockerSandbox
+from services.shared.logging import get_logger
+
+log = get_logger("services.sandbox.pool")
+
+FALLBACK_API = "1.41"
+"""API version for an engine that does not answer at start (Docker 20.10 and later speak it)."""
+SLOT_WAIT_S = 600.0
+"""How long a creation waits for a free slot when every engine that answers is full."""
+
+
+@dataclass
+class Engine:
+    """One engine of the pool and what the pool knows about it."""
+
+    name: str
+    url: str
+    provider: DockerSandboxProvider
+    capacity: int = 0
+    """Task containers at once; 0: no limit of its own."""
+    up: bool = True
+    error: str | None = None
+    reserved: int = 0
+    """Creations under way (a slot is held from placement until the container exists)."""
+    checked: float = field(default=0.0)
+
+    @property
+    def running(self) -> int:
+        return len(self.provider.live) + self.reserved
+
+    @property
+    def free(self) -> float:
+        return float("inf") if not self.capacity else self.capacity - self.running
+
+    def row(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "url": self.url,
+            "up": self.up,
+            "running": self.running,
+            "capacity": self.capacity or None,
+            "error": self.error,
+        }
+
+
+def parse_host(entry: str, default_slots: int) -> tuple[str, int]:
+    """``tcp://h:2376#slots=4`` -> (``tcp://h:2376``, 4); without a fragment, the default."""
+    url, _, fragment = entry.strip().partition("#")
+    slots = default_slots
+    if fragment:
+        key, _, value = fragment.partition("=")
+        if key != "slots" or not value.isdigit():
+            raise ValueError(f"bad engine entry {entry!r}: expected <url>[#slots=<n>]")
+        slots = int(value)
+    if not url.startswith(("unix://", "tcp://", "ssh://", "http://", "https://")):
+        raise ValueError(f"bad engine URL {url!r}: expected unix://, tcp:// or ssh://")
+    return url, slots
+
+
+def engine_client(
+    url: str, tls_dir: Path | None = None, timeout: float = 60, pool: int = DEFAULT_THREADS
+) -> Any:
+    """A docker-py client for one engine URL; tcp:// uses mutual TLS when ``tls_dir`` holds
+    ``ca.pem``, ``cert.pem`` and ``key.pem`` (Docker's convention); ssh:// uses the ssh client."""
+    if url.startswith("ssh://"):
+        return docker.DockerClient(
+            base_url=url, use_ssh_client=True, timeout=timeout, max_pool_size=pool
+        )
+    tls = None
+    if url.startswith("tcp://") and tls_dir is not None:
+        tls = TLSConfig(
+            client_cert=(str(tls_dir / "cert.pem"), str(tls_dir / "key.pem")),
+            ca_cert=str(tls_dir / "ca.pem"),
+            verify=True,
+        )
+        url = "https://" + url.removeprefix("tcp://")
+    try:  # asks the engine for its API version
+        return docker.DockerClient(base_url=url, tls=tls, timeout=timeout, max_pool_size=pool)
+    except docker.errors.DockerException:  # down at start: a fixed version; marked down later
+        return docker.DockerClient(
+            base_url=url, tls=tls, timeout=timeout, max_pool_size=pool, version=FALLBACK_API
+        )
+
+
+class EnginePool:
+    """A :class:`~services.sandbox.base.SandboxProvider` over several engines."""
+
+    def __init__(
+        self,
+        members: list[Engine],
+        *,
+        check_s: float = 5.0,
+        executor: ThreadPoolExecutor | None = None,
+    ) -> None:
+        if not members:
+            raise ValueError("an engine pool needs at least one engine")
+        self.members = members
+        self.check_s = check_s
+        self._executor = executor
+        self._monitor: asyncio.Task[None] | None = None
+
+    @property
+    def client(self) -> docker.DockerClient:
+        """The first engine's client (dataset tools work on that engine)."""
+        return self.members[0].provider.client
+
+    def engine(self, name: str) -> Engine:
+        return next(e for e in self.members if e.name == name)
+
+    async def create(self, spec: SandboxSpec, progress: Progress | None = None) -> DockerSandbox:
+        """Place the sandbox (see the module doc) and create it there. An engine that fails to
+        answer while creating is marked down and the next one is tried."""
+        self._ensure_monitor()
+        tried: list[str] = []
+        while True:
+            engine = await self._place(spec.image, exclude=tried)  # a slot is reserved
+            try:
+                return await engine.provider.create(spec, progress)
+            except EngineUnreachable as e:
+                self._mark(engine, False, str(e))
+                tried.append(engine.name)
+                if len(tried) == len(self.members):
+                    raise
+            finally:
+                engine.reserved -= 1
+
+    async def _place(self, image: str, exclude: list[str]) -> Engine:
+        deadline = time.monotonic() + SLOT_WAIT_S
+        while True:
+            up = [e for e in self.members if e.up and e.name not in exclude]
+            if not up:
+                why = "; ".join(f"{e.name}: {e.error}" for e in self.members if e.error)
+                raise EngineUnreachable(f"no Docker engine answers ({why or 'all tried'})")
+            free = [e for e in up if e.free > 0]
+            if free:
+                held = await asyncio.gather(*(e.provider.has_image(image) for e in free))
+                ranked = sorted(
+                    zip(free, held, strict=True),
+                    key=lambda pair: (not pair[1], -pair[0].free, pair[0].running),
+                )
+                for engine, _ in ranked:  # free again now: another creation may have come first
+                    if engine.up and engine.free > 0:
+                        engine.reserved += 1
+                        return engine
+                continue
+            if time.monotonic() >= deadline:
+                raise SandboxError(f"every engine is full for {SLOT_WAIT_S:.0f} s")
+            await asyncio.sleep(0.2)
+
+    async def reap(self, keep: Callable[[str], bool] | None = None) -> list[str]:
+        """Reap on every engine that answers (a down engine is reaped when it is back)."""
+        self._ensure_monitor()
+        names: list[str] = []
+        for engine in self.members:
+            try:
+                names += await engine.provider.reap(keep)
+            except EngineUnreachable as e:
+                self._mark(engine, False, str(e))
+        return names
+
+    async def ping(self) -> bool:
+        await self.check()
+        return any(e.up for e in self.members)
+
+    async def engines(self) -> list[dict[str, object]]:
+        self._ensure_monitor()
+        return [e.row() for e in self.members]
+
+    async def check(self) -> None:
+        """Ping every engine once (bounded by ``check_s``) and mark it up or down."""
+
+        async def one(engine: Engine) -> None:
+            try:
+                ok = await asyncio.wait_for(engine.provider.ping(), self.check_s)
+                self._mark(engine, ok, None if ok else "the engine does not answer")
+            except TimeoutError:
+                self._mark(engine, False, f"no answer within {self.check_s:g} s")
+
+        await asyncio.gather(*(one(e) for e in self.members))
+
+    def _mark(self, engine: Engine, up: bool, error: str | None) -> None:
+        engine.checked = time.monotonic()
+        if up == engine.up:
+            engine.error = error
+            return
+        engine.up, engine.error = up, error
+        if up:
+            log.info("engine.up", engine=engine.name)
+            return
+        log.warning("engine.down", engine=engine.name, error=error)
+        for sandbox in list(engine.provider.live):
+            sandbox.lost = f"its Docker engine {engine.name} stopped answering: {error}"
+
+    def _ensure_monitor(self) -> None:
+        if self._monitor is None or self._monitor.done():
+            with contextlib.suppress(RuntimeError):  # no running loop: the next call starts it
+                self._monitor = asyncio.get_running_loop().create_task(self._watch())
+
+    async def _watch(self) -> None:
+        while True:
+            await self.check()
+            await asyncio.sleep(self.check_s)
+
+    async def aclose(self) -> None:
+        if self._monitor is not None:
+            self._monitor.cancel()
+            with contextlib.suppress(asyncio.CancelledError, RuntimeError):
+                await self._monitor
+        for engine in self.members:
+            await engine.provider.aclose()
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
 
 
 def docker_provider(
-    *, owner: str | None = None, label_prefix: str = "arena", registry: str | None = None
-) -> Any:
-    """The ``docker`` provider: the engine ``DOCKER_HOST`` names (the local socket by default)."""
-    return DockerSandboxProvider(label_prefix=label_prefix, owner=owner, registry=registry)
+    *,
+    owner: str | None = None,
+    label_prefix: str = "arena",
+    hosts: list[str] | None = None,
+    slots: int = 0,
+    tls_dir: Path | None = None,
+    registry: str | None = None,
+    check_s: float = 5.0,
+    threads: int = DEFAULT_THREADS,
+) -> EnginePool:
+    """The ``docker`` provider: a pool of the engines ``hosts`` names (none: the one
+    ``DOCKER_HOST`` names, else the local socket), sharing one thread pool."""
+    executor = ThreadPoolExecutor(threads, thread_name_prefix="sandbox-docker")
+    engines = []
+    for i, entry in enumerate(hosts or [""]):
+        if entry:
+            url, capacity = parse_host(entry, slots)
+            client = engine_client(url, tls_dir, pool=threads)
+        else:
+            client, capacity = docker.from_env(max_pool_size=threads), slots
+            url = client.api.base_url
+        name = f"engine-{i}" if entry else "local"
+        provider = DockerSandboxProvider(
+            client,
+            label_prefix,
+            owner=owner,
+            name=name,
+            registry=registry,
+            executor=executor,
+        )
+        engines.append(Engine(name=name, url=url, provider=provider, capacity=capacity))
+    return EnginePool(engines, check_s=check_s, executor=executor)

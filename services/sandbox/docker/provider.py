@@ -104,13 +104,13 @@ class DockerSandboxProvider:
     async def create(self, spec: SandboxSpec, progress: Progress | None = None) -> DockerSandbox:
         """Pull the image when absent, create and start the container. Raises ImageNotFound,
         SandboxError (EngineUnreachable when the engine does not answer)."""
+        loop = asyncio.get_running_loop()
+        say = None
+        if progress is not None:  # the pull runs in a thread: hand its lines to the loop
+            say = lambda line: loop.call_soon_threadsafe(progress, line)  # noqa: E731
         await self._io(
             lambda: ensure_image(
-                self._client,
-                spec.image,
-                registry=self.registry,
-                progress=progress,
-                engine=self.name,
+                self._client, spec.image, registry=self.registry, progress=say, engine=self.name
             )
         )
         container = await self._io(self._create, spec)

@@ -63,6 +63,9 @@ class DockerSandbox:
         self._lock = asyncio.Lock()
         self._session: ShellSession | None = None
         self._removed = False
+        self.lost: str | None = None
+        """Why the sandbox can no longer be used although nothing failed yet (its engine
+        stopped answering); None while all is well."""
         self._created_at = int(time.time()) - 60  # events since then (slack for clock skew)
         self._disk: DiskWatch | None = None
         if spec.disk_limit:

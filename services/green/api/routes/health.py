@@ -1,4 +1,4 @@
-"""GET /healthz: is the Docker engine reachable, is the database?"""
+"""GET /healthz: do the Docker engines answer (each one, in ``engines``), does the database?"""
 
 from __future__ import annotations
 
@@ -26,6 +26,8 @@ async def healthz(orch: OrchestratorDep, request: Request) -> JSONResponse:
     )
     ok = docker_ok and db_ok
     body = {"status": "ok" if ok else "degraded", "docker": docker_ok, "database": db_ok}
+    with contextlib.suppress(Exception):  # each engine of the pool: up or down, how busy
+        body["engines"] = await asyncio.wait_for(orch.sandboxes.engines(), 5)
     datasets = getattr(request.app.state, "datasets", None)
     if datasets is not None and docker_ok:  # the disk budget of task images
         with contextlib.suppress(Exception):

@@ -1,0 +1,99 @@
+"""Green over a pool of two real engines: tasks spread, an absent image is pulled from a local
+registry (progress in the task's log and events), /healthz shows each engine, and when an engine
+stops answering its running task ends as infra while the other engine's task runs on.
+
+Engines: the machine's own (``#slots=1``) and a second ``dockerd`` started for the test, empty
+(tests/support/second_dockerd.py). The registry is Debian's docker-registry on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from fixtures.catalog import IMAGE_TEMPLATE
+from tests.integration.helpers import OPERATOR, submit_task, wait_status, wait_terminal
+from tests.support.docker_proxy import ENGINE_SOCKET
+from tests.support.local_registry import LocalRegistry, local_registry  # noqa: F401
+from tests.support.scripted_purple import Script
+from tests.support.second_dockerd import SecondEngine, second_dockerd  # noqa: F401
+
+pytestmark = pytest.mark.docker
+
+ARVO = "900001"
+
+
+def _task(green_url: str, task_id: str) -> dict:
+    return httpx.get(f"{green_url}/tasks/{task_id}", headers=OPERATOR, timeout=10).json()
+
+
+def _wait_commands(green_url: str, task_id: str, n: int, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while _task(green_url, task_id)["steps"] < n:
+        assert time.monotonic() < deadline, f"task {task_id} never ran {n} commands"
+        time.sleep(0.2)
+
+
+def test_green_spreads_pulls_and_ends_the_tasks_of_a_down_engine_as_infra(
+    start_green,
+    scripted_purple,
+    docker_client,
+    green_settings,
+    second_dockerd: SecondEngine,  # noqa: F811
+    local_registry: LocalRegistry,  # noqa: F811
+) -> None:
+    image = IMAGE_TEMPLATE.format(id=ARVO)
+    source = local_registry.push(docker_client, image)
+    purple_url, _ = scripted_purple(Script(commands=["echo hi"] * 400, pause_s=0.3, submit=False))
+    green = start_green(
+        purple_url=purple_url,
+        docker_hosts=[f"unix://{ENGINE_SOCKET}#slots=1", f"{second_dockerd.url}#slots=1"],
+        docker_registry=local_registry.address,
+        docker_check_s=1.0,
+        cleanup_retry_s=0.5,
+        idle_timeout_s=300,
+        task_timeout_s=300,
+        max_steps=1000,  # the first task must outlive the second one's pull
+    )
+    second = second_dockerd.client()
+    tasks = [submit_task(green.url, {"task": f"arvo:{ARVO}"})["id"] for _ in range(2)]
+    for task_id in tasks:
+        wait_status(green.url, task_id, "running", timeout=240)
+        _wait_commands(green.url, task_id, 1)
+
+    # one task on each engine; the second engine pulled the image from the registry
+    owner = f"arena.owner={green.owner}"
+    [far] = [c.labels["arena.task_id"] for c in second.containers.list(filters={"label": owner})]
+    [near] = [t for t in tasks if t != far]
+    logs = "".join(p.read_text() for p in Path(green_settings.log_dir).rglob("*.log"))
+    assert f"pulling {source} on engine engine-1" in logs and f"pulled {source}" in logs
+    health = httpx.get(f"{green.url}/healthz", timeout=10).json()
+    assert [(e["name"], e["up"], e["running"]) for e in health["engines"]] == [
+        ("engine-0", True, 1),
+        ("engine-1", True, 1),
+    ]
+
+    # the second engine stops answering: down in /healthz, its task ends as infra
+    os.kill(second_dockerd.process.pid, signal.SIGSTOP)
+    try:
+        ended = wait_terminal(green.url, far, timeout=60)
+        assert (ended["status"], ended["failure_kind"]) == ("failed", "infra"), ended
+        assert ended["end_reason"] == "sandbox" and "engine-1" in ended["error"], ended
+        health = httpx.get(f"{green.url}/healthz", timeout=10).json()
+        engines = {e["name"]: e for e in health["engines"]}
+        assert engines["engine-1"]["up"] is False and engines["engine-0"]["up"] is True
+        assert health["docker"] is True  # one engine still answers
+        assert _task(green.url, near)["status"] == "running"  # the other engine's task runs on
+    finally:
+        os.kill(second_dockerd.process.pid, signal.SIGCONT)
+    httpx.post(f"{green.url}/tasks/{near}/cancel", headers=OPERATOR, timeout=60)
+    wait_terminal(green.url, near, timeout=60)
+    deadline = time.monotonic() + 60  # the janitor removes the far container once it answers
+    while second.containers.list(all=True, filters={"label": owner}):
+        assert time.monotonic() < deadline, "the down engine's container was never removed"
+        time.sleep(0.5)

@@ -1,0 +1,123 @@
+"""A pool of real Docker engines: placement, pulls through a local registry, an engine going down.
+
+Engines: the machine's own, a second ``dockerd`` started for the module
+(tests/support/second_dockerd.py, empty at start), and a forwarder to the machine's engine that
+the test can cut (tests/support/docker_proxy.py). Images come from a local Distribution
+registry (tests/support/local_registry.py), never from a public one.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+import docker
+import docker.errors
+import pytest
+
+from services.sandbox.base import SandboxError, SandboxSpec
+from services.sandbox.docker.pool import docker_provider
+from tests.support.docker_proxy import ENGINE_SOCKET, DockerProxy
+from tests.support.local_registry import LocalRegistry, local_registry  # noqa: F401
+from tests.support.second_dockerd import SecondEngine, second_dockerd  # noqa: F401
+
+pytestmark = pytest.mark.docker
+
+IMAGE = os.environ.get("ARENA_POOL_IMAGE", "arena/arvo:900001-vul")
+PREFIX = f"arenapool{secrets.token_hex(3)}"
+LOCAL = f"unix://{ENGINE_SOCKET}"
+
+
+@pytest.fixture(scope="module")
+def main_client() -> Iterator[docker.DockerClient]:
+    try:
+        client = docker.from_env()
+        client.ping()
+        client.images.get(IMAGE)
+    except docker.errors.ImageNotFound:
+        pytest.skip(f"fixture image {IMAGE} is not built (scripts/setup.sh)")
+    except Exception as e:
+        pytest.skip(f"no Docker engine: {e}")
+    yield client
+    for container in client.containers.list(all=True, filters={"label": f"{PREFIX}.managed=1"}):
+        container.remove(force=True)
+    client.close()
+
+
+def _spec() -> SandboxSpec:
+    return SandboxSpec(
+        image=IMAGE, task_id=secrets.token_hex(8), ref_id="900001", memory="256m", cpus=0.5
+    )
+
+
+async def test_tasks_spread_over_engines_and_an_engine_pulls_through_the_registry(
+    main_client: docker.DockerClient,
+    second_dockerd: SecondEngine,  # noqa: F811
+    local_registry: LocalRegistry,  # noqa: F811
+) -> None:
+    source = local_registry.push(main_client, IMAGE)
+    second = second_dockerd.client()
+    with pytest.raises(docker.errors.ImageNotFound):
+        second.images.get(IMAGE)  # the second engine starts empty
+    pool = docker_provider(
+        hosts=[LOCAL, second_dockerd.url],
+        slots=2,
+        registry=local_registry.address,
+        label_prefix=PREFIX,
+    )
+    lines: list[str] = []
+    made = []
+    try:
+        for _ in range(4):
+            made.append(await pool.create(_spec(), progress=lines.append))
+        # the first engine holds the image: preferred until full; then the second one pulls
+        assert [s.engine for s in made] == ["engine-0", "engine-0", "engine-1", "engine-1"]
+        assert lines[0] == f"pulling {source} on engine engine-1"
+        assert lines[-1] == f"pulled {source} on engine engine-1"
+        assert any(line.endswith("MiB") for line in lines), lines  # bytes as they come
+        assert sum(line.startswith("pulling") for line in lines) == 1  # once per engine
+        assert second.images.get(IMAGE).id == main_client.images.get(IMAGE).id
+        for sandbox in made:
+            assert (await sandbox.exec("echo $((6 * 7))", 30)).output == "42\n"
+        rows = {row["name"]: row for row in await pool.engines()}
+        assert rows["engine-0"]["running"] == rows["engine-1"]["running"] == 2
+        assert rows["engine-1"]["capacity"] == 2 and rows["engine-1"]["up"] is True
+    finally:
+        for sandbox in made:
+            await sandbox.remove()
+        await pool.aclose()
+    assert second.containers.list(all=True) == []
+
+
+async def test_an_engine_that_stops_answering_is_down_and_its_sandboxes_are_lost(
+    main_client: docker.DockerClient, tmp_path: Path
+) -> None:
+    proxy = DockerProxy(Path(f"/tmp/arena-pool-{secrets.token_hex(4)}.sock")).start()
+    pool = docker_provider(hosts=[LOCAL, proxy.url], label_prefix=PREFIX, check_s=1.0)
+    made = []
+    try:
+        made += [await pool.create(_spec()), await pool.create(_spec())]
+        assert sorted(s.engine for s in made) == ["engine-0", "engine-1"]  # the least busy
+        [cut] = [s for s in made if s.engine == "engine-1"]
+        [kept] = [s for s in made if s.engine == "engine-0"]
+        proxy.stop()
+        await pool.check()
+        rows = {row["name"]: row for row in await pool.engines()}
+        assert rows["engine-1"]["up"] is False and rows["engine-1"]["error"]
+        assert rows["engine-0"]["up"] is True and await pool.ping() is True
+        assert cut.lost and "engine-1 stopped answering" in cut.lost and kept.lost is None
+        with pytest.raises(SandboxError):
+            await cut.exec("true", 5)
+        made.append(await pool.create(_spec()))
+        assert made[-1].engine == "engine-0"  # no new task on a down engine
+        proxy.start()
+        await pool.check()
+        assert all(row["up"] for row in await pool.engines())
+    finally:
+        proxy.start()
+        for sandbox in made:
+            await sandbox.remove()
+        await pool.aclose()
+        proxy.stop()

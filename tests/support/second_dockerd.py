@@ -1,0 +1,136 @@
+"""A second Docker engine on this machine, for engine-pool tests: a pytest fixture.
+
+``dockerd`` with its own socket, ``--data-root``, ``--exec-root`` and pid file under a
+temporary directory, ``--iptables=false`` and ``--ip-masq=false`` (it touches no firewall rule:
+task containers have no network anyway). It starts empty (no images) and is stopped, and its
+directory removed, at the end. Needs root and the ``dockerd`` binary (scripts/ensure-docker.sh);
+skipped otherwise, a failure under ARENA_STRICT=1.
+
+Not ``--bridge=none``: a dockerd started with it deletes the host's ``docker0`` interface (its
+start-up removes "the default bridge" it is told not to use), which cuts the machine's own
+engine off its default network. This engine gets a bridge of its own (``arena-br<hex>``, a
+private /24), created here and deleted at the end; the teardown checks ``docker0`` survived.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import secrets
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import docker
+import pytest
+
+STRICT = os.environ.get("ARENA_STRICT") == "1"
+START_TIMEOUT_S = 60.0
+
+
+@dataclass
+class SecondEngine:
+    url: str
+    root: Path
+    process: subprocess.Popen
+    bridge: str = ""
+
+    def client(self) -> docker.DockerClient:
+        return docker.DockerClient(base_url=self.url, timeout=120)
+
+
+def _unavailable(why: str) -> None:
+    if STRICT:
+        pytest.fail(f"ARENA_STRICT: no second Docker engine: {why}")
+    pytest.skip(f"no second Docker engine: {why}")
+
+
+def start_second_dockerd() -> SecondEngine:
+    """Start the engine and wait until it answers."""
+    if os.geteuid() != 0:
+        _unavailable("starting dockerd needs root")
+    if shutil.which("dockerd") is None:
+        _unavailable("dockerd is not installed (scripts/ensure-docker.sh)")
+    if shutil.which("ip") is None:
+        _unavailable("the ip command (iproute2) is missing")
+    root = Path(tempfile.mkdtemp(prefix="arena-dockerd-"))
+    sock = root / "docker.sock"
+    bridge = f"arena-br{secrets.token_hex(3)}"
+    subnet = f"10.{random.randint(200, 250)}.{random.randint(0, 255)}"
+    for cmd in (
+        ["ip", "link", "add", "name", bridge, "type", "bridge"],
+        ["ip", "addr", "add", f"{subnet}.1/24", "dev", bridge],
+        ["ip", "link", "set", bridge, "up"],
+    ):
+        subprocess.run(cmd, check=True, capture_output=True)
+    log = (root / "dockerd.log").open("wb")
+    process = subprocess.Popen(
+        [
+            "dockerd",
+            f"--host=unix://{sock}",
+            f"--data-root={root / 'data'}",
+            f"--exec-root={root / 'exec'}",
+            f"--pidfile={root / 'docker.pid'}",
+            f"--bridge={bridge}",
+            "--iptables=false",
+            "--ip-masq=false",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    engine = SecondEngine(f"unix://{sock}", root, process, bridge)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            break
+        try:
+            engine.client().ping()
+            return engine
+        except Exception:
+            time.sleep(0.5)
+    stop_second_dockerd(engine)
+    _unavailable(f"dockerd did not answer: {(root / 'dockerd.log').read_text()[-2000:]}")
+    raise AssertionError("unreachable")
+
+
+def stop_second_dockerd(engine: SecondEngine) -> None:
+    """Remove its containers, stop it (SIGTERM, then SIGKILL) and delete its directory."""
+    if engine.process.poll() is None:
+        try:
+            client = engine.client()
+            for container in client.containers.list(all=True):
+                container.remove(force=True)
+        except Exception:
+            pass
+        engine.process.send_signal(signal.SIGCONT)  # in case a test froze it
+        engine.process.terminate()
+        try:
+            engine.process.wait(60)
+        except subprocess.TimeoutExpired:
+            engine.process.kill()
+            engine.process.wait(10)
+    if engine.bridge:
+        subprocess.run(["ip", "link", "del", engine.bridge], capture_output=True)
+    subprocess.run(["umount", "-R", str(engine.root / "exec")], capture_output=True)
+    subprocess.run(["umount", "-R", str(engine.root / "data")], capture_output=True)
+    shutil.rmtree(engine.root, ignore_errors=True)
+
+
+def _has_docker0() -> bool:
+    return Path("/sys/class/net/docker0").exists()
+
+
+@pytest.fixture(scope="module")
+def second_dockerd() -> Iterator[SecondEngine]:
+    had_docker0 = _has_docker0()
+    engine = start_second_dockerd()
+    try:
+        yield engine
+    finally:
+        stop_second_dockerd(engine)
+        assert _has_docker0() == had_docker0, "the second dockerd took the host's docker0"
