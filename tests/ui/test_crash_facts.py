@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.catalog import load_tasks
-from services.green.ui.crash import fix_position, parse_report
+from services.green.kinds.arvo.crash import fix_position, parse_report
 
 REPORTS = Path(__file__).parents[1] / "purple" / "data" / "reports"
 

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from services.green.assets import AssetError, AssetSource
-from services.green.datasets.crash import has_report, mismatch, parse_signature
+from services.green.kinds.arvo.crash import has_report, mismatch, parse_signature
 from services.green.kinds.arvo.judge import Judge, PreparedTask
 from services.green.kinds.arvo.scoring.groundtruth import is_code_file
 from services.sandbox.base import SandboxError, SandboxProvider, SandboxSpec

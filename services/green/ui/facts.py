@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from services.green.assets import check_archive
+from services.green.kinds.arvo.crash import CrashInfo, parse_report
 from services.green.orchestrator import Orchestrator
-from services.green.ui.crash import CrashInfo, parse_report
 from services.shared.logging import get_logger
 
 log = get_logger("services.green.ui")

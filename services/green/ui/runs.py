@@ -11,10 +11,10 @@ from fastapi.responses import HTMLResponse, Response
 
 from services.green.assessment import AssessmentRunner
 from services.green.disclosure import Disclosure
+from services.green.kinds.arvo.crash import fix_position
 from services.green.store.models import AssessmentRecord, Task
 from services.green.ui import plots
 from services.green.ui.auth import disclosure, require_page
-from services.green.ui.crash import fix_position
 from services.green.ui.facts import TaskFacts
 from services.green.ui.templating import render
 from services.green.ui.views import NO_RUN

@@ -1,0 +1,151 @@
+"""Green's one reader of sanitizer reports (ASan, MSan, UBSan, LSan): the bug class, the crash
+stack, the crash signature, and where a fix lies on the stack.
+
+Two users: the dataset tools compare the signature of ``error.txt`` with the crash the task image
+produces (``green/datasets/verify.py``); the dashboard shows and groups tasks by bug class and fix
+position (``green/ui/``). The judge never reads a report. Purple's analyst reads reports far more
+closely with its own parser: the agent under test shares no code with the judge's side.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+_ERROR_LINE = re.compile(r"^==\d+==ERROR: \w*Sanitizer|: runtime error: ", re.MULTILINE)
+_ERROR = re.compile(r"ERROR: (\w+Sanitizer): (?:attempting )?([\w-]+)")
+_SUMMARY = re.compile(r"^SUMMARY: (\w*Sanitizer): ([A-Za-z][\w-]*)", re.MULTILINE)
+_RUNTIME = re.compile(r"runtime error: ([a-z][\w -]+?)(?: of |:| in |$)", re.M)
+_LEAK = re.compile(r"ERROR: LeakSanitizer")
+_ANY_REPORT = re.compile(r"ERROR: \w*Sanitizer|^SUMMARY: \w*Sanitizer|runtime error: ", re.M)
+_FRAME = re.compile(
+    r"^\s*#(?P<n>\d+) 0x[0-9a-fA-F]+ in (?P<func>.+?) (?P<file>/[^\s:()]+)(?::(?P<line>\d+))?"
+)
+
+
+@dataclass(frozen=True)
+class Frame:
+    index: int
+    function: str
+    file: str
+    """As printed: ``/src/<project>/src/x.c``."""
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class CrashInfo:
+    bug_class: str
+    """e.g. ``heap-buffer-overflow``, ``heap-use-after-free``, ``double-free``; ``unknown``."""
+    sanitizer: str | None = None
+    frames: list[Frame] = field(default_factory=list)
+    """The crash stack, innermost first; fuzzer-driver and libc frames dropped."""
+
+
+@dataclass(frozen=True)
+class CrashSignature:
+    tool: str
+    """AddressSanitizer, MemorySanitizer, UndefinedBehaviorSanitizer, LeakSanitizer, ..."""
+    crash_type: str
+    """heap-buffer-overflow, double-free, SEGV, ..."""
+    frame: Frame | None
+    """The first crash-stack frame under the project's source folder (None: none there)."""
+
+    @property
+    def sanitizer_class(self) -> str:
+        return f"{self.tool}: {self.crash_type}"
+
+    def describe(self) -> str:
+        where = f"{self.frame.function} at {self.frame.file}" if self.frame else "no project frame"
+        return f"{self.sanitizer_class}, {where}"
+
+
+def has_report(text: str) -> bool:
+    """True when ``text`` holds any sanitizer report (LeakSanitizer and UBSan included)."""
+    return bool(_ANY_REPORT.search(text))
+
+
+def crash_frames(text: str) -> list[Frame]:
+    """The frames of the first stack after the report's ERROR line (the crashing access); the
+    stack ends at the first other line or where a second stack (allocation, free) starts."""
+    start = _ERROR_LINE.search(text)
+    frames: list[Frame] = []
+    for text_line in text[start.start() if start else 0 :].splitlines():
+        m = _FRAME.match(text_line)
+        if m is None:
+            if frames and not text_line.strip().startswith("#"):
+                break
+            continue
+        index = int(m.group("n"))
+        if frames and index <= frames[-1].index:
+            break
+        line = int(m.group("line")) if m.group("line") else None
+        frames.append(Frame(index, m.group("func"), m.group("file"), line))
+    return frames
+
+
+def parse_report(text: str) -> CrashInfo:
+    """Bug class and crash stack of a sanitizer report."""
+    bug, sanitizer = "unknown", None
+    if _LEAK.search(text):
+        sanitizer, bug = "LeakSanitizer", "memory-leak"
+    elif m := _SUMMARY.search(text) or _ERROR.search(text):
+        sanitizer, bug = m.group(1), m.group(2)
+    elif m := _RUNTIME.search(text):
+        sanitizer, what = "UndefinedBehaviorSanitizer", m.group(1).strip()
+        bug = "null-pointer-dereference" if "null pointer" in text else what.replace(" ", "-")
+    frames = [
+        f
+        for f in crash_frames(text)
+        if "fuzzer::" not in f.function and not f.file.startswith(("/lib", "/usr/lib"))
+    ]
+    return CrashInfo(bug, sanitizer, frames)
+
+
+def parse_signature(text: str, project: str | None) -> CrashSignature | None:
+    """The signature of the first report in ``text``; None when it has no SUMMARY line."""
+    m = _SUMMARY.search(text)
+    if m is None:
+        return None
+    prefix = f"/src/{project}/" if project else "/src/"
+    frame = next((f for f in crash_frames(text) if f.file.startswith(prefix)), None)
+    return CrashSignature(tool=m.group(1), crash_type=m.group(2), frame=frame)
+
+
+def _where(frame: Frame | None) -> str:
+    return f"{frame.function} ({frame.file})" if frame else "none"
+
+
+def mismatch(expected: CrashSignature, actual: CrashSignature) -> str | None:
+    """Why ``actual`` (the image's crash) is not the crash ``expected`` (error.txt); None: same.
+    Frames are compared by function and file (line numbers move between builds)."""
+    problems = []
+    if expected.sanitizer_class != actual.sanitizer_class:
+        problems.append(
+            f"sanitizer class is {actual.sanitizer_class}, error.txt says {expected.sanitizer_class}"
+        )
+    if _where(expected.frame) != _where(actual.frame):
+        problems.append(
+            f"top in-project frame is {_where(actual.frame)}, error.txt says {_where(expected.frame)}"
+        )
+    return "; ".join(problems) or None
+
+
+def _bare_name(function: str) -> str:
+    return function.split("(")[0].strip().rsplit("::", 1)[-1]
+
+
+def fix_position(info: CrashInfo, ground_truth: dict | None) -> str:
+    """Where the fix is relative to the crash: ``crash frame``, ``N frame(s) up`` or
+    ``not in the stack`` (by function name); ``unknown`` without ground truth."""
+    if not ground_truth or not ground_truth.get("files"):
+        return "unknown"
+    names = {
+        _bare_name(fn.get("qualified") or fn.get("name") or "")
+        for f in ground_truth["files"]
+        for fn in f.get("functions", [])
+    }
+    names.discard("")
+    for i, frame in enumerate(info.frames):
+        if _bare_name(frame.function) in names:
+            return "crash frame" if i == 0 else f"{i} frame{'s' if i > 1 else ''} up"
+    return "not in the stack"
