@@ -1,4 +1,4 @@
-"""GET /healthz: is the Docker engine reachable, is the database?"""
+"""GET /healthz: is the Docker engine reachable, is the database? And which replica answers."""
 
 from __future__ import annotations
 
@@ -25,7 +25,13 @@ async def healthz(orch: OrchestratorDep, request: Request) -> JSONResponse:
         check(orch.sandboxes.ping()), check(asyncio.to_thread(orch.store.ping))
     )
     ok = docker_ok and db_ok
-    body = {"status": "ok" if ok else "degraded", "docker": docker_ok, "database": db_ok}
+    body = {
+        "status": "ok" if ok else "degraded",
+        "docker": docker_ok,
+        "database": db_ok,
+        "instance": orch.settings.instance_name,
+        "url": orch.settings.reachable_url(),
+    }
     datasets = getattr(request.app.state, "datasets", None)
     if datasets is not None and docker_ok:  # the disk budget of task images
         with contextlib.suppress(Exception):
