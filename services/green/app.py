@@ -75,20 +75,14 @@ def agent_card(settings: GreenSettings):
     return card
 
 
-def create_app(
-    settings: GreenSettings | None = None, *, orchestrator: Orchestrator | None = None
-) -> FastAPI:
-    settings = settings or GreenSettings()
-    configure_logging(settings.log_dir)
-    engine = make_engine(settings.database_url)
-    if orchestrator is None:
-        sandboxes = create_provider(settings.sandbox_provider, owner=settings.instance_name)
-        orchestrator = Orchestrator(
-            settings, TaskStore(engine), sandboxes, build_kinds(settings, sandboxes)
-        )
-    orch = orchestrator
-    assessment_store = AssessmentStore(engine)
-    replica = Replica(orch)
+def _lifespan(
+    settings: GreenSettings,
+    orch: Orchestrator,
+    replica: Replica,
+    assessment_store: AssessmentStore,
+):
+    """Start-up (register the replica's name, clean up after an earlier process, start the
+    queue and lease loops) and the clean stop, in that order reversed."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -112,6 +106,26 @@ def create_app(
             await replica.stop()
             await orch.shutdown()
             await replica.deregister()
+
+    return lifespan
+
+
+def create_app(
+    settings: GreenSettings | None = None, *, orchestrator: Orchestrator | None = None
+) -> FastAPI:
+    settings = settings or GreenSettings()
+    configure_logging(settings.log_dir)
+    engine = make_engine(settings.database_url)
+    if orchestrator is None:
+        sandboxes = create_provider(settings.sandbox_provider, owner=settings.instance_name)
+        orchestrator = Orchestrator(
+            settings, TaskStore(engine), sandboxes, build_kinds(settings, sandboxes)
+        )
+    orch = orchestrator
+    assessment_store = AssessmentStore(engine)
+    replica = Replica(orch)
+
+    lifespan = _lifespan(settings, orch, replica, assessment_store)
 
     app = FastAPI(
         title="ARVO RCA arena: green",
