@@ -51,6 +51,7 @@ class Replica:
         self._to_remove: set[str] = set()
         """Tasks taken over whose containers could not be removed yet (retried every round)."""
         self._loops: list[asyncio.Task[None]] = []
+        self._closing = False
 
     # ---- the name ----------------------------------------------------------------------
 
@@ -90,13 +91,22 @@ class Replica:
         ]
 
     async def stop(self) -> None:
-        for loop in self._loops:
+        """Stop the loops. The dispatcher is let finish its round (a claim it made is adopted,
+        so the shutdown ends that task, rather than leaving it claimed and unrun)."""
+        self._closing = True
+        self.orch.wakeup.set()
+        dispatcher, *others = self._loops or [None]
+        for loop in others:
             loop.cancel()
+        if dispatcher is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(dispatcher), 30)
+            dispatcher.cancel()
         await asyncio.gather(*self._loops, return_exceptions=True)
         self._loops = []
 
     async def _dispatch_loop(self) -> None:
-        while True:
+        while not self._closing:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.orch.wakeup.wait(), self.settings.queue_poll_s)
             self.orch.wakeup.clear()
@@ -108,7 +118,7 @@ class Replica:
     async def claim(self) -> list[str]:
         """Claim and run as many queued tasks as there are free slots."""
         free = self.settings.max_concurrent_tasks - len(self.orch.live)
-        if free <= 0 or self.orch.stopping or self.incarnation is None:
+        if free <= 0 or self._closing or self.orch.stopping or self.incarnation is None:
             return []
         until = utcnow() + self.lease
         ids = await asyncio.to_thread(

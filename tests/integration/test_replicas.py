@@ -5,6 +5,7 @@ through either replica, and a second replica of a live replica's name is refused
 
 from __future__ import annotations
 
+import signal
 import time
 from pathlib import Path
 
@@ -185,3 +186,35 @@ def test_a_second_replica_of_a_live_name_is_refused(green_settings, postgres, tm
     # a clean stop frees the name: a new replica may take it at once
     third = _replica(green_settings, db_url, "same-name", "http://127.0.0.1:9", tmp_path).start()
     third.stop()
+
+
+def test_a_frozen_replica_stops_a_task_taken_over_without_rewriting_its_end(
+    green_settings, postgres, slow_purple, docker_client: docker.DockerClient, tmp_path
+):
+    db_url = postgres.new_database("replica_frozen")
+    b = _replica(green_settings, db_url, "frozen-b", slow_purple, tmp_path).start()
+    a = None
+    try:
+        task = submit_task(b.url, {"task": "arvo:900001"})
+        _until(lambda: _running_on(b.url, [task["id"]], "frozen-b"), 60, "B did not run it")
+        a = _replica(green_settings, db_url, "frozen-a", slow_purple, tmp_path).start()
+        assert b.proc is not None
+        b.proc.send_signal(signal.SIGSTOP)  # alive, but silent past its lease
+        ended = wait_terminal(a.url, task["id"], timeout=3 * LEASE_S + 10)
+        assert ended["end_reason"] == "replica_lost" and ended["instance"] == "frozen-a", ended
+        b.proc.send_signal(signal.SIGCONT)
+        _until(lambda: "task.lease_lost" in b.log_path.read_text(), 2 * LEASE_S, "B never noticed")
+        time.sleep(1)  # its runner's cleanup has run: the end it would have written is not there
+        after = httpx.get(f"{b.url}/tasks/{task['id']}", headers=OPERATOR, timeout=10).json()
+        assert after["status"] == "failed" and after["end_reason"] == "replica_lost", after
+        assert after["error"] == ended["error"] and after["instance"] == "frozen-a", after
+        left = docker_client.containers.list(
+            all=True, filters={"label": [f"arena.task_id={task['id']}"]}
+        )
+        assert left == [], [c.name for c in left]
+    finally:
+        if b.proc is not None and b.proc.poll() is None:
+            b.proc.send_signal(signal.SIGCONT)
+        b.stop()
+        if a is not None:
+            a.stop()
