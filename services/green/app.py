@@ -21,6 +21,7 @@ from services.green.datasets.service import make_datasets
 from services.green.intake_limits import IntakeLimits
 from services.green.kinds.registry import build_kinds
 from services.green.orchestrator import Orchestrator
+from services.green.replicas import InstanceClash, Replica
 from services.green.store.crud import AssessmentStore, TaskStore
 from services.green.store.db import make_engine
 from services.green.ui import mount_ui
@@ -89,6 +90,41 @@ def build_orchestrator(settings: GreenSettings, engine: Engine) -> Orchestrator:
     return Orchestrator(settings, TaskStore(engine), sandboxes, build_kinds(settings, sandboxes))
 
 
+def _lifespan(
+    settings: GreenSettings,
+    orch: Orchestrator,
+    replica: Replica,
+    assessment_store: AssessmentStore,
+):
+    """Start-up (register the replica's name, clean up after an earlier process, start the
+    queue and lease loops) and the clean stop, in that order reversed."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        try:
+            await replica.register()
+        except InstanceClash as exc:
+            log.error("green.instance_clash", error=str(exc))
+            raise
+        await orch.start()
+        assessment_store.fail_unfinished("interrupted by restart", settings.instance_name)
+        replica.start()
+        log.info(
+            "green.listening",
+            instance=settings.instance_name,
+            card_url=settings.advertised_url(),
+            purple_reaches_green_at=settings.reachable_url(),
+        )
+        try:
+            yield
+        finally:
+            await replica.stop()
+            await orch.shutdown()
+            await replica.deregister()
+
+    return lifespan
+
+
 def create_app(
     settings: GreenSettings | None = None, *, orchestrator: Orchestrator | None = None
 ) -> FastAPI:
@@ -97,20 +133,9 @@ def create_app(
     engine = make_engine(settings.database_url)
     orch = orchestrator or build_orchestrator(settings, engine)
     assessment_store = AssessmentStore(engine)
+    replica = Replica(orch)
 
-    @asynccontextmanager
-    async def lifespan(app: FastAPI):
-        await orch.start()
-        assessment_store.fail_unfinished("interrupted by restart", settings.instance_name)
-        log.info(
-            "green.listening",
-            card_url=settings.advertised_url(),
-            purple_reaches_green_at=settings.reachable_url(),
-        )
-        try:
-            yield
-        finally:
-            await orch.shutdown()
+    lifespan = _lifespan(settings, orch, replica, assessment_store)
 
     app = FastAPI(
         title="ARVO RCA arena: green",
@@ -119,6 +144,7 @@ def create_app(
         description="Environment and judge for root-cause analysis of ARVO vulnerabilities.",
     )
     app.state.orchestrator = orch
+    app.state.replica = replica
     token = load_operator_token(settings.api_token, settings.api_token_file)
     app.state.auth = auth = OperatorAuth(token, open_plane=settings.open_operator_plane)
     if settings.open_operator_plane:

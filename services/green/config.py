@@ -5,9 +5,11 @@ Every field is documented here and in .env.example.
 
 from __future__ import annotations
 
+import secrets
+import socket
 from pathlib import Path
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 CYBERGYM_ARVO_URL = "https://huggingface.co/datasets/sunblaze-ucb/cybergym/resolve/main/data/arvo"
@@ -60,9 +62,18 @@ class GreenSettings(BaseSettings):
     purple_poll_s: float = Field(5.0, gt=0)
     """How often green checks purple's A2A task while waiting for a submission."""
 
-    instance_name: str = "green"
-    """Names this green's containers (label arena.owner); start-up reaps only its own, so several
-    replicas can share one Docker engine. Keep it stable across restarts."""
+    instance_name: str = ""
+    """This replica's name: the owner of the tasks it runs (the task's 'instance') and of their
+    containers (label arena.owner). Empty: <hostname>-<6 random hex>, new at every start (a
+    replica's unfinished tasks then end through their expired leases). A fixed name: a restart
+    fails its own unfinished tasks at once. A name a live replica holds is refused at start."""
+    lease_s: float = Field(30.0, ge=3, le=60)
+    """A running task's lease: its replica renews it every third of this; a replica that stops
+    renewing (it died) has its tasks ended as infra ('replica_lost') by another replica, and
+    their containers removed, this long after its last renewal."""
+    queue_poll_s: float = Field(1.0, gt=0, le=30)
+    """How often a replica looks for queued tasks to claim (a task posted to it is claimed at
+    once), cancel requests for its tasks, and expired leases of other replicas."""
     sandbox_provider: str = "docker"
     """Which sandbox provider runs task containers (a name registered in services/sandbox:
     'docker', the Docker engines below)."""
@@ -168,6 +179,12 @@ class GreenSettings(BaseSettings):
     @classmethod
     def _no_trailing_slash(cls, v: str | None) -> str | None:
         return v.rstrip("/") if v else v
+
+    @model_validator(mode="after")
+    def _unique_instance_name(self) -> GreenSettings:
+        if not self.instance_name.strip():
+            self.instance_name = f"{socket.gethostname()}-{secrets.token_hex(3)}"
+        return self
 
     def _listen_url(self) -> str:
         host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host

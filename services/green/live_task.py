@@ -97,6 +97,8 @@ class LiveTask:
     exec_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     runner: asyncio.Task[None] | None = None
     cancel_reason: str | None = None
+    lost: bool = False
+    """Its lease was not renewed (another replica ended it): stop without writing its end."""
     submissions: int = 0
     subscribers: list[asyncio.Queue[TaskEvent]] = field(default_factory=list)
 
@@ -148,6 +150,9 @@ class LiveTasks:
 
     def __iter__(self) -> Iterator[LiveTask]:
         return iter(list(self._tasks.values()))
+
+    def __len__(self) -> int:
+        return len(self._tasks)
 
     def get(self, task_id: str) -> LiveTask | None:
         return self._tasks.get(task_id)

@@ -1,10 +1,12 @@
 """The task lifecycle: queued -> preparing -> running -> evaluating -> completed | failed | cancelled.
 
 One :class:`Orchestrator` per green process. A task's id is a fresh UUID and is also the A2A
-context id of every message of that task. Each task gets its own container (which holds its
-workspace), token, log file and counters; a semaphore bounds how many run at once. The store is
-written at every transition, so ``GET /tasks/{id}`` and a SQLite shell show the truth mid-task.
-Cleanup (the container) runs on every exit path.
+context id of every message of that task. Intake writes a ``queued`` row; the replica's
+dispatcher (:mod:`services.green.replicas`) claims queued rows while it has free slots, on this
+replica or any other sharing the database, and hands them to :meth:`Orchestrator.adopt`. Each
+task gets its own container (which holds its workspace), token, log file and counters. The store
+is written at every transition, so ``GET /tasks/{id}`` and a SQLite shell show the truth
+mid-task. Cleanup (the container) runs on every exit path.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from services.green.store.models import (
     TaskStatus,
     utcnow,
 )
+from services.green.store.queue import TaskQueue
+from services.green.watch import RemoteWatch
 from services.sandbox.base import (
     AgentFault,
     SandboxError,
@@ -40,7 +44,7 @@ from services.sandbox.base import (
     SandboxSpec,
 )
 from services.sandbox.janitor import Janitor
-from services.shared.logging import get_logger, router
+from services.shared.logging import get_logger, router, task_log_context
 from services.shared.outcome import TaskOutcome
 from services.shared.protocol import TaskLimits
 from services.shared.task_ref import TaskRef
@@ -80,7 +84,11 @@ class Orchestrator:
         self._stopping = False
         self.task_end_hooks: list[Callable[[str], None]] = []
         """Called (in a thread) with a task's image after it ended (e.g. the disk budget)."""
-        self._slots = asyncio.Semaphore(settings.max_concurrent_tasks)
+        self.queue = TaskQueue(store.engine)
+        self.wakeup = asyncio.Event()
+        """Set when a task was queued or a slot freed: the dispatcher claims at once."""
+        self.remote = RemoteWatch(store)
+        """Listeners of tasks this replica does not run (queued, or run by another replica)."""
         # Docker and file work is blocking; give it threads enough for every running task.
         self._pool = ThreadPoolExecutor(
             max_workers=settings.max_concurrent_tasks * 2 + 4, thread_name_prefix="green-io"
@@ -140,7 +148,7 @@ class Orchestrator:
             ) from None
 
     async def create_task(self, ref: TaskRef | str, options: TaskOptions | None = None) -> Task:
-        """Validate, record as queued, and schedule. Raises ValueError for a malformed reference
+        """Validate and record as queued (any replica's dispatcher may claim it). Raises ValueError for a malformed reference
         or a kind this green does not serve, UnknownTask for an id the source lacks."""
         opts = options or TaskOptions()
         s = self.settings
@@ -168,22 +176,32 @@ class Orchestrator:
             owner=s.instance_name,
         )
         self.store.add(task)
+        log_key = f"{ref.kind}_{ref.id}"
+        with task_log_context(task.id, log_key, task_ref=str(ref)):
+            log.info("task.queued", purple_url=task.purple_url, max_steps=task.max_steps)
+        self._close_log(log_key)
+        self.wakeup.set()
+        return task
+
+    def adopt(self, task: Task) -> LiveTask:
+        """Run a task this replica claimed from the queue (a fresh token: only we know it)."""
         live = LiveTask(
             id=task.id,
-            kind=task_kind,
-            ref=ref,
+            kind=self.kind(task.kind),
+            ref=task.ref,
             token=secrets.token_urlsafe(24),
             purple_url=task.purple_url,
             max_steps=task.max_steps,
             task_timeout_s=task.task_timeout_s,
             command_timeout_s=task.command_timeout_s,
-            log_key=f"{ref.kind}_{ref.id}",
+            log_key=f"{task.kind}_{task.ref_id}",
         )
+        live.subscribers.extend(self.remote.hand_over(task.id))
         self.live.add(live)
         with live.log_context():
-            log.info("task.queued", purple_url=task.purple_url, max_steps=task.max_steps)
+            log.info("task.claimed", instance=self.settings.instance_name)
             live.runner = asyncio.create_task(self._run(live), name=f"task-{task.id}")
-        return task
+        return live
 
     def allowed_purple(self, requested: str | None) -> str:
         """The purple a task may use: the configured one, or one the allow-list names. Green
@@ -205,14 +223,18 @@ class Orchestrator:
         return task
 
     def subscribe(self, task_id: str) -> asyncio.Queue[TaskEvent]:
-        """Events of a live task; a finished task yields one final event at once."""
+        """Events of a task: a live one's as they happen, a queued one's or another replica's
+        as the store shows them; a finished task yields one final event at once."""
         q: asyncio.Queue[TaskEvent] = asyncio.Queue()
         live = self.live.get(task_id)
         if live is not None:
             live.subscribers.append(q)
-        else:
-            task = self.get(task_id)
+            return q
+        task = self.get(task_id)
+        if task.status.terminal:
             q.put_nowait(TaskEvent(task.id, task.status, task.end_reason or task.status.value))
+        else:
+            self.remote.add(task, q)
         return q
 
     def unsubscribe(self, task_id: str, q: asyncio.Queue[TaskEvent]) -> None:
@@ -220,18 +242,34 @@ class Orchestrator:
         live = self.live.get(task_id)
         if live is not None and q in live.subscribers:
             live.subscribers.remove(q)
+        self.remote.discard(task_id, q)
 
     async def wait(self, task_id: str) -> Task:
-        live = self.live.get(task_id)
-        if live is not None and live.runner is not None:
-            await asyncio.shield(live.runner)
-        return self.get(task_id)
+        """The task once it has ended, whichever replica runs it."""
+        while True:
+            live = self.live.get(task_id)
+            if live is not None and live.runner is not None:
+                await asyncio.shield(live.runner)
+                return self.get(task_id)
+            task = self.get(task_id)
+            if task.status.terminal:
+                return task
+            await asyncio.sleep(min(self.settings.queue_poll_s, 0.5))
 
     async def cancel(self, task_id: str, reason: str = "cancelled by request") -> Task:
+        """Cancel a task: a queued one at once, one of ours at once (returned ended), one of
+        another replica through its cancel flag (returned as it is: its owner acts within
+        GREEN_QUEUE_POLL_S)."""
         task = self.get(task_id)
         live = self.live.get(task_id)
-        if task.status.terminal or live is None or live.runner is None:
+        if task.status.terminal:
             return task
+        if live is None or live.runner is None:
+            if self.queue.cancel_queued(task_id, "cancelled"):
+                self.store.update(task_id, error=reason)
+            else:
+                self.queue.request_cancel(task_id)
+            return self.get(task_id)
         live.cancel_reason = reason
         live.runner.cancel()
         await asyncio.gather(live.runner, return_exceptions=True)
@@ -247,10 +285,9 @@ class Orchestrator:
         )
         engine_failed = False
         try:
-            async with self._slots:
-                await self._prepare(live)
-                end_reason = await self._serve(live)
-                outcome = await self._evaluate(live, end_reason)
+            await self._prepare(live)
+            end_reason = await self._serve(live)
+            outcome = await self._evaluate(live, end_reason)
         except asyncio.CancelledError:  # a cancel request (a shutdown is recorded below)
             outcome = live.outcome(
                 TaskStatus.cancelled, "cancelled", live.cancel_reason or "cancelled"
@@ -282,8 +319,10 @@ class Orchestrator:
                 outcome = live.outcome(
                     TaskStatus.failed, "interrupted", "green shut down", FailureKind.infra
                 )
-            await _through_cancels(self._finish(live, outcome))
+            if not live.lost:  # else another replica ended it (its lease had expired)
+                await _through_cancels(self._finish(live, outcome))
             self._forget(live)
+            self.wakeup.set()  # a slot is free
             if engine_failed:
                 self.janitor.sweep_soon()
             if live.plan is not None:
@@ -456,8 +495,11 @@ class Orchestrator:
 
     def _forget(self, live: LiveTask) -> None:
         self.live.pop(live.id)
-        if not any(t.log_key == live.log_key for t in self.live) and (r := router()):
-            r.close(live.log_key)
+        self._close_log(live.log_key)
+
+    def _close_log(self, log_key: str) -> None:
+        if not any(t.log_key == log_key for t in self.live) and (r := router()):
+            r.close(log_key)
 
 
 async def _through_cancels(work: Any) -> None:

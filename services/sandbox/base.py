@@ -16,7 +16,7 @@ sandbox itself does not answer in time. Every infrastructure failure is a :class
 from __future__ import annotations
 
 import errno
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import BinaryIO, Protocol, runtime_checkable
 
@@ -147,9 +147,12 @@ class SandboxProvider(Protocol):
         how it goes). Raises ImageNotFound, EngineUnreachable, SandboxError."""
         ...
 
-    async def reap(self, keep: Callable[[str], bool] | None = None) -> list[str]:
+    async def reap(
+        self, keep: Callable[[str], bool] | None = None, *, only: Collection[str] | None = None
+    ) -> list[str]:
         """Remove every container this provider labelled and that is still around, except those
-        whose task id ``keep`` accepts; return their names."""
+        whose task id ``keep`` accepts; return their names. With ``only``: the containers of
+        those task ids, whichever replica (owner) created them (a dead replica's tasks)."""
         ...
 
     async def ping(self) -> bool:

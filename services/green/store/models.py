@@ -106,6 +106,12 @@ class TaskPublic(TaskBase):
         """The task reference, ``kind:ref_id`` (e.g. ``arvo:10055``)."""
         return str(TaskRef(self.kind, self.ref_id))
 
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def instance(self) -> str | None:
+        """The replica (GREEN_INSTANCE_NAME) that runs or ran the task; None while queued."""
+        return None if self.status is TaskStatus.queued else self.owner
+
     @computed_field(description="Deprecated alias of ref_id (use ref or kind + ref_id).")  # type: ignore[prop-decorator]
     @property
     def arvo_id(self) -> str:

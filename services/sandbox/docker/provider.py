@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any
 
@@ -175,15 +175,18 @@ class DockerSandboxProvider:
             options["network_mode"] = "none"
         return options
 
-    async def reap(self, keep: Callable[[str], bool] | None = None) -> list[str]:
+    async def reap(
+        self, keep: Callable[[str], bool] | None = None, *, only: Collection[str] | None = None
+    ) -> list[str]:
         """Remove every container labelled ``<prefix>.managed=1`` (and ``<prefix>.owner=<owner>``
         when this provider has an owner), running or not, except those whose task id ``keep``
-        accepts."""
-        return await self._io(self._reap, keep)
+        accepts. With ``only``: the containers labelled with those task ids, whatever their
+        owner."""
+        return await self._io(self._reap, keep, None if only is None else set(only))
 
-    def _reap(self, keep: Callable[[str], bool] | None) -> list[str]:
+    def _reap(self, keep: Callable[[str], bool] | None, only: set[str] | None) -> list[str]:
         labels = [self.managed_label]
-        if self._owner:
+        if self._owner and only is None:
             labels.append(f"{self._prefix}.owner={self._owner}")
         try:
             leftovers = self._client.containers.list(all=True, filters={"label": labels})
@@ -191,7 +194,8 @@ class DockerSandboxProvider:
             raise engine_error(e, "cannot list containers") from e
         names = []
         for container in leftovers:
-            if keep is not None and keep(container.labels.get(f"{self._prefix}.task_id", "")):
+            task_id = container.labels.get(f"{self._prefix}.task_id", "")
+            if (keep is not None and keep(task_id)) or (only is not None and task_id not in only):
                 continue
             try:
                 container.remove(force=True, v=True)

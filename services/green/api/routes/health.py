@@ -1,4 +1,5 @@
-"""GET /healthz: do the Docker engines answer (each one, in ``engines``), does the database?"""
+"""GET /healthz: do the Docker engines answer (each one, in ``engines``), does the database? And
+which replica answers (``instance``, ``url``)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,13 @@ async def healthz(orch: OrchestratorDep, request: Request) -> JSONResponse:
         check(orch.sandboxes.ping()), check(asyncio.to_thread(orch.store.ping))
     )
     ok = docker_ok and db_ok
-    body = {"status": "ok" if ok else "degraded", "docker": docker_ok, "database": db_ok}
+    body = {
+        "status": "ok" if ok else "degraded",
+        "docker": docker_ok,
+        "database": db_ok,
+        "instance": orch.settings.instance_name,
+        "url": orch.settings.reachable_url(),
+    }
     with contextlib.suppress(Exception):  # each engine of the pool: up or down, how busy
         body["engines"] = await asyncio.wait_for(orch.sandboxes.engines(), 5)
     datasets = getattr(request.app.state, "datasets", None)

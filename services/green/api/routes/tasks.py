@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request, status
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, model_validator
 
 from services.green.api.deps import DisclosureDep, IntakeDep, OperatorDep, OrchestratorDep, admit
@@ -129,9 +130,21 @@ async def get_commands(
     return orch.store.commands(task_id, offset, limit)
 
 
-@router.post("/{task_id}/cancel", response_model=TaskPublic)
-async def cancel_task(task_id: str, orch: OrchestratorDep, show: DisclosureDep) -> TaskPublic:
+@router.post(
+    "/{task_id}/cancel",
+    response_model=TaskPublic,
+    responses={202: {"description": "Another replica runs it: its owner was asked to cancel"}},
+)
+async def cancel_task(task_id: str, orch: OrchestratorDep, show: DisclosureDep) -> Any:
     task = _get(orch, task_id)
     if task.status.terminal:
         raise HTTPException(status.HTTP_409_CONFLICT, f"task {task_id} already {task.status.value}")
-    return show.task(await orch.cancel(task_id))
+    task = await orch.cancel(task_id)
+    if task.status.terminal:
+        return show.task(task)
+    note = (
+        f"replica {task.owner!r} runs this task: it was asked to cancel it and does so within "
+        "seconds (GET the task to see it end)"
+    )
+    body = {**show.task(task).model_dump(mode="json"), "note": note}
+    return JSONResponse(body, status_code=status.HTTP_202_ACCEPTED)

@@ -1,0 +1,212 @@
+"""This green as one replica of many on one database: its name, the queue, leases, cancels.
+
+- **Name.** At start the replica registers ``GREEN_INSTANCE_NAME``; a name a live replica holds
+  is refused (:class:`InstanceClash`, green exits). A holder whose heartbeat is fresh but whose
+  URL no longer answers as that name died a moment ago (a restart under a fixed name): its
+  registration is taken over. The heartbeat is renewed with the leases; a clean stop frees it.
+- **Dispatcher.** While it has free slots (``GREEN_MAX_CONCURRENT_TASKS``) the replica claims
+  the oldest queued tasks of the kinds it serves (``SELECT … FOR UPDATE SKIP LOCKED``) and runs
+  them; a task posted to it, or a slot freed, wakes it at once, else it looks every
+  ``GREEN_QUEUE_POLL_S``.
+- **Leases.** Every third of ``GREEN_LEASE_S`` the replica renews the leases of the tasks it
+  runs; a task missing from the answer is no longer its own (another replica ended it) and is
+  stopped without writing its end.
+- **Dead replicas.** Every ``GREEN_QUEUE_POLL_S`` the replica looks for other replicas' expired
+  leases, takes each such task over ending it ``failed``/infra (``replica_lost``), and removes
+  its containers by their task-id label. Ending, not re-queuing: see docs/scale.md.
+- **Cancels.** Every ``GREEN_QUEUE_POLL_S`` it cancels its tasks whose cancel another replica
+  requested, and tells listeners of tasks it does not run what the store shows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+
+import httpx
+
+from services.green.orchestrator import Orchestrator
+from services.green.store.instances import InstanceClash, InstanceRegistry
+from services.green.store.models import FailureKind, TaskStatus, utcnow
+from services.shared.logging import get_logger
+
+log = get_logger("services.green.replicas")
+
+__all__ = ["InstanceClash", "Replica"]
+
+
+class Replica:
+    """The background work that makes one green a replica (started by the app's lifespan)."""
+
+    def __init__(self, orch: Orchestrator) -> None:
+        self.orch = orch
+        self.settings = s = orch.settings
+        self.name = s.instance_name
+        self.url = s.reachable_url()
+        self.lease = timedelta(seconds=s.lease_s)
+        self.registry = InstanceRegistry(orch.store.engine)
+        self.incarnation: str | None = None
+        self._to_remove: set[str] = set()
+        """Tasks taken over whose containers could not be removed yet (retried every round)."""
+        self._loops: list[asyncio.Task[None]] = []
+        self._closing = False
+
+    # ---- the name ----------------------------------------------------------------------
+
+    async def register(self) -> None:
+        """Claim this replica's name; raises InstanceClash when a live replica holds it."""
+        now = utcnow()
+        try:
+            row = await asyncio.to_thread(
+                self.registry.register, self.name, self.url, now=now, stale_after=self.lease
+            )
+        except InstanceClash:
+            live = await asyncio.to_thread(self.registry.live, now, self.lease)
+            holder = next((i for i in live if i.name == self.name), None)
+            if holder is None or await _answers_as(holder.url, self.name):
+                raise
+            log.warning("instance.took_over_dead_name", name=self.name, was_at=holder.url)
+            await asyncio.to_thread(self.registry.deregister, self.name, holder.incarnation)
+            row = await asyncio.to_thread(
+                self.registry.register, self.name, self.url, now=now, stale_after=self.lease
+            )
+        self.incarnation = row.incarnation
+        log.info("instance.registered", name=self.name, url=self.url)
+
+    async def deregister(self) -> None:
+        if self.incarnation is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(self.registry.deregister, self.name, self.incarnation)
+
+    # ---- the loops ---------------------------------------------------------------------
+
+    def start(self) -> None:
+        poll = self.settings.queue_poll_s
+        self._loops = [
+            asyncio.create_task(self._dispatch_loop(), name="replica-dispatch"),
+            asyncio.create_task(_every(self.settings.lease_s / 3, self.keep_leases), name="lease"),
+            asyncio.create_task(_every(poll, self.watch), name="replica-watch"),
+        ]
+
+    async def stop(self) -> None:
+        """Stop the loops. The dispatcher is let finish its round (a claim it made is adopted,
+        so the shutdown ends that task, rather than leaving it claimed and unrun)."""
+        self._closing = True
+        self.orch.wakeup.set()
+        dispatcher, *others = self._loops or [None]
+        for loop in others:
+            loop.cancel()
+        if dispatcher is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(dispatcher), 30)
+            dispatcher.cancel()
+        await asyncio.gather(*self._loops, return_exceptions=True)
+        self._loops = []
+
+    async def _dispatch_loop(self) -> None:
+        while not self._closing:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.orch.wakeup.wait(), self.settings.queue_poll_s)
+            self.orch.wakeup.clear()
+            try:
+                await self.claim()
+            except Exception:  # the database is away: try again at the next poll
+                log.exception("queue.claim_failed")
+
+    async def claim(self) -> list[str]:
+        """Claim and run as many queued tasks as there are free slots."""
+        free = self.settings.max_concurrent_tasks - len(self.orch.live)
+        if free <= 0 or self._closing or self.orch.stopping or self.incarnation is None:
+            return []
+        until = utcnow() + self.lease
+        ids = await asyncio.to_thread(
+            self.orch.queue.claim, self.name, until, free, kinds=list(self.orch.kinds)
+        )
+        tasks = await asyncio.to_thread(self.orch.store.get_many, ids)
+        for task in sorted(tasks, key=lambda t: t.created_at):
+            self.orch.adopt(task)
+        return ids
+
+    async def keep_leases(self) -> None:
+        """Renew this replica's heartbeat and its tasks' leases; stop the tasks it lost."""
+        now = utcnow()
+        alive = await asyncio.to_thread(
+            self.registry.heartbeat, self.name, self.incarnation or "", now
+        )
+        if not alive and self.incarnation is not None:
+            log.error("instance.name_taken_over", name=self.name, detail="claiming no more tasks")
+            self.incarnation = None
+        held = [t.id for t in self.orch.live]
+        kept = await asyncio.to_thread(self.orch.queue.renew, self.name, held, now + self.lease)
+        for task_id in set(held) - kept:
+            live = self.orch.live.get(task_id)
+            if live is not None and live.runner is not None and not live.runner.done():
+                with live.log_context():
+                    log.warning("task.lease_lost", detail="ended by another replica")
+                live.lost = True
+                live.runner.cancel()
+
+    async def watch(self) -> None:
+        """Cancels requested through other replicas, dead replicas' tasks, remote listeners."""
+        for task_id in await asyncio.to_thread(self.orch.queue.cancel_requests, self.name):
+            await self.orch.cancel(task_id, "cancelled by request (through another replica)")
+        await self.take_over_expired()
+        await self.orch.remote.poll()
+
+    async def take_over_expired(self) -> list[str]:
+        """End the tasks of replicas whose leases ran out, and remove their containers."""
+        now = utcnow()
+        taken = []
+        for lease in await asyncio.to_thread(self.orch.queue.expired, self.name, now):
+            error = (
+                f"replica {lease.owner!r} stopped renewing the task's lease (it expired at "
+                f"{lease.lease_until:%Y-%m-%d %H:%M:%S} UTC): it died or lost the database"
+            )
+            won = await asyncio.to_thread(
+                lambda lease=lease, error=error: self.orch.queue.take_over(
+                    self.name,
+                    lease.id,
+                    lease.owner,
+                    now=now,
+                    until=now + self.lease,
+                    status=TaskStatus.failed,
+                    failure_kind=FailureKind.infra,
+                    end_reason="replica_lost",
+                    error=error,
+                    finished_at=now,
+                )
+            )
+            if won:
+                taken.append(lease.id)
+                log.warning("task.replica_lost", task_id=lease.id, dead_replica=lease.owner)
+        self._to_remove.update(taken)
+        if self._to_remove:
+            try:
+                removed = await self.orch.sandboxes.reap(only=set(self._to_remove))
+            except Exception as exc:  # the engine is away: retried at the next round
+                log.warning("replica_lost.remove_failed", tasks=taken, error=str(exc))
+            else:
+                log.info("replica_lost.containers_removed", containers=removed)
+                self._to_remove.clear()
+        return taken
+
+
+async def _every(period_s: float, work: Callable[[], Awaitable[object]]) -> None:
+    while True:
+        await asyncio.sleep(period_s)
+        try:
+            await work()
+        except Exception:  # the database is away for a moment: the next round retries
+            log.exception("replica.round_failed", work=getattr(work, "__name__", str(work)))
+
+
+async def _answers_as(url: str, name: str) -> bool:
+    """Whether a green answers at ``url`` under ``name`` (a live holder of the name)."""
+    try:
+        async with httpx.AsyncClient(timeout=3) as client:
+            body = (await client.get(f"{url.rstrip('/')}/healthz")).json()
+    except (httpx.HTTPError, ValueError):
+        return False
+    return isinstance(body, dict) and body.get("instance") == name

@@ -1,0 +1,57 @@
+"""Listeners of tasks this replica does not run: a queued task, or one another replica runs.
+
+The store is the only thing replicas share, so such a listener hears the task's status
+changes as the store shows them (polled by :mod:`services.green.replicas`); when this replica
+claims the task, its listeners move to the live task and hear everything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from services.green.live_task import TaskEvent
+from services.green.store.crud import TaskStore
+from services.green.store.models import Task, TaskStatus
+
+
+class RemoteWatch:
+    """Task id -> (the status last told, the listeners' queues)."""
+
+    def __init__(self, store: TaskStore) -> None:
+        self.store = store
+        self._watched: dict[str, tuple[TaskStatus, list[asyncio.Queue[TaskEvent]]]] = {}
+
+    def add(self, task: Task, q: asyncio.Queue[TaskEvent]) -> None:
+        _, queues = self._watched.setdefault(task.id, (task.status, []))
+        queues.append(q)
+
+    def discard(self, task_id: str, q: asyncio.Queue[TaskEvent]) -> None:
+        entry = self._watched.get(task_id)
+        if entry is not None and q in entry[1]:
+            entry[1].remove(q)
+            if not entry[1]:
+                del self._watched[task_id]
+
+    def hand_over(self, task_id: str) -> list[asyncio.Queue[TaskEvent]]:
+        """The listeners of a task this replica now runs (they leave this watch)."""
+        entry = self._watched.pop(task_id, None)
+        return entry[1] if entry else []
+
+    async def poll(self) -> None:
+        """Tell each listener the status its task has reached since the last poll."""
+        if not self._watched:
+            return
+        tasks = await asyncio.to_thread(self.store.get_many, list(self._watched))
+        for task in tasks:
+            entry = self._watched.get(task.id)
+            if entry is None or entry[0] is task.status:
+                continue
+            message = task.end_reason or task.status.value
+            if task.status.terminal and task.error:
+                message = task.error
+            for q in entry[1]:
+                q.put_nowait(TaskEvent(task.id, task.status, message))
+            if task.status.terminal:
+                del self._watched[task.id]
+            else:
+                self._watched[task.id] = (task.status, entry[1])

@@ -1,0 +1,220 @@
+"""Two real green processes on one PostgreSQL, real containers, one real purple: tasks posted to
+one replica run on both, a replica killed with SIGKILL has its tasks ended (infra,
+``replica_lost``) and its containers removed by the other within the lease, cancel works
+through either replica, and a second replica of a live replica's name is refused at start."""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+
+import docker
+import httpx
+import pytest
+
+from services.purple.app import create_app as create_purple
+from services.purple.config import PurpleSettings
+from tests.integration.helpers import OPERATOR, TERMINAL, submit_task, wait_terminal
+from tests.integration.test_green_replicas import green_env
+from tests.support.scripted_purple import Observed, Script, ScriptedPolicy
+from tests.support.servers import ServiceProcess, free_port, serve
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+LEASE_S = 6.0
+SLOTS = 3
+IDS = ["900001", "900002", "900003", "900004"]
+HELD = {"preparing", "running", "evaluating"}
+
+
+def _replica(settings, db_url: str, name: str, purple_url: str, tmp: Path) -> ServiceProcess:
+    port = free_port()
+    env = {
+        **green_env(settings, db_url, name),
+        "GREEN_PUBLIC_URL": f"http://127.0.0.1:{port}",
+        "GREEN_PURPLE_URL": purple_url,
+        "GREEN_PURPLE_POLL_S": "0.5",
+        "GREEN_LEASE_S": str(LEASE_S),
+        "GREEN_QUEUE_POLL_S": "0.5",
+        "GREEN_MAX_CONCURRENT_TASKS": str(SLOTS),
+        "GREEN_CONTAINER_MEMORY": "512m",
+        "GREEN_API_TOKEN_FILE": str(tmp / f"token-{name}"),
+    }
+    return ServiceProcess("services.green", port, env, tmp / f"{name}.out")
+
+
+def _tasks(url: str, ids: list[str]) -> dict[str, dict]:
+    return {i: httpx.get(f"{url}/tasks/{i}", headers=OPERATOR, timeout=10).json() for i in ids}
+
+
+def _until(what, timeout: float, message: str, period: float = 0.2):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if result := what():
+            return result
+        time.sleep(period)
+    raise AssertionError(message)
+
+
+def _running_on(url: str, ids: list[str], name: str) -> list[dict]:
+    return [
+        t for t in _tasks(url, ids).values() if t["status"] == "running" and t["instance"] == name
+    ]
+
+
+def _cancel_through(url: str, task: dict, owner_url: str) -> None:
+    """Cancel another replica's task through ``url``: 202 and a note at once, then its owner
+    ends it within seconds (its container removed)."""
+    r = httpx.post(f"{url}/tasks/{task['id']}/cancel", headers=OPERATOR, timeout=10)
+    assert r.status_code == 202, r.text
+    assert task["instance"] in r.json()["note"]
+    ended = wait_terminal(owner_url, task["id"], timeout=15)
+    assert ended["status"] == "cancelled" and ended["end_reason"] == "cancelled", ended
+
+
+@pytest.fixture
+def slow_purple(tmp_path: Path):
+    """A real purple whose tasks run commands for about a minute (mid-run when we act)."""
+    port = free_port()
+    settings = PurpleSettings(
+        port=port,
+        database_url=f"sqlite:///{tmp_path}/purple.db",
+        log_dir=tmp_path / "logs",
+        trajectory_dir=tmp_path / "traj",
+        max_concurrent_tasks=32,
+    )
+    script = Script(commands=["sleep 1"] * 60, pause_s=0.5)
+    app = create_purple(
+        settings, make_policy=lambda kind="rca_task": ScriptedPolicy(script, Observed())
+    )
+    with serve(app, port) as srv:
+        yield srv.url
+
+
+def test_queue_leases_and_cancel_across_two_replicas(
+    green_settings, postgres, slow_purple, docker_client: docker.DockerClient, tmp_path
+):
+    db_url = postgres.new_database("replica_queue")
+    a = _replica(green_settings, db_url, "replica-a", slow_purple, tmp_path).start()
+    b = _replica(green_settings, db_url, "replica-b", slow_purple, tmp_path).start()
+    try:
+        for replica, name in ((a, "replica-a"), (b, "replica-b")):
+            health = httpx.get(f"{replica.url}/healthz", timeout=10).json()
+            assert health["instance"] == name and health["url"] == replica.url, health
+
+        ids = [submit_task(a.url, {"task": f"arvo:{IDS[i % 4]}"})["id"] for i in range(12)]
+
+        # the queue: tasks posted to A run on both replicas, each within its slots
+        _until(
+            lambda: (
+                len(_running_on(a.url, ids, "replica-a")) == SLOTS
+                and len(_running_on(a.url, ids, "replica-b")) == SLOTS
+            ),
+            120,
+            f"tasks did not spread over both replicas: {_tasks(a.url, ids)}",
+        )
+        started = [t for t in _tasks(a.url, ids).values() if t["status"] == "running"]
+        assert {t["instance"] for t in started} == {"replica-a", "replica-b"}
+
+        # cancel through either replica: A cancels B's task, B cancels A's
+        _cancel_through(a.url, _running_on(a.url, ids, "replica-b")[0], b.url)
+        _cancel_through(b.url, _running_on(b.url, ids, "replica-a")[0], a.url)
+
+        # kill -9 B mid-run: within the lease A ends every task B held, and removes its containers
+        held_by_b = _until(
+            lambda: (r := _running_on(a.url, ids, "replica-b")) and len(r) == SLOTS and r,
+            60,
+            "B did not refill its slots",
+        )
+        b.kill()
+        killed_at = time.monotonic()
+        b_ids = [t["id"] for t in held_by_b]
+
+        def b_tasks_ended() -> bool:
+            now = _tasks(a.url, ids)
+            # B held nothing else: every task still unfinished is A's or queued
+            assert not [
+                t
+                for t in now.values()
+                if t["instance"] == "replica-b" and t["status"] in HELD and t["id"] not in b_ids
+            ]
+            return all(now[i]["status"] in TERMINAL for i in b_ids)
+
+        _until(b_tasks_ended, 3 * LEASE_S + 10, "B's tasks did not end after its death")
+        took = time.monotonic() - killed_at
+        print(f"replica killed -> its {len(b_ids)} tasks ended by the other: {took:.1f} s")
+        for task in _tasks(a.url, b_ids).values():
+            assert task["status"] == "failed" and task["failure_kind"] == "infra", task
+            assert task["end_reason"] == "replica_lost" and "replica-b" in task["error"], task
+            assert task["instance"] == "replica-a", task
+        left = docker_client.containers.list(
+            all=True, filters={"label": ["arena.managed=1", "arena.owner=replica-b"]}
+        )
+        assert left == [], [c.name for c in left]
+
+        # A keeps working the queue alone; then cancel what is left (queued ones at once)
+        _until(lambda: _running_on(a.url, ids, "replica-a"), 30, "A stopped claiming")
+        for task in _tasks(a.url, ids).values():
+            if task["status"] not in TERMINAL:
+                httpx.post(f"{a.url}/tasks/{task['id']}/cancel", headers=OPERATOR, timeout=30)
+        for i in ids:
+            assert wait_terminal(a.url, i, timeout=30)["status"] in TERMINAL
+    finally:
+        b.kill()
+        a.stop()
+    left = docker_client.containers.list(
+        all=True, filters={"label": ["arena.managed=1", "arena.owner=replica-a"]}
+    )
+    assert left == [], [c.name for c in left]
+
+
+def test_a_second_replica_of_a_live_name_is_refused(green_settings, postgres, tmp_path):
+    db_url = postgres.new_database("replica_names")
+    first = _replica(green_settings, db_url, "same-name", "http://127.0.0.1:9", tmp_path).start()
+    second = _replica(green_settings, db_url, "same-name", "http://127.0.0.1:9", tmp_path)
+    try:
+        with pytest.raises(RuntimeError, match="exited"):
+            second.start(timeout=60)
+        assert second.proc is not None and second.proc.returncode not in (0, None)
+        out = second.log_path.read_text()
+        assert "another green replica named 'same-name' is alive" in out, out[-3000:]
+        assert httpx.get(f"{first.url}/healthz", timeout=10).json()["instance"] == "same-name"
+    finally:
+        second.stop()
+        first.stop()
+    # a clean stop frees the name: a new replica may take it at once
+    third = _replica(green_settings, db_url, "same-name", "http://127.0.0.1:9", tmp_path).start()
+    third.stop()
+
+
+def test_a_frozen_replica_stops_a_task_taken_over_without_rewriting_its_end(
+    green_settings, postgres, slow_purple, docker_client: docker.DockerClient, tmp_path
+):
+    db_url = postgres.new_database("replica_frozen")
+    b = _replica(green_settings, db_url, "frozen-b", slow_purple, tmp_path).start()
+    a = None
+    try:
+        task = submit_task(b.url, {"task": "arvo:900001"})
+        _until(lambda: _running_on(b.url, [task["id"]], "frozen-b"), 60, "B did not run it")
+        a = _replica(green_settings, db_url, "frozen-a", slow_purple, tmp_path).start()
+        assert b.proc is not None
+        b.proc.send_signal(signal.SIGSTOP)  # alive, but silent past its lease
+        ended = wait_terminal(a.url, task["id"], timeout=3 * LEASE_S + 10)
+        assert ended["end_reason"] == "replica_lost" and ended["instance"] == "frozen-a", ended
+        b.proc.send_signal(signal.SIGCONT)
+        _until(lambda: "task.lease_lost" in b.log_path.read_text(), 2 * LEASE_S, "B never noticed")
+        time.sleep(1)  # its runner's cleanup has run: the end it would have written is not there
+        after = httpx.get(f"{b.url}/tasks/{task['id']}", headers=OPERATOR, timeout=10).json()
+        assert after["status"] == "failed" and after["end_reason"] == "replica_lost", after
+        assert after["error"] == ended["error"] and after["instance"] == "frozen-a", after
+        left = docker_client.containers.list(
+            all=True, filters={"label": [f"arena.task_id={task['id']}"]}
+        )
+        assert left == [], [c.name for c in left]
+    finally:
+        if b.proc is not None and b.proc.poll() is None:
+            b.proc.send_signal(signal.SIGCONT)
+        b.stop()
+        if a is not None:
+            a.stop()
