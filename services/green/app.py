@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from contextlib import asynccontextmanager
+from functools import partial
 
 from a2a.types import AgentSkill, HTTPAuthSecurityScheme, SecurityRequirement, StringList
 from fastapi import Depends, FastAPI, Request
@@ -18,7 +19,7 @@ from services.green.assessment import AssessmentRunner
 from services.green.auth import OperatorAuth, load_operator_token
 from services.green.config import GreenSettings
 from services.green.datasets.service import make_datasets
-from services.green.intake_limits import IntakeLimits
+from services.green.intake_limits import IntakeLimits, allowed_purple
 from services.green.kinds.registry import build_kinds
 from services.green.orchestrator import Orchestrator
 from services.green.replicas import InstanceClash, Replica
@@ -178,7 +179,7 @@ def create_app(
         GreenExecutor(orch, app.state.assessments),
         agent_card(settings),
         handler_class=GreenRequestHandler,
-        handler_options={"intake": intake, "allowed_purple": orch.allowed_purple},
+        handler_options={"intake": intake, "allowed_purple": partial(allowed_purple, settings)},
         context_builder=CallContextBuilder(auth),
     )
     app.add_middleware(RefusalStatus)

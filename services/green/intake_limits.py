@@ -1,4 +1,5 @@
-"""Bounds on the operator plane's intake: requests per credential, and tasks waiting at once.
+"""Bounds on the operator plane's intake: requests per credential, tasks waiting at once, and the
+purple URLs a task may name.
 
 A caller over a bound gets :class:`TooBusy` (429 with ``Retry-After`` over REST, the same code
 and sentence over A2A); nothing is created.
@@ -6,6 +7,7 @@ and sentence over A2A); nothing is created.
 
 from __future__ import annotations
 
+import fnmatch
 import math
 import time
 from collections.abc import Callable
@@ -13,6 +15,8 @@ from collections.abc import Callable
 from limits import RateLimitItemPerMinute
 from limits.storage import MemoryStorage
 from limits.strategies import MovingWindowRateLimiter
+
+from services.green.config import GreenSettings
 
 
 class TooBusy(Exception):
@@ -58,3 +62,17 @@ class IntakeLimits:
                 "(GREEN_MAX_QUEUED_TASKS); try again later",
                 30,
             )
+
+
+def allowed_purple(settings: GreenSettings, requested: str | None) -> str:
+    """The purple a task may use: the configured one, or one the allow-list names. Green calls no
+    other URL, so a caller cannot make it probe hosts or ports (ValueError, with a sentence)."""
+    default = settings.purple_url.rstrip("/")
+    url = (requested or default).strip().rstrip("/")
+    patterns = [default, *(p.rstrip("/") for p in settings.purple_allowlist)]
+    if not any(fnmatch.fnmatchcase(url, p) for p in patterns):
+        raise ValueError(
+            f"purple_url {url!r} is not allowed: green calls only GREEN_PURPLE_URL and "
+            "the URLs in GREEN_PURPLE_ALLOWLIST"
+        )
+    return url

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fnmatch
 import secrets
 import time
 import uuid
@@ -25,6 +24,7 @@ from typing import Any
 
 from services.green.assets.base import AssetError, UnknownTask
 from services.green.config import GreenSettings
+from services.green.intake_limits import allowed_purple
 from services.green.kinds.base import TaskKind
 from services.green.live_task import LiveTask, LiveTasks, TaskEvent, TaskNotFound
 from services.green.purple_link import PurpleLink, PurpleUnreachable
@@ -152,7 +152,7 @@ class Orchestrator:
         or a kind this green does not serve, UnknownTask for an id the source lacks."""
         opts = options or TaskOptions()
         s = self.settings
-        purple_url = self.allowed_purple(opts.purple_url)
+        purple_url = allowed_purple(self.settings, opts.purple_url)
         parsed = TaskRef.parse(ref)
         task_kind = self.kind(parsed.kind)
         ref = TaskRef(parsed.kind, task_kind.canonical(parsed.id))
@@ -202,19 +202,6 @@ class Orchestrator:
             log.info("task.claimed", instance=self.settings.instance_name)
             live.runner = asyncio.create_task(self._run(live), name=f"task-{task.id}")
         return live
-
-    def allowed_purple(self, requested: str | None) -> str:
-        """The purple a task may use: the configured one, or one the allow-list names. Green
-        calls no other URL, so a caller cannot make it probe hosts or ports."""
-        default = self.settings.purple_url.rstrip("/")
-        url = (requested or default).strip().rstrip("/")
-        patterns = [default, *(p.rstrip("/") for p in self.settings.purple_allowlist)]
-        if not any(fnmatch.fnmatchcase(url, p) for p in patterns):
-            raise ValueError(
-                f"purple_url {url!r} is not allowed: green calls only GREEN_PURPLE_URL and "
-                "the URLs in GREEN_PURPLE_ALLOWLIST"
-            )
-        return url
 
     def get(self, task_id: str) -> Task:
         task = self.store.get(task_id)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Collection, Coroutine, Mapping
 from typing import Any, BinaryIO, TypeVar
 
 from services.sandbox.base import Progress, Sandbox, SandboxProvider, SandboxSpec
@@ -85,8 +85,10 @@ class BlockingProvider:
     def create(self, spec: SandboxSpec, progress: Progress | None = None) -> BlockingSandbox:
         return BlockingSandbox(self.loop.call(self.provider.create(spec, progress)), self.loop)
 
-    def reap(self, keep: Callable[[str], bool] | None = None) -> list[str]:
-        return self.loop.call(self.provider.reap(keep))
+    def reap(
+        self, keep: Callable[[str], bool] | None = None, *, only: Collection[str] | None = None
+    ) -> list[str]:
+        return self.loop.call(self.provider.reap(keep, only=only))
 
     def ping(self) -> bool:
         return self.loop.call(self.provider.ping())

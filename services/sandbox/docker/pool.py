@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -176,13 +176,16 @@ class EnginePool:
                 raise SandboxError(f"every engine is full for {SLOT_WAIT_S:.0f} s")
             await asyncio.sleep(0.2)
 
-    async def reap(self, keep: Callable[[str], bool] | None = None) -> list[str]:
-        """Reap on every engine that answers (a down engine is reaped when it is back)."""
+    async def reap(
+        self, keep: Callable[[str], bool] | None = None, *, only: Collection[str] | None = None
+    ) -> list[str]:
+        """Reap on every engine that answers (a down engine is reaped when it is back); with
+        ``only``, the containers of those task ids, on whichever engine holds them."""
         self._ensure_monitor()
         names: list[str] = []
         for engine in self.members:
             try:
-                names += await engine.provider.reap(keep)
+                names += await engine.provider.reap(keep, only=only)
             except EngineUnreachable as e:
                 self._mark(engine, False, str(e))
         return names
