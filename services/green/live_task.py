@@ -52,6 +52,11 @@ class RequestRefused(Exception):
     """An execute/submit that green will not serve (bad token, task not running, limits)."""
 
 
+class TaskLost(Exception):
+    """The task is no longer this replica's: another one took it over after the lease ran out
+    (this replica was frozen or cut off from the database). Its runner stops, writing nothing."""
+
+
 @dataclass(frozen=True)
 class TaskEvent:
     """What subscribers (the A2A executor streaming a task) hear about a task."""

@@ -26,7 +26,7 @@ from services.green.assets.base import AssetError, UnknownTask
 from services.green.config import GreenSettings
 from services.green.intake_limits import allowed_purple
 from services.green.kinds.base import TaskKind
-from services.green.live_task import LiveTask, LiveTasks, TaskEvent, TaskNotFound
+from services.green.live_task import LiveTask, LiveTasks, TaskEvent, TaskLost, TaskNotFound
 from services.green.purple_link import PurpleLink, PurpleUnreachable
 from services.green.store.crud import TaskStore
 from services.green.store.models import (
@@ -36,7 +36,7 @@ from services.green.store.models import (
     utcnow,
 )
 from services.green.store.queue import TaskQueue
-from services.green.watch import RemoteWatch
+from services.green.watch import RemoteWatch, subscribe, unsubscribe
 from services.sandbox.base import (
     AgentFault,
     SandboxError,
@@ -210,26 +210,11 @@ class Orchestrator:
         return task
 
     def subscribe(self, task_id: str) -> asyncio.Queue[TaskEvent]:
-        """Events of a task: a live one's as they happen, a queued one's or another replica's
-        as the store shows them; a finished task yields one final event at once."""
-        q: asyncio.Queue[TaskEvent] = asyncio.Queue()
-        live = self.live.get(task_id)
-        if live is not None:
-            live.subscribers.append(q)
-            return q
-        task = self.get(task_id)
-        if task.status.terminal:
-            q.put_nowait(TaskEvent(task.id, task.status, task.end_reason or task.status.value))
-        else:
-            self.remote.add(task, q)
-        return q
+        """Events of a task, whichever replica runs it (see :func:`watch.subscribe`)."""
+        return subscribe(self.live, self.remote, self.get, task_id)
 
     def unsubscribe(self, task_id: str, q: asyncio.Queue[TaskEvent]) -> None:
-        """Stop delivering a live task's events to ``q`` (its listener went away)."""
-        live = self.live.get(task_id)
-        if live is not None and q in live.subscribers:
-            live.subscribers.remove(q)
-        self.remote.discard(task_id, q)
+        unsubscribe(self.live, self.remote, task_id, q)
 
     async def wait(self, task_id: str) -> Task:
         """The task once it has ended, whichever replica runs it."""
@@ -279,6 +264,8 @@ class Orchestrator:
             outcome = live.outcome(
                 TaskStatus.cancelled, "cancelled", live.cancel_reason or "cancelled"
             )
+        except TaskLost:
+            pass  # another replica ended it: nothing of ours is written (live.lost)
         except PurpleUnreachable as exc:
             outcome = live.outcome(TaskStatus.failed, exc.reason, str(exc), FailureKind.agent)
         except AgentFault as exc:  # the agent's commands ended the container; not in preparation
@@ -318,8 +305,20 @@ class Orchestrator:
                         self._pool.submit(hook, live.plan.image)
 
     def _transition(self, live: LiveTask, status: TaskStatus, message: str, **fields: Any) -> None:
+        """Record a step of the lifecycle, only while this replica still holds the task: one that
+        was taken over (its lease ran out) raises TaskLost and keeps the other replica's end."""
+        if not self.store.update_held(
+            live.id, self.settings.instance_name, status=status, **fields
+        ):
+            live.lost = True
+            with live.log_context():
+                log.warning(
+                    "task.lease_lost", detail=f"not {status.value}: another replica ended it"
+                )
+            if status.terminal:
+                return
+            raise TaskLost(live.id)
         live.status = status
-        self.store.update(live.id, status=status, **fields)
         with live.log_context():
             log.info(f"task.{status.value}", detail=message)
         live.publish(TaskEvent(live.id, status, message))

@@ -1,4 +1,5 @@
-"""Listeners of tasks this replica does not run: a queued task, or one another replica runs.
+"""Listeners of a task's events, and those of tasks this replica does not run (queued, or run by
+another replica).
 
 The store is the only thing replicas share, so such a listener hears the task's status
 changes as the store shows them (polled by :mod:`services.green.replicas`); when this replica
@@ -8,8 +9,9 @@ claims the task, its listeners move to the live task and hear everything.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
-from services.green.live_task import TaskEvent
+from services.green.live_task import LiveTasks, TaskEvent
 from services.green.store.crud import TaskStore
 from services.green.store.models import Task, TaskStatus
 
@@ -55,3 +57,31 @@ class RemoteWatch:
                 del self._watched[task.id]
             else:
                 self._watched[task.id] = (task.status, entry[1])
+
+
+def subscribe(
+    live: LiveTasks, remote: RemoteWatch, get: Callable[[str], Task], task_id: str
+) -> asyncio.Queue[TaskEvent]:
+    """Events of a task: a live one's as they happen, a queued one's or another replica's as the
+    store shows them; a finished task yields one final event at once."""
+    q: asyncio.Queue[TaskEvent] = asyncio.Queue()
+    running = live.get(task_id)
+    if running is not None:
+        running.subscribers.append(q)
+        return q
+    task = get(task_id)
+    if task.status.terminal:
+        q.put_nowait(TaskEvent(task.id, task.status, task.end_reason or task.status.value))
+    else:
+        remote.add(task, q)
+    return q
+
+
+def unsubscribe(
+    live: LiveTasks, remote: RemoteWatch, task_id: str, q: asyncio.Queue[TaskEvent]
+) -> None:
+    """Stop delivering a task's events to ``q`` (its listener went away)."""
+    running = live.get(task_id)
+    if running is not None and q in running.subscribers:
+        running.subscribers.remove(q)
+    remote.discard(task_id, q)

@@ -134,6 +134,23 @@ def test_leases_renew_expire_and_are_taken_over_by_exactly_one_replica(store: Ta
     assert not q.take_over("x", "t001", "dead", now=later, until=later), "t001 was renewed"
 
 
+def test_a_replica_whose_task_was_taken_over_writes_nothing_over_its_end(store: TaskStore):
+    """A replica frozen past its lease wakes up and moves on with its task: the store refuses."""
+    q = TaskQueue(store.engine)
+    store.add(task(0))
+    assert q.claim("frozen", T0 + timedelta(seconds=30)) == ["t000"]
+    assert store.update_held("t000", "frozen", status=TaskStatus.running)
+    later = T0 + timedelta(minutes=1)
+    assert q.take_over(
+        "other", "t000", "frozen", now=later, until=later,
+        status=TaskStatus.failed, end_reason="replica_lost", failure_kind="infra",
+    )  # fmt: skip
+    assert not store.update_held("t000", "frozen", status=TaskStatus.evaluating, steps=9)
+    assert not store.update_held("t000", "other", status=TaskStatus.completed)  # it has ended
+    ended = store.get("t000")
+    assert (ended.status, ended.end_reason, ended.steps) == (TaskStatus.failed, "replica_lost", 0)
+
+
 def test_cancel_through_any_replica(store: TaskStore):
     q = TaskQueue(store.engine)
     for i in range(3):

@@ -23,6 +23,10 @@ from services.green.store.models import (
 UNFINISHED = (TaskStatus.queued, TaskStatus.preparing, TaskStatus.running, TaskStatus.evaluating)
 
 
+_HELD = (TaskStatus.preparing, TaskStatus.running, TaskStatus.evaluating)
+"""What a task's owner may still write over (a claim makes it ``preparing``)."""
+
+
 class TaskStore:
     """Thin synchronous repository; callers in async code wrap calls with ``asyncio.to_thread``
     when they may block (SQLite writes are sub-millisecond, so the orchestrator calls it inline)."""
@@ -53,6 +57,21 @@ class TaskStore:
             s.commit()
             s.refresh(task)
             return task
+
+    def update_held(self, task_id: str, owner: str, **fields: Any) -> bool:
+        """Write ``fields`` on a task only while ``owner`` holds it unfinished, in one conditional
+        UPDATE: False, and nothing written, when it has ended or another replica took it over."""
+        stmt = (
+            update(Task)
+            .where(
+                col(Task.id) == task_id,
+                col(Task.owner) == owner,
+                col(Task.status).in_(_HELD),
+            )
+            .values(updated_at=utcnow(), **fields)
+        )
+        with self.engine.begin() as conn:
+            return conn.execute(stmt).rowcount == 1
 
     def list(
         self,
