@@ -280,13 +280,16 @@ class LiveTasks:
                 raise RequestRefused(live.sandbox_error or str(exc)) from exc
             accepted = submission is not None and not errors
             live.submissions += 1
-            self.store.update(
+            if not self.store.update_held(
                 live.id,
+                self.settings.instance_name,
                 submissions=live.submissions,
                 tokens_in=stats.tokens_in,
                 tokens_out=stats.tokens_out,
                 cost=stats.cost,
-            )
+            ):
+                live.lost = True
+                raise RequestRefused(f"task {live.id} has ended")
             with live.log_context():
                 log.info(
                     "submission.received",

@@ -323,6 +323,11 @@ class Orchestrator:
             log.info(f"task.{status.value}", detail=message)
         live.publish(TaskEvent(live.id, status, message))
 
+    def _write(self, live: LiveTask, **fields: Any) -> None:
+        if not self.store.update_held(live.id, self.settings.instance_name, **fields):
+            live.lost = True
+            raise TaskLost(live.id)
+
     def _progress(self, live: LiveTask, line: str) -> None:
         """A line of the sandbox provider's progress (an image pull): logged, and an event."""
         with live.log_context():
@@ -352,9 +357,7 @@ class Orchestrator:
         with live.log_context():
             self._transition(live, TaskStatus.preparing, "fetching assets")
             live.plan = plan = await self._io(live.kind.prepare, live.ref.id)
-            self.store.update(
-                live.id, workspace_dir=plan.paths.workspace, ground_truth=plan.ground_truth()
-            )
+            self._write(live, workspace_dir=plan.paths.workspace, ground_truth=plan.ground_truth())
             s = self.settings
             spec = SandboxSpec(
                 image=plan.image,
@@ -374,7 +377,7 @@ class Orchestrator:
                 self.sandboxes.create(spec, lambda line: self._progress(live, line))
             )
             live.sandbox = await asyncio.shield(live.creating)
-            self.store.update(live.id, container_name=live.sandbox.name)
+            self._write(live, container_name=live.sandbox.name)
             log.info(
                 "sandbox.created",
                 container=live.sandbox.name,
