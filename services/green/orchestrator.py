@@ -29,20 +29,10 @@ from services.green.kinds.base import TaskKind
 from services.green.live_task import LiveTask, LiveTasks, TaskEvent, TaskLost, TaskNotFound
 from services.green.purple_link import PurpleLink, PurpleUnreachable
 from services.green.store.crud import TaskStore
-from services.green.store.models import (
-    FailureKind,
-    Task,
-    TaskStatus,
-    utcnow,
-)
+from services.green.store.models import FailureKind, Task, TaskStatus, utcnow
 from services.green.store.queue import TaskQueue
 from services.green.watch import RemoteWatch, subscribe, unsubscribe
-from services.sandbox.base import (
-    AgentFault,
-    SandboxError,
-    SandboxProvider,
-    SandboxSpec,
-)
+from services.sandbox.base import AgentFault, SandboxError, SandboxProvider, SandboxSpec
 from services.sandbox.janitor import Janitor
 from services.shared.logging import get_logger, router, task_log_context
 from services.shared.outcome import TaskOutcome
