@@ -72,7 +72,7 @@ def test_green_spreads_pulls_and_ends_the_tasks_of_a_down_engine_as_infra(
     [near] = [t for t in tasks if t != far]
     logs = "".join(p.read_text() for p in Path(green_settings.log_dir).rglob("*.log"))
     assert f"pulling {source} on engine engine-1" in logs and f"pulled {source}" in logs
-    health = httpx.get(f"{green.url}/healthz", timeout=10).json()
+    health = httpx.get(f"{green.url}/healthz", headers=OPERATOR, timeout=10).json()
     assert [(e["name"], e["up"], e["running"]) for e in health["engines"]] == [
         ("engine-0", True, 1),
         ("engine-1", True, 1),
@@ -84,7 +84,7 @@ def test_green_spreads_pulls_and_ends_the_tasks_of_a_down_engine_as_infra(
         ended = wait_terminal(green.url, far, timeout=60)
         assert (ended["status"], ended["failure_kind"]) == ("failed", "infra"), ended
         assert ended["end_reason"] == "sandbox" and "engine-1" in ended["error"], ended
-        health = httpx.get(f"{green.url}/healthz", timeout=10).json()
+        health = httpx.get(f"{green.url}/healthz", headers=OPERATOR, timeout=10).json()
         engines = {e["name"]: e for e in health["engines"]}
         assert engines["engine-1"]["up"] is False and engines["engine-0"]["up"] is True
         assert health["docker"] is True  # one engine still answers

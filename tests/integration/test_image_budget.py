@@ -35,8 +35,10 @@ def _copy(docker_client, template: str, ref: str) -> str:
 
 
 def _present(docker_client, template: str) -> set[str]:
+    """The tags of the repository, in one call (``images.list`` inspects each image after
+    listing, which races with green evicting one meanwhile)."""
     repo = template.split(":", 1)[0]
-    return {t for img in docker_client.images.list(name=repo) for t in img.tags}
+    return {t for img in docker_client.api.images(name=repo) for t in img.get("RepoTags") or []}
 
 
 @pytest.fixture
@@ -56,7 +58,7 @@ def test_budget_removes_lru_unused_task_images(
     size = docker_client.images.get(tags["900001"]).attrs["Size"]
     green = start_green(image_template=tpl, image_budget_gb=1.5 * size / 1e9)
 
-    health = httpx.get(f"{green.url}/healthz", timeout=10).json()
+    health = httpx.get(f"{green.url}/healthz", headers=OPERATOR, timeout=10).json()
     assert health["images"] == {
         "budget_gb": pytest.approx(1.5 * size / 1e9),
         "used_gb": pytest.approx(3 * size / 1e9, abs=0.01),

@@ -87,6 +87,19 @@ def test_anonymous_callers_are_refused_on_every_operator_route(start_green, scri
     assert listed["total"] == 0, "a refused request must create nothing"
 
 
+def test_health_shows_the_engine_pool_and_image_budget_only_to_the_operator(start_green):
+    """/healthz answers anyone (purple, load balancers); the engines' addresses, load and errors,
+    and the image budget, are infrastructure the agent under test has no business seeing."""
+    url = start_green(image_budget_gb=100).url
+    anonymous = httpx.get(f"{url}/healthz", timeout=10).json()
+    assert anonymous["status"] == "ok" and anonymous["instance"]
+    assert "engines" not in anonymous and "images" not in anonymous
+    wrong = httpx.get(f"{url}/healthz", headers={"authorization": "Bearer nope"}).json()
+    assert "engines" not in wrong
+    operator = httpx.get(f"{url}/healthz", headers=OPERATOR, timeout=10).json()
+    assert [e["up"] for e in operator["engines"]] == [True] and "images" in operator
+
+
 def test_card_declares_the_operator_bearer_scheme(start_green):
     green = start_green()
     card = httpx.get(f"{green.url}/.well-known/agent-card.json").json()
