@@ -112,6 +112,8 @@ def test_services_run_unprivileged_with_the_socket(stack: ComposeStack) -> None:
     assert "/var/run/docker.sock" not in {m["Destination"] for m in purple_c.attrs["Mounts"]}
     health = httpx.get(f"{stack.green_url}/healthz", timeout=10).json()
     assert (health["status"], health["docker"], health["database"]) == ("ok", True, True)
+    assert "images" not in health  # the image budget is the operator's
+    health = httpx.get(f"{stack.green_url}/healthz", headers=stack.operator, timeout=10).json()
     assert "budget_gb" in health["images"]
     assert httpx.get(f"{stack.purple_url}/healthz", timeout=10).json()["policy"] == "stacktrace"
     card = httpx.get(f"{stack.green_url}/.well-known/agent-card.json", timeout=10).json()
