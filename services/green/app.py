@@ -87,6 +87,7 @@ def build_orchestrator(settings: GreenSettings, engine: Engine) -> Orchestrator:
         tls_dir=settings.docker_tls_dir,
         registry=settings.docker_registry,
         check_s=settings.docker_check_s,
+        slot_wait_s=settings.docker_slot_wait_s,
     )
     return Orchestrator(settings, TaskStore(engine), sandboxes, build_kinds(settings, sandboxes))
 

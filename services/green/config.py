@@ -95,6 +95,9 @@ class GreenSettings(BaseSettings):
     docker_check_s: float = Field(5.0, gt=0)
     """How often each engine is pinged; one that does not answer within this time is down: no
     new tasks, and its running tasks end as infra."""
+    docker_slot_wait_s: float = Field(600.0, gt=0, le=86_400)
+    """How long a task waits for a free slot when every engine that answers is full; then it ends
+    as infra ("every engine was full")."""
     container_memory: str = "4g"
     """Memory limit of a task container."""
     container_cpus: float = Field(1.0, gt=0)

@@ -8,6 +8,7 @@ registry (tests/support/local_registry.py), never from a public one.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 from collections.abc import Iterator
@@ -121,3 +122,24 @@ async def test_an_engine_that_stops_answering_is_down_and_its_sandboxes_are_lost
             await sandbox.remove()
         await pool.aclose()
         proxy.stop()
+
+
+async def test_a_creation_waits_for_a_free_slot_and_gives_up_after_the_slot_wait(
+    main_client: docker.DockerClient,
+) -> None:
+    pool = docker_provider(hosts=[f"{LOCAL}#slots=1"], label_prefix=PREFIX, slot_wait_s=2.0)
+    made = []
+    try:
+        made.append(await pool.create(_spec()))
+        with pytest.raises(SandboxError, match="every engine was full for 2 s"):
+            await pool.create(_spec())  # the one slot stays taken
+        waiting = asyncio.create_task(pool.create(_spec()))
+        await asyncio.sleep(0.5)
+        assert not waiting.done()  # queued behind the slot, not refused
+        await made.pop().remove()  # the slot frees: the waiting creation takes it
+        made.append(await asyncio.wait_for(waiting, 30))
+        assert len(await pool.engines()) == 1 and made[-1].engine == "engine-0"
+    finally:
+        for sandbox in made:
+            await sandbox.remove()
+        await pool.aclose()

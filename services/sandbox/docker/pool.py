@@ -35,7 +35,7 @@ log = get_logger("services.sandbox.pool")
 FALLBACK_API = "1.41"
 """API version for an engine that does not answer at start (Docker 20.10 and later speak it)."""
 SLOT_WAIT_S = 600.0
-"""How long a creation waits for a free slot when every engine that answers is full."""
+"""How long a creation waits, by default, for a free slot when every engine that answers is full."""
 
 
 @dataclass
@@ -119,12 +119,14 @@ class EnginePool:
         members: list[Engine],
         *,
         check_s: float = 5.0,
+        slot_wait_s: float = SLOT_WAIT_S,
         executor: ThreadPoolExecutor | None = None,
     ) -> None:
         if not members:
             raise ValueError("an engine pool needs at least one engine")
         self.members = members
         self.check_s = check_s
+        self.slot_wait_s = slot_wait_s
         self._executor = executor
         self._monitor: asyncio.Task[None] | None = None
 
@@ -154,7 +156,7 @@ class EnginePool:
                 engine.reserved -= 1
 
     async def _place(self, image: str, exclude: list[str]) -> Engine:
-        deadline = time.monotonic() + SLOT_WAIT_S
+        deadline = time.monotonic() + self.slot_wait_s
         while True:
             up = [e for e in self.members if e.up and e.name not in exclude]
             if not up:
@@ -173,7 +175,7 @@ class EnginePool:
                         return engine
                 continue
             if time.monotonic() >= deadline:
-                raise SandboxError(f"every engine is full for {SLOT_WAIT_S:.0f} s")
+                raise SandboxError(f"every engine was full for {self.slot_wait_s:g} s")
             await asyncio.sleep(0.2)
 
     async def reap(
@@ -253,6 +255,7 @@ def docker_provider(
     tls_dir: Path | None = None,
     registry: str | None = None,
     check_s: float = 5.0,
+    slot_wait_s: float = SLOT_WAIT_S,
     threads: int = DEFAULT_THREADS,
 ) -> EnginePool:
     """The ``docker`` provider: a pool of the engines ``hosts`` names (none: the one
@@ -276,4 +279,4 @@ def docker_provider(
             executor=executor,
         )
         engines.append(Engine(name=name, url=url, provider=provider, capacity=capacity))
-    return EnginePool(engines, check_s=check_s, executor=executor)
+    return EnginePool(engines, check_s=check_s, slot_wait_s=slot_wait_s, executor=executor)
