@@ -145,6 +145,8 @@ def test_ground_truth_and_scores_only_for_ended_tasks(session, green_settings):
     page = c.get(f"/ui/tasks/{running}").text
     assert SECRET_FILE not in page and "appear here once the task has ended" in page
     assert '<code id="instance">someone-else</code>' in page  # the replica that runs it
+    rows = c.get("/ui/tasks", params={"fragment": "rows"}).text
+    assert '<code class="small" data-instance>someone-else</code>' in rows  # in the list too
     assert SECRET_FILE in c.get(f"/ui/tasks/{ended}").text
     # while a task of the same bug is unfinished, not even the operator sees its ground truth
     seed(green_settings, TaskStatus.running, ref_id="900007")
