@@ -207,24 +207,33 @@ def images_cmd(
     green: GreenOpt = "http://127.0.0.1:9009",
     api_token: TokenOpt = None,
 ) -> None:
-    """Task images on green's engine (least recently used first) and the disk budget."""
+    """Task images on green's engines (least recently used first) and the disk budget."""
     with green_client(green, api_token) as client:
         removed = client.call("POST", "/datasets/images/enforce")["removed"] if enforce else []
         state = client.call("GET", "/datasets/images")
+    engines: dict[str, dict] = state.get("engines") or {}
+    several = len(engines) > 1
     table = Table(title="task images (LRU first)")
     table.add_column("image", overflow="fold")
+    if several:
+        table.add_column("engine")
     table.add_column("size")
     table.add_column("last used (UTC)")
     for img in state["task_images"]:
-        table.add_row(img["tag"], _size(img["size"]), (img["last_used"] or "never")[:19])
+        where = [img.get("engine", "")] if several else []
+        table.add_row(img["tag"], *where, _size(img["size"]), (img["last_used"] or "never")[:19])
     console.print(table)
     budget = (
         f"{state['budget_gb']:.2f} GB" if state["budget_gb"] else "none (GREEN_IMAGE_BUDGET_GB)"
     )
     over = " [red](over budget: images in use are kept)[/]" if state["over"] else ""
     console.print(
-        f"{state['images']} task image(s), {state['used_gb']:.2f} GB; budget {budget}{over}"
+        f"{state['images']} task image(s), {state['used_gb']:.2f} GB; "
+        f"budget {budget}{' per engine' if several else ''}{over}"
     )
+    for name, figures in engines.items() if several else ():
+        mark = " [red](over)[/]" if figures["over"] else ""
+        console.print(f"  {name}: {figures['images']} image(s), {figures['used_gb']:.2f} GB{mark}")
     for tag in removed:
         console.print(f"removed {tag}")
 

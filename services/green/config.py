@@ -170,9 +170,9 @@ class GreenSettings(BaseSettings):
     """Refuse execute/submit that do not carry the task's token (text form: a 'token: <t>' line)."""
 
     image_budget_gb: float | None = Field(None, gt=0)
-    """Disk budget of task images (those matching image_template), in GB. Over it, green removes
-    the least recently used task images that no queued or running task needs, after each task
-    and each prefetch. Unset: no budget (images are never removed)."""
+    """Disk budget of task images (those matching image_template), in GB, per Docker engine. On
+    an engine over it, green removes the least recently used task images that no queued or
+    running task needs, after each task and each prefetch. Unset: no budget (never removed)."""
     verify_concurrency: int = Field(1, ge=1, le=64)
     """Task verifications (arena tasks verify) green runs at once; each uses one container."""
     verify_step_timeout_s: float = Field(900.0, gt=0)

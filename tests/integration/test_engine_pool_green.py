@@ -1,6 +1,7 @@
 """Green over a pool of two real engines: tasks spread, an absent image is pulled from a local
 registry (progress in the task's log and events), /healthz shows each engine, and when an engine
-stops answering its running task ends as infra while the other engine's task runs on.
+stops answering its running task ends as infra while the other engine's task runs on. The image
+budget keeps each engine under it.
 
 Engines: the machine's own (``#slots=1``) and a second ``dockerd`` started for the test, empty
 (tests/support/second_dockerd.py). The registry is Debian's docker-registry on 127.0.0.1.
@@ -11,13 +12,23 @@ from __future__ import annotations
 import os
 import signal
 import time
+import uuid
 from pathlib import Path
 
+import docker
 import httpx
 import pytest
+from typer.testing import CliRunner
 
 from fixtures.catalog import IMAGE_TEMPLATE
-from tests.integration.helpers import OPERATOR, submit_task, wait_status, wait_terminal
+from services.arena.app import app as cli
+from tests.integration.helpers import (
+    OPERATOR,
+    OPERATOR_TOKEN,
+    submit_task,
+    wait_status,
+    wait_terminal,
+)
 from tests.support.docker_proxy import ENGINE_SOCKET
 from tests.support.local_registry import LocalRegistry, local_registry  # noqa: F401
 from tests.support.scripted_purple import Script
@@ -97,3 +108,78 @@ def test_green_spreads_pulls_and_ends_the_tasks_of_a_down_engine_as_infra(
     while second.containers.list(all=True, filters={"label": owner}):
         assert time.monotonic() < deadline, "the down engine's container was never removed"
         time.sleep(0.5)
+
+
+def _copies(client: docker.DockerClient, source: str, template: str, refs: list[str]) -> list[str]:
+    """Distinct task images (each its own id, the full size of ``source``) on one engine."""
+    tags = []
+    for ref in refs:
+        container = client.containers.create(source, command=["true"], network_mode="none")
+        try:
+            repo, tag = template.format(id=ref).rsplit(":", 1)
+            container.commit(repository=repo, tag=tag, changes=[f"LABEL arena.budget.copy={ref}"])
+        finally:
+            container.remove(force=True)
+        tags.append(template.format(id=ref))
+    return tags
+
+
+def _tags(client: docker.DockerClient, template: str) -> set[str]:
+    repo = template.split(":", 1)[0]
+    return {t for img in client.api.images(name=repo) for t in img.get("RepoTags") or []}
+
+
+def test_the_image_budget_keeps_each_engine_under_it(
+    start_green,
+    docker_client,
+    second_dockerd: SecondEngine,  # noqa: F811
+    local_registry: LocalRegistry,  # noqa: F811
+) -> None:
+    source = local_registry.push(docker_client, IMAGE_TEMPLATE.format(id=ARVO))
+    second = second_dockerd.client()
+    second.images.pull(source)
+    template = f"arena-budget-{uuid.uuid4().hex[:8]}/arvo:{{id}}-vul"
+    try:
+        near = _copies(docker_client, IMAGE_TEMPLATE.format(id=ARVO), template, ["900004"])
+        far = _copies(second, source, template, ["900001", "900002", "900003"])
+        size = second.images.get(far[0]).attrs["Size"]
+        green = start_green(
+            docker_hosts=[f"unix://{ENGINE_SOCKET}", second_dockerd.url],
+            image_template=template,
+            image_budget_gb=1.5 * size / 1e9,
+        )
+        state = httpx.get(f"{green.url}/datasets/images", headers=OPERATOR, timeout=30).json()
+        assert state["images"] == 4 and state["over"] is True
+        assert {name: e["images"] for name, e in state["engines"].items()} == {
+            "engine-0": 1,
+            "engine-1": 3,
+        }
+        assert (state["engines"]["engine-0"]["over"], state["engines"]["engine-1"]["over"]) == (
+            False,
+            True,
+        )
+        assert {(i["tag"], i["engine"]) for i in state["task_images"]} == {
+            (near[0], "engine-0"),
+            *((tag, "engine-1") for tag in far),
+        }
+        health = httpx.get(f"{green.url}/healthz", headers=OPERATOR, timeout=10).json()
+        assert health["images"]["engines"]["engine-1"]["over"] is True
+
+        # only the engine over the budget loses images, never used first (by tag), until within
+        r = httpx.post(f"{green.url}/datasets/images/enforce", headers=OPERATOR, timeout=60)
+        assert r.json()["removed"] == [f"engine-1/{far[0]}", f"engine-1/{far[1]}"]
+        assert _tags(second, template) == {far[2]}
+        assert _tags(docker_client, template) == set(near)
+
+        out = CliRunner().invoke(
+            cli,
+            ["tasks", "images", "--green", green.url, "--api-token", OPERATOR_TOKEN],
+            catch_exceptions=False,
+            terminal_width=200,
+        )
+        assert "budget" in out.output and "per engine" in out.output, out.output
+        assert "engine-1: 1 image(s)" in out.output and "engine-0: 1 image(s)" in out.output
+    finally:
+        for client in (docker_client, second):
+            for tag in _tags(client, template):
+                client.images.remove(tag, force=True)

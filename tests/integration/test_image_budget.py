@@ -64,6 +64,9 @@ def test_budget_removes_lru_unused_task_images(
         "used_gb": pytest.approx(3 * size / 1e9, abs=0.01),
         "images": 3,
         "over": True,
+        "engines": {
+            "local": {"used_gb": pytest.approx(3 * size / 1e9, abs=0.01), "images": 3, "over": True}
+        },
     }
 
     # A replica sharing the database runs a task that needs 900001's image.

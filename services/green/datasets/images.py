@@ -1,16 +1,20 @@
-"""Task images on the Docker engine: their digests and sizes, pulls, and the disk budget
-(``GREEN_IMAGE_BUDGET_GB``) that removes the least recently used task images once over it.
+"""Task images on the Docker engines: their digests and sizes, pulls, and the disk budget
+(``GREEN_IMAGE_BUDGET_GB``, per engine) that removes the least recently used task images of an
+engine once it is over it.
 
 Task images are the ones whose tag matches ``GREEN_IMAGE_TEMPLATE`` (``n132/arvo:{id}-vul``).
 Sizes are each image's full size as the engine reports it (layers shared between images are
-counted once per image), so the real disk use is at most the figure shown.
+counted once per image), so the real disk use is at most the figure shown. The last use of a
+tag is one row for all engines and replicas (the database's ``imageuse``): an image used on one
+engine is recent on every engine that holds it.
 """
 
 from __future__ import annotations
 
 import re
 import threading
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 
 import docker
@@ -63,36 +67,50 @@ def _aware(when: datetime | None) -> datetime:
     return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
+def _text(when: datetime | None) -> str | None:
+    return when and str(when)
+
+
 @dataclass
 class TaskImage:
     tag: str
     id: str
     size: int
     last_used: str | None
+    engine: str = "local"
 
 
 @dataclass
 class BudgetStatus:
+    """The budget and what the engines hold: totals over all of them, then each one's figures
+    (``over``: some engine is over the budget)."""
+
     budget_gb: float | None
     used_gb: float
     images: int
     over: bool
+    engines: dict[str, dict] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
+Engines = Callable[[], list[tuple[str, docker.DockerClient]]]
+"""The engines that answer now, by name: the budget skips the others until they are back."""
+
+
 class ImageBudget:
-    """Tracks task-image use and removes unused task images, LRU first, when over budget."""
+    """Tracks task-image use and removes unused task images, LRU first, from each engine over
+    the budget."""
 
     def __init__(
         self,
-        client: docker.DockerClient,
+        engines: Engines,
         uses: ImageUseStore,
         template: str,
         budget_gb: float | None,
     ) -> None:
-        self.client = client
+        self.engines = engines
         self.uses = uses
         self.template = template
         self.pattern = template_pattern(template)
@@ -105,54 +123,85 @@ class ImageBudget:
         self.uses.touch(image)
 
     def task_images(self) -> list[TaskImage]:
-        """The engine's task images, least recently used first (never used: first of all)."""
+        """Every engine's task images, least recently used first (never used: first of all)."""
         used = self.uses.last_used()
-        found = []
-        for img in self.client.images.list():
-            for tag in img.tags:
-                if self.pattern.match(tag):
-                    when = used.get(tag)
-                    found.append(
-                        TaskImage(tag, img.id, int(img.attrs.get("Size") or 0), when and str(when))
-                    )
-        return sorted(found, key=lambda t: (_aware(used.get(t.tag)), t.tag))
+        found = [img for name, c in self.engines() for img in self._listed(name, c, used)]
+        return sorted(found, key=lambda t: (_aware(used.get(t.tag)), t.tag, t.engine))
+
+    def _listed(
+        self, engine: str, client: docker.DockerClient, used: dict[str, datetime]
+    ) -> list[TaskImage]:
+        """The task images of one engine, with their last use from ``used``."""
+        return [
+            TaskImage(tag, img.id, int(img.attrs.get("Size") or 0), _text(used.get(tag)), engine)
+            for img in client.images.list()
+            for tag in img.tags
+            if self.pattern.match(tag)
+        ]
 
     def status(self) -> BudgetStatus:
-        images = self.task_images()
-        used = sum({i.id: i.size for i in images}.values())
-        over = self.budget_gb is not None and used > self.budget_gb * GB
-        return BudgetStatus(self.budget_gb, round(used / GB, 3), len(images), over)
+        per_engine = {}
+        used_at = self.uses.last_used()
+        for name, client in self.engines():
+            images = self._listed(name, client, used_at)
+            used = sum({i.id: i.size for i in images}.values())
+            over = self.budget_gb is not None and used > self.budget_gb * GB
+            per_engine[name] = {"used_gb": round(used / GB, 3), "images": len(images), "over": over}
+        return BudgetStatus(
+            self.budget_gb,
+            round(sum(e["used_gb"] for e in per_engine.values()), 3),
+            sum(e["images"] for e in per_engine.values()),
+            any(e["over"] for e in per_engine.values()),
+            per_engine,
+        )
 
     def enforce(self) -> list[str]:
-        """Remove task images not needed by a queued or running task (nor by green's own work),
-        least recently used first, until the total is within the budget; return the tags."""
+        """On each engine over the budget, remove task images not needed by a queued or running
+        task (nor by green's own work), least recently used first, until that engine is within
+        the budget; return the removed tags (``engine/tag`` when green has several engines)."""
         if self.budget_gb is None:
             return []
         with self._lock:
-            images = self.task_images()
-            sizes = {i.id: i.size for i in images}
-            total = sum(sizes.values())
+            engines = self.engines()
             keep = self.uses.unfinished_images(self.template) | self.busy
-            removed = []
-            for img in images:
-                if total <= self.budget_gb * GB:
-                    break
-                if img.tag in keep:
-                    continue
-                if self._remove(img.tag):
-                    removed.append(img.tag)
-                    if not any(i.id == img.id and i.tag not in removed for i in images):
-                        total -= sizes.get(img.id, 0)  # its last tag: the layers are freed
-            return removed
+            removed: list[tuple[str, str]] = []
+            for name, client in engines:
+                removed += [(name, tag) for tag in self._enforce_on(name, client, keep)]
+            used = self.uses.last_used()
+            held = {i.tag for name, c in engines for i in self._listed(name, c, used)}
+            for tag in {tag for _, tag in removed} - held:  # gone from every engine
+                self.uses.forget(tag)
+            several = len(engines) > 1
+            return [f"{name}/{tag}" if several else tag for name, tag in removed]
 
-    def _remove(self, tag: str) -> bool:
+    def _enforce_on(self, engine: str, client: docker.DockerClient, keep: set[str]) -> list[str]:
+        used = self.uses.last_used()
+        images = sorted(
+            self._listed(engine, client, used), key=lambda t: (_aware(used.get(t.tag)), t.tag)
+        )
+        sizes = {i.id: i.size for i in images}
+        total = sum(sizes.values())
+        removed: list[str] = []
+        for img in images:
+            if total <= self.budget_gb * GB:  # type: ignore[operator]  (enforce checked it)
+                break
+            if img.tag in keep:
+                continue
+            if self._remove(engine, client, img.tag):
+                removed.append(img.tag)
+                if not any(i.id == img.id and i.tag not in removed for i in images):
+                    total -= sizes.get(img.id, 0)  # its last tag: the layers are freed
+        return removed
+
+    def _remove(self, engine: str, client: docker.DockerClient, tag: str) -> bool:
         try:
-            self.client.images.remove(tag, noprune=False)
+            client.images.remove(tag, noprune=False)
         except docker.errors.ImageNotFound:
             pass
         except docker.errors.APIError as e:  # e.g. 409: a container still uses it
-            log.warning("images.remove_refused", image=tag, error=str(e.explanation or e))
+            log.warning(
+                "images.remove_refused", image=tag, engine=engine, error=str(e.explanation or e)
+            )
             return False
-        self.uses.forget(tag)
-        log.info("images.removed", image=tag, reason="over GREEN_IMAGE_BUDGET_GB")
+        log.info("images.removed", image=tag, engine=engine, reason="over GREEN_IMAGE_BUDGET_GB")
         return True

@@ -17,7 +17,7 @@ from sqlalchemy.engine import Engine
 from services.green.assets import AssetSource, LocalAssetSource
 from services.green.config import GreenSettings
 from services.green.datasets import prefetch
-from services.green.datasets.images import ImageBudget, image_digest
+from services.green.datasets.images import Engines, ImageBudget, image_digest
 from services.green.datasets.splits import local_ids
 from services.green.datasets.verify import TaskVerifier
 from services.green.store.crud import ImageUseStore, VerificationStore
@@ -35,13 +35,19 @@ class Datasets:
         sandboxes: SandboxProvider,
         client: docker.DockerClient,
         engine: Engine,
+        engines: Engines | None = None,
     ) -> None:
+        """``client``: the engine prefetch and verification use; ``engines``: every engine the
+        image budget keeps (default: that one)."""
         self.assets = assets
         self.client = client
         self.template = settings.image_template
         self.verifications = VerificationStore(engine)
         self.budget = ImageBudget(
-            client, ImageUseStore(engine), settings.image_template, settings.image_budget_gb
+            engines or (lambda: [("local", client)]),
+            ImageUseStore(engine),
+            settings.image_template,
+            settings.image_budget_gb,
         )
         self.verifier = TaskVerifier(
             assets,
@@ -127,6 +133,7 @@ def make_datasets(settings: GreenSettings, orch, engine: Engine) -> Datasets | N
     client = getattr(orch.sandboxes, "client", None)
     if arvo is None or client is None or not hasattr(arvo, "assets"):
         return None
-    datasets = Datasets(settings, arvo.assets, orch.sandboxes, client, engine)
+    engines = getattr(orch.sandboxes, "clients", None)  # a pool: the budget keeps each engine
+    datasets = Datasets(settings, arvo.assets, orch.sandboxes, client, engine, engines)
     orch.task_end_hooks.append(datasets.task_ended)
     return datasets

@@ -132,8 +132,12 @@ class EnginePool:
 
     @property
     def client(self) -> docker.DockerClient:
-        """The first engine's client (dataset tools work on that engine)."""
+        """The first engine's client (prefetch and verification work on that engine)."""
         return self.members[0].provider.client
+
+    def clients(self) -> list[tuple[str, docker.DockerClient]]:
+        """The engines that answered the last check, by name (the image budget works on each)."""
+        return [(e.name, e.provider.client) for e in self.members if e.up]
 
     def engine(self, name: str) -> Engine:
         return next(e for e in self.members if e.name == name)
