@@ -1,11 +1,16 @@
-"""Every setting is documented: .env.example is generated from the settings classes."""
+"""Every setting is documented: .env.example is generated from the settings classes, and the
+docs name only settings that exist."""
 
+import re
 import subprocess
 import sys
 
+from scripts.gen_env_example import env_name
 from services.green.config import GreenSettings
 from services.purple.config import PurpleSettings
 from tests.support.servers import REPO
+
+SETTING = re.compile(r"\b((?:GREEN|PURPLE)_[A-Z0-9_]*[A-Z0-9])\b")
 
 
 def test_env_example_is_current():
@@ -55,3 +60,19 @@ def test_card_url_and_the_url_purple_uses_can_differ():
     assert (s.reachable_url(), s.advertised_url()) == ("http://green:9009", "http://localhost:9009")
     only_card = GreenSettings(card_url="https://arena.example.org")
     assert only_card.reachable_url() == only_card.advertised_url() == "https://arena.example.org"
+
+
+def test_the_docs_name_only_settings_that_exist():
+    known = {
+        env_name(cls, name, field)
+        for cls in (GreenSettings, PurpleSettings)
+        for name, field in cls.model_fields.items()
+    }
+    pages = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    unknown = {
+        f"{page.relative_to(REPO)}: {name}"
+        for page in pages
+        for name in SETTING.findall(page.read_text())
+        if name not in known
+    }
+    assert not unknown, f"no such setting: {sorted(unknown)}"
