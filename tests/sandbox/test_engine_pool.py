@@ -1,7 +1,8 @@
 """A pool of real Docker engines: placement, pulls through a local registry, an engine going down.
 
 Engines: the machine's own, a second ``dockerd`` started for the module
-(tests/support/second_dockerd.py, empty at start), and a forwarder to the machine's engine that
+(tests/support/second_dockerd.py, empty at start; also reached over ``tcp://`` with mutual
+TLS), and a forwarder to the machine's engine that
 the test can cut (tests/support/docker_proxy.py). Images come from a local Distribution
 registry (tests/support/local_registry.py), never from a public one.
 """
@@ -18,9 +19,10 @@ import docker
 import docker.errors
 import pytest
 
-from services.sandbox.base import SandboxError, SandboxSpec
+from services.sandbox.base import EngineUnreachable, SandboxError, SandboxSpec
 from services.sandbox.docker.pool import docker_provider
 from tests.support.docker_proxy import ENGINE_SOCKET, DockerProxy
+from tests.support.engine_tls import stranger_dir
 from tests.support.local_registry import LocalRegistry, local_registry  # noqa: F401
 from tests.support.second_dockerd import SecondEngine, second_dockerd  # noqa: F401
 
@@ -143,3 +145,51 @@ async def test_a_creation_waits_for_a_free_slot_and_gives_up_after_the_slot_wait
         for sandbox in made:
             await sandbox.remove()
         await pool.aclose()
+
+
+async def test_an_engine_over_tcp_with_mutual_tls(
+    main_client: docker.DockerClient,
+    second_dockerd: SecondEngine,  # noqa: F811
+    local_registry: LocalRegistry,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    local_registry.push(main_client, IMAGE)
+    assert second_dockerd.tls is not None
+    pool = docker_provider(
+        hosts=[second_dockerd.tls_url],
+        tls_dir=second_dockerd.tls.client_dir,
+        registry=local_registry.address,
+        label_prefix=PREFIX,
+    )
+    sandbox = None
+    try:
+        sandbox = await pool.create(_spec())  # pulls through the registry if absent
+        # the shell session over an SSL socket: a short answer, then a long one in pieces
+        short = await sandbox.exec("echo over-tls", 30)
+        assert (short.exit_code, short.output.strip()) == (0, "over-tls")
+        long = await sandbox.exec("head -c 300000 /dev/zero | tr '\\0' x; echo; exit 3", 30)
+        assert long.exit_code == 3 and long.output.count("x") + long.bytes_cut == 300000
+        timed = await sandbox.exec("sleep 30", 1)
+        assert timed.timed_out and (await sandbox.exec("echo still-here", 10)).exit_code == 0
+        await sandbox.put_files("/tmp/in", {"a/b.txt": b"through TLS\n"})
+        assert await sandbox.read_file("/tmp/in/a/b.txt") == b"through TLS\n"
+    finally:
+        if sandbox is not None:
+            await sandbox.remove()
+        await pool.aclose()
+
+    # a client whose certificate another CA signed is refused: the engine is down, with why
+    stranger = docker_provider(
+        hosts=[second_dockerd.tls_url],
+        tls_dir=stranger_dir(tmp_path / "stranger", second_dockerd.tls),
+        label_prefix=PREFIX,
+        check_s=5.0,
+    )
+    try:
+        await stranger.check()
+        [row] = await stranger.engines()
+        assert row["up"] is False and row["error"], row
+        with pytest.raises(EngineUnreachable):
+            await stranger.create(_spec())
+    finally:
+        await stranger.aclose()

@@ -10,6 +10,9 @@ Not ``--bridge=none``: a dockerd started with it deletes the host's ``docker0`` 
 start-up removes "the default bridge" it is told not to use), which cuts the machine's own
 engine off its default network. This engine gets a bridge of its own (``arena-br<hex>``, a
 private /24), created here and deleted at the end; the teardown checks ``docker0`` survived.
+
+It also listens on ``tcp://127.0.0.1:<free port>`` with mutual TLS (``--tlsverify``, a CA made
+for it: tests/support/engine_tls.py), so the pool's ``tcp://`` path runs against a real engine.
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ from pathlib import Path
 import docker
 import pytest
 
+from tests.support.engine_tls import EngineTls, make_engine_tls
+from tests.support.servers import free_port
+
 STRICT = os.environ.get("ARENA_STRICT") == "1"
 START_TIMEOUT_S = 60.0
 
@@ -39,6 +45,9 @@ class SecondEngine:
     root: Path
     process: subprocess.Popen
     bridge: str = ""
+    tls_url: str = ""
+    """``tcp://127.0.0.1:<port>``: the same engine, over mutual TLS."""
+    tls: EngineTls | None = None
 
     def client(self) -> docker.DockerClient:
         return docker.DockerClient(base_url=self.url, timeout=120)
@@ -68,11 +77,15 @@ def start_second_dockerd() -> SecondEngine:
         ["ip", "link", "set", bridge, "up"],
     ):
         subprocess.run(cmd, check=True, capture_output=True)
+    tls = make_engine_tls(root / "tls")
+    tls_url = f"tcp://127.0.0.1:{free_port()}"
     log = (root / "dockerd.log").open("wb")
     process = subprocess.Popen(
         [
             "dockerd",
             f"--host=unix://{sock}",
+            f"--host={tls_url}",
+            *tls.dockerd_args(),
             f"--data-root={root / 'data'}",
             f"--exec-root={root / 'exec'}",
             f"--pidfile={root / 'docker.pid'}",
@@ -83,7 +96,7 @@ def start_second_dockerd() -> SecondEngine:
         stdout=log,
         stderr=subprocess.STDOUT,
     )
-    engine = SecondEngine(f"unix://{sock}", root, process, bridge)
+    engine = SecondEngine(f"unix://{sock}", root, process, bridge, tls_url, tls)
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if process.poll() is not None:

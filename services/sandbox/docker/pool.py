@@ -23,6 +23,7 @@ from typing import Any
 
 import docker
 import docker.errors
+import requests
 from docker.tls import TLSConfig
 
 from services.sandbox.base import EngineUnreachable, Progress, SandboxError, SandboxSpec
@@ -90,7 +91,8 @@ def engine_client(
     url: str, tls_dir: Path | None = None, timeout: float = 60, pool: int = DEFAULT_THREADS
 ) -> Any:
     """A docker-py client for one engine URL; tcp:// uses mutual TLS when ``tls_dir`` holds
-    ``ca.pem``, ``cert.pem`` and ``key.pem`` (Docker's convention); ssh:// uses the ssh client."""
+    ``ca.pem``, ``cert.pem`` and ``key.pem`` (Docker's convention); ssh:// uses the ssh client.
+    The API version is the engine's own; an engine down at start gets :data:`FALLBACK_API`."""
     if url.startswith("ssh://"):
         return docker.DockerClient(
             base_url=url, use_ssh_client=True, timeout=timeout, max_pool_size=pool
@@ -103,12 +105,30 @@ def engine_client(
             verify=True,
         )
         url = "https://" + url.removeprefix("tcp://")
-    try:  # asks the engine for its API version
-        return docker.DockerClient(base_url=url, tls=tls, timeout=timeout, max_pool_size=pool)
-    except docker.errors.DockerException:  # down at start: a fixed version; marked down later
-        return docker.DockerClient(
-            base_url=url, tls=tls, timeout=timeout, max_pool_size=pool, version=FALLBACK_API
+
+    def connect(version: str) -> docker.DockerClient:
+        client = docker.DockerClient(
+            base_url=url, tls=tls, timeout=timeout, max_pool_size=pool, version=version
         )
+        if tls is not None:
+            _trust_only_the_engine_ca(client.api, url)
+        return client
+
+    probe = connect(FALLBACK_API)
+    try:
+        version = probe.api.version(api_version=False)["ApiVersion"]
+    except (docker.errors.DockerException, requests.exceptions.RequestException, KeyError):
+        return probe  # down at start: a fixed version; the monitor marks it down
+    probe.close()
+    return connect(version)
+
+
+def _trust_only_the_engine_ca(session: requests.Session, url: str) -> None:
+    """requests lets ``REQUESTS_CA_BUNDLE`` / ``CURL_CA_BUNDLE`` replace a session's CA when a
+    request does not name one, so on a machine that sets them (many do) the engine's CA would
+    be ignored and its certificate refused. Keep the CA; take the environment's proxies only."""
+    session.trust_env = False
+    session.proxies = requests.utils.get_environ_proxies(url)
 
 
 class EnginePool:
