@@ -10,6 +10,6 @@ cd "$(dirname "$0")/.."
 source scripts/ensure-env.sh
 bash scripts/ensure-chromium.sh   # the dashboard's browser tests (tests/ui/)
 bash scripts/ensure-postgres.sh   # the PostgreSQL half of the store and API tests
-bash scripts/ensure-registry.sh   # the engine-pool tests' local registry (docs/engines.md)
+bash scripts/ensure-registry.sh   # the engine-pool tests' local registry and openssl (docs/engines.md)
 uv run --frozen python -m fixtures.build "$@"
 uv run --frozen python -m fixtures.swebench.build
