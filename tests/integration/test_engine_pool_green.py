@@ -15,7 +15,6 @@ import time
 import uuid
 from pathlib import Path
 
-import docker
 import httpx
 import pytest
 from typer.testing import CliRunner
@@ -33,6 +32,7 @@ from tests.support.docker_proxy import ENGINE_SOCKET
 from tests.support.local_registry import LocalRegistry, local_registry  # noqa: F401
 from tests.support.scripted_purple import Script
 from tests.support.second_dockerd import SecondEngine, second_dockerd  # noqa: F401
+from tests.support.task_images import copy_image, present, remove_all
 
 pytestmark = pytest.mark.docker
 
@@ -110,25 +110,6 @@ def test_green_spreads_pulls_and_ends_the_tasks_of_a_down_engine_as_infra(
         time.sleep(0.5)
 
 
-def _copies(client: docker.DockerClient, source: str, template: str, refs: list[str]) -> list[str]:
-    """Distinct task images (each its own id, the full size of ``source``) on one engine."""
-    tags = []
-    for ref in refs:
-        container = client.containers.create(source, command=["true"], network_mode="none")
-        try:
-            repo, tag = template.format(id=ref).rsplit(":", 1)
-            container.commit(repository=repo, tag=tag, changes=[f"LABEL arena.budget.copy={ref}"])
-        finally:
-            container.remove(force=True)
-        tags.append(template.format(id=ref))
-    return tags
-
-
-def _tags(client: docker.DockerClient, template: str) -> set[str]:
-    repo = template.split(":", 1)[0]
-    return {t for img in client.api.images(name=repo) for t in img.get("RepoTags") or []}
-
-
 def test_the_image_budget_keeps_each_engine_under_it(
     start_green,
     docker_client,
@@ -140,8 +121,8 @@ def test_the_image_budget_keeps_each_engine_under_it(
     second.images.pull(source)
     template = f"arena-budget-{uuid.uuid4().hex[:8]}/arvo:{{id}}-vul"
     try:
-        near = _copies(docker_client, IMAGE_TEMPLATE.format(id=ARVO), template, ["900004"])
-        far = _copies(second, source, template, ["900001", "900002", "900003"])
+        near = [copy_image(docker_client, IMAGE_TEMPLATE.format(id=ARVO), template, "900004")]
+        far = [copy_image(second, source, template, ref) for ref in ("900001", "900002", "900003")]
         size = second.images.get(far[0]).attrs["Size"]
         green = start_green(
             docker_hosts=[f"unix://{ENGINE_SOCKET}", second_dockerd.url],
@@ -168,8 +149,8 @@ def test_the_image_budget_keeps_each_engine_under_it(
         # only the engine over the budget loses images, never used first (by tag), until within
         r = httpx.post(f"{green.url}/datasets/images/enforce", headers=OPERATOR, timeout=60)
         assert r.json()["removed"] == [f"engine-1/{far[0]}", f"engine-1/{far[1]}"]
-        assert _tags(second, template) == {far[2]}
-        assert _tags(docker_client, template) == set(near)
+        assert present(second, template) == {far[2]}
+        assert present(docker_client, template) == set(near)
 
         out = CliRunner().invoke(
             cli,
@@ -180,6 +161,5 @@ def test_the_image_budget_keeps_each_engine_under_it(
         assert "budget" in out.output and "per engine" in out.output, out.output
         assert "engine-1: 1 image(s)" in out.output and "engine-0: 1 image(s)" in out.output
     finally:
-        for client in (docker_client, second):
-            for tag in _tags(client, template):
-                client.images.remove(tag, force=True)
+        remove_all(docker_client, template)
+        remove_all(second, template)

@@ -19,42 +19,26 @@ from services.green.store.crud import TaskStore
 from services.green.store.db import make_engine
 from services.green.store.models import Task, TaskStatus
 from tests.integration.helpers import OPERATOR, OPERATOR_TOKEN, submit_task, wait_terminal
+from tests.support.task_images import copy_image, present, remove_all
 
 pytestmark = pytest.mark.docker
-
-
-def _copy(docker_client, template: str, ref: str) -> str:
-    """A distinct image (its own id) with the content of fixture image ``ref``."""
-    container = docker_client.containers.create(f"arena/arvo:{ref}-vul", command=["true"])
-    try:
-        repo, tag = template.format(id=ref).rsplit(":", 1)
-        container.commit(repository=repo, tag=tag, changes=[f"LABEL arena.budget.copy={ref}"])
-    finally:
-        container.remove(force=True)
-    return template.format(id=ref)
-
-
-def _present(docker_client, template: str) -> set[str]:
-    """The tags of the repository, in one call (``images.list`` inspects each image after
-    listing, which races with green evicting one meanwhile)."""
-    repo = template.split(":", 1)[0]
-    return {t for img in docker_client.api.images(name=repo) for t in img.get("RepoTags") or []}
 
 
 @pytest.fixture
 def budget_template(docker_client):
     template = f"arena-budget-{uuid.uuid4().hex[:8]}/arvo:{{id}}-vul"
     yield template
-    for img in docker_client.images.list(name=template.split(":", 1)[0]):
-        for tag in img.tags:
-            docker_client.images.remove(tag, force=True)
+    remove_all(docker_client, template)
 
 
 def test_budget_removes_lru_unused_task_images(
     start_green, green_settings, docker_client, budget_template
 ):
     tpl = budget_template
-    tags = {ref: _copy(docker_client, tpl, ref) for ref in ("900001", "900002", "900003")}
+    tags = {
+        ref: copy_image(docker_client, f"arena/arvo:{ref}-vul", tpl, ref)
+        for ref in ("900001", "900002", "900003")
+    }
     size = docker_client.images.get(tags["900001"]).attrs["Size"]
     green = start_green(image_template=tpl, image_budget_gb=1.5 * size / 1e9)
 
@@ -88,18 +72,18 @@ def test_budget_removes_lru_unused_task_images(
     )
     assert r.status_code == 200, r.text
     assert r.json()["removed_images"] == [tags["900003"]]  # 900001 needed, 900002 in use
-    assert _present(docker_client, tpl) == {tags["900001"], tags["900002"]}
+    assert present(docker_client, tpl) == {tags["900001"], tags["900002"]}
 
     # The replica's task ends; a task of 900001 runs here (purple is unreachable: it fails
     # fast) and, when it ends, the budget removes the never-used 900004, then 900002 (older).
     store.update(next(t.id for t in store.list()[0]), status=TaskStatus.failed)
-    tags["900004"] = _copy(docker_client, tpl, "900004")
+    tags["900004"] = copy_image(docker_client, "arena/arvo:900004-vul", tpl, "900004")
     task = submit_task(green.url, {"task": "arvo:900001"})
     assert wait_terminal(green.url, task["id"])["status"] == "failed"
     deadline = time.monotonic() + 30
-    while _present(docker_client, tpl) != {tags["900001"]} and time.monotonic() < deadline:
+    while present(docker_client, tpl) != {tags["900001"]} and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert _present(docker_client, tpl) == {tags["900001"]}
+    assert present(docker_client, tpl) == {tags["900001"]}
 
     out = (
         CliRunner()
