@@ -135,6 +135,7 @@ async def test_a_creation_waits_for_a_free_slot_and_gives_up_after_the_slot_wait
         made.append(await pool.create(_spec()))
         with pytest.raises(SandboxError, match="every engine was full for 2 s"):
             await pool.create(_spec())  # the one slot stays taken
+        pool.slot_wait_s = 600  # the next one waits long enough for the removal below
         waiting = asyncio.create_task(pool.create(_spec()))
         await asyncio.sleep(0.5)
         assert not waiting.done()  # queued behind the slot, not refused

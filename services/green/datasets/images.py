@@ -131,11 +131,12 @@ class ImageBudget:
     def _listed(
         self, engine: str, client: docker.DockerClient, used: dict[str, datetime]
     ) -> list[TaskImage]:
-        """The task images of one engine, with their last use from ``used``."""
+        """The task images of one engine, with their last use from ``used``: one listing call
+        (``images.list`` would inspect every image after it, racing with a removal)."""
         return [
-            TaskImage(tag, img.id, int(img.attrs.get("Size") or 0), _text(used.get(tag)), engine)
-            for img in client.images.list()
-            for tag in img.tags
+            TaskImage(tag, img["Id"], int(img.get("Size") or 0), _text(used.get(tag)), engine)
+            for img in client.api.images()
+            for tag in img.get("RepoTags") or ()
             if self.pattern.match(tag)
         ]
 
