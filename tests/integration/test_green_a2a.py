@@ -13,7 +13,7 @@ from a2a.types import TaskState
 
 from fixtures.catalog import get_task
 from tests.integration.conftest import leftover_containers
-from tests.integration.helpers import OPERATOR, stream_message, wait_terminal
+from tests.integration.helpers import OPERATOR, rpc, stream_message, text_message, wait_terminal
 from tests.support.scripted_purple import Script
 
 pytestmark = pytest.mark.docker
@@ -164,3 +164,34 @@ def test_a_quiet_assessment_still_streams_heartbeats(start_green, scripted_purpl
         if ev.HasField("status_update") and ev.status_update.status.HasField("message")
     ]
     assert any("0/1 task(s) ended; still working" in t for t in texts), texts
+
+
+def test_the_operator_cancels_an_a2a_task_and_its_green_task_ends_cancelled(
+    start_green, scripted_purple, docker_client
+):
+    purple_url, _ = scripted_purple(Script(commands=["sleep 1"] * 120, pause_s=0.5, submit=False))
+    green = start_green(purple_url=purple_url, task_timeout_s=300, max_steps=500)
+    sent = rpc(
+        green.url,
+        "message/send",
+        {"message": text_message("Task ID: arvo:900001"), "configuration": {"blocking": False}},
+        headers=OPERATOR,
+    ).json()["result"]
+
+    def running() -> list[dict]:
+        listed = httpx.get(f"{green.url}/tasks", headers=OPERATOR, timeout=10).json()["items"]
+        return [t for t in listed if t["status"] == "running" and t["steps"] >= 1]
+
+    deadline = time.monotonic() + 120
+    while not (found := running()):
+        assert time.monotonic() < deadline, "the A2A task's green task never ran a command"
+        time.sleep(0.2)
+    [task] = found
+
+    answer = rpc(green.url, "tasks/cancel", {"id": sent["id"]}, headers=OPERATOR).json()
+    assert answer.get("result", {}).get("status", {}).get("state") == "canceled", answer
+    ended = wait_terminal(green.url, task["id"], timeout=30)
+    assert (ended["status"], ended["end_reason"]) == ("cancelled", "cancelled"), ended
+    assert leftover_containers(docker_client, green.owner) == []
+    got = rpc(green.url, "tasks/get", {"id": sent["id"]}, headers=OPERATOR).json()["result"]
+    assert got["status"]["state"] == "canceled"
