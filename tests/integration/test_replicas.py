@@ -1,7 +1,8 @@
 """Two real green processes on one PostgreSQL, real containers, one real purple: tasks posted to
 one replica run on both, a replica killed with SIGKILL has its tasks ended (infra,
 ``replica_lost``) and its containers removed by the other within the lease, cancel works
-through either replica, and a second replica of a live replica's name is refused at start."""
+through either replica (also an A2A cancel of a task whose work another replica runs), and a
+second replica of a live replica's name is refused at start."""
 
 from __future__ import annotations
 
@@ -15,7 +16,14 @@ import pytest
 
 from services.purple.app import create_app as create_purple
 from services.purple.config import PurpleSettings
-from tests.integration.helpers import OPERATOR, TERMINAL, submit_task, wait_terminal
+from tests.integration.helpers import (
+    OPERATOR,
+    TERMINAL,
+    rpc,
+    submit_task,
+    text_message,
+    wait_terminal,
+)
 from tests.integration.test_green_replicas import green_env
 from tests.support.scripted_purple import Observed, Script, ScriptedPolicy
 from tests.support.servers import ServiceProcess, free_port, serve
@@ -28,7 +36,9 @@ IDS = ["900001", "900002", "900003", "900004"]
 HELD = {"preparing", "running", "evaluating"}
 
 
-def _replica(settings, db_url: str, name: str, purple_url: str, tmp: Path) -> ServiceProcess:
+def _replica(
+    settings, db_url: str, name: str, purple_url: str, tmp: Path, slots: int = SLOTS
+) -> ServiceProcess:
     port = free_port()
     env = {
         **green_env(settings, db_url, name),
@@ -37,7 +47,7 @@ def _replica(settings, db_url: str, name: str, purple_url: str, tmp: Path) -> Se
         "GREEN_PURPLE_POLL_S": "0.5",
         "GREEN_LEASE_S": str(LEASE_S),
         "GREEN_QUEUE_POLL_S": "0.5",
-        "GREEN_MAX_CONCURRENT_TASKS": str(SLOTS),
+        "GREEN_MAX_CONCURRENT_TASKS": str(slots),
         "GREEN_CONTAINER_MEMORY": "512m",
         "GREEN_API_TOKEN_FILE": str(tmp / f"token-{name}"),
     }
@@ -167,6 +177,49 @@ def test_queue_leases_and_cancel_across_two_replicas(
         all=True, filters={"label": ["arena.managed=1", "arena.owner=replica-a"]}
     )
     assert left == [], [c.name for c in left]
+
+
+def test_an_a2a_cancel_ends_the_green_task_another_replica_runs(
+    green_settings, postgres, slow_purple, docker_client: docker.DockerClient, tmp_path
+):
+    """The A2A task lives on the replica that received the message (A); its green task runs on
+    B (A's one slot is taken). Cancelling the A2A task on A ends B's task within seconds."""
+    db_url = postgres.new_database("replica_a2a_cancel")
+    a = _replica(green_settings, db_url, "replica-a", slow_purple, tmp_path, slots=1).start()
+    b = None
+    try:
+        filler = submit_task(a.url, {"task": "arvo:900001"})["id"]
+        _until(lambda: _running_on(a.url, [filler], "replica-a"), 120, "A never ran its task")
+        b = _replica(green_settings, db_url, "replica-b", slow_purple, tmp_path, slots=1).start()
+        sent = rpc(
+            a.url,
+            "message/send",
+            {"message": text_message("Task ID: arvo:900002"), "configuration": {"blocking": False}},
+            headers=OPERATOR,
+        ).json()["result"]
+
+        def on_b() -> list[dict]:
+            r = httpx.get(f"{a.url}/tasks", params={"ref": "arvo:900002"}, headers=OPERATOR)
+            return [t for t in r.json()["items"] if t["status"] == "running" and t["steps"] >= 1]
+
+        [task] = _until(on_b, 120, "the A2A task's work never ran")
+        assert task["instance"] == "replica-b", task
+
+        answer = rpc(a.url, "tasks/cancel", {"id": sent["id"]}, headers=OPERATOR).json()
+        assert answer.get("result", {}).get("status", {}).get("state") == "canceled", answer
+        ended = wait_terminal(b.url, task["id"], timeout=15)
+        assert (ended["status"], ended["instance"]) == ("cancelled", "replica-b"), ended
+        left = docker_client.containers.list(
+            all=True, filters={"label": ["arena.managed=1", f"arena.task_id={task['id']}"]}
+        )
+        assert left == [], [c.name for c in left]
+        assert _tasks(a.url, [filler])[filler]["status"] == "running"  # A's own task runs on
+        httpx.post(f"{a.url}/tasks/{filler}/cancel", headers=OPERATOR, timeout=30)
+        assert wait_terminal(a.url, filler, timeout=30)["status"] == "cancelled"
+    finally:
+        if b is not None:
+            b.stop()
+        a.stop()
 
 
 def test_a_second_replica_of_a_live_name_is_refused(green_settings, postgres, tmp_path):
