@@ -166,8 +166,9 @@ class ImageBudget:
             engines = self.engines()
             keep = self.uses.unfinished_images(self.template) | self.busy
             removed: list[tuple[str, str]] = []
+            limit = self.budget_gb * GB
             for name, client in engines:
-                removed += [(name, tag) for tag in self._enforce_on(name, client, keep)]
+                removed += [(name, tag) for tag in self._enforce_on(name, client, keep, limit)]
             used = self.uses.last_used()
             held = {i.tag for name, c in engines for i in self._listed(name, c, used)}
             for tag in {tag for _, tag in removed} - held:  # gone from every engine
@@ -175,7 +176,10 @@ class ImageBudget:
             several = len(engines) > 1
             return [f"{name}/{tag}" if several else tag for name, tag in removed]
 
-    def _enforce_on(self, engine: str, client: docker.DockerClient, keep: set[str]) -> list[str]:
+    def _enforce_on(
+        self, engine: str, client: docker.DockerClient, keep: set[str], limit: float
+    ) -> list[str]:
+        """Bring one engine's task images within ``limit`` bytes; the removed tags."""
         used = self.uses.last_used()
         images = sorted(
             self._listed(engine, client, used), key=lambda t: (_aware(used.get(t.tag)), t.tag)
@@ -184,7 +188,7 @@ class ImageBudget:
         total = sum(sizes.values())
         removed: list[str] = []
         for img in images:
-            if total <= self.budget_gb * GB:  # type: ignore[operator]  (enforce checked it)
+            if total <= limit:
                 break
             if img.tag in keep:
                 continue
