@@ -2,9 +2,9 @@
 
 Engines: the machine's own, a second ``dockerd`` started for the module
 (tests/support/second_dockerd.py, empty at start; also reached over ``tcp://`` with mutual
-TLS), and a forwarder to the machine's engine that
-the test can cut (tests/support/docker_proxy.py). Images come from a local Distribution
-registry (tests/support/local_registry.py), never from a public one.
+TLS), and a forwarder to the machine's engine that the test can cut
+(tests/support/docker_proxy.py). Images come from a local Distribution registry
+(tests/support/local_registry.py), never from a public one.
 """
 
 from __future__ import annotations
