@@ -10,7 +10,10 @@ Rules (docs/architecture.md, "The rules the layout keeps"):
   (the SWE-bench harness uses the agent; green's SWE-bench kind may use only the harness's
   modules that stay clear of the agent);
 - no module over MAX_MODULE_LINES lines, no function over MAX_FUNCTION_LINES lines;
-- every module starts with a docstring whose first line says what it is for.
+- every module starts with a docstring whose first line says what it is for;
+- no ``asyncio.wait_for``: on Python 3.11 it loses a cancel that meets its result in the same
+  loop turn, and a task that ignores its cancel never ends (``asyncio.timeout`` instead;
+  services/shared/aio.py).
 
 Exits 1 and prints one line per broken rule; prints a one-line summary and exits 0 otherwise.
 """
@@ -165,6 +168,25 @@ def docstring_errors(modules: dict[str, Module], trees: dict[str, ast.Module]) -
             yield f"{modules[name].path}: no module docstring saying what the module is for"
 
 
+def _uses_wait_for(node: ast.AST) -> bool:
+    """``asyncio.wait_for`` called or referenced, or ``wait_for`` imported from asyncio."""
+    if isinstance(node, ast.Attribute) and node.attr == "wait_for":
+        return isinstance(node.value, ast.Name) and node.value.id == "asyncio"
+    if isinstance(node, ast.ImportFrom) and node.module == "asyncio":
+        return any(alias.name == "wait_for" for alias in node.names)
+    return False
+
+
+def wait_for_errors(modules: dict[str, Module], trees: dict[str, ast.Module]) -> Iterator[str]:
+    for name, tree in trees.items():
+        for node in ast.walk(tree):
+            if _uses_wait_for(node):
+                yield (
+                    f"{modules[name].path}:{node.lineno}: asyncio.wait_for can lose a cancel on "
+                    "Python 3.11; use asyncio.timeout (services/shared/aio.py)"
+                )
+
+
 def check(root: Path) -> list[str]:
     modules, trees = load(root)
     return [
@@ -172,6 +194,7 @@ def check(root: Path) -> list[str]:
         *reach_errors(modules),
         *size_errors(modules, trees),
         *docstring_errors(modules, trees),
+        *wait_for_errors(modules, trees),
     ]
 
 

@@ -114,6 +114,23 @@ def test_sizes_and_docstrings_fail(tmp_path):
     assert not any("ok.py" in e for e in errors)
 
 
+def test_asyncio_wait_for_fails(tmp_path):
+    root = _tree(
+        tmp_path,
+        {
+            "green/poll.py": DOC + "import asyncio\nasync def f(e):\n"
+            "    await asyncio.wait_for(e.wait(), 1)\n",
+            "green/imported.py": DOC + "from asyncio import sleep, wait_for\n",
+            "green/fine.py": DOC + "import asyncio\nasync def f(e):\n"
+            "    async with asyncio.timeout(1):\n        await e.wait()\n",
+        },
+    )
+    errors = check_layout.check(root)
+    assert any(e.startswith("services/green/poll.py:4: asyncio.wait_for") for e in errors), errors
+    assert any(e.startswith("services/green/imported.py:2: asyncio.wait_for") for e in errors)
+    assert not any("fine.py" in e for e in errors)
+
+
 def test_an_unknown_package_is_reported(tmp_path):
     errors = check_layout.check(_tree(tmp_path, {"extra/a.py": DOC}))
     assert any("services.extra has no row in ALLOWED" in e for e in errors)

@@ -141,7 +141,8 @@ class GreenClient:
             if task.get("status") in TERMINAL:
                 return task
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), interval_s)
+                async with asyncio.timeout(interval_s):
+                    await stop.wait()
             if stop.is_set():
                 return await self.cancel(task)
             task = await self.get_task(task["id"])

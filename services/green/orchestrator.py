@@ -34,6 +34,7 @@ from services.green.store.queue import TaskQueue
 from services.green.watch import RemoteWatch, subscribe, unsubscribe
 from services.sandbox.base import AgentFault, SandboxError, SandboxProvider, SandboxSpec
 from services.sandbox.janitor import Janitor
+from services.shared.aio import cancel_and_wait, through_cancels
 from services.shared.logging import get_logger, router, task_log_context
 from services.shared.outcome import TaskOutcome
 from services.shared.protocol import TaskLimits
@@ -116,10 +117,7 @@ class Orchestrator:
         """Stop every task (each runner's cleanup removes its container), then the thread pool."""
         self._stopping = True
         live = list(self.live)
-        for t in live:
-            if t.runner is not None:
-                t.runner.cancel()
-        await asyncio.gather(*(t.runner for t in live if t.runner), return_exceptions=True)
+        await cancel_and_wait(*(t.runner for t in live if t.runner))
         await self.janitor.close()
         self._pool.shutdown(wait=True, cancel_futures=True)
         log.info("green.stopped", stopped_tasks=[t.id for t in live])
@@ -233,8 +231,7 @@ class Orchestrator:
                 self.queue.request_cancel(task_id)
             return self.get(task_id)
         live.cancel_reason = reason
-        live.runner.cancel()
-        await asyncio.gather(live.runner, return_exceptions=True)
+        await cancel_and_wait(live.runner)  # cancelled again if a first cancel is swallowed
         return self.get(task_id)
 
     # ---- the lifecycle -----------------------------------------------------------------
@@ -278,13 +275,13 @@ class Orchestrator:
         finally:
             # Cleanup and the final record must happen even if this runner is cancelled again
             # (e.g. a cancel request racing with shutdown): wait for them through any cancel.
-            await _through_cancels(self._cleanup(live))
+            await through_cancels(self._cleanup(live))
             if self._stopping and outcome.status is not TaskStatus.completed:
                 outcome = live.outcome(
                     TaskStatus.failed, "interrupted", "green shut down", FailureKind.infra
                 )
             if not live.lost:  # else another replica ended it (its lease had expired)
-                await _through_cancels(self._finish(live, outcome))
+                await through_cancels(self._finish(live, outcome))
             self._forget(live)
             self.wakeup.set()  # a slot is free
             if engine_failed:
@@ -414,7 +411,8 @@ class Orchestrator:
             if idle_left <= 0:
                 return "idle_timeout"
             try:
-                await asyncio.wait_for(live.ended.wait(), min(poll, idle_left, deadline_left))
+                async with asyncio.timeout(min(poll, idle_left, deadline_left)):
+                    await live.ended.wait()
             except TimeoutError:
                 pass
             else:
@@ -479,12 +477,3 @@ class Orchestrator:
     def _close_log(self, log_key: str) -> None:
         if not any(t.log_key == log_key for t in self.live) and (r := router()):
             r.close(log_key)
-
-
-async def _through_cancels(work: Any) -> None:
-    """Await ``work`` to its end even if the awaiting task is cancelled meanwhile."""
-    future = asyncio.ensure_future(work)
-    while not future.done():
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.shield(future)
-    future.result()

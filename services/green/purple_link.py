@@ -128,9 +128,8 @@ class PurpleLink:
         if self._purple_task_id is None:
             return None
         try:
-            task = await asyncio.wait_for(
-                self._peer.get_task(self._purple_task_id), self._poll_timeout
-            )
+            async with asyncio.timeout(self._poll_timeout):
+                task = await self._peer.get_task(self._purple_task_id)
         except TaskNotFoundError as exc:
             self.lost_reason = (
                 f"purple at {self.base_url} no longer knows its task (it restarted?): {exc}"

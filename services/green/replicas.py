@@ -30,6 +30,7 @@ import httpx
 from services.green.orchestrator import Orchestrator
 from services.green.store.instances import InstanceClash, InstanceRegistry
 from services.green.store.models import FailureKind, TaskStatus, utcnow
+from services.shared.aio import cancel_and_wait
 from services.shared.logging import get_logger
 
 log = get_logger("services.green.replicas")
@@ -100,15 +101,16 @@ class Replica:
             loop.cancel()
         if dispatcher is not None:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(dispatcher), 30)
-            dispatcher.cancel()
-        await asyncio.gather(*self._loops, return_exceptions=True)
+                async with asyncio.timeout(30):
+                    await asyncio.shield(dispatcher)
+        await cancel_and_wait(*self._loops)
         self._loops = []
 
     async def _dispatch_loop(self) -> None:
         while not self._closing:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.orch.wakeup.wait(), self.settings.queue_poll_s)
+                async with asyncio.timeout(self.settings.queue_poll_s):
+                    await self.orch.wakeup.wait()
             self.orch.wakeup.clear()
             try:
                 await self.claim()

@@ -76,7 +76,8 @@ class Janitor:
             self._wake.clear()
             if not await self.run_once():
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self._retry_s)
+                    async with asyncio.timeout(self._retry_s):
+                        await self._wake.wait()
 
     async def run_once(self) -> bool:
         """One pass over the pending removals and, when due, a sweep. True when all done."""

@@ -63,7 +63,8 @@ async def task_events(
         idle = 0.0
         while True:
             try:
-                event = await asyncio.wait_for(queue.get(), POLL_S)
+                async with asyncio.timeout(POLL_S):
+                    event = await queue.get()
             except TimeoutError:
                 if orch.stopping:
                     return

@@ -26,6 +26,7 @@ from services.purple.protocols import Policy, RunResult, TaskContext
 from services.purple.store.crud import PurpleStore
 from services.purple.store.models import PurpleTask, utcnow
 from services.shared.a2a import A2APeer, Payload, message_parts, new_protocol_message
+from services.shared.aio import cancel_and_wait
 from services.shared.commands import CommandResult
 from services.shared.logging import get_logger, task_log_context
 from services.shared.protocol import RCA_PATHS, TaskAssignment, parse_data
@@ -104,10 +105,7 @@ class PurpleExecutor(AgentExecutor):
     async def shutdown(self) -> None:
         """Stop every task in progress (each records why) before the process exits."""
         self._stop_reason = "purple shut down"
-        jobs = list(self._jobs.values())
-        for job in jobs:
-            job.cancel()
-        await asyncio.gather(*jobs, return_exceptions=True)
+        await cancel_and_wait(*self._jobs.values())
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         payload = message_parts(context.message)

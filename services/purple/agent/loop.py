@@ -113,8 +113,8 @@ class _Run:
 
     async def query(self) -> LLMReply:
         try:
-            query = self.llm.query(self.chat.messages, self.schemas)
-            reply = await asyncio.wait_for(query, self.limits.remaining_s())
+            async with asyncio.timeout(self.limits.remaining_s()):
+                reply = await self.llm.query(self.chat.messages, self.schemas)
         except TimeoutError:
             raise LimitsExceeded("wall-time limit reached while waiting for the model") from None
         self.chat.note_usage(reply)

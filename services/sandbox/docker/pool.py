@@ -229,7 +229,8 @@ class EnginePool:
 
         async def one(engine: Engine) -> None:
             try:
-                ok = await asyncio.wait_for(engine.provider.ping(), self.check_s)
+                async with asyncio.timeout(self.check_s):
+                    ok = await engine.provider.ping()
                 self._mark(engine, ok, None if ok else "the engine does not answer")
             except TimeoutError:
                 self._mark(engine, False, f"no answer within {self.check_s:g} s")

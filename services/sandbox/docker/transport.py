@@ -145,7 +145,8 @@ class DockerExecStream:
         add(fd, lambda: ready.done() or ready.set_result(None))
         remove = loop.remove_reader if add == loop.add_reader else loop.remove_writer
         try:
-            await asyncio.wait_for(ready, timeout)
+            async with asyncio.timeout(timeout):
+                await ready
             return True
         except TimeoutError:
             return False

@@ -20,7 +20,8 @@ router = APIRouter(tags=["health"])
 async def healthz(orch: OrchestratorDep, who: CallerDep, request: Request) -> JSONResponse:
     async def check(work) -> bool:
         try:
-            return bool(await asyncio.wait_for(work, 5))
+            async with asyncio.timeout(5):
+                return bool(await work)
         except Exception:
             return False
 
@@ -38,10 +39,12 @@ async def healthz(orch: OrchestratorDep, who: CallerDep, request: Request) -> JS
     if not who.operator:  # the agent under test may call this: no infrastructure details
         return JSONResponse(body, status_code=200 if ok else 503)
     with contextlib.suppress(Exception):  # each engine of the pool: up or down, how busy
-        body["engines"] = await asyncio.wait_for(orch.sandboxes.engines(), 5)
+        async with asyncio.timeout(5):
+            body["engines"] = await orch.sandboxes.engines()
     datasets = getattr(request.app.state, "datasets", None)
     if datasets is not None and docker_ok:  # the disk budget of task images
         with contextlib.suppress(Exception):
-            state = await asyncio.wait_for(asyncio.to_thread(datasets.budget.status), 5)
+            async with asyncio.timeout(5):
+                state = await asyncio.to_thread(datasets.budget.status)
             body["images"] = state.to_dict()
     return JSONResponse(body, status_code=200 if ok else 503)
