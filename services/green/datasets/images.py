@@ -165,22 +165,28 @@ class ImageBudget:
         with self._lock:
             engines = self.engines()
             keep = self.uses.unfinished_images(self.template) | self.busy
+            used, limit = self.uses.last_used(), self.budget_gb * GB
             removed: list[tuple[str, str]] = []
-            limit = self.budget_gb * GB
             for name, client in engines:
-                removed += [(name, tag) for tag in self._enforce_on(name, client, keep, limit)]
-            used = self.uses.last_used()
-            held = {i.tag for name, c in engines for i in self._listed(name, c, used)}
-            for tag in {tag for _, tag in removed} - held:  # gone from every engine
-                self.uses.forget(tag)
+                gone = self._enforce_on(name, client, keep, limit, used)
+                removed += [(name, tag) for tag in gone]
+            if removed:  # forget the last use of a tag no engine holds any more
+                held = {i.tag for name, c in engines for i in self._listed(name, c, used)}
+                for tag in {tag for _, tag in removed} - held:
+                    self.uses.forget(tag)
             several = len(engines) > 1
             return [f"{name}/{tag}" if several else tag for name, tag in removed]
 
     def _enforce_on(
-        self, engine: str, client: docker.DockerClient, keep: set[str], limit: float
+        self,
+        engine: str,
+        client: docker.DockerClient,
+        keep: set[str],
+        limit: float,
+        used: dict[str, datetime],
     ) -> list[str]:
-        """Bring one engine's task images within ``limit`` bytes; the removed tags."""
-        used = self.uses.last_used()
+        """Bring one engine's task images within ``limit`` bytes, least recently used first by
+        ``used``; the removed tags."""
         images = sorted(
             self._listed(engine, client, used), key=lambda t: (_aware(used.get(t.tag)), t.tag)
         )
