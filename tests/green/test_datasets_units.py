@@ -42,6 +42,9 @@ def test_signature_is_the_summary_class_and_the_first_project_frame():
         "xml_decode_entity",
         "/src/xmlmini/src/entity.c",
     )
+    assert sig.summary_function == "xml_decode_entity"  # the SUMMARY line's "in <function>"
+    bare = REPORT.replace(" in xml_decode_entity\n", "\n")
+    assert parse_signature(bare, "xmlmini").summary_function == ""
     assert mismatch(sig, parse_signature(REPORT, "xmlmini")) is None
 
 

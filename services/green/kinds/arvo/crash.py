@@ -1,7 +1,8 @@
 """Green's one reader of sanitizer reports (ASan, MSan, UBSan, LSan): the bug class, the crash
 stack, the crash signature, and where a fix lies on the stack.
 
-Two users: the dataset tools compare the signature of ``error.txt`` with the crash the task image
+Three users: the fixture builder checks the crash each bundled task produces (``fixtures/``);
+the dataset tools compare the signature of ``error.txt`` with the crash the task image
 produces (``green/datasets/verify.py``); the dashboard shows and groups tasks by bug class and fix
 position (``green/ui/``). The judge never reads a report. Purple's analyst reads reports far more
 closely with its own parser: the agent under test shares no code with the judge's side.
@@ -49,6 +50,8 @@ class CrashSignature:
     """heap-buffer-overflow, double-free, SEGV, ..."""
     frame: Frame | None
     """The first crash-stack frame under the project's source folder (None: none there)."""
+    summary_function: str = ""
+    """The function the SUMMARY line names (``... in __interceptor_free``); empty if none."""
 
     @property
     def sanitizer_class(self) -> str:
@@ -108,7 +111,9 @@ def parse_signature(text: str, project: str | None) -> CrashSignature | None:
         return None
     prefix = f"/src/{project}/" if project else "/src/"
     frame = next((f for f in crash_frames(text) if f.file.startswith(prefix)), None)
-    return CrashSignature(tool=m.group(1), crash_type=m.group(2), frame=frame)
+    rest = text[m.end() :].split("\n", 1)[0]
+    function = rest.rsplit(" in ", 1)[1].strip() if " in " in rest else ""
+    return CrashSignature(m.group(1), m.group(2), frame, function)
 
 
 def _where(frame: Frame | None) -> str:
