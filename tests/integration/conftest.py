@@ -105,11 +105,12 @@ def start_green(green_settings: GreenSettings) -> Iterator[Callable[..., Threade
 
 
 @pytest.fixture
-def scripted_purple(tmp_path: Path) -> Iterator[Callable[[Script], tuple[str, Observed]]]:
-    """Start a purple whose policy is a fixed script; returns (url, what it observed)."""
+def scripted_purple(tmp_path: Path) -> Iterator[Callable[..., tuple[str, Observed]]]:
+    """Start a purple whose policy is a fixed script; returns (url, what it observed).
+    Keyword arguments are purple settings (e.g. ``max_concurrent_tasks``)."""
     stack: list = []
 
-    def start(script: Script) -> tuple[str, Observed]:
+    def start(script: Script, **settings_: object) -> tuple[str, Observed]:
         observed = Observed()
         port = free_port()
         settings = PurpleSettings(
@@ -117,6 +118,7 @@ def scripted_purple(tmp_path: Path) -> Iterator[Callable[[Script], tuple[str, Ob
             database_url=f"sqlite:///{tmp_path}/purple-{len(stack)}.db",
             log_dir=tmp_path / "logs",
             trajectory_dir=tmp_path / "traj",
+            **settings_,
         )
         app = create_purple(
             settings, make_policy=lambda kind="rca_task": ScriptedPolicy(script, observed)

@@ -81,6 +81,16 @@ def rpc(
     return httpx.post(f"{green_url}/", json=body, headers=hdrs, timeout=60)
 
 
+def start_a2a_task(
+    green_url: str, text: str, headers: dict[str, str] | None = OPERATOR
+) -> dict[str, Any]:
+    """Send ``text`` (e.g. ``Task ID: arvo:900001``) without blocking; the A2A task created."""
+    params = {"message": text_message(text), "configuration": {"blocking": False}}
+    body = rpc(green_url, "message/send", params, headers=headers).json()
+    assert "result" in body, body
+    return body["result"]
+
+
 def text_message(text: str, **extra: Any) -> dict[str, Any]:
     """A 0.3-style user message with one text part (``extra``: metadata, taskId, contextId)."""
     msg = {

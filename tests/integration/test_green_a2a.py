@@ -13,7 +13,13 @@ from a2a.types import TaskState
 
 from fixtures.catalog import get_task
 from tests.integration.conftest import leftover_containers
-from tests.integration.helpers import OPERATOR, rpc, stream_message, text_message, wait_terminal
+from tests.integration.helpers import (
+    OPERATOR,
+    rpc,
+    start_a2a_task,
+    stream_message,
+    wait_terminal,
+)
 from tests.support.scripted_purple import Script
 
 pytestmark = pytest.mark.docker
@@ -171,12 +177,7 @@ def test_the_operator_cancels_an_a2a_task_and_its_green_task_ends_cancelled(
 ):
     purple_url, _ = scripted_purple(Script(commands=["sleep 1"] * 120, pause_s=0.5, submit=False))
     green = start_green(purple_url=purple_url, task_timeout_s=300, max_steps=500)
-    sent = rpc(
-        green.url,
-        "message/send",
-        {"message": text_message("Task ID: arvo:900001"), "configuration": {"blocking": False}},
-        headers=OPERATOR,
-    ).json()["result"]
+    sent = start_a2a_task(green.url, "Task ID: arvo:900001")
 
     def running() -> list[dict]:
         listed = httpx.get(f"{green.url}/tasks", headers=OPERATOR, timeout=10).json()["items"]

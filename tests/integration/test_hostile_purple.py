@@ -18,7 +18,7 @@ from fixtures.catalog import load_tasks
 from services.purple.app import create_app as create_purple
 from services.purple.config import PurpleSettings
 from tests.integration.conftest import leftover_containers
-from tests.integration.helpers import OPERATOR, rpc, text_message
+from tests.integration.helpers import OPERATOR, rpc, start_a2a_task
 from tests.support.hostile_purple import AttackReport, HostilePolicy
 from tests.support.servers import free_port, serve
 
@@ -70,12 +70,7 @@ def test_a_hostile_purple_learns_nothing_touches_nothing_and_scores_zero(
 ):
     purple_url, report, recorder = hostile
     green = start_green(purple_url=purple_url)  # default settings: the operator plane is closed
-    sent = rpc(
-        green.url,
-        "message/send",
-        {"message": text_message(f"Task ID: arvo:{TARGET}"), "configuration": {"blocking": False}},
-        headers=OPERATOR,
-    ).json()["result"]
+    sent = start_a2a_task(green.url, f"Task ID: arvo:{TARGET}")
     report.operator_a2a_task.update(id=sent["id"], cid=sent["contextId"])
 
     deadline = time.monotonic() + 180

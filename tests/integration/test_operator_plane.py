@@ -17,6 +17,7 @@ from services.green.app import create_app as create_green
 from tests.integration.helpers import (
     OPERATOR,
     rpc,
+    start_a2a_task,
     submit_task,
     text_message,
     wait_status,
@@ -138,18 +139,8 @@ def test_a2a_tasks_belong_to_the_credential_that_created_them(start_green, scrip
     purple_url, _ = scripted_purple(Script(commands=["true"] * 3, pause_s=1.0, submissions=[VALID]))
     green = start_green(purple_url=purple_url, open_operator_plane=True)
     url = green.url
-    config = {"blocking": False}
-    mine = rpc(
-        url,
-        "message/send",
-        {"message": text_message("Task ID: arvo:900001"), "configuration": config},
-        headers=OPERATOR,
-    ).json()["result"]
-    theirs = rpc(
-        url,
-        "message/send",
-        {"message": text_message("Task ID: arvo:900001"), "configuration": config},
-    ).json()["result"]
+    mine = start_a2a_task(url, "Task ID: arvo:900001")
+    theirs = start_a2a_task(url, "Task ID: arvo:900001", headers=None)
     # each sees only its own
     for headers, own, other in ((OPERATOR, mine, theirs), (None, theirs, mine)):
         listed = rpc(url, "ListTasks", {}, headers=headers, version="1.0").json()["result"]

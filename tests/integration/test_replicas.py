@@ -14,19 +14,17 @@ import docker
 import httpx
 import pytest
 
-from services.purple.app import create_app as create_purple
-from services.purple.config import PurpleSettings
 from tests.integration.helpers import (
     OPERATOR,
     TERMINAL,
     rpc,
+    start_a2a_task,
     submit_task,
-    text_message,
     wait_terminal,
 )
 from tests.integration.test_green_replicas import green_env
-from tests.support.scripted_purple import Observed, Script, ScriptedPolicy
-from tests.support.servers import ServiceProcess, free_port, serve
+from tests.support.scripted_purple import Script
+from tests.support.servers import ServiceProcess, free_port
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -84,22 +82,11 @@ def _cancel_through(url: str, task: dict, owner_url: str) -> None:
 
 
 @pytest.fixture
-def slow_purple(tmp_path: Path):
+def slow_purple(scripted_purple) -> str:
     """A real purple whose tasks run commands for about a minute (mid-run when we act)."""
-    port = free_port()
-    settings = PurpleSettings(
-        port=port,
-        database_url=f"sqlite:///{tmp_path}/purple.db",
-        log_dir=tmp_path / "logs",
-        trajectory_dir=tmp_path / "traj",
-        max_concurrent_tasks=32,
-    )
     script = Script(commands=["sleep 1"] * 60, pause_s=0.5)
-    app = create_purple(
-        settings, make_policy=lambda kind="rca_task": ScriptedPolicy(script, Observed())
-    )
-    with serve(app, port) as srv:
-        yield srv.url
+    url, _ = scripted_purple(script, max_concurrent_tasks=32)
+    return url
 
 
 def test_queue_leases_and_cancel_across_two_replicas(
@@ -191,12 +178,7 @@ def test_an_a2a_cancel_ends_the_green_task_another_replica_runs(
         filler = submit_task(a.url, {"task": "arvo:900001"})["id"]
         _until(lambda: _running_on(a.url, [filler], "replica-a"), 120, "A never ran its task")
         b = _replica(green_settings, db_url, "replica-b", slow_purple, tmp_path, slots=1).start()
-        sent = rpc(
-            a.url,
-            "message/send",
-            {"message": text_message("Task ID: arvo:900002"), "configuration": {"blocking": False}},
-            headers=OPERATOR,
-        ).json()["result"]
+        sent = start_a2a_task(a.url, "Task ID: arvo:900002")
 
         def on_b() -> list[dict]:
             r = httpx.get(f"{a.url}/tasks", params={"ref": "arvo:900002"}, headers=OPERATOR)
