@@ -136,8 +136,9 @@ class Orchestrator:
             ) from None
 
     async def create_task(self, ref: TaskRef | str, options: TaskOptions | None = None) -> Task:
-        """Validate and record as queued (any replica's dispatcher may claim it). Raises ValueError for a malformed reference
-        or a kind this green does not serve, UnknownTask for an id the source lacks."""
+        """Validate and record as queued (any replica's dispatcher may claim it). Raises
+        ValueError for a malformed reference or a kind this green does not serve, UnknownTask for
+        an id the source lacks."""
         opts = options or TaskOptions()
         s = self.settings
         purple_url = allowed_purple(self.settings, opts.purple_url)
