@@ -65,6 +65,9 @@ class TaskOutcome(BaseModel):
     kind: str = DEFAULT_KIND
     ref_id: str | None = None
     """The task's id within its kind (with ``kind``: the reference ``kind:ref_id``)."""
+    trial: int = 1
+    """Which of the task's repeated attempts this is (1..K; aggregates average a task's
+    trials first)."""
     status: TaskStatus
     end_reason: str | None = None
     failure_kind: FailureKind | None = None
@@ -113,6 +116,7 @@ class TaskOutcome(BaseModel):
             task_id=t.id,
             kind=t.kind,
             ref_id=t.ref_id,
+            trial=getattr(t, "trial", None) or 1,
             status=t.status,
             end_reason=t.end_reason,
             failure_kind=failure_kind,
@@ -134,6 +138,7 @@ class TaskOutcome(BaseModel):
             task_id=r.get("task_id"),
             kind=r.get("kind") or DEFAULT_KIND,
             ref_id=r.get("ref_id") or r.get("arvo_id"),
+            trial=int(r.get("trial") or 1),
             status=status,  # type: ignore[arg-type]
             end_reason=r.get("end_reason"),
             failure_kind=r.get("failure_kind") or ("infra" if status == "failed" else None),

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from services.shared import stats
 from services.shared.outcome import TaskOutcome
 
 METRICS = ("file@1", "file@5", "func@1", "func@5", "line@1", "line@5", "iou")
@@ -51,6 +52,9 @@ class ScoreSummary(Metrics):
     """A valid loc.json was scored."""
     n_locations: int = 0
     """Locations in the submission (only the first 5 count)."""
+    project: str | None = None
+    """The bug's project: the cluster of the bootstrap (tasks of one project are not
+    independent)."""
 
 
 class MetricMeans(Metrics):
@@ -63,6 +67,9 @@ class Aggregate(BaseModel):
     0; tasks whose ground truth is empty are counted but left out of every mean."""
 
     n_tasks: int = 0
+    """Distinct tasks (a task run K times counts once)."""
+    n_attempts: int = 0
+    """Task records aggregated: tasks x trials (the counts below are of attempts)."""
     by_status: dict[str, int] = {}
     by_failure: dict[str, int] = {}
     """``infra`` / ``agent`` failures (failed tasks only)."""
@@ -76,6 +83,12 @@ class Aggregate(BaseModel):
     """Over every scorable task; failures, cancellations and missing submissions count 0."""
     mean_non_infra: MetricMeans = MetricMeans()
     """Same, without infra failures and cancelled tasks: what the agent is answerable for."""
+    uncertainty: dict[str, Any] = {}
+    """Per mean (``mean_all``, ``mean_non_infra``) and metric: ``mean``, ``se``, ``ci_low``,
+    ``ci_high``, ``n``, ``n_clusters``; with ``method``, ``resamples``, ``seed``, ``level``."""
+    trials: dict[str, Any] = {}
+    """``k``: the most trials of a task; per metric pass@k, pass^k (k = 1..K) and the
+    consistency over the non-infra attempts (see :func:`services.shared.stats.trial_summary`)."""
     explanation: list[str] = []
 
     def to_dict(self) -> dict:
@@ -90,41 +103,105 @@ def _means(values: Iterable[dict[str, float]]) -> MetricMeans:
     return out
 
 
+class _Task:
+    """The attempts (trials) of one task: rows of metric values, all and non-infra."""
+
+    def __init__(self, key: str) -> None:
+        self.cluster = key
+        self.rows_all: list[dict[str, float]] = []
+        self.rows_non_infra: list[dict[str, float]] = []
+
+    @staticmethod
+    def mean(rows: list[dict[str, float]]) -> dict[str, float]:
+        return {f: sum(r[f] for r in rows) / len(rows) for f in METRIC_FIELDS}
+
+
+def _task_key(o: TaskOutcome) -> str:
+    return f"{o.kind}:{o.ref_id}" if o.ref_id else f"task:{o.task_id}"
+
+
+def _uncertainty(units: list[_Task], which: str) -> dict[str, Any]:
+    rows = [(t, getattr(t, which)) for t in units if getattr(t, which)]
+    means = [_Task.mean(r) for _, r in rows]
+    clusters = [t.cluster for t, _ in rows]
+    return {
+        name: stats.cluster_bootstrap([m[f] for m in means], clusters).to_dict()
+        for name, f in zip(METRICS, METRIC_FIELDS, strict=True)
+    }
+
+
+def _trials(units: list[_Task]) -> dict[str, Any]:
+    k = max((len(t.rows_non_infra) for t in units), default=0)
+    out: dict[str, Any] = {"k": k}
+    if k == 0:
+        return out
+    for name, f in zip(METRICS, METRIC_FIELDS, strict=True):
+        per_task = {id(t): [r[f] for r in t.rows_non_infra] for t in units if t.rows_non_infra}
+        out[name] = stats.trial_summary(per_task, k)
+    return out
+
+
+def _classify(o: TaskOutcome, agg: Aggregate, task: _Task, status: dict, failure: dict) -> None:
+    """Count one attempt and add its row (0 for failures) to its task."""
+    if o.status not in status:
+        raise ValueError(f"task {o.task_id} has not ended ({o.status}): nothing to aggregate")
+    status[o.status] += 1
+    if o.status == "failed" and o.failure_kind:
+        failure[o.failure_kind] += 1
+    score = ScoreSummary.model_validate(o.scores) if o.scores else None
+    if score is not None and score.project:
+        task.cluster = f"project:{score.project}"
+    if score is not None and not score.scorable:
+        agg.n_unscorable += 1
+        return
+    if o.status == "completed" and score is not None and score.submitted:
+        row = {f: float(getattr(score, f)) for f in METRIC_FIELDS}
+        agg.n_scored += 1
+    else:
+        row = dict.fromkeys(METRIC_FIELDS, 0.0)
+        if o.status == "completed":
+            agg.n_no_submission += 1
+    task.rows_all.append(row)
+    if not (o.status == "failed" and o.failure_kind == "infra") and o.status != "cancelled":
+        task.rows_non_infra.append(row)
+
+
 def aggregate(outcomes: Iterable[TaskOutcome]) -> Aggregate:
-    """Aggregate task outcomes of a run (see :class:`Aggregate`)."""
+    """Aggregate task outcomes of a run (see :class:`Aggregate`). Attempts of one task (its
+    trials) are averaged first: the task is the unit of every mean and interval."""
     outcomes = list(outcomes)
-    agg = Aggregate(n_tasks=len(outcomes))
-    zero = dict.fromkeys(METRIC_FIELDS, 0.0)
-    rows_all: list[dict[str, float]] = []
-    rows_non_infra: list[dict[str, float]] = []
+    agg = Aggregate(n_attempts=len(outcomes))
+    tasks: dict[str, _Task] = {}
     status_counts = {"completed": 0, "failed": 0, "cancelled": 0}
     failure_counts = {"infra": 0, "agent": 0}
     for o in outcomes:
-        if o.status not in status_counts:
-            raise ValueError(f"task {o.task_id} has not ended ({o.status}): nothing to aggregate")
-        status_counts[o.status] += 1
-        if o.status == "failed" and o.failure_kind:
-            failure_counts[o.failure_kind] += 1
-        score = ScoreSummary.model_validate(o.scores) if o.scores else None
-        if score is not None and not score.scorable:
-            agg.n_unscorable += 1
-            continue
-        if o.status == "completed" and score is not None and score.submitted:
-            row = {f: float(getattr(score, f)) for f in METRIC_FIELDS}
-            agg.n_scored += 1
-        else:
-            row = dict(zero)
-            if o.status == "completed":
-                agg.n_no_submission += 1
-        rows_all.append(row)
-        if not (o.status == "failed" and o.failure_kind == "infra") and o.status != "cancelled":
-            rows_non_infra.append(row)
+        key = _task_key(o)
+        task = tasks.setdefault(key, _Task(key))
+        _classify(o, agg, task, status_counts, failure_counts)
+    units = list(tasks.values())
+    agg.n_tasks = len(units)
     agg.by_status = status_counts
     agg.by_failure = failure_counts
-    agg.mean_all = _means(rows_all)
-    agg.mean_non_infra = _means(rows_non_infra)
-    agg.explanation = [
-        f"{agg.n_tasks} tasks: {status_counts['completed']} completed, "
+    agg.mean_all = _means(_Task.mean(t.rows_all) for t in units if t.rows_all)
+    agg.mean_non_infra = _means(_Task.mean(t.rows_non_infra) for t in units if t.rows_non_infra)
+    agg.uncertainty = {
+        **stats.method_info(),
+        "mean_all": _uncertainty(units, "rows_all"),
+        "mean_non_infra": _uncertainty(units, "rows_non_infra"),
+    }
+    agg.trials = _trials(units)
+    agg.explanation = _explain(agg, status_counts, failure_counts)
+    return agg
+
+
+def _explain(agg: Aggregate, status_counts: dict, failure_counts: dict) -> list[str]:
+    trials = (
+        f" ({agg.n_attempts} attempts: trials are averaged per task first)"
+        if agg.n_attempts != agg.n_tasks
+        else ""
+    )
+    return [
+        f"{agg.n_tasks} tasks{trials}: {status_counts['completed']} completed, "
         f"{status_counts['failed']} failed ({failure_counts['infra']} infra, "
         f"{failure_counts['agent']} agent), {status_counts['cancelled']} cancelled",
         f"{agg.n_scored} scored submissions, {agg.n_no_submission} completed without a valid "
@@ -132,8 +209,8 @@ def aggregate(outcomes: Iterable[TaskOutcome]) -> Aggregate:
         f"mean_all over {agg.mean_all.n} tasks counts every failure and cancellation as 0; "
         f"mean_non_infra over {agg.mean_non_infra.n} tasks leaves out infra failures and "
         "cancellations",
+        f"intervals: 95% {stats.METHOD}, {stats.RESAMPLES} resamples, seed {stats.SEED}",
     ]
-    return agg
 
 
 def aggregate_records(records: Iterable[Mapping[str, Any]]) -> Aggregate:

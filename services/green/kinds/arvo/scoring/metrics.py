@@ -200,6 +200,7 @@ def score(submission: LocJson | None, gt: GroundTruth, project: str | None = Non
     regions = gt.regions
     result = TaskScore(
         scorable=not gt.empty,
+        project=project,
         gt_files=[f.path for f in gt.files],
         gt_flags=list(gt.flags),
         regions=[
