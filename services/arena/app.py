@@ -29,8 +29,8 @@ from services.arena.batch import (
 )
 from services.arena.client import GreenUnreachable
 from services.arena.refs import canonical_id, split_ids
-from services.arena.report import render_report
-from services.arena.results import RESULTS_FILE, RunResults, Session, now_iso
+from services.arena.report import render_report, with_interval
+from services.arena.results import RESULTS_FILE, RunResults, Session, Slot, now_iso
 from services.arena.splits import write_split
 from services.arena.tasks import tasks_app
 from services.arena.tasks_client import narrow_run_ids
@@ -49,7 +49,7 @@ app.add_typer(tasks_app, name="tasks")
 
 def _summary(results: RunResults, console: Console) -> None:
     agg = results.aggregate
-    table = Table(title=f"run {results.run}: {len(results.tasks)}/{len(results.task_ids)} ended")
+    table = Table(title=f"run {results.run}: {len(results.tasks)}/{len(results.slots())} ended")
     table.add_column("mean over")
     table.add_column("n", justify="right")
     for m in METRICS:
@@ -60,6 +60,16 @@ def _summary(results: RunResults, console: Console) -> None:
             label, str(means.get("n", 0)), *(f"{float(means.get(m, 0)):.3f}" for m in METRICS)
         )
     console.print(table)
+    ivs = (agg.get("uncertainty") or {}).get("mean_all") or {}
+    if ivs:
+        console.print(
+            "  95% intervals (all tasks): "
+            + ", ".join(
+                f"{m} {with_interval(float((agg.get('mean_all') or {}).get(m, 0)), ivs.get(m))}"
+                for m in METRICS
+            ),
+            highlight=False,
+        )
     for line in agg.get("explanation", []):
         console.print(f"  {line}", highlight=False)
 
@@ -118,7 +128,7 @@ def _config(args: dict[str, Any], api_token: str | None) -> RunConfig:
 
 def _start_session(
     results: RunResults, run_dir: Path, args: dict[str, Any], retry_failed: bool, console: Console
-) -> tuple[list[str], Session]:
+) -> tuple[list[Slot], Session]:
     """Add the wanted ids, write the run's split, open a session; the ids to run now."""
     for arvo_id in args["ids"]:
         if arvo_id not in results.task_ids:
@@ -129,18 +139,22 @@ def _start_session(
         )
         raise typer.Exit(2)
     write_split(run_dir, results.task_ids, args)
+    if args.get("trials"):
+        results.trials = max(results.trials, int(args["trials"]))
     todo = results.pending(retry_failed)
-    skipped = len(results.task_ids) - len(todo)
+    skipped = len(results.slots()) - len(todo)
     results.args = args
     results.finished_at = None
     session = Session(started_at=now_iso(), args=args)
     results.sessions.append(session)
     console.print(
         f"run [bold]{args['run']}[/] → {run_dir}: "
-        f"{len(results.task_ids)} task(s), {len(todo)} to run"
+        f"{len(results.task_ids)} task(s)"
+        + (f" x {results.trials} trials" if results.trials > 1 else "")
+        + f", {len(todo)} to run"
         + (f", {skipped} kept from earlier sessions" if skipped else "")
     )
-    kept = [o.arvo_id for o in results.tasks if o.status == "failed" and o.arvo_id not in todo]
+    kept = [o.label for o in results.tasks if o.status == "failed" and o.slot not in todo]
     if kept:
         console.print(f"  {len(kept)} failed id(s) kept (use --retry-failed to run them again)")
     return todo, session
@@ -150,14 +164,14 @@ def _execute(
     cfg: RunConfig,
     results: RunResults,
     run_dir: Path,
-    todo: list[str],
+    todo: list[Slot],
     session: Session,
     console: Console,
 ) -> int:
     """Run the batch; the exit code. Green unreachable at the start: nothing is recorded."""
     if not todo:
         return 0
-    skipped = len(results.task_ids) - len(todo)
+    skipped = len(results.slots()) - len(todo)
     try:
         return asyncio.run(run_batch(cfg, results, run_dir, todo, session, console, skipped))
     except GreenUnreachable as exc:
@@ -210,6 +224,7 @@ def run(
     sample_n: opt.Sample = None,
     seed: opt.Seed = 0,
     verified_only: opt.VerifiedOnly = False,
+    trials: opt.Trials = 1,
 ) -> None:
     """Run ARVO tasks on green, follow them live, save results.json, the task logs and report.md.
 
@@ -245,6 +260,7 @@ def run(
         "sample": sample_n,
         "seed": seed,
         "verified_only": verified_only,
+        "trials": trials,
     }
     results = _open_results(run_dir / RESULTS_FILE, resume, name, green, purple, console)
     todo, session = _start_session(results, run_dir, args, retry_failed, console)

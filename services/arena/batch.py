@@ -36,7 +36,9 @@ from services.arena.results import (
     Outcome,
     RunResults,
     Session,
+    Slot,
     outcome_from_task,
+    slot_label,
     task_dir_name,
 )
 from services.shared.files import write_json_atomic
@@ -61,10 +63,11 @@ class RunConfig:
     api_token: str | None = field(default=None, repr=False)
     """Green's GREEN_API_TOKEN, sent to green only (never recorded in results.json)."""
 
-    def task_body(self, arvo_id: str) -> dict[str, Any]:
+    def task_body(self, arvo_id: str, trial: int = 1) -> dict[str, Any]:
         """The ``POST /tasks`` body for an id (green's defaults where nothing is given)."""
         body = {
             "task": f"arvo:{arvo_id}",
+            "trial": trial,
             "purple_url": self.purple,
             "max_steps": self.max_steps,
             "task_timeout_s": self.task_timeout_s,
@@ -73,10 +76,13 @@ class RunConfig:
         return {k: v for k, v in body.items() if v is not None}
 
 
-def _failure(arvo_id: str, error: str, end_reason: str, task_id: str | None = None) -> Outcome:
+def _failure(
+    slot: Slot, error: str, end_reason: str, task_id: str | None = None
+) -> Outcome:
     """An infra failure recorded by the CLI itself (green refused, lost, or the CLI broke)."""
     return Outcome(
-        arvo_id=arvo_id,
+        arvo_id=slot[0],
+        trial=slot[1],
         task_id=task_id,
         status="failed",
         failure_kind="infra",
@@ -96,7 +102,7 @@ class Batch:
     green: GreenClient
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     in_flight: dict[str, str] = field(default_factory=dict)
-    """arvo id → green task id."""
+    """slot label (``10055``, ``10055#2``) → green task id."""
     abort: GreenUnreachable | None = None
 
     def _record(self, outcome: Outcome) -> None:
@@ -109,62 +115,65 @@ class Batch:
         )
         why = f" — {outcome.error}" if outcome.error and outcome.status != "completed" else ""
         line = (
-            f"arvo:{outcome.arvo_id} [{(outcome.task_id or '-')[:8]}] {outcome.status}"
+            f"arvo:{outcome.label} [{(outcome.task_id or '-')[:8]}] {outcome.status}"
             f" steps={outcome.steps} {score if s else ''}{why}"
         )
         self.console.print(escape(line.rstrip()), highlight=False, soft_wrap=True)
 
-    async def _submit(self, arvo_id: str) -> dict[str, Any] | None:
+    async def _submit(self, slot: Slot) -> dict[str, Any] | None:
         """``POST /tasks``: green's view of the new task, or None (refusal recorded)."""
         try:
-            resp = await self.green.request("POST", "/tasks", json=self.cfg.task_body(arvo_id))
+            resp = await self.green.request("POST", "/tasks", json=self.cfg.task_body(*slot))
         except httpx.HTTPError as exc:
             error = f"POST /tasks failed: {type(exc).__name__}: {exc}"
-            self._record(_failure(arvo_id, error, "error"))
+            self._record(_failure(slot, error, "error"))
             return None
         if resp.status_code >= 400:
             error = f"green refused the task (HTTP {resp.status_code}): {detail(resp)}"
-            self._record(_failure(arvo_id, error, "rejected"))
+            self._record(_failure(slot, error, "rejected"))
             return None
         return resp.json()
 
-    async def one(self, raw_id: str) -> None:
+    async def one(self, raw_id: str, trial: int = 1) -> None:
         arvo_id, bad = canonical_id(raw_id)
+        slot = (arvo_id, trial)
+        label = slot_label(*slot)
         if bad:
-            self._record(_failure(arvo_id, bad, "rejected"))
+            self._record(_failure(slot, bad, "rejected"))
             return
         if self.stop.is_set():
             return
-        self.view.update(arvo_id, status="submitting")
-        task = await self._submit(arvo_id)
+        self.view.update(label, status="submitting")
+        task = await self._submit(slot)
         if task is None:
             return
         task_id = task["id"]
-        self.in_flight[arvo_id] = task_id
-        self.session.submitted.append(arvo_id)
+        self.in_flight[label] = task_id
+        self.session.submitted.append(label)
         try:
             task = await self.green.follow(
-                task, self.cfg.poll_interval_s, self.stop, lambda t: self._polled(arvo_id, t)
+                task, self.cfg.poll_interval_s, self.stop, lambda t: self._polled(label, t)
             )
-            await self._finish(arvo_id, task)
+            await self._finish(slot, task)
         except (httpx.HTTPError, ValueError, KeyError) as exc:
             error = f"lost track of the task on green: {type(exc).__name__}: {exc}"
-            self._record(_failure(arvo_id, error, "error", task_id))
+            self._record(_failure(slot, error, "error", task_id))
         finally:
-            self.in_flight.pop(arvo_id, None)
+            self.in_flight.pop(label, None)
 
-    def _polled(self, arvo_id: str, task: dict[str, Any]) -> None:
+    def _polled(self, label: str, task: dict[str, Any]) -> None:
         self.view.update(
-            arvo_id,
+            label,
             status=task.get("status", "?"),
             task_id=task["id"],
             steps=int(task.get("steps") or 0),
             cost=float(task.get("cost") or 0),
         )
 
-    async def _finish(self, arvo_id: str, task: dict[str, Any]) -> None:
+    async def _finish(self, slot: Slot, task: dict[str, Any]) -> None:
         if task.pop(UNREACHABLE, False):
             return  # green's verdict is unknown: leave the id pending, a resume runs it again
+        arvo_id, trial = slot
         name = task_dir_name(arvo_id, task["id"])
         tdir = self.run_dir / "tasks" / name
         write_json_atomic(tdir / "task.json", task)
@@ -176,30 +185,30 @@ class Batch:
         if trajectory is not None:
             write_json_atomic(tdir / "trajectory.json", trajectory)
         outcome = outcome_from_task(task, task_dir=f"tasks/{name}")
-        outcome.arvo_id = arvo_id
+        outcome.arvo_id, outcome.trial = arvo_id, trial
         outcome.trajectory = trajectory is not None
         outcome.notes += [n for n in (note_c, note_t) if n]
         if self.stop.is_set() and task.get("status") != "completed":
             outcome.notes.append("cancelled by the CLI (interrupted)")
         self._record(outcome)
 
-    async def run(self, ids: list[str]) -> None:
+    async def run(self, slots: list[Slot]) -> None:
         sem = asyncio.Semaphore(self.cfg.concurrency)
 
-        async def worker(raw_id: str) -> None:
+        async def worker(raw_id: str, trial: int) -> None:
             async with sem:
                 if self.stop.is_set():
                     return
                 try:
-                    await self.one(raw_id)
+                    await self.one(raw_id, trial)
                 except GreenUnreachable as exc:
                     self.abort = self.abort or exc
                     self.stop.set()
                 except Exception as exc:  # an unexpected answer: record it, the run goes on
                     error = f"CLI error: {type(exc).__name__}: {exc}"
-                    self._record(_failure(canonical_id(raw_id)[0], error, "error"))
+                    self._record(_failure((canonical_id(raw_id)[0], trial), error, "error"))
 
-        await asyncio.gather(*(worker(i) for i in ids))
+        await asyncio.gather(*(worker(i, t) for i, t in slots))
 
 
 @contextlib.contextmanager
@@ -235,14 +244,14 @@ async def run_batch(
     cfg: RunConfig,
     results: RunResults,
     run_dir: Path,
-    todo: list[str],
+    todo: list[Slot],
     session: Session,
     console: Console,
     done: int,
 ) -> int:
     """Run the ids in ``todo``; returns the exit code. Ctrl-C once: cancel the tasks in flight
     on green and record them; twice: stop at once (what was recorded stays)."""
-    view = LiveView(total=len(results.task_ids), done=done)
+    view = LiveView(total=len(results.slots()), done=done)
     timeout = httpx.Timeout(30.0, connect=10.0)
     auth = GreenAuth(cfg.green, cfg.api_token)
     async with httpx.AsyncClient(timeout=timeout, trust_env=False, auth=auth) as client:

@@ -60,7 +60,7 @@ class LiveView:
 
     def ended(self, outcome: Outcome) -> None:
         self.update(
-            outcome.arvo_id,
+            outcome.label,
             status=outcome.status,
             task_id=outcome.task_id or "",
             steps=outcome.steps,

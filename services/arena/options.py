@@ -97,3 +97,21 @@ VerifiedOnly = Annotated[
 RunDir = Annotated[
     Path, typer.Argument(help="A run folder (results/<run>) or its results.json.", exists=True)
 ]
+Trials = Annotated[
+    int,
+    typer.Option(
+        min=1,
+        max=100,
+        help="Independent attempts per id, each its own green task with its trial index "
+        "(reports give pass@k and pass^k for k = 1..K).",
+    ),
+]
+RunDirs = Annotated[
+    list[Path], typer.Argument(help="Two or more run folders (results/<run>).", exists=True)
+]
+Force = Annotated[
+    bool,
+    typer.Option(
+        "--force", help="Compare even when a task's scoring rule or image digest differs."
+    ),
+]

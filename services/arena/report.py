@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from services.arena.breakdown import Labels, breakdown_markdown, known_labels
-from services.arena.results import Outcome, RunResults
+from services.arena.results import Outcome, RunResults, slot_label
 from services.shared.scores import METRICS
 
 REPORT_FILE = "report.md"
@@ -28,6 +28,70 @@ def _cell(text: Any, limit: int = 160) -> str:
 
 def _num(value: float, digits: int = 3) -> str:
     return f"{value:.{digits}f}"
+
+
+def with_interval(value: float, iv: dict[str, Any] | None, digits: int = 3) -> str:
+    """``0.500 [0.250, 0.750]``: the mean with its 95% interval (when there is one)."""
+    if not iv or iv.get("ci_low") is None:
+        return _num(value, digits)
+    return f"{_num(value, digits)} [{_num(iv['ci_low'], 2)}, {_num(iv['ci_high'], 2)}]"
+
+
+def _opt(value: float | None) -> str:
+    return "–" if value is None else _num(value)
+
+
+def _aggregate_rows(agg: dict[str, Any]) -> list[str]:
+    """The means with their 95% intervals and standard errors, and how they were computed."""
+    unc = agg.get("uncertainty") or {}
+    lines = ["| mean over | n | " + " | ".join(METRICS) + " |"]
+    lines.append("|---|---:|" + "---:|" * len(METRICS))
+    for label, key in (("all tasks", "mean_all"), ("non-infra tasks", "mean_non_infra")):
+        means = agg.get(key) or {}
+        ivs = unc.get(key) or {}
+        lines.append(
+            f"| {label} | {means.get('n', 0)} | "
+            + " | ".join(with_interval(float(means.get(m, 0.0)), ivs.get(m)) for m in METRICS)
+            + " |"
+        )
+        lines.append(
+            f"| {label}: SE | | "
+            + " | ".join(_opt((ivs.get(m) or {}).get("se")) for m in METRICS)
+            + " |"
+        )
+    if unc:
+        some = next(iter((unc.get("mean_all") or {}).values()), {})
+        lines += [
+            "",
+            f"Brackets: {round(100 * float(unc.get('level', 0.95)))}% interval, "
+            f"{unc.get('method')}, {unc.get('resamples')} resamples, seed {unc.get('seed')} "
+            f"({some.get('n_clusters', 0)} clusters over {some.get('n', 0)} tasks); a task's "
+            "trials are averaged first.",
+        ]
+    return lines
+
+
+def _trial_rows(agg: dict[str, Any]) -> list[str]:
+    """pass@k, pass^k and consistency per metric (repeated trials only)."""
+    tr = agg.get("trials") or {}
+    k = int(tr.get("k") or 0)
+    if k < 2:
+        return []
+    head = [*(f"pass@{i}" for i in range(1, k + 1)), *(f"pass^{i}" for i in range(1, k + 1))]
+    lines = ["", "## Repeated trials", ""]
+    lines.append("| metric | " + " | ".join(head) + " | consistency |")
+    lines.append("|---|" + "---:|" * (len(head) + 1))
+    for m in METRICS:
+        row = tr.get(m) or {}
+        cells = [_opt(row.get(h)) for h in head]
+        lines.append(f"| {m} | " + " | ".join(cells) + f" | {_opt(row.get('consistency'))} |")
+    lines += [
+        "",
+        f"Over the non-infra attempts, up to {k} per task; a hit is a metric of 1. pass@k = "
+        "1 − C(n−c, k)/C(n, k), pass^k = C(c, k)/C(n, k), averaged over the tasks with at least "
+        "k attempts (–: none). Consistency: share of tasks whose trials all agree.",
+    ]
+    return lines
 
 
 def _metric_cell(o: Outcome, name: str) -> str:
@@ -83,7 +147,9 @@ def render_markdown(
         f"- green: `{results.green}`",
         f"- purple: `{results.purple or '(green default)'}`",
         f"- started: {results.started_at}; finished: {results.finished_at or '(not finished)'}",
-        f"- tasks: {len(results.task_ids)} ({len(results.tasks)} ended"
+        f"- tasks: {len(results.task_ids)}"
+        + (f" x {results.trials} trials" if results.trials > 1 else "")
+        + f" ({len(results.tasks)} ended"
         + (f", {len(not_run)} not run" if not_run else "")
         + f"); sessions: {len(results.sessions)}",
     ]
@@ -91,15 +157,7 @@ def render_markdown(
     if args:
         lines.append("- arguments: " + ", ".join(f"`{k}={v}`" for k, v in args.items()))
     lines += ["", "## Aggregate", ""]
-    lines.append("| mean over | n | " + " | ".join(METRICS) + " |")
-    lines.append("|---|---:|" + "---:|" * len(METRICS))
-    for label, key in (("all tasks", "mean_all"), ("non-infra tasks", "mean_non_infra")):
-        means = agg.get(key) or {}
-        lines.append(
-            f"| {label} | {means.get('n', 0)} | "
-            + " | ".join(_num(float(means.get(m, 0.0))) for m in METRICS)
-            + " |"
-        )
+    lines += _aggregate_rows(agg)
     by_status = agg.get("by_status") or {}
     by_failure = agg.get("by_failure") or {}
     lines += ["", "| count | tasks |", "|---|---:|"]
@@ -119,6 +177,7 @@ def render_markdown(
     if agg.get("explanation"):
         lines.append("")
         lines += [f"- {e}" for e in agg["explanation"]]
+    lines += _trial_rows(agg)
     lines += breakdown_markdown(results.tasks, known_labels() if labels is None else labels)
     if plot:
         lines += ["", "## Scores", "", f"![per-task scores, cost and steps]({plot})"]
@@ -129,7 +188,7 @@ def render_markdown(
     for o in results.tasks:
         task = f"[{o.task_id[:8]}]({o.dir}/task.json)" if o.task_id and o.dir else "-"
         row = [
-            f"arvo:{o.arvo_id}",
+            f"arvo:{o.label}",
             task,
             o.status,
             str(o.steps),
@@ -139,9 +198,9 @@ def render_markdown(
             _why(o),
         ]
         lines.append("| " + " | ".join(row) + " |")
-    for arvo_id in not_run:
+    for arvo_id, trial in not_run:
         lines.append(
-            f"| arvo:{arvo_id} | - | not run | - | "
+            f"| arvo:{slot_label(arvo_id, trial)} | - | not run | - | "
             + " | ".join("-" for _ in METRICS)
             + " | - | - | interrupted before it ended |"
         )

@@ -24,6 +24,13 @@ NEVER_STARTED = "purple_unreachable"
 it again (with or without --retry-failed)."""
 
 OutcomeStatus = Literal["completed", "failed", "cancelled"]
+Slot = tuple[str, int]
+"""One attempt of the run: (ARVO id, trial index 1..K)."""
+
+
+def slot_label(arvo_id: str, trial: int) -> str:
+    """``10055`` for the first trial, ``10055#2`` for the second..."""
+    return arvo_id if trial == 1 else f"{arvo_id}#{trial}"
 
 
 def now_iso() -> str:
@@ -41,7 +48,7 @@ def compact_scores(scores: dict[str, Any] | None) -> dict[str, Any] | None:
     if not scores:
         return None
     out: dict[str, Any] = {k: scores.get(k, 0.0) for k in METRICS}
-    for k in ("scorable", "submitted", "n_locations"):
+    for k in ("scorable", "submitted", "n_locations", "project", "floors"):
         if k in scores:
             out[k] = scores[k]
     return out
@@ -52,6 +59,8 @@ class Outcome(BaseModel):
 
     arvo_id: str
     """Canonical ARVO id (digits), or the id as given when it is not one."""
+    trial: int = 1
+    """Which of the id's ``--trials`` attempts this is (1..K)."""
     task_id: str | None = None
     """Green's task id (None when green refused the task)."""
     status: OutcomeStatus
@@ -83,6 +92,14 @@ class Outcome(BaseModel):
     def metric(self, name: str) -> float:
         return float((self.scores or {}).get(name, 0.0))
 
+    @property
+    def slot(self) -> Slot:
+        return (self.arvo_id, self.trial)
+
+    @property
+    def label(self) -> str:
+        return slot_label(self.arvo_id, self.trial)
+
 
 class Session(BaseModel):
     """One invocation of ``arena run`` on this run folder."""
@@ -109,43 +126,53 @@ class RunResults(BaseModel):
     sessions: list[Session] = []
     task_ids: list[str] = []
     """Every ARVO id of the run, in order."""
+    trials: int = 1
+    """Attempts per id (``--trials``): each its own green task, with its trial index."""
     tasks: list[Outcome] = []
-    """One outcome per id that has ended, in the order of ``task_ids``."""
+    """One outcome per (id, trial) that has ended, in the order of ``task_ids`` then trial."""
     aggregate: dict[str, Any] = {}
 
     # ---- outcomes ------------------------------------------------------------------------
 
-    def outcome(self, arvo_id: str) -> Outcome | None:
-        return next((o for o in self.tasks if o.arvo_id == arvo_id), None)
+    def slots(self) -> list[Slot]:
+        """Every (id, trial) of the run, in order."""
+        return [(a, t) for a in self.task_ids for t in range(1, self.trials + 1)]
+
+    def outcome(self, arvo_id: str, trial: int = 1) -> Outcome | None:
+        return next((o for o in self.tasks if o.slot == (arvo_id, trial)), None)
 
     def record(self, outcome: Outcome) -> None:
-        """Add or replace the outcome of an id (keeping ``task_ids`` order) and re-aggregate."""
-        previous = self.outcome(outcome.arvo_id)
+        """Add or replace the outcome of an (id, trial) (keeping ``task_ids`` order) and
+        re-aggregate."""
+        previous = self.outcome(outcome.arvo_id, outcome.trial)
         if previous is not None:
             outcome.attempts = previous.attempts + 1
         if outcome.arvo_id not in self.task_ids:
             self.task_ids.append(outcome.arvo_id)
         order = {a: i for i, a in enumerate(self.task_ids)}
-        rest = [o for o in self.tasks if o.arvo_id != outcome.arvo_id]
-        self.tasks = sorted([*rest, outcome], key=lambda o: order.get(o.arvo_id, len(order)))
+        rest = [o for o in self.tasks if o.slot != outcome.slot]
+        self.tasks = sorted(
+            [*rest, outcome], key=lambda o: (order.get(o.arvo_id, len(order)), o.trial)
+        )
         self.refresh_aggregate()
 
-    def pending(self, retry_failed: bool) -> list[str]:
-        """Ids still to run: never ended, cancelled (an interrupted run), never started because
-        purple was unreachable, and, with ``retry_failed``, failed."""
-        ended = {o.arvo_id: o for o in self.tasks}
+    def pending(self, retry_failed: bool) -> list[Slot]:
+        """Attempts still to run: never ended, cancelled (an interrupted run), never started
+        because purple was unreachable, and, with ``retry_failed``, failed. A scored attempt
+        never runs again."""
+        ended = {o.slot: o for o in self.tasks}
         return [
-            arvo_id
-            for arvo_id in self.task_ids
-            if (o := ended.get(arvo_id)) is None
+            slot
+            for slot in self.slots()
+            if (o := ended.get(slot)) is None
             or o.status == "cancelled"
             or o.end_reason == NEVER_STARTED
             or (o.status == "failed" and retry_failed)
         ]
 
-    def not_run(self) -> list[str]:
-        ended = {o.arvo_id for o in self.tasks}
-        return [a for a in self.task_ids if a not in ended]
+    def not_run(self) -> list[Slot]:
+        ended = {o.slot for o in self.tasks}
+        return [s for s in self.slots() if s not in ended]
 
     def refresh_aggregate(self) -> None:
         self.aggregate = aggregate_outcomes(self.tasks)
@@ -187,6 +214,7 @@ def outcome_from_task(task: dict[str, Any], *, task_dir: str | None = None) -> O
     kind = task.get("failure_kind")
     return Outcome(
         arvo_id=str(task.get("arvo_id")),
+        trial=int(task.get("trial") or 1),
         task_id=task.get("id"),
         status=status,  # type: ignore[arg-type]
         end_reason=task.get("end_reason"),
@@ -216,6 +244,7 @@ def aggregate_outcomes(outcomes: list[Outcome]) -> dict[str, Any]:
         {
             "task_id": o.task_id,
             "arvo_id": o.arvo_id,
+            "trial": o.trial,
             "status": o.status,
             "failure_kind": o.failure_kind,
             "scores": o.scores,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from dataclasses import replace
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -34,6 +35,8 @@ class AssessmentRequest(BaseModel):
     command_timeout_s: float | None = Field(None, gt=0, le=3_600)
     verified_only: bool = False
     """Leave out the tasks that ``arena tasks verify`` has not verified (REST only)."""
+    trials: int = Field(1, ge=1, le=100)
+    """Independent attempts per task, each its own green task with its trial index."""
 
     @field_validator("task_ids", mode="before")
     @classmethod
@@ -61,7 +64,7 @@ class AssessmentRequest(BaseModel):
             raise ValueError('config.task_ids is required (e.g. ["arvo:10055"])')
         limits = {
             k: config[k]
-            for k in ("max_steps", "task_timeout_s", "command_timeout_s")
+            for k in ("max_steps", "task_timeout_s", "command_timeout_s", "trials")
             if k in config
         }
         return cls(task_ids=ids, purple_url=url, **limits)
@@ -117,7 +120,11 @@ class AssessmentRunner:
                 await asyncio.to_thread(self.orchestrator.kind(ref.kind).check, ref.id)
             except UnknownTask as exc:
                 raise UnknownTask(f"{ref} ({exc})") from exc
-        return [await self.orchestrator.create_task(ref, opts) for ref in refs]
+        return [
+            await self.orchestrator.create_task(ref, replace(opts, trial=trial))
+            for ref in refs
+            for trial in range(1, request.trials + 1)
+        ]
 
     async def run(
         self,

@@ -52,6 +52,8 @@ class TaskOptions:
     task_timeout_s: float | None = None
     command_timeout_s: float | None = None
     assessment_id: str | None = None
+    trial: int = 1
+    """Which repeated attempt of the task this is (1..K)."""
 
 
 class Orchestrator:
@@ -162,6 +164,7 @@ class Orchestrator:
                 opts.command_timeout_s or s.command_timeout_s, s.command_timeout_s
             ),
             assessment_id=opts.assessment_id,
+            trial=opts.trial,
             owner=s.instance_name,
         )
         self.store.add(task)

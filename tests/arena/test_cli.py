@@ -414,8 +414,8 @@ def test_run_writes_results_tasks_and_report(fake, tmp_path: Path) -> None:
 
     # report and plot
     report = (tmp_path / "r1" / "report.md").read_text()
-    assert "| all tasks | 4 | 0.500 |" in report
-    assert "| non-infra tasks | 3 | 0.667 |" in report
+    assert "| all tasks | 4 | 0.500 [" in report
+    assert "| non-infra tasks | 3 | 0.667 [" in report
     assert "| failed: infra | 1 |" in report and "| failed: agent | 1 |" in report
     assert "![per-task scores, cost and steps](scores.png)" in report
     assert f"[{t1['task_id'][:8]}]({t1['dir']}/task.json)" in report
@@ -609,5 +609,5 @@ def test_resume_runs_tasks_that_never_started_because_purple_was_unreachable() -
         ),
         Outcome(arvo_id="3", status="failed", end_reason="purple_lost", failure_kind="agent"),
     ]
-    assert results.pending(retry_failed=False) == ["2", "4"]
-    assert results.pending(retry_failed=True) == ["2", "3", "4"]
+    assert results.pending(retry_failed=False) == [("2", 1), ("4", 1)]
+    assert results.pending(retry_failed=True) == [("2", 1), ("3", 1), ("4", 1)]

@@ -134,7 +134,7 @@ class GreenRequestHandler(DefaultRequestHandler):
         request = _intake_request(verdict)
         try:
             self.allowed_purple(request.purple_url)
-            self.intake.admit(caller.name, len(request.task_ids))
+            self.intake.admit(caller.name, len(request.task_ids) * request.trials)
         except TooBusy as exc:
             raise _refuse(
                 context, InvalidRequestError(str(exc)), 429, **{"Retry-After": str(exc.retry_after)}

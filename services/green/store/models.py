@@ -49,6 +49,8 @@ class TaskBase(SQLModel):
     owner: str = Field(default="green", index=True)
     """The green instance running the task (GREEN_INSTANCE_NAME): after a crash, a restarted
     green fails only its own unfinished tasks, not those of replicas sharing the database."""
+    trial: int = Field(default=1, sa_column_kwargs={"server_default": "1"})
+    """Which of the task's repeated attempts this is (1..K): each trial is its own task."""
 
 
 class Task(TaskBase, table=True):
@@ -66,6 +68,9 @@ class Task(TaskBase, table=True):
     scores: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     ground_truth: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     """Never sent to the agent; shown over REST only once the task has ended."""
+    provenance: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    """What decides the score: versions, image digest, sha256 of assets and ground truth,
+    purple's card, limits (:mod:`services.green.provenance`)."""
     lease_until: datetime | None = None
     """Until when the owner's hold on this unfinished task lasts; the owner renews it while it
     runs the task. Past it, another replica may take the task over (the owner died)."""
@@ -97,6 +102,7 @@ class TaskPublic(TaskBase):
     submission: dict[str, Any] | None = None
     scores: dict[str, Any] | None = None
     ground_truth: dict[str, Any] | None = None
+    provenance: dict[str, Any] | None = None
     verified: bool | None = None
     """What ``arena tasks verify`` found for this task (None: never verified)."""
 

@@ -32,6 +32,7 @@ class TaskCreate(BaseModel):
     max_steps: int | None = Field(None, ge=1, le=10_000)
     task_timeout_s: float | None = Field(None, gt=0, le=86_400)
     command_timeout_s: float | None = Field(None, gt=0, le=3_600)
+    trial: int = Field(1, ge=1, le=1_000, description="Which repeated attempt this is (1..K)")
 
     @model_validator(mode="after")
     def _one_id(self) -> TaskCreate:
@@ -57,6 +58,7 @@ async def create_task(
         max_steps=body.max_steps,
         task_timeout_s=body.task_timeout_s,
         command_timeout_s=body.command_timeout_s,
+        trial=body.trial,
     )
     try:
         task = await orch.create_task(body.task or "", opts)
