@@ -76,9 +76,7 @@ class RunConfig:
         return {k: v for k, v in body.items() if v is not None}
 
 
-def _failure(
-    slot: Slot, error: str, end_reason: str, task_id: str | None = None
-) -> Outcome:
+def _failure(slot: Slot, error: str, end_reason: str, task_id: str | None = None) -> Outcome:
     """An infra failure recorded by the CLI itself (green refused, lost, or the CLI broke)."""
     return Outcome(
         arvo_id=slot[0],

@@ -38,7 +38,7 @@ def with_interval(value: float, iv: dict[str, Any] | None, digits: int = 3) -> s
 
 
 def _opt(value: float | None) -> str:
-    return "–" if value is None else _num(value)
+    return "n/a" if value is None else _num(value)
 
 
 def _aggregate_rows(agg: dict[str, Any]) -> list[str]:
@@ -88,8 +88,8 @@ def _trial_rows(agg: dict[str, Any]) -> list[str]:
     lines += [
         "",
         f"Over the non-infra attempts, up to {k} per task; a hit is a metric of 1. pass@k = "
-        "1 − C(n−c, k)/C(n, k), pass^k = C(c, k)/C(n, k), averaged over the tasks with at least "
-        "k attempts (–: none). Consistency: share of tasks whose trials all agree.",
+        "1 - C(n-c, k)/C(n, k), pass^k = C(c, k)/C(n, k), averaged over the tasks with at least "
+        "k attempts (n/a: none). Consistency: share of tasks whose trials all agree.",
     ]
     return lines
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from dataclasses import replace
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
