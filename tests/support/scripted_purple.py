@@ -32,6 +32,9 @@ class Script:
     pause_s: float = 0.0
     """Sleep between commands (lets tests act mid-task)."""
     submit: bool = True
+    per_call: list[list[dict[str, Any] | str]] = field(default_factory=list)
+    """When given, the n-th task this purple gets (in arrival order) tries ``per_call[n %
+    len(per_call)]`` instead of ``submissions`` (a purple that hits a known share)."""
 
 
 @dataclass
@@ -49,6 +52,10 @@ class ScriptedPolicy:
     def __init__(self, script: Script, observed: Observed) -> None:
         self.script, self.observed = script, observed
 
+    def _submissions(self) -> list[dict[str, Any] | str]:
+        plan = self.script.per_call
+        return plan[(len(self.observed.task_ids) - 1) % len(plan)] if plan else self.script.submissions
+
     async def run(self, task: TaskContext) -> RunResult:
         self.observed.task_ids.append(task.task_id)
         self.observed.descriptions.append(task.description)
@@ -62,7 +69,7 @@ class ScriptedPolicy:
                 stats.steps += 1
                 if self.script.pause_s:
                     await asyncio.sleep(self.script.pause_s)
-            for sub in self.script.submissions:
+            for sub in self._submissions():
                 text = sub if isinstance(sub, str) else json.dumps(sub)
                 await task.env.execute(write_file_command(task.paths.submission, text))
                 if not self.script.submit:
