@@ -26,9 +26,7 @@ PATTERN = [True, False, True, True, True, True, False, False, False]
 
 def _loc(files: dict[str, str]) -> list[dict | str]:
     """One loc.json per project: only the one naming a file of the task's project is accepted."""
-    return [
-        {"locations": [{"file": f, "line_start": 1, "line_end": 1}]} for f in files.values()
-    ]
+    return [{"locations": [{"file": f, "line_start": 1, "line_end": 1}]} for f in files.values()]
 
 
 def run_trials(tmp_path: Path, start_green, scripted_purple, run: str, pattern) -> Path:

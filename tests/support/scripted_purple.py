@@ -54,7 +54,9 @@ class ScriptedPolicy:
 
     def _submissions(self) -> list[dict[str, Any] | str]:
         plan = self.script.per_call
-        return plan[(len(self.observed.task_ids) - 1) % len(plan)] if plan else self.script.submissions
+        return (
+            plan[(len(self.observed.task_ids) - 1) % len(plan)] if plan else self.script.submissions
+        )
 
     async def run(self, task: TaskContext) -> RunResult:
         self.observed.task_ids.append(task.task_id)
