@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -28,6 +28,9 @@ from services.arena.batch import (
     run_batch,
 )
 from services.arena.client import GreenUnreachable
+from services.arena.compare import compare_runs
+from services.arena.compare_report import write_comparison
+from services.arena.manifest import provenance_conflicts, write_manifest
 from services.arena.refs import canonical_id, split_ids
 from services.arena.report import render_report, with_interval
 from services.arena.results import RESULTS_FILE, RunResults, Session, Slot, now_iso
@@ -193,6 +196,7 @@ def _close(
     results.refresh_aggregate()
     run_dir.mkdir(parents=True, exist_ok=True)
     results.save(run_dir / RESULTS_FILE)
+    write_manifest(results, run_dir)
     report = render_report(results, run_dir)
     _summary(results, console)
     console.print(f"results: {run_dir / RESULTS_FILE}\nreport:  {report}")
@@ -272,10 +276,12 @@ def run(
 
 
 @app.command()
-def report(run_dir: opt.RunDir) -> None:
+def report(run_dir: opt.RunDir, force: opt.Force = False) -> None:
     """Re-render report.md and scores.png from a run's results.json.
 
     The aggregate is recomputed from the recorded outcomes; results.json is not modified.
+    Refused (unless --force) when the trials of a task were scored with different scoring
+    rules or image digests.
     """
     console = Console(highlight=False)
     if run_dir.is_file():
@@ -285,7 +291,70 @@ def report(run_dir: opt.RunDir) -> None:
         console.print(f"[red]error:[/] no {RESULTS_FILE} in {run_dir}")
         raise typer.Exit(2)
     results = _load(path, console)
+    problems = provenance_conflicts([(run_dir, results)])
+    if problems and not force:
+        for p in problems:
+            console.print(f"[red]refused:[/] {escape(p)}", soft_wrap=True)
+        console.print("(use --force to report it anyway)")
+        raise typer.Exit(3)
     results.refresh_aggregate()
+    write_manifest(results, run_dir)
     out = render_report(results, run_dir)
     _summary(results, console)
     console.print(f"report: {out}")
+
+
+@app.command()
+def compare(
+    run_dirs: opt.RunDirs,
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Folder for compare.md/.json/.png (default: beside the runs)."),
+    ] = None,
+    force: opt.Force = False,
+) -> None:
+    """Compare runs on the tasks they all scored: the first run against each other one.
+
+    Per metric: the difference with a paired cluster-bootstrap 95% interval, McNemar's exact
+    test for hit/miss metrics, win/loss/tie; tasks lost to infra on a side are listed apart.
+    Runs whose scoring rule or image digest differs for a task are refused unless --force.
+    """
+    console = Console(highlight=False)
+    runs = []
+    for d in run_dirs:
+        d = d.parent if d.is_file() else d
+        if not (d / RESULTS_FILE).exists():
+            console.print(f"[red]error:[/] no {RESULTS_FILE} in {d}")
+            raise typer.Exit(2)
+        results = _load(d / RESULTS_FILE, console)
+        results.refresh_aggregate()
+        runs.append((d, results))
+    if len(runs) < 2:
+        console.print("[red]error:[/] give at least two run folders")
+        raise typer.Exit(2)
+    problems = provenance_conflicts([(d, r) for d, r in runs])
+    if problems and not force:
+        for p in problems:
+            console.print(f"[red]refused:[/] {escape(p)}", soft_wrap=True)
+        console.print("(use --force to compare them anyway)")
+        raise typer.Exit(3)
+    try:
+        cmp = compare_runs([r for _, r in runs])
+    except ValueError as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}")
+        raise typer.Exit(2) from exc
+    if problems:
+        cmp["forced_despite"] = problems
+    target = out or runs[0][0].parent / ("compare-" + "-vs-".join(r.run for _, r in runs))
+    md = write_comparison(cmp, target)
+    for pair in cmp["pairs"]:
+        m = pair["metrics"]["file@1"]
+        d = m["difference"]
+        console.print(
+            f"{pair['a']} - {pair['b']} on {pair['n_common']} task(s): file@1 "
+            f"{d['mean']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}], McNemar p "
+            f"{m['mcnemar']['p_value']:.4g}, win/loss/tie {m['win']}/{m['loss']}/{m['tie']}"
+            if d["mean"] is not None
+            else f"{pair['a']} - {pair['b']}: no task scored by both"
+        )
+    console.print(f"comparison: {md}")

@@ -88,6 +88,9 @@ class Outcome(BaseModel):
     attempts: int = 1
     verified: bool | None = None
     """What ``arena tasks verify`` found for the task on green (None: never verified)."""
+    provenance: dict[str, Any] | None = None
+    """What decides the score (scoring rule version, image digest, green's version; see
+    :mod:`services.arena.manifest`); the whole provenance is in ``task.json``."""
 
     def metric(self, name: str) -> float:
         return float((self.scores or {}).get(name, 0.0))
@@ -231,9 +234,27 @@ def outcome_from_task(task: dict[str, Any], *, task_dir: str | None = None) -> O
         purple_url=task.get("purple_url"),
         scores=compact_scores(task.get("scores")),
         verified=task.get("verified"),
+        provenance=decisive(task.get("provenance")),
         dir=task_dir,
         notes=notes,
     )
+
+
+def decisive(provenance: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The part of green's task provenance an Outcome keeps (what decides the score)."""
+    if not provenance:
+        return None
+    image = provenance.get("image") or {}
+    scoring = provenance.get("scoring") or {}
+    green = provenance.get("green") or {}
+    return {
+        "scoring_version": scoring.get("version"),
+        "image_id": image.get("id"),
+        "image": image.get("name"),
+        "green_version": green.get("version"),
+        "green_commit": green.get("commit"),
+        "ground_truth_sha256": provenance.get("ground_truth_sha256"),
+    }
 
 
 def aggregate_outcomes(outcomes: list[Outcome]) -> dict[str, Any]:

@@ -1,0 +1,161 @@
+"""``compare.md``, ``compare.json`` and ``compare.png`` of ``arena compare`` (from
+:func:`services.arena.compare.compare_runs`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from services.shared.files import write_json_atomic
+from services.shared.scores import METRICS
+
+MD_FILE, JSON_FILE, PLOT_FILE = "compare.md", "compare.json", "compare.png"
+
+
+def _f(x: float | None, digits: int = 3) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def _signed(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:+.3f}"
+
+
+def _pair_lines(pair: dict[str, Any]) -> list[str]:
+    lines = [
+        f"## `{pair['a']}` against `{pair['b']}`",
+        "",
+        f"{pair['n_common']} task(s) scored by both ({pair['n_clusters']} project clusters); "
+        "difference = first run minus the other.",
+        "",
+        "| metric | A | B | A - B | 95% interval | SE | win | loss | tie | only A hit | "
+        "only B hit | McNemar p |",
+        "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for m in METRICS:
+        e = pair["metrics"][m]
+        d = e["difference"]
+        mc = e.get("mcnemar")
+        lines.append(
+            f"| {m} | {_f(e['a'])} | {_f(e['b'])} | {_signed(d['mean'])} | "
+            f"[{_signed(d['ci_low'])}, {_signed(d['ci_high'])}] | {_f(d['se'])} | "
+            f"{e['win']} | {e['loss']} | {e['tie']} | "
+            + (f"{mc['only_a']} | {mc['only_b']} | {mc['p_value']:.4g} |" if mc else "| | |")
+        )
+    if pair["lost"]:
+        lines += ["", "Left out (lost to infra, cancelled or not run on a side; never a loss):", ""]
+        lines += ["| task | A | B |", "|---|---|---|"]
+        lines += [f"| arvo:{t} | {w['a']} | {w['b']} |" for t, w in pair["lost"].items()]
+    if pair["unscorable"]:
+        lines += ["", "Empty ground truth (left out): " + ", ".join(pair["unscorable"])]
+    return [*lines, ""]
+
+
+def render_markdown(cmp: dict[str, Any], plot: str | None = PLOT_FILE) -> str:
+    lines = ["# Comparison of runs", ""]
+    lines += ["| run | purple | tasks | " + " | ".join(METRICS) + " | cost | cost per file@1 hit |"]
+    lines.append("|---|---|---:|" + "---:|" * (len(METRICS) + 2))
+    for r in cmp["runs"]:
+        means, unc = r.get("mean_all") or {}, r.get("uncertainty") or {}
+        cells = []
+        for m in METRICS:
+            iv = unc.get(m) or {}
+            band = (
+                f" [{_f(iv['ci_low'], 2)}, {_f(iv['ci_high'], 2)}]"
+                if iv.get("ci_low") is not None
+                else ""
+            )
+            cells.append(_f(means.get(m)) + band)
+        cost = r["cost"]
+        lines.append(
+            f"| `{r['run']}` | `{r['purple'] or '(green default)'}` | {r['n_tasks']} | "
+            + " | ".join(cells)
+            + f" | {cost['cost']:.4f} | {_f(cost['file@1']['cost_per_hit'], 4)} |"
+        )
+    lines += [
+        "",
+        f"Intervals: {round(100 * cmp['level'])}% {cmp['method']}, {cmp['resamples']} resamples, "
+        f"seed {cmp['seed']}; paired differences resample tasks with both runs' values together.",
+        "",
+    ]
+    for pair in cmp["pairs"]:
+        lines += _pair_lines(pair)
+    lines += ["## Cost per hit", "", "| run | " + " | ".join(METRICS) + " |"]
+    lines.append("|---|" + "---:|" * len(METRICS))
+    for r in cmp["runs"]:
+        c = r["cost"]
+        lines.append(
+            f"| `{r['run']}` | "
+            + " | ".join(
+                f"{_f(c[m]['cost_per_hit'], 4)} / {c[m]['tokens_per_hit'] or 'n/a'} tok"
+                for m in METRICS
+            )
+            + " |"
+        )
+    if plot:
+        lines += ["", f"![differences and cost-accuracy]({plot})", ""]
+    return "\n".join(lines)
+
+
+def render_plot(cmp: dict[str, Any], path: Path) -> Path:
+    """Left: each pair's differences with their intervals; right: cost against accuracy."""
+    fig = Figure(figsize=(12, 4.8), dpi=100, layout="constrained")
+    ax_d, ax_c = fig.subplots(1, 2, width_ratios=(3, 2))
+    colors = matplotlib.colormaps["tab10"]
+    n = max(len(cmp["pairs"]), 1)
+    for i, pair in enumerate(cmp["pairs"]):
+        xs = [j + (i - (n - 1) / 2) * 0.8 / n for j in range(len(METRICS))]
+        d = [pair["metrics"][m]["difference"] for m in METRICS]
+        ys = [x["mean"] or 0.0 for x in d]
+        lo = [
+            y - (x["ci_low"] if x["ci_low"] is not None else y) for x, y in zip(d, ys, strict=True)
+        ]
+        hi = [
+            (x["ci_high"] if x["ci_high"] is not None else y) - y
+            for x, y in zip(d, ys, strict=True)
+        ]
+        ax_d.errorbar(
+            xs,
+            ys,
+            yerr=[lo, hi],
+            fmt="o",
+            capsize=3,
+            color=colors(i),
+            label=f"{pair['a']} - {pair['b']}",
+        )
+    ax_d.axhline(0, color="gray", lw=0.8)
+    ax_d.set_xticks(range(len(METRICS)), METRICS)
+    ax_d.set_ylabel("difference (95% interval)")
+    ax_d.legend(fontsize=8)
+    ax_d.grid(axis="y", alpha=0.3)
+    for i, r in enumerate(cmp["runs"]):
+        acc = (r.get("mean_all") or {}).get("file@1", 0.0)
+        ax_c.scatter([r["cost"]["cost"]], [acc], color=colors(i), s=40)
+        ax_c.annotate(
+            r["run"],
+            (r["cost"]["cost"], acc),
+            fontsize=8,
+            xytext=(4, 4),
+            textcoords="offset points",
+        )
+    ax_c.set_xlabel("total cost")
+    ax_c.set_ylabel("file@1 (mean over all tasks)")
+    ax_c.set_title("cost-accuracy", fontsize=10)
+    ax_c.grid(alpha=0.3)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    FigureCanvasAgg(fig)
+    fig.savefig(path, format="png")
+    return path
+
+
+def write_comparison(cmp: dict[str, Any], out: Path) -> Path:
+    """Write the three files into ``out``; returns the Markdown's path."""
+    out.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(out / JSON_FILE, cmp)
+    render_plot(cmp, out / PLOT_FILE)
+    md = out / MD_FILE
+    md.write_text(render_markdown(cmp), encoding="utf-8")
+    return md

@@ -1,0 +1,101 @@
+"""``arena compare`` on run folders made here: paired differences, McNemar, win/loss/tie,
+infra-lost tasks apart, and the refusal of runs scored against different images."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from services.arena.app import app
+from services.arena.results import RESULTS_FILE, Outcome, RunResults
+
+
+def _scores(hit: bool, project: str) -> dict:
+    v = 1.0 if hit else 0.0
+    return {
+        **dict.fromkeys(("file@1", "file@5", "func@1", "func@5", "line@1", "line@5", "iou"), v),
+        "submitted": True,
+        "scorable": True,
+        "project": project,
+    }
+
+
+def _run(tmp: Path, name: str, hits: dict[str, bool | str], image: str = "sha256:aaa") -> Path:
+    r = RunResults(run=name, green="http://g", purple=f"http://{name}")
+    for arvo_id, hit in hits.items():
+        r.task_ids.append(arvo_id)
+        prov = {"scoring_version": "arvo-1", "image_id": image}
+        if hit == "infra":
+            o = Outcome(
+                arvo_id=arvo_id, status="failed", failure_kind="infra", end_reason="sandbox"
+            )
+        else:
+            o = Outcome(
+                arvo_id=arvo_id, status="completed", scores=_scores(bool(hit), f"p{arvo_id}")
+            )
+        o.provenance, o.cost, o.tokens_in = prov, 0.5, 1000
+        r.record(o)
+    d = tmp / name
+    d.mkdir()
+    r.save(d / RESULTS_FILE)
+    return d
+
+
+def test_compare_gives_difference_interval_mcnemar_and_lists_infra_losses_apart(tmp_path):
+    strong = {str(i): True for i in range(12)} | {"12": False, "13": "infra"}
+    weak = {str(i): i < 2 for i in range(12)} | {"12": True, "13": True}
+    a, b = _run(tmp_path, "strong", strong), _run(tmp_path, "weak", weak)
+    out = tmp_path / "cmp"
+    res = CliRunner().invoke(app, ["compare", str(a), str(b), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    cmp = json.loads((out / "compare.json").read_text())
+    pair = cmp["pairs"][0]
+    assert pair["n_common"] == 13 and "13" not in pair["tasks"]
+    assert pair["lost"] == {"13": {"a": "failed (infra)", "b": "scored"}}
+    f1 = pair["metrics"]["file@1"]
+    assert f1["difference"]["mean"] == pytest.approx((12 - 3) / 13, abs=1e-6)
+    assert 0 < f1["difference"]["ci_low"] < f1["difference"]["mean"] < f1["difference"]["ci_high"]
+    # 10 tasks only A hit, 1 only B: p = 2 * P(X <= 1 | Bin(11, 1/2)) = 2 * 12 / 2048
+    assert (f1["mcnemar"]["only_a"], f1["mcnemar"]["only_b"]) == (10, 1)
+    assert f1["mcnemar"]["p_value"] == pytest.approx(24 / 2048, abs=1e-6)
+    assert (f1["win"], f1["loss"], f1["tie"]) == (10, 1, 2)
+    assert "mcnemar" not in pair["metrics"]["iou"]
+    # cost per hit: 7.0 spent on 12 hits (A), 7.0 on 4 hits (B)
+    assert cmp["runs"][0]["cost"]["file@1"]["cost_per_hit"] == pytest.approx(7 / 12, abs=1e-6)
+    assert cmp["runs"][1]["cost"]["file@1"]["cost_per_hit"] == pytest.approx(7 / 4, abs=1e-6)
+    md = (out / "compare.md").read_text()
+    assert "| file@1 | 0.923 | 0.231 | +0.692 |" in md and "arvo:13" in md
+    assert (out / "compare.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_compare_refuses_runs_scored_against_different_image_digests(tmp_path):
+    a = _run(tmp_path, "a", {"1": True, "2": True})
+    b = _run(tmp_path, "b", {"1": False, "2": True}, image="sha256:bbb")
+    res = CliRunner().invoke(app, ["compare", str(a), str(b), "--out", str(tmp_path / "c")])
+    assert res.exit_code == 3
+    assert "task arvo:1 was scored with a different image digest" in res.output
+    assert not (tmp_path / "c").exists()
+    forced = ["compare", str(a), str(b), "--out", str(tmp_path / "c"), "--force"]
+    res = CliRunner().invoke(app, forced)
+    assert res.exit_code == 0, res.output
+    assert json.loads((tmp_path / "c" / "compare.json").read_text())["forced_despite"]
+
+
+def test_report_refuses_a_run_whose_trials_differ_in_scoring_rule(tmp_path):
+    d = _run(tmp_path, "r", {"1": True})
+    r = RunResults.load(d / RESULTS_FILE)
+    r.trials = 2
+    o = Outcome(arvo_id="1", trial=2, status="completed", scores=_scores(True, "p1"))
+    o.provenance = {"scoring_version": "arvo-2", "image_id": "sha256:aaa"}
+    r.record(o)
+    r.save(d / RESULTS_FILE)
+    res = CliRunner().invoke(app, ["report", str(d)])
+    assert res.exit_code == 3 and "task arvo:1" in res.output and "scoring rule" in res.output
+    assert CliRunner().invoke(app, ["report", str(d), "--force"]).exit_code == 0
+    assert (
+        json.loads((d / "manifest.json").read_text())["tasks"]["1"]["2"]["scoring_version"]
+        == "arvo-2"
+    )
