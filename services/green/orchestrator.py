@@ -27,6 +27,7 @@ from services.green.config import GreenSettings
 from services.green.intake_limits import allowed_purple
 from services.green.kinds.base import TaskKind
 from services.green.live_task import LiveTask, LiveTasks, TaskEvent, TaskLost, TaskNotFound
+from services.green.provenance import provenance_of
 from services.green.purple_link import PurpleLink, PurpleUnreachable
 from services.green.store.crud import TaskStore
 from services.green.store.models import FailureKind, Task, TaskStatus, utcnow
@@ -376,6 +377,8 @@ class Orchestrator:
                 engine=live.sandbox.engine,
             )
             await plan.populate(live.sandbox)
+            prov = await provenance_of(live, self.settings, self.get(live.id), self._io)
+            self._write(live, provenance=prov)
 
     async def _serve(self, live: LiveTask) -> str:
         """Hand the task to purple, then wait for a submission or an ending. Returns why it ended."""

@@ -85,6 +85,17 @@ class DockerSandbox:
     def engine(self) -> str:
         return self._engine
 
+    def image_facts(self) -> dict[str, Any]:
+        """The container's image by digest (``Id``, as ``docker image inspect`` gives it),
+        its registry digests and tags, and the engine's version. Blocking: call in a thread."""
+        image = self._client.images.get(self._container.attrs["Image"])
+        return {
+            "id": image.id,
+            "repo_digests": list(image.attrs.get("RepoDigests") or []),
+            "tags": list(image.tags),
+            "engine_version": self._client.version().get("Version"),
+        }
+
     def __repr__(self) -> str:
         return f"DockerSandbox({self.name!r} on {self._engine!r})"
 

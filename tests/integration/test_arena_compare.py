@@ -1,0 +1,127 @@
+"""``arena compare`` on real runs of the fixtures: the offline analyst against a deliberately
+weaker purple, each run's manifest digests against ``docker image inspect``, and a run made
+against a re-tagged image of a different digest refused with a sentence naming the task."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from services.arena.app import app
+from services.purple.app import create_app as create_purple
+from services.purple.config import PurpleSettings
+from tests.integration.helpers import OPERATOR_TOKEN
+from tests.support.scripted_purple import Script
+from tests.support.servers import free_port, serve
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+TASKS = ["900001", "900002", "900003", "900004", "900005", "900006"]
+WRONG = ["src/lexer.c", "src/colormap.c", "lib/header.c"]  # valid files, never the fix
+RETAG = "arena-test-i24-retag/arvo:{id}-vul"
+
+
+@pytest.fixture
+def analyst_url(tmp_path):
+    port = free_port()
+    settings = PurpleSettings(
+        port=port,
+        policy="stacktrace",
+        database_url=f"sqlite:///{tmp_path}/analyst.db",
+        log_dir=tmp_path / "logs",
+        trajectory_dir=tmp_path / "traj-analyst",
+    )
+    with serve(create_purple(settings), port) as srv:
+        yield srv.url
+
+
+def _run(green_url: str, purple: str, out: Path, name: str, ids=TASKS) -> Path:
+    args = ["run", *ids, "--green", green_url, "--purple", purple, "--run", name]
+    args += ["--out", str(out), "--concurrency", "3", "--poll-interval", "0.2"]
+    res = CliRunner().invoke(app, [*args, "--api-token", OPERATOR_TOKEN])
+    assert res.exit_code == 0, res.output
+    return out / name
+
+
+@pytest.fixture
+def retagged(docker_client):
+    """900001's image rebuilt with one more label: the same content, another digest."""
+    base = docker_client.images.get("arena/arvo:900001-vul")
+    dockerfile = b'FROM arena/arvo:900001-vul\nLABEL arena.test="retagged"\n'
+    image, _ = docker_client.images.build(
+        fileobj=io.BytesIO(dockerfile), tag=RETAG.format(id="900001"), rm=True
+    )
+    assert image.id != base.id
+    yield image
+    docker_client.images.remove(image.id, force=True)
+
+
+def test_compare_analyst_against_a_weaker_purple(
+    tmp_path, start_green, scripted_purple, analyst_url, docker_client, retagged
+):
+    green = start_green(max_concurrent_tasks=3)
+    weak, _ = scripted_purple(
+        Script(
+            commands=["ls"],
+            submissions=[
+                {"locations": [{"file": f, "line_start": 1, "line_end": 1}]} for f in WRONG
+            ],
+        )
+    )
+    out = tmp_path / "results"
+    strong_dir = _run(green.url, analyst_url, out, "analyst")
+    weak_dir = _run(green.url, weak, out, "weak")
+
+    # every manifest digest is docker image inspect's
+    for run_dir in (strong_dir, weak_dir):
+        manifest = json.loads((run_dir / "manifest.json").read_text())
+        assert set(manifest["tasks"]) == set(TASKS)
+        for arvo_id, trials in manifest["tasks"].items():
+            prov = trials["1"]
+            inspect = docker_client.api.inspect_image(f"arena/arvo:{arvo_id}-vul")
+            assert prov["image"]["id"] == inspect["Id"]
+            assert prov["image"]["name"] == f"arena/arvo:{arvo_id}-vul"
+            assert prov["scoring"]["version"] and len(prov["ground_truth_sha256"]) == 64
+            assert set(prov["assets_sha256"]) >= {"error.txt", "repo-vul.tar.gz", "patch.diff"}
+            assert prov["engine"]["version"] == docker_client.version()["Version"]
+            assert prov["purple"]["name"] and prov["purple"]["version"]
+
+    cmp_dir = tmp_path / "cmp"
+    res = CliRunner().invoke(
+        app, ["compare", str(strong_dir), str(weak_dir), "--out", str(cmp_dir)]
+    )
+    assert res.exit_code == 0, res.output
+    pair = json.loads((cmp_dir / "compare.json").read_text())["pairs"][0]
+    assert pair["n_common"] == len(TASKS) and pair["lost"] == {}
+    f1 = pair["metrics"]["file@1"]
+    a_hits = round(f1["a"] * len(TASKS))
+    assert a_hits >= 5 and f1["b"] == 0.0  # the weaker purple never names a changed file
+    assert f1["difference"]["mean"] == pytest.approx(a_hits / len(TASKS), abs=1e-6)
+    assert 0 < f1["difference"]["ci_low"] <= f1["difference"]["mean"] <= f1["difference"]["ci_high"]
+    assert f1["mcnemar"]["only_a"] == a_hits and f1["mcnemar"]["only_b"] == 0
+    assert f1["mcnemar"]["p_value"] == pytest.approx(2 * 0.5**a_hits, abs=1e-9)
+    assert (f1["win"], f1["loss"]) == (a_hits, 0)
+    md = (cmp_dir / "compare.md").read_text()
+    assert "McNemar p" in md and f"{f1['mcnemar']['p_value']:.4g}" in md
+
+    # a run against a re-tagged image of another digest is refused, naming the task
+    port = free_port()
+    green_retag = start_green(
+        image_template=RETAG,
+        port=port,
+        instance_name=f"retag-{port}",
+        database_url=f"sqlite:///{tmp_path}/green-retag.db",
+    )
+    retag_dir = _run(green_retag.url, analyst_url, out, "retagged", ids=["900001"])
+    prov = json.loads((retag_dir / "manifest.json").read_text())["tasks"]["900001"]["1"]
+    assert prov["image"]["id"] == retagged.id
+    res = CliRunner().invoke(
+        app, ["compare", str(strong_dir), str(retag_dir), "--out", str(tmp_path / "c2")]
+    )
+    assert res.exit_code == 3
+    assert "task arvo:900001 was scored with a different image digest" in res.output
+    assert "task arvo:900002" not in res.output
