@@ -59,6 +59,21 @@ def _aggregate_rows(agg: dict[str, Any]) -> list[str]:
             + " | ".join(_opt((ivs.get(m) or {}).get("se")) for m in METRICS)
             + " |"
         )
+    floors = agg.get("floors") or {}
+    for label, key in (
+        ("floor: empty submission", "empty"),
+        ("floor: crash-frame baseline", "crash_frame"),
+    ):
+        ivs = floors.get(key) or {}
+        if ivs:
+            lines.append(
+                f"| {label} | {floors.get('n', 0)} | "
+                + " | ".join(
+                    with_interval(float((ivs.get(m) or {}).get("mean") or 0.0), ivs.get(m))
+                    for m in METRICS
+                )
+                + " |"
+            )
     if unc:
         some = next(iter((unc.get("mean_all") or {}).values()), {})
         lines += [
@@ -66,7 +81,13 @@ def _aggregate_rows(agg: dict[str, Any]) -> list[str]:
             f"Brackets: {round(100 * float(unc.get('level', 0.95)))}% interval, "
             f"{unc.get('method')}, {unc.get('resamples')} resamples, seed {unc.get('seed')} "
             f"({some.get('n_clusters', 0)} clusters over {some.get('n', 0)} tasks); a task's "
-            "trials are averaged first.",
+            "trials are averaged first."
+            + (
+                " Floors: the same tasks scored by the same judge for an empty submission and "
+                "for the top in-project frame of the crash report as the only location."
+                if floors
+                else ""
+            ),
         ]
     return lines
 

@@ -22,6 +22,7 @@ from services.green.kinds.registry import parse_ref
 from services.green.orchestrator import Orchestrator, TaskOptions
 from services.green.store.models import Task
 from services.shared.outcome import TaskOutcome
+from services.shared.scores import flat_scores
 
 PURPLE_ROLES = ("purple", "agent", "participant", "solver", "rca_agent", "analyst")
 
@@ -76,6 +77,17 @@ class AssessmentResult(BaseModel):
     tasks: list[TaskOutcome]
     aggregate: dict[str, Any]
 
+    def flat(self) -> dict[str, Any]:
+        """The aggregate as one flat row with stable keys (a run of one kind; empty otherwise),
+        with the assessment's id and purple."""
+        if "uncertainty" not in self.aggregate:  # several kinds, or a kind of its own means
+            return {}
+        return {
+            "assessment_id": self.assessment_id,
+            "purple_url": self.purple_url,
+            **flat_scores(self.aggregate),
+        }
+
     def summary(self) -> str:
         agg = self.aggregate
         lines = [
@@ -88,6 +100,16 @@ class AssessmentResult(BaseModel):
         lines += [f"  {t.ref} {t.status.value:<9} {figures(t.scores or {})}" for t in self.tasks]
         if means := agg.get("mean_all"):
             lines.append(f"  mean over {means.get('n', 0)}: {figures(means)}")
+        ivs = (agg.get("uncertainty") or {}).get("mean_all") or {}
+        if ivs:
+            lines.append(
+                "  95% intervals: "
+                + " ".join(
+                    f"{k}=[{iv['ci_low']:.3f},{iv['ci_high']:.3f}]"
+                    for k, iv in ivs.items()
+                    if iv.get("ci_low") is not None
+                )
+            )
         return "\n".join(lines)
 
 

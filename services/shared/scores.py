@@ -89,6 +89,10 @@ class Aggregate(BaseModel):
     trials: dict[str, Any] = {}
     """``k``: the most trials of a task; per metric pass@k, pass^k (k = 1..K) and the
     consistency over the non-infra attempts (see :func:`services.shared.stats.trial_summary`)."""
+    floors: dict[str, Any] = {}
+    """Per floor (``empty``: an empty submission; ``crash_frame``: the top in-project frame of
+    the crash report as the only location) and metric: its mean over the tasks of
+    ``mean_all`` that report it, with interval; ``n``: those tasks."""
     explanation: list[str] = []
 
     def to_dict(self) -> dict:
@@ -110,6 +114,7 @@ class _Task:
         self.cluster = key
         self.rows_all: list[dict[str, float]] = []
         self.rows_non_infra: list[dict[str, float]] = []
+        self.floors: dict[str, Any] | None = None
 
     @staticmethod
     def mean(rows: list[dict[str, float]]) -> dict[str, float]:
@@ -141,6 +146,21 @@ def _trials(units: list[_Task]) -> dict[str, Any]:
     return out
 
 
+def _floors(units: list[_Task]) -> dict[str, Any]:
+    with_floors = [t for t in units if t.rows_all and t.floors]
+    if not with_floors:
+        return {}
+    clusters = [t.cluster for t in with_floors]
+    out: dict[str, Any] = {"n": len(with_floors)}
+    for floor in ("empty", "crash_frame"):
+        vals = [t.floors.get(floor) or {} for t in with_floors]  # type: ignore[union-attr]
+        out[floor] = {
+            m: stats.cluster_bootstrap([float(v.get(m, 0.0)) for v in vals], clusters).to_dict()
+            for m in METRICS
+        }
+    return out
+
+
 def _classify(o: TaskOutcome, agg: Aggregate, task: _Task, status: dict, failure: dict) -> None:
     """Count one attempt and add its row (0 for failures) to its task."""
     if o.status not in status:
@@ -151,6 +171,8 @@ def _classify(o: TaskOutcome, agg: Aggregate, task: _Task, status: dict, failure
     score = ScoreSummary.model_validate(o.scores) if o.scores else None
     if score is not None and score.project:
         task.cluster = f"project:{score.project}"
+    if o.scores and isinstance(o.scores.get("floors"), dict):
+        task.floors = o.scores["floors"]
     if score is not None and not score.scorable:
         agg.n_unscorable += 1
         return
@@ -190,6 +212,7 @@ def aggregate(outcomes: Iterable[TaskOutcome]) -> Aggregate:
         "mean_non_infra": _uncertainty(units, "rows_non_infra"),
     }
     agg.trials = _trials(units)
+    agg.floors = _floors(units)
     agg.explanation = _explain(agg, status_counts, failure_counts)
     return agg
 
@@ -219,3 +242,44 @@ def aggregate_records(records: Iterable[Mapping[str, Any]]) -> Aggregate:
     TaskScore dict), ``error``. A failed record without a failure kind counts as an infra
     failure."""
     return aggregate(TaskOutcome.from_record(dict(r)) for r in records)
+
+
+def flat_scores(agg: Mapping[str, Any]) -> dict[str, int | float | str | None]:
+    """One flat row of an aggregate (``Aggregate.to_dict()``) with stable keys, for
+    leaderboards (DuckDB reads it without unnesting): per metric ``file_at_1`` (the mean over
+    all tasks), ``_se``, ``_ci_low``, ``_ci_high``, ``_non_infra`` (with its interval),
+    ``_pass_at_k`` / ``_pass_hat_k`` (k = 1..K), ``_consistency``, ``_floor_empty``,
+    ``_floor_crash_frame``; counts are integers."""
+    out: dict[str, int | float | str | None] = {}
+    for key in ("n_tasks", "n_attempts", "n_scored", "n_no_submission", "n_unscorable"):
+        out[key] = int(agg.get(key) or 0)
+    for k, v in (agg.get("by_status") or {}).items():
+        out[f"n_{k}"] = int(v)
+    for k, v in (agg.get("by_failure") or {}).items():
+        out[f"n_failed_{k}"] = int(v)
+    unc = agg.get("uncertainty") or {}
+    trials = agg.get("trials") or {}
+    floors = agg.get("floors") or {}
+    out["trials"] = int(trials.get("k") or 0)
+    out["ci_method"] = unc.get("method")
+    out["ci_resamples"] = unc.get("resamples")
+    out["ci_seed"] = unc.get("seed")
+    out["ci_level"] = unc.get("level")
+    out["n_clusters"] = next(iter((unc.get("mean_all") or {}).values()), {}).get("n_clusters")
+    for name, f in zip(METRICS, METRIC_FIELDS, strict=True):
+        out[f] = (agg.get("mean_all") or {}).get(name)
+        for which, suffix in (("mean_all", ""), ("mean_non_infra", "_non_infra")):
+            iv = (unc.get(which) or {}).get(name) or {}
+            if suffix:
+                out[f + suffix] = (agg.get(which) or {}).get(name)
+            out[f"{f}{suffix}_se"] = iv.get("se")
+            out[f"{f}{suffix}_ci_low"] = iv.get("ci_low")
+            out[f"{f}{suffix}_ci_high"] = iv.get("ci_high")
+        row = trials.get(name) or {}
+        for k in range(1, out["trials"] + 1):  # type: ignore[operator]
+            out[f"{f}_pass_at_{k}"] = row.get(f"pass@{k}")
+            out[f"{f}_pass_hat_{k}"] = row.get(f"pass^{k}")
+        out[f"{f}_consistency"] = row.get("consistency")
+        for floor in ("empty", "crash_frame"):
+            out[f"{f}_floor_{floor}"] = ((floors.get(floor) or {}).get(name) or {}).get("mean")
+    return out

@@ -111,6 +111,7 @@ class GreenExecutor(AgentExecutor):
             await updater.failed(updater.new_agent_message([new_text_part(why)]))
             return
         shown = json.loads(result.model_dump_json())
+        shown.update(result.flat())  # flat leaderboard keys (additive; docs/leaderboard.md)
         shown["tasks"] = Disclosure(self.orchestrator.store, caller).outcomes(shown["tasks"])
         await updater.add_artifact(
             [new_text_part(result.summary()), new_data_part(shown)], name="Result"

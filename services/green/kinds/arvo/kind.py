@@ -10,6 +10,7 @@ from typing import Any
 
 from services.green.assets import AssetSource, make_asset_source, parse_arvo_id
 from services.green.config import GreenSettings
+from services.green.kinds.arvo.floors import floors
 from services.green.kinds.arvo.judge import Judge, PreparedTask
 from services.green.kinds.arvo.prompt import describe_task
 from services.sandbox.base import Sandbox, SandboxProvider, UnreadableFile
@@ -82,7 +83,10 @@ class ArvoPlan:
 
     def _score(self, submission: dict[str, Any] | None) -> dict[str, Any]:
         loc = self.prepared.validated(submission) if submission else None
-        return Judge().score(loc, self.prepared).to_dict()
+        judge = Judge()
+        scores = judge.score(loc, self.prepared).to_dict()
+        scores["floors"] = floors(self.assets["error.txt"], self.prepared, judge)
+        return scores
 
     def ground_truth(self) -> dict[str, Any]:
         return self.prepared.ground_truth_dict()

@@ -1,0 +1,48 @@
+"""Floors of an ARVO task: what an empty submission and the crash-frame baseline score.
+
+The crash-frame baseline names the top in-project frame of the task's crash report
+(``error.txt``, read with green's one report reader, :mod:`services.green.kinds.arvo.crash`) as
+its only location: a trivial agent that reads the report and answers its first frame. Both are
+scored by the same judge as the agent, so every report can show them next to the agent's score.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from services.green.kinds.arvo.crash import crash_frames
+from services.green.kinds.arvo.judge import Judge, PreparedTask
+from services.shared.loc import LocJson
+from services.shared.scores import METRICS
+
+
+def crash_frame_location(error_text: str, project: str | None) -> dict[str, Any] | None:
+    """The top frame of the crash stack under ``/src/<project>/`` as a loc.json location (None
+    when no frame lies in the project)."""
+    prefix = f"/src/{project}/" if project else "/src/"
+    frame = next((f for f in crash_frames(error_text) if f.file.startswith(prefix)), None)
+    if frame is None:
+        return None
+    line = frame.line or 1
+    return {
+        "file": frame.file,
+        "function": frame.function,
+        "line_start": line,
+        "line_end": line,
+    }
+
+
+def floors(error_txt: Path, prepared: PreparedTask, judge: Judge) -> dict[str, Any]:
+    """``empty`` and ``crash_frame`` metrics (and the baseline's location)."""
+    empty = judge.score(None, prepared).metrics()
+    loc = crash_frame_location(error_txt.read_text(errors="replace"), prepared.project)
+    if loc is None:
+        crash = dict.fromkeys(METRICS, 0.0)
+    else:
+        crash = judge.score(LocJson(locations=[loc]), prepared).metrics()
+    return {
+        "empty": {m: float(empty.get(m, 0.0)) for m in METRICS},
+        "crash_frame": {m: float(crash.get(m, 0.0)) for m in METRICS},
+        "crash_frame_location": loc,
+    }
