@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import comb
-from scipy.stats import binomtest
 
 RESAMPLES = 2000
 """Bootstrap resamples (Efron & Tibshirani: 1000+ for percentile intervals)."""
@@ -182,6 +181,8 @@ def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> McNemar:
     both = sum(x and y for x, y in pairs)
     neither = len(pairs) - only_a - only_b - both
     discordant = only_a + only_b
+    from scipy.stats import binomtest  # scipy.stats takes a second to import: only here
+
     p = binomtest(only_a, discordant, 0.5).pvalue if discordant else 1.0
     return McNemar(both, only_a, only_b, neither, float(p))
 
