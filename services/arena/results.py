@@ -48,7 +48,7 @@ def compact_scores(scores: dict[str, Any] | None) -> dict[str, Any] | None:
     if not scores:
         return None
     out: dict[str, Any] = {k: scores.get(k, 0.0) for k in METRICS}
-    for k in ("scorable", "submitted", "n_locations", "project", "floors"):
+    for k in ("scorable", "submitted", "n_locations", "project", "floors", "bug_class"):
         if k in scores:
             out[k] = scores[k]
     return out

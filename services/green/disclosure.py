@@ -17,7 +17,9 @@ from services.green.kinds.arvo.scoring.metrics import METRICS
 from services.green.store.crud import TaskStore
 from services.green.store.models import Task, TaskPublic
 
-PUBLIC_SCORE_KEYS = frozenset({*METRICS, "resolved", "scorable", "submitted", "n_locations"})
+PUBLIC_SCORE_KEYS = frozenset(
+    {*METRICS, "resolved", "scorable", "submitted", "n_locations", "bug_class"}
+)
 """Score fields that say how well the agent did without saying what the right answer was."""
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from services.green.kinds.arvo.crash import crash_frames
+from services.green.kinds.arvo.crash import crash_frames, parse_report
 from services.green.kinds.arvo.judge import Judge, PreparedTask
 from services.shared.loc import LocJson
 from services.shared.scores import METRICS
@@ -46,3 +46,9 @@ def floors(error_txt: Path, prepared: PreparedTask, judge: Judge) -> dict[str, A
         "crash_frame": {m: float(crash.get(m, 0.0)) for m in METRICS},
         "crash_frame_location": loc,
     }
+
+
+def bug_class(error_txt: Path) -> str:
+    """The report's bug class (``heap-buffer-overflow``...; ``unknown``): what the agent reads
+    in error.txt too, so it is public."""
+    return parse_report(error_txt.read_text(errors="replace")).bug_class

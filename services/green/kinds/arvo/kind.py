@@ -10,7 +10,7 @@ from typing import Any
 
 from services.green.assets import AssetSource, make_asset_source, parse_arvo_id
 from services.green.config import GreenSettings
-from services.green.kinds.arvo.floors import floors
+from services.green.kinds.arvo.floors import bug_class, floors
 from services.green.kinds.arvo.judge import Judge, PreparedTask
 from services.green.kinds.arvo.prompt import describe_task
 from services.sandbox.base import Sandbox, SandboxProvider, UnreadableFile
@@ -86,6 +86,7 @@ class ArvoPlan:
         judge = Judge()
         scores = judge.score(loc, self.prepared).to_dict()
         scores["floors"] = floors(self.assets["error.txt"], self.prepared, judge)
+        scores["bug_class"] = bug_class(self.assets["error.txt"])
         return scores
 
     def ground_truth(self) -> dict[str, Any]:

@@ -1,0 +1,94 @@
+"""The leaderboard queries of docs/leaderboard/queries.json, run with DuckDB over a file shaped
+as the AgentBeats leaderboard runner writes it from a real A2A assessment (the offline analyst on
+two fixtures, two trials each); and the intervals in the REST assessments API."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import duckdb
+import httpx
+import pytest
+from a2a.helpers import get_data_parts
+
+from fixtures.catalog import REPO_ROOT
+from services.purple.app import create_app as create_purple
+from services.purple.config import PurpleSettings
+from tests.integration.helpers import OPERATOR, stream_message
+from tests.support.servers import free_port, serve
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+AGENT_ID = "019b0000-0000-7000-8000-000000000001"
+QUERIES = REPO_ROOT / "docs" / "leaderboard" / "queries.json"
+
+
+@pytest.fixture
+def analyst_url(tmp_path):
+    port = free_port()
+    settings = PurpleSettings(
+        port=port,
+        policy="stacktrace",
+        database_url=f"sqlite:///{tmp_path}/analyst.db",
+        log_dir=tmp_path / "logs",
+        trajectory_dir=tmp_path / "traj",
+    )
+    with serve(create_purple(settings), port) as srv:
+        yield srv.url
+
+
+def test_leaderboard_queries_over_a_real_result(tmp_path, start_green, analyst_url):
+    green = start_green(max_concurrent_tasks=2)
+    request = {
+        "participants": {"agent": analyst_url},
+        "config": {"task_ids": ["arvo:900001", "arvo:900006"], "trials": 2},
+    }
+    events = asyncio.run(stream_message(green.url, json.dumps(request)))
+    artifact = next(ev.artifact_update.artifact for ev in events if ev.HasField("artifact_update"))
+    data = get_data_parts(artifact.parts)[0]
+    assert len(data["tasks"]) == 4 and sorted(t["trial"] for t in data["tasks"]) == [1, 1, 2, 2]
+    assert data["n_tasks"] == 2 and data["n_attempts"] == 4 and data["trials"] == 2
+    assert data["file_at_1_ci_low"] <= data["file_at_1"] <= data["file_at_1_ci_high"]
+    assert data["ci_resamples"] == 2000 and "cluster bootstrap" in data["ci_method"]
+    # the crash-frame baseline hits 900001 (fix in the crashing frame), misses 900006's file
+    assert data["file_at_1_floor_crash_frame"] == 0.5 and data["file_at_1_floor_empty"] == 0.0
+    assert {t["scores"]["bug_class"] for t in data["tasks"]} == {"heap-buffer-overflow"}
+
+    # the file the leaderboard runner writes, read as agentbeats.dev reads it
+    results_dir = tmp_path / "results"
+    results_dir.mkdir()
+    runner_file = {"participants": {"agent": AGENT_ID}, "results": [data]}
+    (results_dir / "run-1.json").write_text(json.dumps(runner_file))
+    con = duckdb.connect()
+    glob = str(results_dir / "*.json")
+    con.execute(f"CREATE VIEW results AS SELECT * FROM read_json_auto('{glob}')")
+    queries = json.loads(QUERIES.read_text())
+    assert len(queries) >= 3
+    for q in queries:
+        cur = con.execute(q["query"])
+        cols = [d[0] for d in cur.description]
+        rows = cur.fetchall()
+        assert cols[0] == "id", q["name"]
+        assert rows and all(r[0] == AGENT_ID for r in rows), q["name"]
+    first = con.execute(queries[0]["query"])
+    row = dict(zip([d[0] for d in first.description], first.fetchone(), strict=True))
+    assert row["Tasks"] == 2 and row["file@1"] == pytest.approx(round(data["file_at_1"], 3))
+    by_class = con.execute(queries[2]["query"]).fetchall()
+    assert [(r[1], r[2]) for r in by_class] == [("heap-buffer-overflow", 4)]
+
+    # the REST twin carries the same intervals
+    body = {"task_ids": ["arvo:900001"], "purple_url": analyst_url}
+    r = httpx.post(f"{green.url}/assessments", json=body, headers=OPERATOR, timeout=30)
+    assert r.status_code == 202, r.text
+    aid = r.json()["id"]
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        rec = httpx.get(f"{green.url}/assessments/{aid}", headers=OPERATOR, timeout=10).json()
+        if rec["status"] != "running":
+            break
+        time.sleep(0.5)
+    agg = rec["result"]["aggregate"]
+    assert agg["uncertainty"]["mean_all"]["file@1"]["n"] == 1
+    assert agg["floors"]["crash_frame"]["file@1"]["mean"] == 1.0
