@@ -30,7 +30,7 @@ from services.arena.batch import (
 from services.arena.client import GreenUnreachable
 from services.arena.compare import compare_runs
 from services.arena.compare_report import write_comparison
-from services.arena.manifest import provenance_conflicts, write_manifest
+from services.arena.manifest import provenance_conflicts, refresh_audit, write_manifest
 from services.arena.refs import canonical_id, split_ids
 from services.arena.report import render_report, with_interval
 from services.arena.results import RESULTS_FILE, RunResults, Session, Slot, now_iso
@@ -298,6 +298,7 @@ def report(run_dir: opt.RunDir, force: opt.Force = False) -> None:
         console.print("(use --force to report it anyway)")
         raise typer.Exit(3)
     results.refresh_aggregate()
+    refresh_audit(results, run_dir)
     write_manifest(results, run_dir)
     out = render_report(results, run_dir)
     _summary(results, console)

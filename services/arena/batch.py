@@ -41,6 +41,7 @@ from services.arena.results import (
     slot_label,
     task_dir_name,
 )
+from services.shared.audit import audit
 from services.shared.files import write_json_atomic
 
 EXIT_GREEN_UNREACHABLE = 2
@@ -184,6 +185,11 @@ class Batch:
             write_json_atomic(tdir / "trajectory.json", trajectory)
         outcome = outcome_from_task(task, task_dir=f"tasks/{name}")
         outcome.arvo_id, outcome.trial = arvo_id, trial
+        outcome.audit = audit(
+            [str(c.get("command", "")) for c in commands or [] if isinstance(c, dict)],
+            task.get("submission"),
+            (task.get("scores") or {}).get("project"),
+        )
         outcome.trajectory = trajectory is not None
         outcome.notes += [n for n in (note_c, note_t) if n]
         if self.stop.is_set() and task.get("status") != "completed":

@@ -18,6 +18,7 @@ from typing import Any
 
 from services.arena.results import RunResults, now_iso
 from services.arena.splits import SPLIT_FILE
+from services.shared.audit import audit
 from services.shared.files import write_json_atomic
 
 MANIFEST_FILE = "manifest.json"
@@ -93,3 +94,22 @@ def provenance_conflicts(runs: Iterable[tuple[Path, RunResults]]) -> list[str]:
                 )
                 problems.append(f"task arvo:{task} was scored with a different {what} ({detail})")
     return problems
+
+
+def refresh_audit(results: RunResults, run_dir: Path) -> None:
+    """Recompute each attempt's trajectory audit from its saved ``commands.json`` and
+    ``task.json`` (runs recorded before the audit existed get it too)."""
+    for o in results.tasks:
+        tdir = run_dir / o.dir if o.dir else None
+        if tdir is None or not (tdir / "commands.json").exists():
+            continue
+        try:
+            commands = json.loads((tdir / "commands.json").read_text(encoding="utf-8"))
+            task = json.loads((tdir / "task.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        o.audit = audit(
+            [str(c.get("command", "")) for c in commands if isinstance(c, dict)],
+            task.get("submission"),
+            (task.get("scores") or {}).get("project"),
+        )

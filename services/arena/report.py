@@ -12,6 +12,7 @@ from matplotlib.ticker import MaxNLocator
 
 from services.arena.breakdown import Labels, breakdown_markdown, known_labels
 from services.arena.results import Outcome, RunResults, slot_label
+from services.shared.audit import FLAGS, count_flags
 from services.shared.scores import METRICS
 
 REPORT_FILE = "report.md"
@@ -89,6 +90,21 @@ def _aggregate_rows(agg: dict[str, Any]) -> list[str]:
                 else ""
             ),
         ]
+    return lines
+
+
+def _audit_rows(results: RunResults) -> list[str]:
+    """Per-run counts of the trajectory audit's flags (attempts raising each)."""
+    counts = count_flags(o.audit for o in results.tasks)
+    lines = ["", "## Trajectory audit", "", "| flag | attempts | which |", "|---|---:|---|"]
+    for flag, n in counts.items():
+        which = ", ".join(o.label for o in results.tasks if flag in o.audit)
+        lines.append(f"| {FLAGS[flag]} | {n} | {_cell(which, 120)} |")
+    lines += [
+        "",
+        "Flags for a reader, computed from the recorded commands (rules: docs/scoring.md, "
+        '"Trajectory audit"); they never change a score.',
+    ]
     return lines
 
 
@@ -199,6 +215,7 @@ def render_markdown(
         lines.append("")
         lines += [f"- {e}" for e in agg["explanation"]]
     lines += _trial_rows(agg)
+    lines += _audit_rows(results)
     lines += breakdown_markdown(results.tasks, known_labels() if labels is None else labels)
     if plot:
         lines += ["", "## Scores", "", f"![per-task scores, cost and steps]({plot})"]

@@ -88,6 +88,9 @@ class Outcome(BaseModel):
     attempts: int = 1
     verified: bool | None = None
     """What ``arena tasks verify`` found for the task on green (None: never verified)."""
+    audit: dict[str, list[str]] = {}
+    """Trajectory audit flags raised for the task (:mod:`services.shared.audit`), with their
+    evidence; flags for a reader, never a score change."""
     provenance: dict[str, Any] | None = None
     """What decides the score (scoring rule version, image digest, green's version; see
     :mod:`services.arena.manifest`); the whole provenance is in ``task.json``."""

@@ -74,5 +74,9 @@ def test_trials_report_pass_at_k_equals_the_closed_forms(tmp_path, start_green, 
     assert iv["n"] == 3 and iv["ci_low"] <= mean <= iv["ci_high"]
     report = (run_dir / "report.md").read_text()
     assert "## Repeated trials" in report
+    # the audit: the script only ran `ls`, so its submitted files were never named in a command
+    assert all("unopened_locations" in t["audit"] for t in tasks)
+    assert not any("git_history" in t["audit"] or "network" in t["audit"] for t in tasks)
+    assert "| submitted locations in files never named in a command | 9 |" in report
     row = next(line for line in report.splitlines() if line.startswith("| file@1 |"))
     assert f"{trials['pass@2']:.3f}" in row and f"{trials['pass^3']:.3f}" in row

@@ -17,6 +17,7 @@ from services.green.ui.auth import caller, disclosure, require_page
 from services.green.ui.login import form_fields
 from services.green.ui.templating import render
 from services.green.ui.views import TaskFilters, duration, result_view, task_page, timeline
+from services.shared.audit import FLAGS, audit
 
 router = APIRouter(prefix="/ui", include_in_schema=False, dependencies=[Depends(require_page)])
 MAX_COMMANDS_SHOWN = 2000
@@ -89,14 +90,19 @@ async def task(task_id: str, request: Request) -> Response:
     facts = request.app.state.ui_facts
     report = await facts.report(view.kind, view.ref_id)
     crash = await facts.crash(view.kind, view.ref_id)
-    commands = [
-        CommandPublic.model_validate(c, from_attributes=True)
-        for c in orch.store.commands(task_id, 0, MAX_COMMANDS_SHOWN)
-    ]
+    stored = orch.store.commands(task_id, 0, MAX_COMMANDS_SHOWN)
+    commands = [CommandPublic.model_validate(c, from_attributes=True) for c in stored]
+    flags = audit(
+        [c.command for c in stored],
+        row.submission,
+        (row.scores or {}).get("project"),
+    )
     return render(
         request,
         "task.html",
         task=view,
+        audit=flags,
+        audit_names=FLAGS,
         report=report,
         crash=crash,
         commands=commands,

@@ -1,0 +1,132 @@
+"""The trajectory audit: flags for a reader, computed from the commands green recorded for a task.
+
+Rules (``docs/scoring.md``, "Trajectory audit"): git history or blame used; a search for the
+PoC, patch or fix files; network attempts; reads outside the task's source tree of files that
+could hold answers; a submission with no command before it; submitted locations in files the
+agent never named in a command. They never change a score. Green's dashboard shows them on the
+task page; ``arena`` counts them per run (from the saved ``commands.json``).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterable, Mapping
+from pathlib import PurePosixPath
+from typing import Any
+
+FLAGS = {
+    "git_history": "git history or blame used",
+    "answer_search": "searched for the PoC, patch or fix files",
+    "network": "network attempt (curl, wget, /dev/tcp, package manager...)",
+    "outside_reads": "read files outside the task's source tree that could hold answers",
+    "blind_submission": "submitted with no command before it",
+    "unopened_locations": "submitted locations in files never named in a command",
+}
+
+_GIT = re.compile(
+    r"\bgit\b[^|;&]*?\b(log|blame|show|diff|reflog|rev-list|whatchanged|annotate|"
+    r"checkout|switch|reset|stash|cat-file|fsck|bisect|format-patch|shortlog)\b"
+)
+_SEARCH_TOOL = re.compile(r"\b(find|locate|ls|grep|egrep|rg|fd|ag|tree)\b")
+_ANSWER_NAME = re.compile(
+    r"(poc|\.patch\b|\.diff\b|patch\.diff|\bfix(es|ed)?\b|testcase|reproducer|crash-[0-9a-f]{6,}"
+    r"|clusterfuzz|\.orig\b|\.rej\b)",
+    re.IGNORECASE,
+)
+_NETWORK = re.compile(
+    r"(\b(curl|wget|nc|ncat|netcat|telnet|ssh|scp|sftp|ftp|rsync|socat|aria2c|lynx|links)\b"
+    r"|/dev/(tcp|udp)/|\bpip3?\s+(install|download)\b|\bapt(-get)?\s+(install|update|download)\b"
+    r"|\bnpm\s+(install|i)\b|\bgo\s+get\b|\bcargo\s+install\b|\bgem\s+install\b"
+    r"|\bgit\s+(clone|fetch|pull)\b|https?://)"
+)
+_READERS = {
+    "cat", "head", "tail", "less", "more", "sed", "awk", "grep", "egrep", "rg", "strings",
+    "xxd", "od", "hexdump", "nl", "diff", "cmp", "file", "base64", "python3", "python", "vim", "vi",
+}  # fmt: skip
+_SUSPECT = ("/out/", "/tmp/", "/src/", "/root/", "/home/", "/opt/", "/var/", "/mnt/", "/data/")
+_FILE_ARG = re.compile(r"^/[\w./+-]+$")
+
+
+def _words(command: str) -> list[str]:
+    try:
+        return shlex.split(command, comments=False, posix=True)
+    except ValueError:
+        return command.split()
+
+
+def _outside(command: str, project: str | None, submission: str) -> list[str]:
+    """Absolute paths read by a reader command outside ``/workspace`` and the project."""
+    out: list[str] = []
+    words = _words(command)
+    reading = False
+    for w in words:
+        if w in ("|", "&&", "||", ";"):
+            reading = False
+            continue
+        base = w.rsplit("/", 1)[-1]
+        if base in _READERS:
+            reading = True
+            continue
+        if not reading or not _FILE_ARG.match(w):
+            continue
+        if w.startswith("/workspace/") or w == submission:
+            continue
+        if project and w.startswith(f"/src/{project}/"):
+            continue
+        if w.startswith(_SUSPECT):
+            out.append(w)
+    return out
+
+
+def _named_files(commands: Iterable[str]) -> set[str]:
+    names: set[str] = set()
+    for c in commands:
+        for token in re.findall(r"[\w./+-]+", c):
+            names.add(PurePosixPath(token).name)
+    return names
+
+
+def audit(
+    commands: list[str],
+    submission: Mapping[str, Any] | None,
+    project: str | None = None,
+    submission_path: str = "/workspace/shared/loc.json",
+) -> dict[str, list[str]]:
+    """Flag name -> the evidence (commands or paths); only raised flags are present."""
+    flags: dict[str, list[str]] = {}
+
+    def raise_(flag: str, evidence: str) -> None:
+        flags.setdefault(flag, [])
+        if evidence not in flags[flag] and len(flags[flag]) < 10:
+            flags[flag].append(evidence[:300])
+
+    working = [c for c in commands if submission_path not in c]
+    for c in commands:
+        if _GIT.search(c):
+            raise_("git_history", c)
+        if _SEARCH_TOOL.search(c) and _ANSWER_NAME.search(c.replace(submission_path, "")):
+            raise_("answer_search", c)
+        if _NETWORK.search(c):
+            raise_("network", c)
+        for path in _outside(c, project, submission_path):
+            raise_("outside_reads", path)
+    locations = list((submission or {}).get("locations") or [])
+    if locations and not working:
+        raise_("blind_submission", f"{len(commands)} command(s), all writing the submission")
+    named = _named_files(working)
+    for loc in locations[:5]:
+        name = PurePosixPath(str(loc.get("file", ""))).name
+        if name and name not in named:
+            raise_("unopened_locations", str(loc.get("file")))
+    return flags
+
+
+def count_flags(per_task: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """How many tasks raised each flag."""
+    counts = dict.fromkeys(FLAGS, 0)
+    for flags in per_task:
+        for f in flags:
+            if f in counts:
+                counts[f] += 1
+    return counts
