@@ -42,3 +42,19 @@ def test_tasks_of_one_project_form_one_cluster():
     plain = aggregate([_hit(str(i), 1, float(i < 4)) for i in range(8)])
     assert plain.uncertainty["mean_all"]["file@1"]["n_clusters"] == 8
     assert plain.uncertainty["mean_all"]["file@1"]["ci_high"] < 1.0
+
+
+def test_flat_scores_are_flat_with_integers_as_integers():
+    from services.shared.scores import flat_scores
+
+    agg = aggregate([_hit("1", 1, 1.0, "a"), _hit("1", 2, 0.0, "a"), _hit("2", 1, 1.0, "b")])
+    flat = flat_scores(agg.to_dict())
+    assert all(not isinstance(v, dict | list) for v in flat.values())
+    for key in ("n_tasks", "n_attempts", "n_scored", "n_completed", "n_failed_infra", "trials"):
+        assert type(flat[key]) is int, key
+    assert (flat["n_tasks"], flat["n_attempts"], flat["trials"]) == (2, 3, 2)
+    assert flat["file_at_1"] == pytest.approx(0.75)
+    assert flat["file_at_1_ci_low"] <= 0.75 <= flat["file_at_1_ci_high"]
+    assert flat["file_at_1_pass_at_2"] == 1.0 and flat["file_at_1_pass_hat_2"] == 0.0
+    assert flat["ci_resamples"] == 2000 and flat["n_clusters"] == 2
+    assert "file_at_1_floor_crash_frame" in flat
