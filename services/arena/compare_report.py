@@ -90,7 +90,7 @@ def render_markdown(cmp: dict[str, Any], plot: str | None = PLOT_FILE) -> str:
         lines.append(
             f"| `{r['run']}` | "
             + " | ".join(
-                f"{_f(c[m]['cost_per_hit'], 4)} / {c[m]['tokens_per_hit'] or 'n/a'} tok"
+                f"{_f(c[m]['cost_per_hit'], 4)} / {_f(c[m]['tokens_per_hit'], 0)} tok"
                 for m in METRICS
             )
             + " |"
@@ -141,6 +141,8 @@ def render_plot(cmp: dict[str, Any], path: Path) -> Path:
             xytext=(4, 4),
             textcoords="offset points",
         )
+    top = max((r["cost"]["cost"] for r in cmp["runs"]), default=0.0)
+    ax_c.set_xlim(0, top * 1.15 if top > 0 else 1.0)
     ax_c.set_xlabel("total cost")
     ax_c.set_ylabel("file@1 (mean over all tasks)")
     ax_c.set_title("cost-accuracy", fontsize=10)
