@@ -99,3 +99,15 @@ def test_report_refuses_a_run_whose_trials_differ_in_scoring_rule(tmp_path):
         json.loads((d / "manifest.json").read_text())["tasks"]["1"]["2"]["scoring_version"]
         == "arvo-2"
     )
+
+
+def test_resume_with_trials_reruns_only_unscored_attempts():
+    r = RunResults(run="k", green="http://g", task_ids=["1", "2"], trials=3)
+    r.record(Outcome(arvo_id="1", trial=1, status="completed", scores=_scores(True, "p")))
+    r.record(Outcome(arvo_id="1", trial=2, status="cancelled"))
+    r.record(Outcome(arvo_id="1", trial=3, status="failed", failure_kind="agent"))
+    r.record(Outcome(arvo_id="2", trial=2, status="completed", scores=_scores(False, "q")))
+    assert r.pending(retry_failed=False) == [("1", 2), ("2", 1), ("2", 3)]
+    assert r.pending(retry_failed=True) == [("1", 2), ("1", 3), ("2", 1), ("2", 3)]
+    assert [o.label for o in r.tasks] == ["1", "1#2", "1#3", "2#2"]
+    assert r.aggregate["n_tasks"] == 2 and r.aggregate["n_attempts"] == 4
