@@ -185,6 +185,7 @@ def test_ground_truth_is_for_the_operator_and_only_when_the_bug_is_done(
     assert set(anon_view["scores"]) <= {
         *("file@1", "file@5", "func@1", "func@5", "line@1", "line@5", "iou"),
         *("scorable", "submitted", "n_locations", "resolved"),
+        "bug_class",  # read from error.txt, which the agent has too
     }
     assert anon_view["scores"]["file@1"] == done["scores"]["file@1"] == 1.0
     assert "entity.c" not in str(anon_view["scores"])  # no region, file or explanation
