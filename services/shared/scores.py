@@ -121,8 +121,16 @@ class _Task:
         return {f: sum(r[f] for r in rows) / len(rows) for f in METRIC_FIELDS}
 
 
-def _task_key(o: TaskOutcome) -> str:
-    return f"{o.kind}:{o.ref_id}" if o.ref_id else f"task:{o.task_id}"
+def _task_key(o: TaskOutcome, seen: dict[tuple[str, int], int]) -> str:
+    """The unit an attempt belongs to: its task reference, with the attempts of one reference
+    grouped only while their trial indices differ (the same reference run twice as trial 1,
+    e.g. single tasks of two batch runs, stays two units)."""
+    if not o.ref_id:
+        return f"task:{o.task_id}"
+    ref = f"{o.kind}:{o.ref_id}"
+    n = seen.get((ref, o.trial), 0)
+    seen[(ref, o.trial)] = n + 1
+    return ref if n == 0 else f"{ref}#{n}"
 
 
 def _uncertainty(units: list[_Task], which: str) -> dict[str, Any]:
@@ -196,8 +204,9 @@ def aggregate(outcomes: Iterable[TaskOutcome]) -> Aggregate:
     tasks: dict[str, _Task] = {}
     status_counts = {"completed": 0, "failed": 0, "cancelled": 0}
     failure_counts = {"infra": 0, "agent": 0}
+    seen: dict[tuple[str, int], int] = {}
     for o in outcomes:
-        key = _task_key(o)
+        key = _task_key(o, seen)
         task = tasks.setdefault(key, _Task(key))
         _classify(o, agg, task, status_counts, failure_counts)
     units = list(tasks.values())

@@ -58,3 +58,13 @@ def test_flat_scores_are_flat_with_integers_as_integers():
     assert flat["file_at_1_pass_at_2"] == 1.0 and flat["file_at_1_pass_hat_2"] == 0.0
     assert flat["ci_resamples"] == 2000 and flat["n_clusters"] == 2
     assert "file_at_1_floor_crash_frame" in flat
+
+
+def test_the_same_task_run_twice_as_trial_one_stays_two_units():
+    # single tasks of two batch runs (both trial 1) are not trials of one task
+    agg = aggregate([_hit("1", 1, 1.0), _hit("1", 1, 0.0), _hit("2", 1, 1.0)])
+    assert (agg.n_tasks, agg.n_attempts, agg.mean_all.n) == (3, 3, 3)
+    assert agg.trials["k"] == 1
+    # while distinct trial indices of one reference form one unit
+    agg = aggregate([_hit("1", 1, 1.0), _hit("1", 2, 0.0), _hit("1", 1, 1.0)])
+    assert (agg.n_tasks, agg.mean_all.n) == (2, 2)
