@@ -30,11 +30,11 @@ from docker.models.containers import Container
 
 from services.sandbox.base import AgentFault, SandboxError, SandboxSpec
 from services.sandbox.docker.archive import absolute, extract_single, files_tar
-from services.sandbox.docker.diagnosis import diagnose, raise_if_stopped
+from services.sandbox.docker.diagnosis import SessionKilled, diagnose, raise_if_stopped
 from services.sandbox.docker.disk import DiskWatch
 from services.sandbox.docker.errors import ENGINE_ERRORS, engine_error
 from services.sandbox.docker.transport import DockerExecTransport
-from services.sandbox.framing import SessionLost, ShellSession
+from services.sandbox.framing import SessionLost, SessionNotStarted, ShellSession
 from services.shared.commands import CommandResult
 
 
@@ -62,6 +62,7 @@ class DockerSandbox:
         self._transport = DockerExecTransport(client.api, container.id, executor)
         self._lock = asyncio.Lock()
         self._session: ShellSession | None = None
+        self._sessions = 0  # shell sessions that started: a later one that cannot is not infra
         self._removed = False
         self.lost: str | None = None
         """Why the sandbox can no longer be used although nothing failed yet (its engine
@@ -121,8 +122,10 @@ class DockerSandbox:
                 result = await session.run(command, timeout, self.spec.output_limit)
             except SessionLost as e:
                 self._session = None
-                if attempt == 2 or self._removed:
+                if self._removed:
                     raise SandboxError(f"{self.name}: {e}") from e
+                if attempt == 2:
+                    raise SessionKilled(f"{self.name}: {e}, twice") from e
                 continue
             if self._removed:  # remove() interrupted the command
                 raise SandboxError(f"{self.name} was removed while the command ran")
@@ -159,8 +162,14 @@ class DockerSandbox:
             raise SandboxError(f"{self.name} was removed")
         if self._session is None or not self._session.alive:
             session = ShellSession(self._transport, self.spec.workdir)
-            await session.open()
+            try:
+                await session.open()
+            except SessionNotStarted as e:
+                if self._sessions and not self._removed:  # one started here before
+                    raise SessionKilled(f"{self.name}: {e}") from e
+                raise
             self._session = session
+            self._sessions += 1
         return self._session
 
     def disk_used(self) -> int | None:

@@ -1,0 +1,135 @@
+"""A hostile agent against its own sandbox, on a real engine: nothing it starts outlives its
+command, and a shell session it kills is its own failure, never infra.
+
+The escape (issue #20, attack 1): a process that forks in a loop, each child starting the next
+generation in a new session (``setsid``) and its parent exiting at once, so a scan of ``/proc``
+always finds a pid that has already gone. Once it has lived two seconds it kills every shell
+session green opens. The cleanup after each command (``kill(-1, SIGKILL)`` from the session's
+driver, which the kernel delivers to every other process of the container in one pass that a
+fork cannot race) must leave nothing of it behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import time
+from collections.abc import Callable, Iterator
+
+import docker
+import docker.errors
+import pytest
+
+from services.sandbox.base import AgentFault, SandboxError, SandboxSpec
+from services.sandbox.blocking import BlockingProvider
+from services.sandbox.blocking import BlockingSandbox as DockerSandbox
+from services.sandbox.docker import DockerSandboxProvider
+
+pytestmark = pytest.mark.docker
+
+IMAGE = os.environ.get("ARENA_TEST_IMAGE", "arena/arvo-base:bookworm")
+PREFIX = f"arenahostile{secrets.token_hex(3)}"
+
+HOPPER = r"""#!/bin/sh
+# One generation: start the next in a session of its own, note our pid, and exit. From its
+# second second of life on, each generation also kills every shell session of green's.
+t0=${1:-$(date +%s)}
+setsid sh /tmp/hop.sh "$t0" </dev/null >/dev/null 2>&1 &
+echo $$ > /tmp/hop-$$ && mv /tmp/hop-$$ /tmp/hop-last
+if [ $(( $(date +%s) - t0 )) -ge 2 ]; then
+  for f in /proc/[0-9]*/cmdline; do
+    case "$(tr '\0' ' ' <"$f" 2>/dev/null)" in
+      *arena-session*) p=${f#/proc/}; kill -9 "${p%/cmdline}" 2>/dev/null ;;
+    esac
+  done
+fi
+exit 0
+"""
+
+LEFT = (
+    "n=0; for s in /proc/[0-9]*/stat; do { read -r l < $s; } 2>/dev/null || continue;"
+    ' set -- ${l##*") "}; case $4 in 1 | $$ | $PPID) ;; *) [ "$1" = Z ] || n=$((n+1)) ;; esac;'
+    " done; echo $n"
+)
+"""How many live processes are in a session other than pid 1's (the keeper and its ``sleep``),
+the driver's (``$PPID``) and this command's own."""
+
+
+@pytest.fixture(scope="module")
+def provider() -> Iterator[BlockingProvider]:
+    try:
+        client = docker.from_env()
+        client.ping()
+        client.images.get(IMAGE)
+    except docker.errors.ImageNotFound:
+        pytest.skip(f"test image {IMAGE} is not built")
+    except Exception as e:
+        pytest.skip(f"no Docker engine: {e}")
+    provider = BlockingProvider(DockerSandboxProvider(client, label_prefix=PREFIX))
+    yield provider
+    provider.reap()
+    provider.close()
+    client.close()
+
+
+@pytest.fixture
+def make(provider: BlockingProvider) -> Iterator[Callable[..., DockerSandbox]]:
+    made: list[DockerSandbox] = []
+
+    def make(**overrides: object) -> DockerSandbox:
+        fields: dict = {"image": IMAGE, "task_id": secrets.token_hex(8), "ref_id": "4242"}
+        fields["memory"], fields["pids_limit"] = "256m", 256
+        made.append(provider.create(SandboxSpec(**{**fields, **overrides})))
+        return made[-1]
+
+    yield make
+    for sandbox in made:
+        with contextlib.suppress(SandboxError):
+            sandbox.remove()
+
+
+def _start_hopper(sandbox: DockerSandbox) -> None:
+    sandbox.put_files("/tmp", {"hop.sh": HOPPER.encode()})
+    started = sandbox.exec("sh /tmp/hop.sh & sleep 0.5; cat /tmp/hop-last", timeout=20)
+    assert started.output.strip().isdigit(), started.output  # it was running
+
+
+def test_a_forking_setsid_loop_does_not_outlive_its_command(
+    make: Callable[..., DockerSandbox],
+) -> None:
+    sandbox = make()
+    _start_hopper(sandbox)
+    time.sleep(3)  # a survivor would now kill every session
+    after = sandbox.exec(LEFT, timeout=20)
+    assert (after.exit_code, after.output) == (0, "0\n"), after.output
+    assert sandbox.exec("sleep 3; echo alive", timeout=20).output == "alive\n"
+
+
+def test_a_forking_loop_that_kills_the_session_mid_command_is_gone_after_it(
+    make: Callable[..., DockerSandbox],
+) -> None:
+    """The hopper starts and kills the running command's own session: that command ends
+    (exit -1), and the next one finds nothing of it left."""
+    sandbox = make()
+    sandbox.put_files("/tmp", {"hop.sh": HOPPER.encode()})
+    killed = sandbox.exec("sh /tmp/hop.sh 0 & sleep 10", timeout=20)  # t0=0: it kills at once
+    assert killed.exit_code == -1, killed.output
+    time.sleep(2)
+    after = sandbox.exec(LEFT, timeout=20)
+    assert (after.exit_code, after.output) == (0, "0\n"), after.output
+
+
+def test_a_session_the_agent_kills_is_the_agents_failure(
+    make: Callable[..., DockerSandbox],
+) -> None:
+    """The agent breaks the shell every new session starts with: the container runs and the
+    engine answers, so the lost session is the agent's doing (``session_killed``)."""
+    sandbox = make()
+    sandbox.exec("printf '#!/bin/true\\n' > /bin/sh.new; chmod +x /bin/sh.new", timeout=20)
+    broken = sandbox.exec("mv /bin/sh.new /bin/dash; kill -9 $PPID", timeout=20)
+    assert broken.exit_code == -1
+    with pytest.raises(AgentFault) as caught:
+        sandbox.exec("echo hi", timeout=20)
+    assert caught.value.reason == "session_killed", caught.value
+    assert "infra" not in str(caught.value)
