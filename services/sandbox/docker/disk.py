@@ -1,4 +1,11 @@
-"""The disk cap of a task container: a watchdog on the size of its writable layer.
+"""The disk cap of a task container: enforced by the engine's file system, or watched.
+
+Where the engine's storage driver enforces ``storage_opt size`` (btrfs qgroups; overlay2 over
+XFS with project quotas), the provider gives the container a quota and the file system refuses
+writes past it (``EDQUOT``), deleted-but-open files and directories included. While a command
+runs (:class:`QuotaWatch`) and after it, :func:`quota_full` writes a small probe as root; a
+probe the quota refuses ends the task as the agent's ``disk_limit``. Elsewhere the cap is
+watched:
 
 Docker's default storage (overlay2 on ext4) refuses ``storage_opt size``, and a tmpfs is
 invisible to the archive API green reads submissions through, so the cap is enforced from
@@ -12,7 +19,9 @@ outside. Two parts:
   agent's ``disk_limit``). Many files written in parallel may pass the cap by what they
   write between the last two measurements and the kill (bench/disk_cap.py measures it).
 
-Between commands nothing of the agent runs (its processes are swept), so nothing is measured.
+Between commands nothing of the agent runs (every process but pid 1 is killed when a command
+ends), so nothing is measured. What the watchdog cannot see: files deleted but still open (freed
+when the command ends) and the file system's metadata (directories, inodes).
 """
 
 from __future__ import annotations
@@ -20,6 +29,8 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+
+from docker import APIClient
 
 from services.shared.logging import get_logger
 
@@ -33,6 +44,34 @@ STOP_LAG = 0.25
 """Seconds between deciding to stop a writer and its last byte (measurement, the engine's
 kill): a command whose size plus this much writing at its current rate would pass the cap is
 stopped now, so the cap holds for fast writers too."""
+
+
+PROBE = (
+    'd=/.arena-probe-$$; mkdir "$d" 2>&1 && dd if=/dev/zero of="$d/f" bs=65536 count=16'
+    ' conv=fsync 2>&1; r=$?; rm -rf "$d"; exit $r'
+)
+"""Makes a directory (metadata) and writes 1 MiB (data, fsynced) in it at the container's root,
+then removes both; its output names the error."""
+FULL = ("Disk quota exceeded", "No space left on device")
+
+
+def quota_full(api: APIClient, container_id: str) -> bool:
+    """Whether the container's quota refuses a 1 MiB write (blocking; as root, after a
+    command, when nothing of the agent runs). Anything else that fails (the agent broke the
+    tools, the container is gone) is not a full quota: False, logged."""
+    try:
+        exec_id = api.exec_create(container_id, ["/bin/sh", "-c", PROBE], user="0")["Id"]
+        out = api.exec_start(exec_id).decode("utf-8", "replace")
+        code = api.exec_inspect(exec_id).get("ExitCode")
+    except Exception as exc:
+        log.warning("disk.probe_failed", error=str(exc))
+        return False
+    if code == 0:
+        return False
+    if any(text in out for text in FULL):
+        return True
+    log.warning("disk.probe_failed", error=out[-300:])
+    return False
 
 
 class DiskWatch:
@@ -121,3 +160,30 @@ def _rate(last: tuple[float, int] | None, now: float, size: int) -> float:
     if now <= last[0]:
         return 0.0
     return max(0.0, (size - last[1]) / (now - last[0]))
+
+
+class QuotaWatch(DiskWatch):
+    """An enforced quota, watched only to end the task: while a command runs, ``probe()`` (a
+    :func:`quota_full`) every ``interval`` seconds; the first that finds the quota full calls
+    ``on_exceeded`` (the sandbox stops the container: the task ends as ``disk_limit``). The
+    file system holds the cap whether or not a probe runs in time."""
+
+    def __init__(
+        self,
+        probe: Callable[[], bool],
+        limit: int,
+        interval: float,
+        on_exceeded: Callable[[int], None],
+    ) -> None:
+        self._probe = probe
+        super().__init__(lambda: 0, limit, interval, on_exceeded)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            if not self._active.is_set():
+                self._active.wait()
+                continue
+            if self._stop.wait(self._interval) or not self._active.is_set():
+                continue
+            if self.exceeded is None and self._probe():
+                self._exceed(self.limit, 0.0)

@@ -31,7 +31,7 @@ from docker.models.containers import Container
 from services.sandbox.base import AgentFault, SandboxError, SandboxSpec
 from services.sandbox.docker.archive import absolute, extract_single, files_tar
 from services.sandbox.docker.diagnosis import SessionKilled, diagnose, raise_if_stopped
-from services.sandbox.docker.disk import DiskWatch
+from services.sandbox.docker.disk import DiskWatch, QuotaWatch, quota_full
 from services.sandbox.docker.errors import ENGINE_ERRORS, engine_error
 from services.sandbox.docker.transport import DockerExecTransport
 from services.sandbox.framing import SessionLost, SessionNotStarted, ShellSession
@@ -52,6 +52,7 @@ class DockerSandbox:
         *,
         engine: str = "local",
         on_removed: Callable[[DockerSandbox], None] | None = None,
+        quota: int | None = None,
     ) -> None:
         self._client = client
         self._container = container
@@ -68,8 +69,14 @@ class DockerSandbox:
         """Why the sandbox can no longer be used although nothing failed yet (its engine
         stopped answering); None while all is well."""
         self._created_at = int(time.time()) - 60  # events since then (slack for clock skew)
+        self.quota = quota
+        """The disk quota the engine's file system enforces (bytes); None: the cap is watched."""
         self._disk: DiskWatch | None = None
-        if spec.disk_limit:
+        if spec.disk_limit and quota:
+            self._disk = QuotaWatch(
+                self._quota_full, spec.disk_limit, spec.disk_check_s, self._stop_for_disk
+            )
+        elif spec.disk_limit:
             self._disk = DiskWatch(
                 self.disk_used, spec.disk_limit, spec.disk_check_s, self._stop_for_disk
             )
@@ -108,12 +115,15 @@ class DockerSandbox:
             if self._disk:
                 await self._io(self._disk.start)
             try:
-                return await self._exec(command, timeout)
+                result = await self._exec(command, timeout)
             except SandboxError as e:
                 raise await self._diagnose(e) from e
             finally:
                 if self._disk:
                     self._disk.pause()
+            if self.quota and await self._io(self._quota_full):  # what the last probe missed
+                raise self._disk_fault()
+            return result
 
     async def _exec(self, command: str, timeout: float) -> CommandResult:
         for attempt in (1, 2):
@@ -138,12 +148,7 @@ class DockerSandbox:
         """Why a command lost its container (see :mod:`.diagnosis`); green's own removal and
         the disk watchdog's stop are known here."""
         if self._disk and self._disk.exceeded is not None:
-            return AgentFault(
-                "disk_limit",
-                f"the task's commands wrote {self._disk.exceeded:,} bytes into the container "
-                f"at {self._disk.rate / 2**20:,.0f} MiB/s, past or about to pass its disk "
-                f"limit ({self._disk.limit:,} bytes); the container was stopped",
-            )
+            return self._disk_fault()
         if self._removed:
             return error
         return await self._io(
@@ -156,6 +161,24 @@ class DockerSandbox:
                 since=self._created_at,
             )
         )
+
+    def _disk_fault(self) -> AgentFault:
+        if self.quota or self._disk is None:
+            return AgentFault(
+                "disk_limit",
+                f"the task's commands filled the container's disk quota ({self.quota:,} "
+                f"bytes with the image, {self.spec.disk_limit or 0:,} for the task), which the "
+                "engine's file system enforces: writes failed with 'Disk quota exceeded'",
+            )
+        return AgentFault(
+            "disk_limit",
+            f"the task's commands wrote {self._disk.exceeded or 0:,} bytes into the container "
+            f"at {self._disk.rate / 2**20:,.0f} MiB/s, past or about to pass its disk "
+            f"limit ({self._disk.limit:,} bytes); the container was stopped",
+        )
+
+    def _quota_full(self) -> bool:
+        return quota_full(self._client.api, self.id)
 
     async def _live_session(self) -> ShellSession:
         if self._removed:
