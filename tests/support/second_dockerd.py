@@ -77,7 +77,7 @@ def _btrfs_data_root(root: Path, size: int) -> Path:
         f.truncate(size)
     mount.mkdir()
     for cmd in (
-        ["mkfs.btrfs", "-q", "-f", str(image)],
+        ["mkfs.btrfs", "-q", "-f", "-m", "single", str(image)],  # metadata once, as counted
         ["mount", "-o", "loop", str(image), str(mount)],
         ["btrfs", "quota", "enable", str(mount)],
     ):

@@ -4,7 +4,9 @@ Where the engine's storage driver enforces ``storage_opt size`` (btrfs qgroups; 
 XFS with project quotas), the provider gives the container a quota and the file system refuses
 writes past it (``EDQUOT``), deleted-but-open files and directories included. While a command
 runs (:class:`QuotaWatch`) and after it, :func:`quota_full` writes a small probe as root; a
-probe the quota refuses ends the task as the agent's ``disk_limit``. Elsewhere the cap is
+probe the quota refuses, or a command whose output says "Disk quota exceeded" (a quota may
+have room for a probe again once the command's writes are committed or freed), ends the task
+as the agent's ``disk_limit``. Elsewhere the cap is
 watched:
 
 Docker's default storage (overlay2 on ext4) refuses ``storage_opt size``, and a tmpfs is
@@ -52,7 +54,10 @@ PROBE = (
 )
 """Makes a directory (metadata) and writes 1 MiB (data, fsynced) in it at the container's root,
 then removes both; its output names the error."""
-FULL = ("Disk quota exceeded", "No space left on device")
+QUOTA_TEXT = "Disk quota exceeded"
+"""strerror(EDQUOT): a command whose output says it met the quota ends the task as
+``disk_limit`` (an agent that prints it without meeting the quota ends only its own task)."""
+FULL = (QUOTA_TEXT, "No space left on device")
 
 
 def quota_full(api: APIClient, container_id: str) -> bool:

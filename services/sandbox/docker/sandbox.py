@@ -31,7 +31,7 @@ from docker.models.containers import Container
 from services.sandbox.base import AgentFault, SandboxError, SandboxSpec
 from services.sandbox.docker.archive import absolute, extract_single, files_tar
 from services.sandbox.docker.diagnosis import SessionKilled, diagnose, raise_if_stopped
-from services.sandbox.docker.disk import DiskWatch, QuotaWatch, quota_full
+from services.sandbox.docker.disk import QUOTA_TEXT, DiskWatch, QuotaWatch, quota_full
 from services.sandbox.docker.errors import ENGINE_ERRORS, engine_error
 from services.sandbox.docker.transport import DockerExecTransport
 from services.sandbox.framing import SessionLost, SessionNotStarted, ShellSession
@@ -121,7 +121,9 @@ class DockerSandbox:
             finally:
                 if self._disk:
                     self._disk.pause()
-            if self.quota and await self._io(self._quota_full):  # what the last probe missed
+            if self.quota and (  # the command met the quota, or a probe does now
+                QUOTA_TEXT in result.output or await self._io(self._quota_full)
+            ):
                 raise self._disk_fault()
             return result
 
