@@ -133,3 +133,39 @@ def test_a_session_the_agent_kills_is_the_agents_failure(
         sandbox.exec("echo hi", timeout=20)
     assert caught.value.reason == "session_killed", caught.value
     assert "infra" not in str(caught.value)
+
+
+# -- a watched disk cap (overlay2 on ext4: the engine cannot enforce one) -----------------------
+
+HIDDEN_WRITER = """
+import os, time
+fds = []
+for i in range(5):  # 5 x 250 MiB in files unlinked but kept open: du and SizeRw see nothing
+    fds.append(os.open(f"/tmp/hidden{i}", os.O_CREAT | os.O_WRONLY, 0o600))
+    os.unlink(f"/tmp/hidden{i}")
+    for _ in range(250):
+        os.write(fds[-1], b"x" * 2**20)
+    os.fsync(fds[-1])
+print("wrote 1250 MiB", flush=True)
+time.sleep(5)
+"""
+
+
+def test_a_watched_cap_counts_deleted_but_open_files(make: Callable[..., DockerSandbox]) -> None:
+    cap = 256 * 2**20
+    sandbox = make(disk_limit=cap, disk_check_s=0.5)
+    sandbox.put_files("/tmp", {"w.py": HIDDEN_WRITER.encode()})
+    with pytest.raises(AgentFault) as caught:
+        print(sandbox.exec("python3 /tmp/w.py", timeout=120))
+    assert caught.value.reason == "disk_limit", caught.value
+    print(f"\ndeleted-but-open under a watched {cap / 2**20:.0f} MiB cap: {caught.value}")
+
+
+def test_a_watched_cap_counts_added_directories(make: Callable[..., DockerSandbox]) -> None:
+    cap = 256 * 2**20
+    sandbox = make(disk_limit=cap, disk_check_s=0.5)
+    flood = "mkdir /tmp/m && cd /tmp/m && seq 150000 | xargs mkdir; echo done; sleep 100"
+    with pytest.raises(AgentFault) as caught:
+        print(sandbox.exec(flood, timeout=120))
+    assert caught.value.reason == "disk_limit", caught.value
+    print(f"\n150,000 mkdirs under a watched {cap / 2**20:.0f} MiB cap: {caught.value}")

@@ -38,6 +38,8 @@ from services.shared.logging import get_logger
 
 log = get_logger("services.sandbox.disk")
 
+IDLE_FACTOR = 10
+"""Between commands the size is measured every ``IDLE_FACTOR`` times the interval."""
 MIN_WAIT = 0.05
 """Shortest pause between two measurements (seconds)."""
 FIRST_WAIT = 0.1
@@ -54,6 +56,34 @@ PROBE = (
 )
 """Makes a directory (metadata) and writes 1 MiB (data, fsynced) in it at the container's root,
 then removes both; its output names the error."""
+HIDDEN = (
+    "find -L /proc/[0-9]*/fd -mindepth 1 -maxdepth 1 -type f -links 0 ! -fstype tmpfs"
+    " -printf '%D %i %b\\n' 2>/dev/null | sort -u | awk '{t += $3} END {print t * 512 + 0}'"
+)
+"""Bytes held by files deleted but still open (each counted once, tmpfs and memfd aside),
+from every process's ``/proc/<pid>/fd``: what the engine's ``SizeRw`` cannot see."""
+INODE_BYTES = 4096
+"""What each entry the agent adds to the writable layer costs beyond its size (ext4: an inode
+and, for a directory, a block), which ``SizeRw`` does not count."""
+
+
+def hidden_bytes(api: APIClient, container_id: str) -> int:
+    """:data:`HIDDEN`, run as root in the container (blocking); 0 when it cannot tell (the
+    image lacks the tools, the agent killed the scan, the container stopped), logged."""
+    try:
+        exec_id = api.exec_create(container_id, ["/bin/sh", "-c", HIDDEN], user="0")["Id"]
+        out = api.exec_start(exec_id).decode("utf-8", "replace").strip()
+        return int(out.splitlines()[-1]) if out else 0
+    except Exception as exc:
+        log.warning("disk.hidden_failed", error=str(exc)[-300:])
+        return 0
+
+
+def added_entries(api: APIClient, container_id: str) -> int:
+    """Files and directories added to the writable layer (the engine's ``diff``, blocking)."""
+    return sum(1 for change in api.diff(container_id) or [] if change.get("Kind") == 1)
+
+
 QUOTA_TEXT = "Disk quota exceeded"
 """strerror(EDQUOT): a command whose output says it met the quota ends the task as
 ``disk_limit`` (an agent that prints it without meeting the quota ends only its own task)."""
@@ -125,10 +155,12 @@ class DiskWatch:
     def _loop(self) -> None:
         wait, last = FIRST_WAIT, None
         while not self._stop.is_set():
-            if not self._active.is_set():
-                self._active.wait()
-                wait, last = min(FIRST_WAIT, self._interval), None
-            if self._stop.wait(wait) or not self._active.is_set():
+            if not self._active.is_set():  # between commands: now and then (nothing runs)
+                if self._active.wait(self._interval * IDLE_FACTOR) or self.baseline is None:
+                    wait, last = min(FIRST_WAIT, self._interval), None
+                    continue
+                wait = 0.0
+            if self._stop.wait(wait):
                 continue
             try:
                 size = self._measure()

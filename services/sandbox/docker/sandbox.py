@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Executor
@@ -31,11 +32,26 @@ from docker.models.containers import Container
 from services.sandbox.base import AgentFault, SandboxError, SandboxSpec
 from services.sandbox.docker.archive import absolute, extract_single, files_tar
 from services.sandbox.docker.diagnosis import SessionKilled, diagnose, raise_if_stopped
-from services.sandbox.docker.disk import QUOTA_TEXT, DiskWatch, QuotaWatch, quota_full
+from services.sandbox.docker.disk import (
+    INODE_BYTES,
+    QUOTA_TEXT,
+    DiskWatch,
+    QuotaWatch,
+    added_entries,
+    hidden_bytes,
+    quota_full,
+)
 from services.sandbox.docker.errors import ENGINE_ERRORS, engine_error
 from services.sandbox.docker.transport import DockerExecTransport
 from services.sandbox.framing import SessionLost, SessionNotStarted, ShellSession
 from services.shared.commands import CommandResult
+from services.shared.logging import get_logger
+
+log = get_logger("services.sandbox.docker")
+
+INODES_EVERY = 2.0
+"""Seconds between two counts of the entries added to a watched container (the engine walks
+the writable layer for each)."""
 
 
 class DockerSandbox:
@@ -68,6 +84,8 @@ class DockerSandbox:
         self.lost: str | None = None
         """Why the sandbox can no longer be used although nothing failed yet (its engine
         stopped answering); None while all is well."""
+        self._inodes: tuple[float | None, int] = (None, 0)  # when entries were last counted, cost
+        self._counting = threading.Lock()
         self._created_at = int(time.time()) - 60  # events since then (slack for clock skew)
         self.quota = quota
         """The disk quota the engine's file system enforces (bytes); None: the cap is watched."""
@@ -121,6 +139,8 @@ class DockerSandbox:
             finally:
                 if self._disk:
                     self._disk.pause()
+            if self._disk and self._disk.exceeded is not None:  # stopped, the engine slow to say
+                raise self._disk_fault()
             if self.quota and (  # the command met the quota, or a probe does now
                 QUOTA_TEXT in result.output or await self._io(self._quota_full)
             ):
@@ -198,9 +218,30 @@ class DockerSandbox:
         return self._session
 
     def disk_used(self) -> int | None:
-        """Bytes in the container's writable layer, as the engine measures them (blocking)."""
-        rows = self._client.api.containers(all=True, size=True, filters={"id": self.id})
-        return int(rows[0].get("SizeRw") or 0) if rows else None
+        """What the task holds on the engine's disk (blocking): the writable layer as the
+        engine measures it (``SizeRw``), plus what that misses: files deleted but still open,
+        and :data:`~.disk.INODE_BYTES` per entry added (counted every :data:`INODES_EVERY` s)."""
+        api = self._client.api
+        rows = api.containers(all=True, size=True, filters={"id": self.id})
+        if not rows:
+            return None
+        if self._inodes[0] is None:  # the first count (the baseline's) is waited for
+            self._count_inodes()
+        elif time.monotonic() - self._inodes[0] >= INODES_EVERY and not self._counting.locked():
+            threading.Thread(target=self._count_inodes, daemon=True).start()  # never waited
+        hidden = hidden_bytes(api, self.id) if rows[0].get("State") == "running" else 0
+        return int(rows[0].get("SizeRw") or 0) + hidden + self._inodes[1]
+
+    def _count_inodes(self) -> None:
+        """Count the entries added to the writable layer (the engine walks it: slow on a
+        big tree, so later counts run in a thread of their own and the last count stands)."""
+        with self._counting:
+            try:
+                entries = added_entries(self._client.api, self.id)
+                self._inodes = (time.monotonic(), entries * INODE_BYTES)
+            except Exception as exc:
+                self._inodes = (time.monotonic(), self._inodes[1])
+                log.warning("disk.diff_failed", error=str(exc)[-300:])
 
     def _stop_for_disk(self, size: int) -> None:
         self._client.api.kill(self.id)  # the running command's exec sees its session end
