@@ -31,20 +31,26 @@ pytestmark = pytest.mark.docker
 IMAGE = os.environ.get("ARENA_TEST_IMAGE", "arena/arvo-base:bookworm")
 PREFIX = f"arenahostile{secrets.token_hex(3)}"
 
-HOPPER = r"""#!/bin/sh
-# One generation: start the next in a session of its own, note our pid, and exit. From its
-# second second of life on, each generation also kills every shell session of green's.
-t0=${1:-$(date +%s)}
-setsid sh /tmp/hop.sh "$t0" </dev/null >/dev/null 2>&1 &
-echo $$ > /tmp/hop-$$ && mv /tmp/hop-$$ /tmp/hop-last
-if [ $(( $(date +%s) - t0 )) -ge 2 ]; then
-  for f in /proc/[0-9]*/cmdline; do
-    case "$(tr '\0' ' ' <"$f" 2>/dev/null)" in
-      *arena-session*) p=${f#/proc/}; kill -9 "${p%/cmdline}" 2>/dev/null ;;
-    esac
-  done
-fi
-exit 0
+HOPPER = r"""
+import os, sys, time
+
+# Each generation forks the next and exits at once; the child leaves the session (setsid).
+# From its second second of life on, every 20th generation kills green's shell sessions.
+t0 = float(sys.argv[1]) if len(sys.argv) > 1 else time.time()
+n = 0
+while True:
+    if os.fork():
+        os._exit(0)
+    os.setsid()
+    n += 1
+    if n % 20 == 0 and time.time() - t0 >= 2:
+        for pid in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if b"arena-session" in f.read():
+                        os.kill(int(pid), 9)
+            except (OSError, ValueError):
+                pass
 """
 
 LEFT = (
@@ -90,9 +96,9 @@ def make(provider: BlockingProvider) -> Iterator[Callable[..., DockerSandbox]]:
 
 
 def _start_hopper(sandbox: DockerSandbox) -> None:
-    sandbox.put_files("/tmp", {"hop.sh": HOPPER.encode()})
-    started = sandbox.exec("sh /tmp/hop.sh & sleep 0.5; cat /tmp/hop-last", timeout=20)
-    assert started.output.strip().isdigit(), started.output  # it was running
+    sandbox.put_files("/tmp", {"hop.py": HOPPER.encode()})
+    started = sandbox.exec("python3 /tmp/hop.py & sleep 0.5; echo started", timeout=20)
+    assert started.output == "started\n", started.output
 
 
 def test_a_forking_setsid_loop_does_not_outlive_its_command(
@@ -100,10 +106,11 @@ def test_a_forking_setsid_loop_does_not_outlive_its_command(
 ) -> None:
     sandbox = make()
     _start_hopper(sandbox)
-    time.sleep(3)  # a survivor would now kill every session
+    waited = sandbox.exec("sleep 3; echo alive", timeout=20)  # a survivor kills this session
+    assert (waited.exit_code, waited.output) == (0, "alive\n"), waited.output
+    time.sleep(2)
     after = sandbox.exec(LEFT, timeout=20)
     assert (after.exit_code, after.output) == (0, "0\n"), after.output
-    assert sandbox.exec("sleep 3; echo alive", timeout=20).output == "alive\n"
 
 
 def test_a_forking_loop_that_kills_the_session_mid_command_is_gone_after_it(
@@ -112,8 +119,8 @@ def test_a_forking_loop_that_kills_the_session_mid_command_is_gone_after_it(
     """The hopper starts and kills the running command's own session: that command ends
     (exit -1), and the next one finds nothing of it left."""
     sandbox = make()
-    sandbox.put_files("/tmp", {"hop.sh": HOPPER.encode()})
-    killed = sandbox.exec("sh /tmp/hop.sh 0 & sleep 10", timeout=20)  # t0=0: it kills at once
+    sandbox.put_files("/tmp", {"hop.py": HOPPER.encode()})
+    killed = sandbox.exec("python3 /tmp/hop.py 0 & sleep 10", timeout=20)  # t0=0: kills at once
     assert killed.exit_code == -1, killed.output
     time.sleep(2)
     after = sandbox.exec(LEFT, timeout=20)
