@@ -2,7 +2,7 @@
 # Everything a fresh machine needs before the demo or the tests: the Docker engine and compose,
 # uv and the locked Python environment (with the postgres extra), Debian's chromium (browser tests),
 # postgresql (the store and API tests also run on a private PostgreSQL cluster) and docker-registry
-# (engine-pool tests), the base images and the fixture tasks (ARVO-shaped and
+# (engine-pool tests), btrfs-progs (disk-cap tests), the base images and the fixture tasks (ARVO-shaped and
 # SWE-bench-shaped). Idempotent: a second run with nothing changed takes seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,5 +11,6 @@ source scripts/ensure-env.sh
 bash scripts/ensure-chromium.sh   # the dashboard's browser tests (tests/ui/)
 bash scripts/ensure-postgres.sh   # the PostgreSQL half of the store and API tests
 bash scripts/ensure-registry.sh   # the engine-pool tests' local registry and openssl (docs/engines.md)
+bash scripts/ensure-btrfs.sh      # the disk-cap tests' btrfs engine (btrfs-progs; docs/engines.md)
 uv run --frozen python -m fixtures.build "$@"
 uv run --frozen python -m fixtures.swebench.build

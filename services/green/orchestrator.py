@@ -358,6 +358,7 @@ class Orchestrator:
                 workdir=plan.workdir,
                 memory=s.container_memory,
                 disk_limit=s.container_disk_bytes or None,
+                disk_room=int(getattr(plan, "workspace_bytes", 0)),  # kinds that copy much in
                 disk_check_s=s.disk_check_s,
                 cpus=s.container_cpus,
                 pids_limit=s.container_pids,

@@ -87,6 +87,9 @@ class SandboxSpec:
     disk_limit: int | None = None
     """Bytes the task may write into the container's writable layer, beyond what was copied
     in before its first command; None: no cap."""
+    disk_room: int = 0
+    """Bytes green itself copies in before the first command (the workspace): room added to a
+    quota the engine enforces, so the cap is what the agent's commands may add."""
     disk_check_s: float = 1.0
     """How often the writable layer is measured while a command runs (with a disk_limit)."""
 

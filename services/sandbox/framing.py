@@ -26,10 +26,12 @@ Framing
 
 One session per command
     ``setsid`` makes the command the leader of a new session and process group; background
-    jobs, pipelines and subshells stay in it. After the command exits,
-    :data:`~.shell_scripts.SWEEP` SIGKILLs every process of that session or group, and every
-    orphan that left its session with its own ``setsid``, until none is left, so nothing can
-    print into the next command's output. It reads ``/proc``, so the image needs no procps.
+    jobs, pipelines and subshells stay in it. After the command exits, the driver kills
+    whatever it left: in a container with ``kill -KILL -1`` (every process but pid 1 and the
+    driver, in one pass of the kernel that no fork can outrun), elsewhere by sweeping that
+    session and group through ``/proc`` (:data:`~.shell_scripts.SWEEP`). Nothing the agent
+    starts outlives its command, so nothing can print into the next command's output or touch
+    the next session.
 
 Timeouts
     The clock starts before the command is sent: a driver that has not taken the whole command
@@ -37,13 +39,14 @@ Timeouts
     deadline :data:`~.shell_scripts.KILLER` runs as a separate short process (the driver,
     blocked in ``wait``, cannot be asked); it sweeps the command's session and, in case its id
     was not reported yet, the session of every child of the driver. The driver's ``wait`` then
-    returns, it prints the end marker, the stream is drained up to it and the session is
+    returns, it kills what is left as after any command, prints the end marker, the stream is drained up to it and the session is
     reused. If the driver does not report back within :data:`DRAIN_TIMEOUT`, the session is
-    abandoned (driver killed too) and the next command opens a new one.
+    abandoned (driver killed too, with every other process of the container) and the next
+    command opens a new one.
 
 Session loss
-    When the stream ends mid-command (the command killed the driver, say), the command's
-    processes are swept and the result is ``exit_code=-1`` with a note. When it ends before the
+    When the stream ends mid-command (the command killed the driver, say), every process left
+    in the container is killed and the result is ``exit_code=-1`` with a note. When it ends before the
     driver acknowledged the command, the command never ran and :class:`SessionLost` lets the
     sandbox resend it on a new session. When the container itself is gone, the transport raises
     :class:`~services.sandbox.base.SandboxError`.
@@ -113,6 +116,15 @@ class ExecTransport(Protocol):
 class SessionLost(Exception):
     """The session was found dead before the command started: opening a new one and sending
     the command again is safe."""
+
+
+class SessionNotStarted(SandboxError):
+    """A session's process was started but never answered its first line: it died or hung
+    inside the sandbox (the transport's own failures are other SandboxErrors)."""
+
+
+class SessionNotAnswering(SessionNotStarted, SandboxTimeout):
+    """:class:`SessionNotStarted` because it did not answer in time."""
 
 
 class MarkerScanner:
@@ -204,8 +216,9 @@ class ShellSession:
         return self._stream is not None
 
     async def open(self) -> None:
-        """Start the driver and wait for its handshake. Raises SandboxError (SandboxTimeout
-        when it does not answer)."""
+        """Start the driver and wait for its handshake. Raises SandboxError from the transport,
+        SessionNotStarted when the driver dies before it answers (SessionNotAnswering, a
+        SandboxTimeout, when it does not answer in time)."""
         self._stream = await self._transport.open(
             ["/bin/sh", "-c", BOOT, "arena-session", self._workdir]
         )
@@ -229,8 +242,8 @@ class ShellSession:
             self.close()
             said = seen.text().strip()
             if time.monotonic() >= deadline:
-                raise SandboxTimeout(f"the shell session did not answer in time: {said!r}")
-            raise SandboxError(f"the shell session did not start: {said!r}")
+                raise SessionNotAnswering(f"the shell session did not answer in time: {said!r}")
+            raise SessionNotStarted(f"the shell session did not start: {said!r}")
         self.driver_pid, self.shell = hello.value.decode().split()
 
     def close(self) -> None:
@@ -285,7 +298,8 @@ class ShellSession:
         """The stream ended mid-command: the driver died (killed by the command, or the
         container stopped). Kill what the command left, report it, reopen next time."""
         self.close()
-        await self._kill(cmd.sid.value)  # raises SandboxError when the container is gone
+        # the driver is gone: kill everything else too (raises SandboxError when the container is)
+        await self._kill(cmd.sid.value, abandon=True)
         note = "[the shell session ended before the command finished; its processes were killed]"
         return cmd.result(-1, timed_out=timed_out, note=note)
 

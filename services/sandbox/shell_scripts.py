@@ -1,9 +1,16 @@
 """The shell programs of a session, and how a command is framed for them (pure data, no I/O).
 
 :data:`BOOT` is what the session's process runs: it reads :data:`DRIVER` from stdin. The driver
-reads commands framed by :func:`frame_lines`, runs each in its own session (``setsid``), sweeps
+reads commands framed by :func:`frame_lines`, runs each in its own session (``setsid``), kills
 what it left (:data:`SWEEP`) and prints an end marker. :data:`KILLER` kills a running command
 from a separate process. See :mod:`services.sandbox.framing` for the protocol.
+
+In a container (the driver's parent is outside its pid namespace) the cleanup is
+``kill -KILL -1``: the kernel delivers SIGKILL to every process of the namespace but pid 1 and
+the caller in one pass under the task list lock, and a fork racing it fails, so a process that
+forks in a loop (each child leaving its parent, ``setsid``) cannot outrun it the way it outruns
+a scan of ``/proc``. Elsewhere (a host, a shared pid namespace) only the command's own session
+and group are swept, by scanning.
 """
 
 from __future__ import annotations
@@ -27,6 +34,28 @@ sweep() {  # SIGKILL, until none is left, every process of group or session $1, 
       if [ "$3" = "$_t" ] || [ "$4" = "$_t" ] || { [ -n "$_orphans" ] && [ "$2" = 1 ] && [ "$4" != 1 ]; }; then
         _p=${_s#/proc/}; kill -KILL "${_p%/stat}" 2>/dev/null; _f=1
       fi
+    done
+    [ -z "$_f" ] && return 0
+    _i=$((_i + 1))
+  done
+}
+clean() {  # after a command: in a container every process but pid 1 and this shell, in one
+  # pass a fork cannot race (kill(2) with pid -1); elsewhere session or group $1, by scanning
+  if [ -n "$_orphans" ]; then kill -KILL -1 2>/dev/null; settle; else sweep "$1"; fi
+}
+settle() {  # wait (a bounded while) until what `kill -KILL -1` hit has exited; nothing can
+  # start meanwhile (a fork by a process with SIGKILL pending fails). Left alone: zombies,
+  # pid 1's session (the keeper and its `sleep`) and this shell's own session.
+  _i=0
+  while [ "$_i" -lt 1000 ]; do
+    _f=
+    for _s in /proc/[0-9]*/stat; do
+      { read -r _l <"$_s"; } 2>/dev/null || continue
+      set -- ${_l##*") "}
+      case $1 in Z | X) continue ;; esac
+      case $4 in 1 | "$$") continue ;; esac
+      _f=1
+      break
     done
     [ -z "$_f" ] && return 0
     _i=$((_i + 1))
@@ -57,7 +86,7 @@ while read -r n k; do
   printf '%s:sid %s\n' "$n" "$p" >&2
   wait "$p"; r=$?
   cd /
-  sweep "$p"
+  clean "$p"
   printf '%s %s\n' "$n" "$r"
 done
 """
@@ -70,6 +99,7 @@ Protocol: a ``<nonce>`` line, answered ``<nonce> <pid> <shell>``; then per comma
 KILLER = (
     SWEEP
     + r"""
+[ -n "$ABANDON" ] && [ -n "$_orphans" ] && { kill -KILL -1 2>/dev/null; settle; exit 0; }
 [ -n "$2" ] && sweep "$2"
 for s in /proc/[0-9]*/stat; do
   { read -r l <"$s"; } 2>/dev/null || continue
@@ -82,7 +112,8 @@ exit 0
 )
 """Kills a running command: ``$1`` the driver's pid, ``$2`` the command's session id (may be
 empty). It also sweeps the session of every child of the driver, in case the id was not
-reported yet. With ``ABANDON=1`` in the environment it kills the driver too."""
+reported yet (the driver's own cleanup then kills the rest). With ``ABANDON=1`` in the
+environment it kills the driver too: in a container every process but pid 1 and itself."""
 
 
 def frame_lines(text: str) -> bytes:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import secrets
 import struct
 
+from services.sandbox.docker.diagnosis import _running_quietly
 from services.sandbox.docker.transport import FrameDecoder
 from services.sandbox.framing import MarkerScanner
 from services.sandbox.output import OutputCapture
@@ -106,3 +107,13 @@ def test_readable_works_for_descriptors_above_select_limit():
         sock.close()
         a.close()
         b.close()
+
+
+def test_a_lost_session_is_the_agents_only_in_a_container_running_quietly() -> None:
+    """session_killed needs a running container the engine reports no trouble with: paused,
+    restarting, dead, OOM-killed or in error, the lost session is not shown to be the agent's."""
+    assert _running_quietly({"Running": True, "Error": ""})
+    for trouble in ("Paused", "Restarting", "Dead", "OOMKilled"):
+        assert not _running_quietly({"Running": True, trouble: True}), trouble
+    assert not _running_quietly({"Running": True, "Error": "device or resource busy"})
+    assert not _running_quietly({"Running": False})

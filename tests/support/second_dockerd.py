@@ -11,6 +11,11 @@ start-up removes "the default bridge" it is told not to use), which cuts the mac
 engine off its default network. This engine gets a bridge of its own (``arena-br<hex>``, a
 private /24), created here and deleted at the end; the teardown checks ``docker0`` survived.
 
+:func:`btrfs_dockerd` is the same engine on a loop-mounted btrfs file system of its own
+(``--storage-driver=btrfs``, ``btrfs quota enable``), whose storage driver enforces a
+container's ``storage_opt size`` (qgroups): the disk-cap tests run there. Needs btrfs-progs
+(scripts/ensure-btrfs.sh) and a kernel with btrfs.
+
 It also listens on ``tcp://127.0.0.1:<free port>`` with mutual TLS (``--tlsverify``, a CA made
 for it: tests/support/engine_tls.py), so the pool's ``tcp://`` path runs against a real engine.
 """
@@ -48,6 +53,8 @@ class SecondEngine:
     tls_url: str = ""
     """``tcp://127.0.0.1:<port>``: the same engine, over mutual TLS."""
     tls: EngineTls | None = None
+    mount: Path | None = None
+    """The btrfs file system the engine's data-root is on (:func:`btrfs_dockerd`)."""
 
     def client(self) -> docker.DockerClient:
         return docker.DockerClient(base_url=self.url, timeout=120)
@@ -59,8 +66,32 @@ def _unavailable(why: str) -> None:
     pytest.skip(f"no second Docker engine: {why}")
 
 
-def start_second_dockerd() -> SecondEngine:
-    """Start the engine and wait until it answers."""
+def _btrfs_data_root(root: Path, size: int) -> Path:
+    """A loop-mounted btrfs file system of ``size`` bytes (sparse) with quotas on, at
+    ``root/data``; the engine's data-root is its ``docker`` folder."""
+    for tool in ("mkfs.btrfs", "btrfs", "mount"):
+        if shutil.which(tool) is None:
+            _unavailable(f"{tool} is missing (scripts/ensure-btrfs.sh)")
+    image, mount = root / "btrfs.img", root / "data"
+    with image.open("wb") as f:
+        f.truncate(size)
+    mount.mkdir()
+    for cmd in (
+        ["mkfs.btrfs", "-q", "-f", "-m", "single", str(image)],  # metadata once, as counted
+        ["mount", "-o", "loop", str(image), str(mount)],
+        ["btrfs", "quota", "enable", str(mount)],
+    ):
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode != 0:
+            subprocess.run(["umount", str(mount)], capture_output=True)
+            shutil.rmtree(root, ignore_errors=True)
+            _unavailable(f"{' '.join(cmd[:2])} failed: {done.stderr.strip()[-300:]}")
+    return mount
+
+
+def start_second_dockerd(btrfs_bytes: int = 0) -> SecondEngine:
+    """Start the engine and wait until it answers; with ``btrfs_bytes``, on a btrfs data-root
+    of that size (:func:`_btrfs_data_root`)."""
     if os.geteuid() != 0:
         _unavailable("starting dockerd needs root")
     if shutil.which("dockerd") is None:
@@ -68,6 +99,10 @@ def start_second_dockerd() -> SecondEngine:
     if shutil.which("ip") is None:
         _unavailable("the ip command (iproute2) is missing")
     root = Path(tempfile.mkdtemp(prefix="arena-dockerd-"))
+    mount = _btrfs_data_root(root, btrfs_bytes) if btrfs_bytes else None
+    data_args = [f"--data-root={root / 'data'}"]
+    if mount is not None:
+        data_args = [f"--data-root={mount / 'docker'}", "--storage-driver=btrfs"]
     sock = root / "docker.sock"
     bridge = f"arena-br{secrets.token_hex(3)}"
     subnet = f"10.{random.randint(200, 250)}.{random.randint(0, 255)}"
@@ -86,7 +121,7 @@ def start_second_dockerd() -> SecondEngine:
             f"--host=unix://{sock}",
             f"--host={tls_url}",
             *tls.dockerd_args(),
-            f"--data-root={root / 'data'}",
+            *data_args,
             f"--exec-root={root / 'exec'}",
             f"--pidfile={root / 'docker.pid'}",
             f"--bridge={bridge}",
@@ -96,7 +131,7 @@ def start_second_dockerd() -> SecondEngine:
         stdout=log,
         stderr=subprocess.STDOUT,
     )
-    engine = SecondEngine(f"unix://{sock}", root, process, bridge, tls_url, tls)
+    engine = SecondEngine(f"unix://{sock}", root, process, bridge, tls_url, tls, mount)
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -131,6 +166,8 @@ def stop_second_dockerd(engine: SecondEngine) -> None:
         subprocess.run(["ip", "link", "del", engine.bridge], capture_output=True)
     subprocess.run(["umount", "-R", str(engine.root / "exec")], capture_output=True)
     subprocess.run(["umount", "-R", str(engine.root / "data")], capture_output=True)
+    if engine.mount is not None and os.path.ismount(engine.mount):
+        subprocess.run(["umount", "-l", str(engine.mount)], capture_output=True)
     shutil.rmtree(engine.root, ignore_errors=True)
 
 
@@ -142,6 +179,22 @@ def _has_docker0() -> bool:
 def second_dockerd() -> Iterator[SecondEngine]:
     had_docker0 = _has_docker0()
     engine = start_second_dockerd()
+    try:
+        yield engine
+    finally:
+        stop_second_dockerd(engine)
+        assert _has_docker0() == had_docker0, "the second dockerd took the host's docker0"
+
+
+BTRFS_BYTES = 3 * 2**30
+"""Size of :func:`btrfs_dockerd`'s file system (a sparse file: only what is written is used)."""
+
+
+@pytest.fixture(scope="module")
+def btrfs_dockerd() -> Iterator[SecondEngine]:
+    """A second engine whose storage driver (btrfs, quotas on) enforces ``storage_opt size``."""
+    had_docker0 = _has_docker0()
+    engine = start_second_dockerd(btrfs_bytes=BTRFS_BYTES)
     try:
         yield engine
     finally:

@@ -6,6 +6,11 @@ commands runs inside, and its pid 1 (the keeper) cannot be signalled from there.
 (:class:`SandboxError`) when the container vanished, the engine reports an error of its own,
 the engine was asked to kill or stop it (``docker kill``/``stop``, the engine shutting down:
 its events say so), or the engine cannot be asked.
+
+A shell session lost while the container runs (unpaused, no engine error) and the engine
+answers (:class:`SessionKilled`) is the agent's too (``session_killed``): after each command
+nothing but pid 1 is left running, so only the agent's commands, or what they changed in the
+container (its shell, say), can have ended the session or stopped a new one from starting.
 """
 
 from __future__ import annotations
@@ -17,6 +22,11 @@ from docker import APIClient
 
 from services.sandbox.base import AgentFault, SandboxError
 from services.sandbox.docker.errors import ENGINE_ERRORS, engine_error
+
+
+class SessionKilled(SandboxError):
+    """The shell session ended before a command started on a new one, or a new session died
+    before answering, in a sandbox where sessions had started: :func:`diagnose` decides whose."""
 
 
 def raise_if_stopped(api: APIClient, container_id: str, name: str, wait_s: float = 1.0) -> None:
@@ -42,6 +52,12 @@ def diagnose(
         return SandboxError(f"{name} was removed from outside: {error}")
     except ENGINE_ERRORS as e:
         return engine_error(e, f"{error}; the engine cannot be asked why")
+    if isinstance(error, SessionKilled) and _running_quietly(state):
+        return AgentFault(
+            "session_killed",
+            "the task's shell session was killed and no new one could be started, while the "
+            "container kept running: the agent's commands killed it or broke its shell",
+        )
     if state.get("Running") or state.get("Error"):
         return SandboxError(f"{error} (engine: {state.get('Error') or 'still running'})")
     if killed_through_engine(api, container_id, since):
@@ -55,6 +71,14 @@ def diagnose(
         "container_died",
         f"the task container stopped during the agent's command "
         f"(exit code {state.get('ExitCode')})",
+    )
+
+
+def _running_quietly(state: dict) -> bool:
+    """Running, not paused or restarting, no error of the engine's own."""
+    bad = ("Paused", "Restarting", "Dead", "OOMKilled")
+    return (
+        bool(state.get("Running")) and not state.get("Error") and not any(state.get(k) for k in bad)
     )
 
 

@@ -1,4 +1,13 @@
-"""The disk cap of a task container: a watchdog on the size of its writable layer.
+"""The disk cap of a task container: enforced by the engine's file system, or watched.
+
+Where the engine's storage driver enforces ``storage_opt size`` (btrfs qgroups; overlay2 over
+XFS with project quotas), the provider gives the container a quota and the file system refuses
+writes past it (``EDQUOT``), deleted-but-open files and directories included. While a command
+runs (:class:`QuotaWatch`) and after it, :func:`quota_full` writes a small probe as root; a
+probe the quota refuses, or a command whose output says "Disk quota exceeded" (a quota may
+have room for a probe again once the command's writes are committed or freed), ends the task
+as the agent's ``disk_limit``. Elsewhere the cap is
+watched:
 
 Docker's default storage (overlay2 on ext4) refuses ``storage_opt size``, and a tmpfs is
 invisible to the archive API green reads submissions through, so the cap is enforced from
@@ -12,7 +21,9 @@ outside. Two parts:
   agent's ``disk_limit``). Many files written in parallel may pass the cap by what they
   write between the last two measurements and the kill (bench/disk_cap.py measures it).
 
-Between commands nothing of the agent runs (its processes are swept), so nothing is measured.
+Between commands nothing of the agent runs (every process but pid 1 is killed when a command
+ends), so nothing is measured. What the watchdog cannot see: files deleted but still open (freed
+when the command ends) and the file system's metadata (directories, inodes).
 """
 
 from __future__ import annotations
@@ -21,10 +32,14 @@ import threading
 import time
 from collections.abc import Callable
 
+from docker import APIClient
+
 from services.shared.logging import get_logger
 
 log = get_logger("services.sandbox.disk")
 
+IDLE_FACTOR = 10
+"""Between commands the size is measured every ``IDLE_FACTOR`` times the interval."""
 MIN_WAIT = 0.05
 """Shortest pause between two measurements (seconds)."""
 FIRST_WAIT = 0.1
@@ -33,6 +48,65 @@ STOP_LAG = 0.25
 """Seconds between deciding to stop a writer and its last byte (measurement, the engine's
 kill): a command whose size plus this much writing at its current rate would pass the cap is
 stopped now, so the cap holds for fast writers too."""
+
+
+PROBE = (
+    'd=/.arena-probe-$$; mkdir "$d" 2>&1 && dd if=/dev/zero of="$d/f" bs=65536 count=16'
+    ' conv=fsync 2>&1; r=$?; rm -rf "$d"; exit $r'
+)
+"""Makes a directory (metadata) and writes 1 MiB (data, fsynced) in it at the container's root,
+then removes both; its output names the error."""
+HIDDEN = (
+    "find -L /proc/[0-9]*/fd -mindepth 1 -maxdepth 1 -type f -links 0 ! -fstype tmpfs"
+    " -printf '%D %i %b\\n' 2>/dev/null | sort -u | awk '{t += $3} END {print t * 512 + 0}'"
+)
+"""Bytes held by files deleted but still open (each counted once, tmpfs and memfd aside),
+from every process's ``/proc/<pid>/fd``: what the engine's ``SizeRw`` cannot see."""
+INODE_BYTES = 4096
+"""What each entry the agent adds to the writable layer costs beyond its size (ext4: an inode
+and, for a directory, a block), which ``SizeRw`` does not count."""
+
+
+def hidden_bytes(api: APIClient, container_id: str) -> int:
+    """:data:`HIDDEN`, run as root in the container (blocking); 0 when it cannot tell (the
+    image lacks the tools, the agent killed the scan, the container stopped), logged."""
+    try:
+        exec_id = api.exec_create(container_id, ["/bin/sh", "-c", HIDDEN], user="0")["Id"]
+        out = api.exec_start(exec_id).decode("utf-8", "replace").strip()
+        return int(out.splitlines()[-1]) if out else 0
+    except Exception as exc:
+        log.warning("disk.hidden_failed", error=str(exc)[-300:])
+        return 0
+
+
+def added_entries(api: APIClient, container_id: str) -> int:
+    """Files and directories added to the writable layer (the engine's ``diff``, blocking)."""
+    return sum(1 for change in api.diff(container_id) or [] if change.get("Kind") == 1)
+
+
+QUOTA_TEXT = "Disk quota exceeded"
+"""strerror(EDQUOT): a command whose output says it met the quota ends the task as
+``disk_limit`` (an agent that prints it without meeting the quota ends only its own task)."""
+FULL = (QUOTA_TEXT, "No space left on device")
+
+
+def quota_full(api: APIClient, container_id: str) -> bool:
+    """Whether the container's quota refuses a 1 MiB write (blocking; as root, after a
+    command, when nothing of the agent runs). Anything else that fails (the agent broke the
+    tools, the container is gone) is not a full quota: False, logged."""
+    try:
+        exec_id = api.exec_create(container_id, ["/bin/sh", "-c", PROBE], user="0")["Id"]
+        out = api.exec_start(exec_id).decode("utf-8", "replace")
+        code = api.exec_inspect(exec_id).get("ExitCode")
+    except Exception as exc:
+        log.warning("disk.probe_failed", error=str(exc))
+        return False
+    if code == 0:
+        return False
+    if any(text in out for text in FULL):
+        return True
+    log.warning("disk.probe_failed", error=out[-300:])
+    return False
 
 
 class DiskWatch:
@@ -81,10 +155,12 @@ class DiskWatch:
     def _loop(self) -> None:
         wait, last = FIRST_WAIT, None
         while not self._stop.is_set():
-            if not self._active.is_set():
-                self._active.wait()
-                wait, last = min(FIRST_WAIT, self._interval), None
-            if self._stop.wait(wait) or not self._active.is_set():
+            if not self._active.is_set():  # between commands: now and then (nothing runs)
+                if self._active.wait(self._interval * IDLE_FACTOR) or self.baseline is None:
+                    wait, last = min(FIRST_WAIT, self._interval), None
+                    continue
+                wait = 0.0
+            if self._stop.wait(wait):
                 continue
             try:
                 size = self._measure()
@@ -121,3 +197,30 @@ def _rate(last: tuple[float, int] | None, now: float, size: int) -> float:
     if now <= last[0]:
         return 0.0
     return max(0.0, (size - last[1]) / (now - last[0]))
+
+
+class QuotaWatch(DiskWatch):
+    """An enforced quota, watched only to end the task: while a command runs, ``probe()`` (a
+    :func:`quota_full`) every ``interval`` seconds; the first that finds the quota full calls
+    ``on_exceeded`` (the sandbox stops the container: the task ends as ``disk_limit``). The
+    file system holds the cap whether or not a probe runs in time."""
+
+    def __init__(
+        self,
+        probe: Callable[[], bool],
+        limit: int,
+        interval: float,
+        on_exceeded: Callable[[int], None],
+    ) -> None:
+        self._probe = probe
+        super().__init__(lambda: 0, limit, interval, on_exceeded)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            if not self._active.is_set():
+                self._active.wait()
+                continue
+            if self._stop.wait(self._interval) or not self._active.is_set():
+                continue
+            if self.exceeded is None and self._probe():
+                self._exceed(self.limit, 0.0)

@@ -69,6 +69,7 @@ class Engine:
             "up": self.up,
             "running": self.running,
             "capacity": self.capacity or None,
+            "disk_cap": self.provider.disk_cap,
             "error": self.error,
         }
 
@@ -231,6 +232,9 @@ class EnginePool:
             try:
                 async with asyncio.timeout(self.check_s):
                     ok = await engine.provider.ping()
+                    if ok and engine.provider.disk_cap is None:
+                        with contextlib.suppress(Exception):  # asked again at the next check
+                            await engine.provider.check_disk_cap()
                 self._mark(engine, ok, None if ok else "the engine does not answer")
             except TimeoutError:
                 self._mark(engine, False, f"no answer within {self.check_s:g} s")

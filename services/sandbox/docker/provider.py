@@ -26,6 +26,9 @@ from services.sandbox.base import Progress, SandboxError, SandboxSpec
 from services.sandbox.docker.errors import ENGINE_ERRORS, engine_error
 from services.sandbox.docker.images import ensure_image, has_image
 from services.sandbox.docker.sandbox import DockerSandbox
+from services.shared.logging import get_logger
+
+log = get_logger("services.sandbox.provider")
 
 DROPPED_CAPS = [
     "AUDIT_WRITE",
@@ -50,6 +53,9 @@ KEEPER = (
 """Pid 1 of a task container (``/bin/sh -c``). It ignores every signal it can (SIGKILL and
 SIGSTOP from inside the namespace never reach an init), restarts its ``sleep`` child if that
 is killed, and its ``wait`` reaps every child, orphans adopted from killed commands too."""
+
+QUOTA_SLACK = 4 * 2**20
+"""Bytes added to an enforced quota for the file system's own bookkeeping of the container."""
 
 DEFAULT_THREADS = 32
 """Threads for docker-py's blocking calls when no executor is given."""
@@ -87,6 +93,10 @@ class DockerSandboxProvider:
         )
         self._init = init  # accepted for compatibility and ignored: Docker's init would exit
         self._ncpu: int | None = None
+        self.disk_cap: str | None = None
+        """How this engine holds a task's disk cap: ``enforced`` (the storage driver's quota,
+        ``storage_opt size``) or ``watched`` (green measures, :mod:`.disk`); None until asked
+        (:meth:`check_disk_cap`)."""
         self.live: set[DockerSandbox] = set()
         """Sandboxes created here and not removed yet."""
 
@@ -113,7 +123,9 @@ class DockerSandboxProvider:
                 self._client, spec.image, registry=self.registry, progress=say, engine=self.name
             )
         )
-        container = await self._io(self._create, spec)
+        if spec.disk_limit and self.disk_cap is None:
+            await self.check_disk_cap()
+        container, quota = await self._io(self._create, spec)
         sandbox = DockerSandbox(
             self._client,
             container,
@@ -121,16 +133,25 @@ class DockerSandboxProvider:
             self._executor,
             engine=self.name,
             on_removed=self.live.discard,
+            quota=quota,
         )
         self.live.add(sandbox)
         return sandbox
 
-    def _create(self, spec: SandboxSpec) -> Any:
+    def _create(self, spec: SandboxSpec) -> tuple[Any, int | None]:
+        """The started container, and its enforced disk quota (bytes; None: watched)."""
         name = f"arena-task-{secrets.token_hex(4)}"
         options = self._options(spec, name)
+        quota = self._quota(spec) if spec.disk_limit and self.disk_cap == "enforced" else None
+        if quota:
+            options["storage_opt"] = {"size": str(quota)}
         try:
             container = self._client.containers.create(spec.image, **options)
         except docker.errors.APIError as e:
+            if quota and "storage-opt" in str(e.explanation or ""):  # e.g. xfs without pquota
+                log.warning("engine.disk_cap", engine=self.name, mode="watched", why=str(e))
+                self.disk_cap = "watched"
+                return self._create(spec)
             raise SandboxError(f"cannot create {name} from {spec.image}: {e.explanation}") from e
         except ENGINE_ERRORS as e:
             raise engine_error(e, f"cannot create {name}") from e
@@ -140,7 +161,33 @@ class DockerSandboxProvider:
             with contextlib.suppress(*ENGINE_ERRORS):  # else the janitor's sweep removes it
                 container.remove(force=True, v=True)
             raise engine_error(e, f"cannot start {name}") from e
-        return container
+        return container, quota
+
+    def _quota(self, spec: SandboxSpec) -> int:
+        """The container's quota: the engine counts what its file system references (the
+        image's files too), so the image's size, the cap, the workspace green copies in and a
+        little slack."""
+        try:
+            image = int(self._client.images.get(spec.image).attrs.get("Size") or 0)
+        except docker.errors.APIError as e:
+            raise SandboxError(f"cannot inspect {spec.image}: {e.explanation}") from e
+        except ENGINE_ERRORS as e:
+            raise engine_error(e, f"cannot inspect {spec.image}") from e
+        return image + (spec.disk_limit or 0) + spec.disk_room + spec.disk_room // 8 + QUOTA_SLACK
+
+    async def check_disk_cap(self) -> str:
+        """Ask the engine whether its storage driver enforces ``storage_opt size`` (btrfs;
+        overlay2 over XFS, which needs the ``pquota`` mount option: a refusal at the first
+        creation turns it to ``watched``); logs the answer once."""
+        info = await self._io(self._client.info)
+        driver = str(info.get("Driver") or "")
+        backing = dict(info.get("DriverStatus") or []).get("Backing Filesystem", "")
+        enforced = driver == "btrfs" or (driver == "overlay2" and backing == "xfs")
+        mode = "enforced" if enforced else "watched"
+        if self.disk_cap != mode:
+            log.info("engine.disk_cap", engine=self.name, mode=mode, driver=driver, fs=backing)
+        self.disk_cap = mode
+        return mode
 
     def _options(self, spec: SandboxSpec, name: str) -> dict[str, Any]:
         labels = {
@@ -167,7 +214,7 @@ class DockerSandboxProvider:
             "pids_limit": spec.pids_limit,
             "ulimits": [Ulimit(name="core", soft=0, hard=0)],
         }
-        if spec.disk_limit:  # no single file past the cap (the watchdog sees the sum)
+        if spec.disk_limit:  # no single file past the cap
             options["ulimits"].append(
                 Ulimit(name="fsize", soft=spec.disk_limit, hard=spec.disk_limit)
             )
@@ -223,6 +270,7 @@ class DockerSandboxProvider:
                 "up": up,
                 "running": len(self.live),
                 "capacity": None,
+                "disk_cap": self.disk_cap,
                 "error": None if up else "the engine does not answer",
             }
         ]

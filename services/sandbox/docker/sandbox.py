@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Executor
@@ -30,12 +31,27 @@ from docker.models.containers import Container
 
 from services.sandbox.base import AgentFault, SandboxError, SandboxSpec
 from services.sandbox.docker.archive import absolute, extract_single, files_tar
-from services.sandbox.docker.diagnosis import diagnose, raise_if_stopped
-from services.sandbox.docker.disk import DiskWatch
+from services.sandbox.docker.diagnosis import SessionKilled, diagnose, raise_if_stopped
+from services.sandbox.docker.disk import (
+    INODE_BYTES,
+    QUOTA_TEXT,
+    DiskWatch,
+    QuotaWatch,
+    added_entries,
+    hidden_bytes,
+    quota_full,
+)
 from services.sandbox.docker.errors import ENGINE_ERRORS, engine_error
 from services.sandbox.docker.transport import DockerExecTransport
-from services.sandbox.framing import SessionLost, ShellSession
+from services.sandbox.framing import SessionLost, SessionNotStarted, ShellSession
 from services.shared.commands import CommandResult
+from services.shared.logging import get_logger
+
+log = get_logger("services.sandbox.docker")
+
+INODES_EVERY = 2.0
+"""Seconds between two counts of the entries added to a watched container (the engine walks
+the writable layer for each)."""
 
 
 class DockerSandbox:
@@ -52,6 +68,7 @@ class DockerSandbox:
         *,
         engine: str = "local",
         on_removed: Callable[[DockerSandbox], None] | None = None,
+        quota: int | None = None,
     ) -> None:
         self._client = client
         self._container = container
@@ -62,13 +79,22 @@ class DockerSandbox:
         self._transport = DockerExecTransport(client.api, container.id, executor)
         self._lock = asyncio.Lock()
         self._session: ShellSession | None = None
+        self._sessions = 0  # shell sessions that started: a later one that cannot is not infra
         self._removed = False
         self.lost: str | None = None
         """Why the sandbox can no longer be used although nothing failed yet (its engine
         stopped answering); None while all is well."""
+        self._inodes: tuple[float | None, int] = (None, 0)  # when entries were last counted, cost
+        self._counting = threading.Lock()
         self._created_at = int(time.time()) - 60  # events since then (slack for clock skew)
+        self.quota = quota
+        """The disk quota the engine's file system enforces (bytes); None: the cap is watched."""
         self._disk: DiskWatch | None = None
-        if spec.disk_limit:
+        if spec.disk_limit and quota:
+            self._disk = QuotaWatch(
+                self._quota_full, spec.disk_limit, spec.disk_check_s, self._stop_for_disk
+            )
+        elif spec.disk_limit:
             self._disk = DiskWatch(
                 self.disk_used, spec.disk_limit, spec.disk_check_s, self._stop_for_disk
             )
@@ -118,12 +144,19 @@ class DockerSandbox:
             if self._disk:
                 await self._io(self._disk.start)
             try:
-                return await self._exec(command, timeout)
+                result = await self._exec(command, timeout)
             except SandboxError as e:
                 raise await self._diagnose(e) from e
             finally:
                 if self._disk:
                     self._disk.pause()
+            if self._disk and self._disk.exceeded is not None:  # stopped, the engine slow to say
+                raise self._disk_fault()
+            if self.quota and (  # the command met the quota, or a probe does now
+                QUOTA_TEXT in result.output or await self._io(self._quota_full)
+            ):
+                raise self._disk_fault()
+            return result
 
     async def _exec(self, command: str, timeout: float) -> CommandResult:
         for attempt in (1, 2):
@@ -132,8 +165,10 @@ class DockerSandbox:
                 result = await session.run(command, timeout, self.spec.output_limit)
             except SessionLost as e:
                 self._session = None
-                if attempt == 2 or self._removed:
+                if self._removed:
                     raise SandboxError(f"{self.name}: {e}") from e
+                if attempt == 2:
+                    raise SessionKilled(f"{self.name}: {e}, twice") from e
                 continue
             if self._removed:  # remove() interrupted the command
                 raise SandboxError(f"{self.name} was removed while the command ran")
@@ -146,12 +181,7 @@ class DockerSandbox:
         """Why a command lost its container (see :mod:`.diagnosis`); green's own removal and
         the disk watchdog's stop are known here."""
         if self._disk and self._disk.exceeded is not None:
-            return AgentFault(
-                "disk_limit",
-                f"the task's commands wrote {self._disk.exceeded:,} bytes into the container "
-                f"at {self._disk.rate / 2**20:,.0f} MiB/s, past or about to pass its disk "
-                f"limit ({self._disk.limit:,} bytes); the container was stopped",
-            )
+            return self._disk_fault()
         if self._removed:
             return error
         return await self._io(
@@ -165,19 +195,64 @@ class DockerSandbox:
             )
         )
 
+    def _disk_fault(self) -> AgentFault:
+        if self.quota or self._disk is None:
+            return AgentFault(
+                "disk_limit",
+                f"the task's commands filled the container's disk quota ({self.quota:,} "
+                f"bytes with the image, {self.spec.disk_limit or 0:,} for the task), which the "
+                "engine's file system enforces: writes failed with 'Disk quota exceeded'",
+            )
+        return AgentFault(
+            "disk_limit",
+            f"the task's commands wrote {self._disk.exceeded or 0:,} bytes into the container "
+            f"at {self._disk.rate / 2**20:,.0f} MiB/s, past or about to pass its disk "
+            f"limit ({self._disk.limit:,} bytes); the container was stopped",
+        )
+
+    def _quota_full(self) -> bool:
+        return quota_full(self._client.api, self.id)
+
     async def _live_session(self) -> ShellSession:
         if self._removed:
             raise SandboxError(f"{self.name} was removed")
         if self._session is None or not self._session.alive:
             session = ShellSession(self._transport, self.spec.workdir)
-            await session.open()
+            try:
+                await session.open()
+            except SessionNotStarted as e:
+                if self._sessions and not self._removed:  # one started here before
+                    raise SessionKilled(f"{self.name}: {e}") from e
+                raise
             self._session = session
+            self._sessions += 1
         return self._session
 
     def disk_used(self) -> int | None:
-        """Bytes in the container's writable layer, as the engine measures them (blocking)."""
-        rows = self._client.api.containers(all=True, size=True, filters={"id": self.id})
-        return int(rows[0].get("SizeRw") or 0) if rows else None
+        """What the task holds on the engine's disk (blocking): the writable layer as the
+        engine measures it (``SizeRw``), plus what that misses: files deleted but still open,
+        and :data:`~.disk.INODE_BYTES` per entry added (counted every :data:`INODES_EVERY` s)."""
+        api = self._client.api
+        rows = api.containers(all=True, size=True, filters={"id": self.id})
+        if not rows:
+            return None
+        if self._inodes[0] is None:  # the first count (the baseline's) is waited for
+            self._count_inodes()
+        elif time.monotonic() - self._inodes[0] >= INODES_EVERY and not self._counting.locked():
+            threading.Thread(target=self._count_inodes, daemon=True).start()  # never waited
+        hidden = hidden_bytes(api, self.id) if rows[0].get("State") == "running" else 0
+        return int(rows[0].get("SizeRw") or 0) + hidden + self._inodes[1]
+
+    def _count_inodes(self) -> None:
+        """Count the entries added to the writable layer (the engine walks it: slow on a
+        big tree, so later counts run in a thread of their own and the last count stands)."""
+        with self._counting:
+            try:
+                entries = added_entries(self._client.api, self.id)
+                self._inodes = (time.monotonic(), entries * INODE_BYTES)
+            except Exception as exc:
+                self._inodes = (time.monotonic(), self._inodes[1])
+                log.warning("disk.diff_failed", error=str(exc)[-300:])
 
     def _stop_for_disk(self, size: int) -> None:
         self._client.api.kill(self.id)  # the running command's exec sees its session end

@@ -26,6 +26,8 @@ class PreparedTask:
     ground_truth: GroundTruth
     project_files: frozenset[str]
     """Repo-relative paths of the regular files of the project (to check submitted paths)."""
+    workspace_bytes: int = 0
+    """Uncompressed bytes of repo-vul.tar.gz's regular files (copied into the container)."""
 
     def ground_truth_dict(self) -> dict[str, Any]:
         return self.ground_truth.to_dict()
@@ -66,6 +68,7 @@ class Judge:
             archive_top=info.top_dir,
             ground_truth=ground_truth_from_patch(patch, sources=info.sources),
             project_files=info.files,
+            workspace_bytes=info.size,
         )
 
     def score(self, loc: LocJson | None, prepared: PreparedTask) -> TaskScore:

@@ -34,6 +34,11 @@ class ArvoPlan:
     workdir: str = WORKSPACE
 
     @property
+    def workspace_bytes(self) -> int:
+        """What :meth:`populate` copies in (room added to an enforced disk quota)."""
+        return self.prepared.workspace_bytes
+
+    @property
     def log_key(self) -> str:
         return f"arvo_{self.arvo_id}"
 

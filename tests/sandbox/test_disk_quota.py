@@ -1,0 +1,159 @@
+"""The disk cap on an engine whose file system enforces it (issue #20, attacks 2 and 3).
+
+A second engine on a loop-mounted btrfs file system with quotas on (tests/support/second_dockerd,
+``btrfs_dockerd``): the provider sees a storage driver that enforces ``storage_opt size`` and
+gives each task container a quota. Writing 4 GiB through files that are unlinked but kept open,
+and 150,000 ``mkdir``s, each stop at the cap: the host's file system grows by at most 1.25 times the
+cap, and the task ends as the agent's ``disk_limit``. Host growth is the loop mount's used bytes
+(``statvfs``), sampled while the command runs; the figures are printed (``pytest -s``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import docker
+import docker.errors
+import pytest
+
+from services.sandbox.base import AgentFault, SandboxSpec
+from services.sandbox.blocking import BlockingProvider
+from services.sandbox.docker import DockerSandboxProvider
+from tests.support.second_dockerd import SecondEngine, btrfs_dockerd  # noqa: F401
+
+pytestmark = pytest.mark.docker
+
+IMAGE = os.environ.get("ARENA_QUOTA_IMAGE", "arena/python-base:3.11-bookworm")
+PREFIX = f"arenaquota{secrets.token_hex(3)}"
+MiB = 2**20
+
+DELETED_BUT_OPEN = """
+import os, signal, time
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+chunk, total, error, fds = b"x" * 2**20, 0, None, []
+try:
+    for i in range(64):  # 64 files of 64 MiB: 4 GiB
+        fds.append(os.open(f"/tmp/hidden{i}", os.O_CREAT | os.O_WRONLY, 0o600))
+        os.unlink(f"/tmp/hidden{i}")
+        for _ in range(64):
+            total += os.write(fds[-1], chunk)
+        os.fsync(fds[-1])
+except OSError as e:
+    error = e.strerror
+print(total, error, flush=True)
+time.sleep(4)  # still open: green notices the full quota while they hold the space
+"""
+
+MKDIRS = """
+import os
+os.mkdir("/tmp/m")
+made, error = 0, None
+try:
+    for i in range(150_000):
+        os.mkdir(f"/tmp/m/{i}")
+        made += 1
+except OSError as e:
+    error = e.strerror
+print(made, error, flush=True)
+"""
+
+
+def _used(mount: Path) -> int:
+    st = os.statvfs(mount)
+    return (st.f_blocks - st.f_bfree) * st.f_frsize
+
+
+class GrowthSampler:
+    """The loop mount's used bytes, sampled every 50 ms in a thread: the peak over a start."""
+
+    def __init__(self, mount: Path) -> None:
+        self.mount, self.start, self.peak = mount, _used(mount), 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.05):
+            self.peak = max(self.peak, _used(self.mount) - self.start)
+
+    def __enter__(self) -> GrowthSampler:
+        subprocess.run(["sync", "-f", str(self.mount)], check=False)
+        self.start = _used(self.mount)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, _used(self.mount) - self.start)
+
+
+@pytest.fixture(scope="module")
+def quota_provider(btrfs_dockerd: SecondEngine) -> Iterator[BlockingProvider]:  # noqa: F811
+    main = docker.from_env()
+    try:
+        main.images.get(IMAGE)
+    except docker.errors.ImageNotFound:
+        pytest.skip(f"test image {IMAGE} is not built (scripts/setup.sh)")
+    save = subprocess.Popen(["docker", "save", IMAGE], stdout=subprocess.PIPE)
+    subprocess.run(["docker", "-H", btrfs_dockerd.url, "load", "-q"], stdin=save.stdout, check=True)
+    assert save.wait() == 0
+    client = btrfs_dockerd.client()
+    provider = BlockingProvider(DockerSandboxProvider(client, label_prefix=PREFIX, name="btrfs"))
+    yield provider
+    provider.reap()
+    provider.close()
+    client.close()
+    main.close()
+
+
+def _spec(cap: int) -> SandboxSpec:
+    fields: dict = {"image": IMAGE, "task_id": secrets.token_hex(8), "ref_id": "4242"}
+    return SandboxSpec(**fields, memory="512m", pids_limit=256, disk_limit=cap, disk_check_s=0.5)
+
+
+def _attack(provider: BlockingProvider, mount: Path, cap: int, script: str, what: str) -> None:
+    sandbox = provider.create(_spec(cap))
+    try:
+        assert provider.provider.disk_cap == "enforced"
+        assert sandbox.quota and sandbox.quota > cap
+        sandbox.put_files("/tmp", {"attack.py": script.encode()})
+        with GrowthSampler(mount) as growth, pytest.raises(AgentFault) as caught:
+            said = sandbox.exec("python3 /tmp/attack.py", timeout=300)
+            print(f"{what}: the command ended without a disk_limit: {said.output!r}")
+        print(
+            f"\n{what}: cap {cap / MiB:.0f} MiB, host growth (peak used bytes of the btrfs loop "
+            f"mount) {growth.peak / MiB:.1f} MiB = {growth.peak / cap:.2f} x the cap; "
+            f"task: {caught.value.reason}: {caught.value}"
+        )
+        assert caught.value.reason == "disk_limit"
+        assert growth.peak <= 1.25 * cap
+    finally:
+        with contextlib.suppress(Exception):
+            sandbox.remove()
+
+
+def test_deleted_but_open_files_stop_at_the_cap(
+    quota_provider: BlockingProvider,
+    btrfs_dockerd: SecondEngine,  # noqa: F811
+) -> None:
+    assert btrfs_dockerd.mount is not None
+    _attack(quota_provider, btrfs_dockerd.mount, 128 * MiB, DELETED_BUT_OPEN, "4 GiB deleted-open")
+
+
+def test_a_mkdir_flood_stops_at_the_cap(
+    quota_provider: BlockingProvider,
+    btrfs_dockerd: SecondEngine,  # noqa: F811
+) -> None:
+    assert btrfs_dockerd.mount is not None
+    _attack(quota_provider, btrfs_dockerd.mount, 32 * MiB, MKDIRS, "150,000 mkdirs")
+
+
+def test_the_engine_says_its_cap_is_enforced(quota_provider: BlockingProvider) -> None:
+    [row] = quota_provider.loop.call(quota_provider.provider.engines())
+    assert row["disk_cap"] == "enforced"

@@ -1,0 +1,178 @@
+"""A hostile agent against its own sandbox, on a real engine: nothing it starts outlives its
+command, and a shell session it kills is its own failure, never infra.
+
+The escape (issue #20, attack 1): a process that forks in a loop, each child starting the next
+generation in a new session (``setsid``) and its parent exiting at once, so a scan of ``/proc``
+always finds a pid that has already gone. Once it has lived two seconds it kills every shell
+session green opens. The cleanup after each command (``kill(-1, SIGKILL)`` from the session's
+driver, which the kernel delivers to every other process of the container in one pass that a
+fork cannot race) must leave nothing of it behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import time
+from collections.abc import Callable, Iterator
+
+import docker
+import docker.errors
+import pytest
+
+from services.sandbox.base import AgentFault, SandboxError, SandboxSpec
+from services.sandbox.blocking import BlockingProvider
+from services.sandbox.blocking import BlockingSandbox as DockerSandbox
+from services.sandbox.docker import DockerSandboxProvider
+
+pytestmark = pytest.mark.docker
+
+IMAGE = os.environ.get("ARENA_TEST_IMAGE", "arena/arvo-base:bookworm")
+PREFIX = f"arenahostile{secrets.token_hex(3)}"
+
+HOPPER = r"""
+import os, sys, time
+
+# Each generation forks the next and exits at once; the child leaves the session (setsid).
+# From its second second of life on, every 20th generation kills green's shell sessions.
+t0 = float(sys.argv[1]) if len(sys.argv) > 1 else time.time()
+n = 0
+while True:
+    if os.fork():
+        os._exit(0)
+    os.setsid()
+    n += 1
+    if n % 20 == 0 and time.time() - t0 >= 2:
+        for pid in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if b"arena-session" in f.read():
+                        os.kill(int(pid), 9)
+            except (OSError, ValueError):
+                pass
+"""
+
+LEFT = (
+    "n=0; for s in /proc/[0-9]*/stat; do { read -r l < $s; } 2>/dev/null || continue;"
+    ' set -- ${l##*") "}; case $4 in 1 | $$ | $PPID) ;; *) [ "$1" = Z ] || n=$((n+1)) ;; esac;'
+    " done; echo $n"
+)
+"""How many live processes are in a session other than pid 1's (the keeper and its ``sleep``),
+the driver's (``$PPID``) and this command's own."""
+
+
+@pytest.fixture(scope="module")
+def provider() -> Iterator[BlockingProvider]:
+    try:
+        client = docker.from_env()
+        client.ping()
+        client.images.get(IMAGE)
+    except docker.errors.ImageNotFound:
+        pytest.skip(f"test image {IMAGE} is not built")
+    except Exception as e:
+        pytest.skip(f"no Docker engine: {e}")
+    provider = BlockingProvider(DockerSandboxProvider(client, label_prefix=PREFIX))
+    yield provider
+    provider.reap()
+    provider.close()
+    client.close()
+
+
+@pytest.fixture
+def make(provider: BlockingProvider) -> Iterator[Callable[..., DockerSandbox]]:
+    made: list[DockerSandbox] = []
+
+    def make(**overrides: object) -> DockerSandbox:
+        fields: dict = {"image": IMAGE, "task_id": secrets.token_hex(8), "ref_id": "4242"}
+        fields["memory"], fields["pids_limit"] = "256m", 256
+        made.append(provider.create(SandboxSpec(**{**fields, **overrides})))
+        return made[-1]
+
+    yield make
+    for sandbox in made:
+        with contextlib.suppress(SandboxError):
+            sandbox.remove()
+
+
+def _start_hopper(sandbox: DockerSandbox) -> None:
+    sandbox.put_files("/tmp", {"hop.py": HOPPER.encode()})
+    started = sandbox.exec("python3 /tmp/hop.py & sleep 0.5; echo started", timeout=20)
+    assert started.output == "started\n", started.output
+
+
+def test_a_forking_setsid_loop_does_not_outlive_its_command(
+    make: Callable[..., DockerSandbox],
+) -> None:
+    sandbox = make()
+    _start_hopper(sandbox)
+    waited = sandbox.exec("sleep 3; echo alive", timeout=20)  # a survivor kills this session
+    assert (waited.exit_code, waited.output) == (0, "alive\n"), waited.output
+    time.sleep(2)
+    after = sandbox.exec(LEFT, timeout=20)
+    assert (after.exit_code, after.output) == (0, "0\n"), after.output
+
+
+def test_a_forking_loop_that_kills_the_session_mid_command_is_gone_after_it(
+    make: Callable[..., DockerSandbox],
+) -> None:
+    """The hopper starts and kills the running command's own session: that command ends
+    (exit -1), and the next one finds nothing of it left."""
+    sandbox = make()
+    sandbox.put_files("/tmp", {"hop.py": HOPPER.encode()})
+    killed = sandbox.exec("python3 /tmp/hop.py 0 & sleep 10", timeout=20)  # t0=0: kills at once
+    assert killed.exit_code == -1, killed.output
+    time.sleep(2)
+    after = sandbox.exec(LEFT, timeout=20)
+    assert (after.exit_code, after.output) == (0, "0\n"), after.output
+
+
+def test_a_session_the_agent_kills_is_the_agents_failure(
+    make: Callable[..., DockerSandbox],
+) -> None:
+    """The agent breaks the shell every new session starts with: the container runs and the
+    engine answers, so the lost session is the agent's doing (``session_killed``)."""
+    sandbox = make()
+    sandbox.exec("printf '#!/bin/true\\n' > /bin/sh.new; chmod +x /bin/sh.new", timeout=20)
+    broken = sandbox.exec("mv /bin/sh.new /bin/dash; kill -9 $PPID", timeout=20)
+    assert broken.exit_code == -1
+    with pytest.raises(AgentFault) as caught:
+        sandbox.exec("echo hi", timeout=20)
+    assert caught.value.reason == "session_killed", caught.value
+    assert "infra" not in str(caught.value)
+
+
+# -- a watched disk cap (overlay2 on ext4: the engine cannot enforce one) -----------------------
+
+HIDDEN_WRITER = """
+import os, time
+fds = []
+for i in range(5):  # 5 x 250 MiB in files unlinked but kept open: du and SizeRw see nothing
+    fds.append(os.open(f"/tmp/hidden{i}", os.O_CREAT | os.O_WRONLY, 0o600))
+    os.unlink(f"/tmp/hidden{i}")
+    for _ in range(250):
+        os.write(fds[-1], b"x" * 2**20)
+    os.fsync(fds[-1])
+print("wrote 1250 MiB", flush=True)
+time.sleep(5)
+"""
+
+
+def test_a_watched_cap_counts_deleted_but_open_files(make: Callable[..., DockerSandbox]) -> None:
+    cap = 256 * 2**20
+    sandbox = make(disk_limit=cap, disk_check_s=0.5)
+    sandbox.put_files("/tmp", {"w.py": HIDDEN_WRITER.encode()})
+    with pytest.raises(AgentFault) as caught:
+        print(sandbox.exec("python3 /tmp/w.py", timeout=120))
+    assert caught.value.reason == "disk_limit", caught.value
+    print(f"\ndeleted-but-open under a watched {cap / 2**20:.0f} MiB cap: {caught.value}")
+
+
+def test_a_watched_cap_counts_added_directories(make: Callable[..., DockerSandbox]) -> None:
+    cap = 256 * 2**20
+    sandbox = make(disk_limit=cap, disk_check_s=0.5)
+    flood = "mkdir /tmp/m && cd /tmp/m && seq 150000 | xargs mkdir; echo done; sleep 100"
+    with pytest.raises(AgentFault) as caught:
+        print(sandbox.exec(flood, timeout=120))
+    assert caught.value.reason == "disk_limit", caught.value
+    print(f"\n150,000 mkdirs under a watched {cap / 2**20:.0f} MiB cap: {caught.value}")
