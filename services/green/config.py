@@ -166,6 +166,23 @@ class GreenSettings(BaseSettings):
     closes the connection (slow-client defence)."""
     max_connections: int = Field(1024, ge=16, le=100_000)
     """Open connections green accepts; a connection beyond it is closed at once."""
+    max_requests_per_credential: int = Field(32, ge=2, le=100_000)
+    """Requests of one credential (the operator token, a dashboard session, a task's token; an
+    anonymous caller by its address) served at once; one more is refused at once with 429 and
+    its connection closed. /healthz is not counted. Below max_connections, so one credential
+    never holds all of green's connections."""
+    a2a_body_max_bytes: int = Field(8 * 1024**2, ge=64 * 1024, le=1024**3)
+    """Largest JSON-RPC request body (POST /), counted while it is read (413 beyond it). It
+    carries purple's commands (twice: text and data) and must exceed 2 x command_max_bytes."""
+    api_body_max_bytes: int = Field(1024**2, ge=4 * 1024, le=1024**3)
+    """Largest request body of the REST API (413 beyond it, before authentication)."""
+    ui_body_max_bytes: int = Field(64 * 1024, ge=4 * 1024, le=1024**3)
+    """Largest request body of the dashboard (its forms; 413 beyond it)."""
+    rpc_max_depth: int = Field(32, ge=8, le=90)
+    """How deep a JSON-RPC request may nest (objects and lists); deeper is refused with -32600
+    or -32602 before the A2A SDK parses it."""
+    rpc_max_values: int = Field(200_000, ge=1_000, le=10_000_000)
+    """JSON values (object members and list items) one JSON-RPC request may hold."""
     require_token: bool = True
     """Refuse execute/submit that do not carry the task's token (text form: a 'token: <t>' line)."""
 
@@ -182,6 +199,20 @@ class GreenSettings(BaseSettings):
     @classmethod
     def _no_trailing_slash(cls, v: str | None) -> str | None:
         return v.rstrip("/") if v else v
+
+    @model_validator(mode="after")
+    def _coherent_bounds(self) -> GreenSettings:
+        if self.max_requests_per_credential >= self.max_connections:
+            raise ValueError(
+                "GREEN_MAX_REQUESTS_PER_CREDENTIAL must be below GREEN_MAX_CONNECTIONS, so one "
+                "credential cannot hold every connection"
+            )
+        if self.a2a_body_max_bytes <= 2 * self.command_max_bytes:
+            raise ValueError(
+                "GREEN_A2A_BODY_MAX_BYTES must exceed 2 x GREEN_COMMAND_MAX_BYTES (a command "
+                "travels twice in its message: as text and as data)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _unique_instance_name(self) -> GreenSettings:

@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from services.green.api.query_bounds import MAX_PAGE
 from services.green.assets.base import UnknownTask
 from services.green.intake_limits import TooBusy
 from services.green.kinds.registry import parse_ref
@@ -40,7 +41,7 @@ async def tasks(
     kind: str = "",
     bug_class: str = "",
     run: str = "",
-    page: int = 1,
+    page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
     fragment: str = "",
 ) -> Response:
     f = TaskFilters(status_, kind, bug_class, run, page)
