@@ -170,7 +170,9 @@ def parse_rpc(raw: bytes, bounds: Bounds) -> Any:
     try:
         body = json.loads(raw)
     except RecursionError:
-        raise Refused(200, f"the request is nested more than {bounds.rpc_depth} levels deep") from None
+        raise Refused(
+            200, f"the request is nested more than {bounds.rpc_depth} levels deep"
+        ) from None
     except ValueError:
         return None
     try:
