@@ -161,6 +161,11 @@ class GreenSettings(BaseSettings):
     intake_per_minute: int = Field(120, ge=1, le=100_000)
     """Intake requests (new tasks or assessments) one credential may make per minute (429 with
     Retry-After beyond it). Anonymous callers share one budget."""
+    trajectory_max_bytes: int = Field(8 * 1024**2, ge=64 * 1024, le=1024**3)
+    """Largest trajectory the dashboard reads from a purple (its trajectory page says when a
+    trajectory was larger and is not shown)."""
+    trajectory_timeout_s: float = Field(15.0, gt=0, le=300)
+    """Total time the dashboard waits for a purple's trajectory (connect to last byte)."""
     request_read_timeout_s: float = Field(30.0, gt=0, le=600)
     """A client must send a request's headers and body within this many seconds, else green
     closes the connection (slow-client defence)."""
