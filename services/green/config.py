@@ -171,11 +171,11 @@ class GreenSettings(BaseSettings):
     closes the connection (slow-client defence)."""
     max_connections: int = Field(1024, ge=16, le=100_000)
     """Open connections green accepts; a connection beyond it is closed at once."""
-    max_requests_per_credential: int = Field(32, ge=2, le=100_000)
-    """Requests of one credential (the operator token, a dashboard session, a task's token; an
-    anonymous caller by its address) served at once; one more is refused at once with 429 and
-    its connection closed. /healthz is not counted. Below max_connections, so one credential
-    never holds all of green's connections."""
+    max_connections_per_credential: int = Field(32, ge=2, le=100_000)
+    """Open connections one credential may hold (the operator token, a dashboard session, a
+    task's token; a caller with none, by its address), and requests it may have in flight; a
+    request on one more is refused at once with 429 and its connection closed. /healthz is not
+    counted. Below max_connections, so one credential never holds every connection."""
     a2a_body_max_bytes: int = Field(8 * 1024**2, ge=64 * 1024, le=1024**3)
     """Largest JSON-RPC request body (POST /), counted while it is read (413 beyond it). It
     carries purple's commands (twice: text and data) and must exceed 2 x command_max_bytes."""
@@ -207,9 +207,9 @@ class GreenSettings(BaseSettings):
 
     @model_validator(mode="after")
     def _coherent_bounds(self) -> GreenSettings:
-        if self.max_requests_per_credential >= self.max_connections:
+        if self.max_connections_per_credential >= self.max_connections:
             raise ValueError(
-                "GREEN_MAX_REQUESTS_PER_CREDENTIAL must be below GREEN_MAX_CONNECTIONS, so one "
+                "GREEN_MAX_CONNECTIONS_PER_CREDENTIAL must be below GREEN_MAX_CONNECTIONS, so one "
                 "credential cannot hold every connection"
             )
         if self.a2a_body_max_bytes <= 2 * self.command_max_bytes:

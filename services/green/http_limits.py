@@ -11,8 +11,10 @@ One ASGI middleware, outermost in green's app:
   of values checked (GREEN_RPC_MAX_DEPTH, GREEN_RPC_MAX_VALUES) before the A2A SDK sees it; too
   deep or too big is a JSON-RPC error -32600 (the envelope) or -32602 (its params) with a
   sentence, never the SDK's -32603 or a server error.
-- **requests per credential**: at most GREEN_MAX_REQUESTS_PER_CREDENTIAL requests of one
-  credential are served at once; one more is refused at once with 429 and its connection closed.
+- **connections per credential**: one credential may hold at most
+  GREEN_MAX_CONNECTIONS_PER_CREDENTIAL open connections to green's server (and have as many
+  requests being served); a request on one more is refused at once with 429 and that connection
+  closed, so the rest of GREEN_MAX_CONNECTIONS stays free for everyone else.
   The credential is the bearer token, the dashboard's session cookie, or a task token carried
   in a JSON-RPC message (purple's ``execute``/``submit``); a caller with none is counted by its
   address. ``/healthz`` is not counted, so the operator always sees green's health.
@@ -57,7 +59,7 @@ class Bounds:
             ui_body=s.ui_body_max_bytes,
             rpc_depth=s.rpc_max_depth,
             rpc_values=s.rpc_max_values,
-            per_credential=s.max_requests_per_credential,
+            per_credential=s.max_connections_per_credential,
         )
 
     def body_limit(self, method: str, path: str) -> tuple[int, str]:
@@ -184,6 +186,52 @@ def parse_rpc(raw: bytes, bounds: Bounds) -> Any:
     return body
 
 
+ConnKey = tuple[Any, Any]
+"""A TCP connection: (green's address, the client's address)."""
+
+
+class ConnectionBook:
+    """The open connections of green's own server (:mod:`services.green.server` tells it when
+    one opens and closes) and the credential each serves, so a credential's open connections
+    can be bounded. A connection it was not told of (another server) is not counted."""
+
+    def __init__(self) -> None:
+        self._owner: dict[ConnKey, str | None] = {}
+        self.count: Counter[str] = Counter()
+
+    def opened(self, key: ConnKey) -> None:
+        self._owner[key] = None
+
+    def closed(self, key: ConnKey) -> None:
+        owner = self._owner.pop(key, None)
+        if owner is not None:
+            self.count[owner] -= 1
+            if self.count[owner] <= 0:
+                del self.count[owner]
+
+    def claim(self, key: ConnKey, who: str, limit: int) -> bool:
+        """Let ``who`` send a request on this connection: False when that would give it more
+        than ``limit`` open connections."""
+        if key not in self._owner or self._owner[key] == who:
+            return True
+        if self.count[who] >= limit:
+            return False
+        self.closed(key)  # a connection used by another credential before: moves to this one
+        self._owner[key] = who
+        self.count[who] += 1
+        return True
+
+
+BOOK = ConnectionBook()
+"""This process's connections (one book for every green app in the process; the key holds
+green's own address, so two servers never share an entry)."""
+
+
+def conn_key(scope: Scope) -> ConnKey:
+    server, client = scope.get("server"), scope.get("client")
+    return (tuple(server) if server else None, tuple(client) if client else None)
+
+
 class RequestLimits:
     """ASGI middleware: the body, shape and per-credential bounds above."""
 
@@ -201,11 +249,15 @@ class RequestLimits:
             raw = await self._read_body(scope, receive)
             body = parse_rpc(raw, self.bounds) if is_rpc(method, path) and raw else None
             who = None if path in UNCOUNTED else credential(scope, body)
-            if who is not None and self.in_flight[who] >= self.bounds.per_credential:
+            limit = self.bounds.per_credential
+            if who is not None and (
+                self.in_flight[who] >= limit or not BOOK.claim(conn_key(scope), who, limit)
+            ):
                 raise Refused(
                     429,
-                    f"too many requests at once: at most {self.bounds.per_credential} per "
-                    "credential (GREEN_MAX_REQUESTS_PER_CREDENTIAL); wait for an answer first",
+                    f"too many connections: at most {limit} open connections (and requests "
+                    "being served) per credential (GREEN_MAX_CONNECTIONS_PER_CREDENTIAL); "
+                    "this one is closed, reuse the others",
                 )
         except Refused as refusal:
             if refusal.status != 200:
