@@ -175,7 +175,8 @@ class GreenSettings(BaseSettings):
     """Open connections one credential may hold (the operator token, a dashboard session, a
     task's token; a caller with none, by its address), and requests it may have in flight; a
     request on one more is refused at once with 429 and its connection closed. /healthz is not
-    counted. Below max_connections, so one credential never holds every connection."""
+    counted. Must be below max_connections, so one credential never holds every connection;
+    unset, it is 32 or half of max_connections, whichever is smaller."""
     a2a_body_max_bytes: int = Field(8 * 1024**2, ge=64 * 1024, le=1024**3)
     """Largest JSON-RPC request body (POST /), counted while it is read (413 beyond it). It
     carries purple's commands (twice: text and data) and must exceed 2 x command_max_bytes."""
@@ -207,7 +208,9 @@ class GreenSettings(BaseSettings):
 
     @model_validator(mode="after")
     def _coherent_bounds(self) -> GreenSettings:
-        if self.max_connections_per_credential >= self.max_connections:
+        if "max_connections_per_credential" not in self.model_fields_set:
+            self.max_connections_per_credential = min(32, self.max_connections // 2)
+        elif self.max_connections_per_credential >= self.max_connections:
             raise ValueError(
                 "GREEN_MAX_CONNECTIONS_PER_CREDENTIAL must be below GREEN_MAX_CONNECTIONS, so one "
                 "credential cannot hold every connection"
