@@ -15,9 +15,9 @@ One ASGI middleware, outermost in green's app:
   GREEN_MAX_CONNECTIONS_PER_CREDENTIAL open connections to green's server (and have as many
   requests being served); a request on one more is refused at once with 429 and that connection
   closed, so the rest of GREEN_MAX_CONNECTIONS stays free for everyone else.
-  The credential is the bearer token, the dashboard's session cookie, or a task token carried
-  in a JSON-RPC message (purple's ``execute``/``submit``); a caller with none is counted by its
-  address. ``/healthz`` is not counted, so the operator always sees green's health.
+  The credential is the operator's bearer token, a dashboard session, or the token of a
+  running task carried in a JSON-RPC message (purple's ``execute``/``submit``); a caller with
+  none, or with one that is not real (made up to buy a fresh bound), is counted by its address. ``/healthz`` is not counted, so the operator always sees green's health.
 """
 
 from __future__ import annotations
@@ -128,13 +128,31 @@ def task_token(body: Any) -> str | None:
     return None
 
 
-def credential(scope: Scope, body: Any = None) -> str:
-    """Whose request this is, as a name that does not hold the secret itself."""
-    if auth := _header(scope, b"authorization"):
+def _anyone(_: str) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class Verifier:
+    """Which credentials are real: only a real one gets a bound of its own (a made-up bearer
+    token or task token would otherwise buy a fresh bound with every request)."""
+
+    operator: Callable[[str], bool] = _anyone
+    """An Authorization header that carries the operator token."""
+    session: Callable[[str], bool] = _anyone
+    """A dashboard session id that a login handed out."""
+    task: Callable[[str], bool] = _anyone
+    """The token of a task this process is running."""
+
+
+def credential(scope: Scope, body: Any = None, verify: Verifier = Verifier()) -> str:
+    """Whose request this is, as a name that does not hold the secret itself. A credential
+    that is not real counts as its caller's address."""
+    if (auth := _header(scope, b"authorization")) and verify.operator(auth):
         return f"bearer:{_digest(auth)}"
-    if session := _cookie_session(scope):
+    if (session := _cookie_session(scope)) and verify.session(session):
         return f"session:{_digest(session)}"
-    if token := task_token(body):
+    if (token := task_token(body)) and verify.task(token):
         return f"task:{_digest(token)}"
     client = scope.get("client") or ("?", 0)
     return f"anonymous:{client[0]}"
@@ -235,9 +253,10 @@ def conn_key(scope: Scope) -> ConnKey:
 class RequestLimits:
     """ASGI middleware: the body, shape and per-credential bounds above."""
 
-    def __init__(self, app: ASGIApp, bounds: Bounds) -> None:
+    def __init__(self, app: ASGIApp, bounds: Bounds, verify: Verifier | None = None) -> None:
         self.app = app
         self.bounds = bounds
+        self.verify = verify or Verifier()
         self.in_flight: Counter[str] = Counter()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -248,7 +267,7 @@ class RequestLimits:
         try:
             raw = await self._read_body(scope, receive)
             body = parse_rpc(raw, self.bounds) if is_rpc(method, path) and raw else None
-            who = None if path in UNCOUNTED else credential(scope, body)
+            who = None if path in UNCOUNTED else credential(scope, body, self.verify)
             limit = self.bounds.per_credential
             if who is not None and (
                 self.in_flight[who] >= limit or not BOOK.claim(conn_key(scope), who, limit)

@@ -180,6 +180,11 @@ class LiveTasks:
     def pop(self, task_id: str) -> None:
         self._tasks.pop(task_id, None)
 
+    def has_token(self, token: str) -> bool:
+        """Whether ``token`` is the token of a task this process holds (constant-time each)."""
+        given = token.encode("utf-8", "replace")
+        return any(secrets.compare_digest(given, live.token.encode()) for live in self)
+
     def running(self, task_id: str, token: str | None) -> LiveTask:
         """The running task a request addresses, once its token is checked. A request without
         the token learns nothing of the task: whether it is unknown, ended (its token is not

@@ -12,6 +12,7 @@ from services.green.http_limits import (
     Bounds,
     ConnectionBook,
     Refused,
+    Verifier,
     credential,
     parse_rpc,
     task_token,
@@ -84,3 +85,15 @@ def test_the_connection_book_bounds_each_credential_and_forgets_closed_connectio
     assert book.claim(keys[3], "agent", 2)
     assert book.claim((("other", 1), ("c", 1)), "agent", 2)  # not green's server: not counted
     assert book.count == {"agent": 2, "operator": 1}
+
+
+def test_a_made_up_credential_counts_as_its_callers_address():
+    strict = Verifier(operator=lambda h: h == "Bearer op", session=lambda s: False,
+                      task=lambda t: t == "real")  # fmt: skip
+    fake = {"headers": [(b"authorization", b"Bearer guess-1")], "client": ("10.0.0.9", 7)}
+    body = {"params": {"message": {"metadata": {"token": "guess-2"}, "parts": []}}}
+    assert credential(fake, body, strict) == "anonymous:10.0.0.9"
+    real = {"params": {"message": {"metadata": {"token": "real"}, "parts": []}}}
+    assert credential(fake, real, strict).startswith("task:")
+    operator = {"headers": [(b"authorization", b"Bearer op")], "client": ("10.0.0.9", 8)}
+    assert credential(operator, None, strict).startswith("bearer:")
