@@ -121,17 +121,22 @@ def _task_under_attack(green_process, flooding_purple, flood: Flood, **settings:
 def test_4_an_execute_flood_runs_one_command_and_never_starves_the_operator(
     green_process, flooding_purple
 ):
-    flood = Flood(size=70, command="sleep 5")
+    flood = Flood(size=70, command="sleep 5", wait_for_go=True)
     green, _, task = _task_under_attack(
         green_process, flooding_purple, flood, max_connections=64, max_steps=30
     )
+    with Prober(f"{green.url}/healthz") as quiet:  # the baseline, in the same run
+        time.sleep(3)
     with (
         Prober(f"{green.url}/healthz") as health,
         Prober(f"{green.url}/tasks?limit=5", OPERATOR) as listing,
     ):
+        time.sleep(0.5)
+        flood.go.set()  # the probes are running: flood now
         assert flood.done.wait(120), "the flood never ended"
         time.sleep(1)
-    print(f"\nexecute flood of {flood.size} x '{flood.command}' on one task:")
+    print(f"\nbefore the flood: {quiet.summary()}")
+    print(f"execute flood of {flood.size} x '{flood.command}' on one task:")
     print(" ", health.summary())
     print(" ", listing.summary())
     ran = [a for a in flood.answers if "<returncode>" in a]

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -66,6 +68,9 @@ class Flood:
     command: str = "sleep 5"
     started: threading.Event = field(default_factory=threading.Event)
     done: threading.Event = field(default_factory=threading.Event)
+    go: threading.Event = field(default_factory=threading.Event)
+    """Set by the test when it watches: the agent floods. Unless ``wait_for_go``, it does not wait."""
+    wait_for_go: bool = False
     release: threading.Event = field(default_factory=threading.Event)
     """Set by the test: the agent may submit and end its task."""
     task_id: str = ""
@@ -94,6 +99,8 @@ class FloodPolicy:
             limits = httpx.Limits(max_connections=f.size, max_keepalive_connections=f.size)
             async with httpx.AsyncClient(base_url=self.green, timeout=60, limits=limits) as http:
                 f.started.set()
+                while f.wait_for_go and not f.go.is_set():
+                    await asyncio.sleep(0.05)
                 body = execute_rpc(f.task_id, f.command, f.token)
                 sent = [http.post("/", json=body) for _ in range(f.size)]
                 answers = await asyncio.gather(*sent, return_exceptions=True)
@@ -185,37 +192,55 @@ def p95(samples: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))] if ordered else float("nan")
 
 
+PROBE = r"""
+import json, sys, threading, time
+import httpx
+url, auth = sys.argv[1], sys.argv[2]
+stop = threading.Event()
+threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
+latencies, failures = [], []
+print("ready", flush=True)
+while not stop.is_set():
+    t0 = time.monotonic()
+    try:
+        r = httpx.get(url, headers={"Authorization": auth} if auth else {}, timeout=10)
+        if r.status_code == 200:
+            latencies.append(time.monotonic() - t0)
+        else:
+            failures.append(f"HTTP {r.status_code}")
+    except httpx.HTTPError as exc:
+        failures.append(type(exc).__name__)
+    time.sleep(0.05)
+print(json.dumps({"latencies": latencies, "failures": failures}))
+"""
+
+
 class Prober:
-    """Calls ``url`` every 50 ms in a thread (a fresh connection each time, like a health
-    checker); keeps each call's latency, or the error that ended it."""
+    """Calls ``url`` every 50 ms from a process of its own (so the test's threads, the flooding
+    purple among them, do not slow the measurement), a fresh connection each time, like a health
+    checker; keeps each call's latency, or the error that ended it."""
 
     def __init__(self, url: str, headers: dict[str, str] | None = None) -> None:
-        self.url, self.headers = url, headers or {}
+        self.url, self.auth = url, (headers or {}).get("Authorization", "")
         self.latencies: list[float] = []
         self.failures: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._probe, daemon=True)
-
-    def _probe(self) -> None:
-        while not self._stop.is_set():
-            t0 = time.monotonic()
-            try:
-                r = httpx.get(self.url, headers=self.headers, timeout=10)
-                if r.status_code == 200:
-                    self.latencies.append(time.monotonic() - t0)
-                else:
-                    self.failures.append(f"HTTP {r.status_code}")
-            except httpx.HTTPError as exc:
-                self.failures.append(type(exc).__name__)
-            time.sleep(0.05)
+        self._proc: subprocess.Popen[str] | None = None
 
     def __enter__(self) -> Prober:
-        self._thread.start()
+        self._proc = subprocess.Popen(
+            [sys.executable, "-c", PROBE, self.url, self.auth],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self._proc.stdout is not None and self._proc.stdout.readline().strip() == "ready"
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
+        assert self._proc is not None
+        out, _ = self._proc.communicate(input="", timeout=60)
+        result = json.loads(out.strip().splitlines()[-1])
+        self.latencies, self.failures = result["latencies"], result["failures"]
 
     def summary(self) -> str:
         n = len(self.latencies) + len(self.failures)
