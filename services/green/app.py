@@ -19,6 +19,7 @@ from services.green.assessment import AssessmentRunner
 from services.green.auth import OperatorAuth, load_operator_token
 from services.green.config import GreenSettings
 from services.green.datasets.service import make_datasets
+from services.green.http_limits import Bounds, RequestLimits, Verifier
 from services.green.intake_limits import IntakeLimits, allowed_purple
 from services.green.kinds.registry import build_kinds
 from services.green.orchestrator import Orchestrator
@@ -184,4 +185,11 @@ def create_app(
         context_builder=CallContextBuilder(auth),
     )
     app.add_middleware(RefusalStatus)
+    verify = Verifier(
+        operator=lambda header: auth.caller(header).operator,
+        session=lambda sid: app.state.ui_sessions.valid(sid),
+        task=orch.live.has_token,
+    )
+    # outermost: before routing, authentication and the A2A SDK
+    app.add_middleware(RequestLimits, bounds=Bounds.of(settings), verify=verify)
     return app

@@ -161,11 +161,34 @@ class GreenSettings(BaseSettings):
     intake_per_minute: int = Field(120, ge=1, le=100_000)
     """Intake requests (new tasks or assessments) one credential may make per minute (429 with
     Retry-After beyond it). Anonymous callers share one budget."""
+    trajectory_max_bytes: int = Field(8 * 1024**2, ge=64 * 1024, le=1024**3)
+    """Largest trajectory the dashboard reads from a purple (its trajectory page says when a
+    trajectory was larger and is not shown)."""
+    trajectory_timeout_s: float = Field(15.0, gt=0, le=300)
+    """Total time the dashboard waits for a purple's trajectory (connect to last byte)."""
     request_read_timeout_s: float = Field(30.0, gt=0, le=600)
     """A client must send a request's headers and body within this many seconds, else green
     closes the connection (slow-client defence)."""
     max_connections: int = Field(1024, ge=16, le=100_000)
     """Open connections green accepts; a connection beyond it is closed at once."""
+    max_connections_per_credential: int = Field(32, ge=2, le=100_000)
+    """Open connections one credential may hold (the operator token, a dashboard session, a
+    task's token; a caller with none, by its address), and requests it may have in flight; a
+    request on one more is refused at once with 429 and its connection closed. /healthz is not
+    counted. Must be below max_connections, so one credential never holds every connection;
+    unset, it is 32 or half of max_connections, whichever is smaller."""
+    a2a_body_max_bytes: int = Field(8 * 1024**2, ge=64 * 1024, le=1024**3)
+    """Largest JSON-RPC request body (POST /), counted while it is read (413 beyond it). It
+    carries purple's commands (twice: text and data) and must exceed 2 x command_max_bytes."""
+    api_body_max_bytes: int = Field(1024**2, ge=4 * 1024, le=1024**3)
+    """Largest request body of the REST API (413 beyond it, before authentication)."""
+    ui_body_max_bytes: int = Field(64 * 1024, ge=4 * 1024, le=1024**3)
+    """Largest request body of the dashboard (its forms; 413 beyond it)."""
+    rpc_max_depth: int = Field(32, ge=8, le=90)
+    """How deep a JSON-RPC request may nest (objects and lists); deeper is refused with -32600
+    or -32602 before the A2A SDK parses it."""
+    rpc_max_values: int = Field(200_000, ge=1_000, le=10_000_000)
+    """JSON values (object members and list items) one JSON-RPC request may hold."""
     require_token: bool = True
     """Refuse execute/submit that do not carry the task's token (text form: a 'token: <t>' line)."""
 
@@ -182,6 +205,22 @@ class GreenSettings(BaseSettings):
     @classmethod
     def _no_trailing_slash(cls, v: str | None) -> str | None:
         return v.rstrip("/") if v else v
+
+    @model_validator(mode="after")
+    def _coherent_bounds(self) -> GreenSettings:
+        if "max_connections_per_credential" not in self.model_fields_set:
+            self.max_connections_per_credential = min(32, self.max_connections // 2)
+        elif self.max_connections_per_credential >= self.max_connections:
+            raise ValueError(
+                "GREEN_MAX_CONNECTIONS_PER_CREDENTIAL must be below GREEN_MAX_CONNECTIONS, so one "
+                "credential cannot hold every connection"
+            )
+        if self.a2a_body_max_bytes <= 2 * self.command_max_bytes:
+            raise ValueError(
+                "GREEN_A2A_BODY_MAX_BYTES must exceed 2 x GREEN_COMMAND_MAX_BYTES (a command "
+                "travels twice in its message: as text and as data)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _unique_instance_name(self) -> GreenSettings:

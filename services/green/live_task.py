@@ -44,6 +44,16 @@ Io = Callable[..., Awaitable[Any]]
 """Runs a blocking call (the sandbox, file reads) off the event loop."""
 
 
+MAX_REQUESTS_IN_FLIGHT = 1
+"""execute/submit requests of one task served at once; another one is refused at once."""
+BUSY = (
+    "another request of this task is still running; send one command at a time and wait for "
+    "its result"
+)
+STEP_LIMIT = "step limit reached ({} commands); only submit is accepted now"
+NOT_SERVED = "missing or wrong task token, or the task is not running here: it accepts no requests"
+
+
 class TaskNotFound(KeyError):
     pass
 
@@ -105,6 +115,8 @@ class LiveTask:
     lost: bool = False
     """Its lease was not renewed (another replica ended it): stop without writing its end."""
     submissions: int = 0
+    requests_in_flight: int = 0
+    """execute/submit requests admitted and not yet answered (at most one)."""
     subscribers: list[asyncio.Queue[TaskEvent]] = field(default_factory=list)
 
     def outcome(
@@ -168,18 +180,22 @@ class LiveTasks:
     def pop(self, task_id: str) -> None:
         self._tasks.pop(task_id, None)
 
+    def has_token(self, token: str) -> bool:
+        """Whether ``token`` is the token of a task this process holds (constant-time each)."""
+        given = token.encode("utf-8", "replace")
+        return any(secrets.compare_digest(given, live.token.encode()) for live in self)
+
     def running(self, task_id: str, token: str | None) -> LiveTask:
-        """The running task a request addresses, once its token is checked."""
+        """The running task a request addresses, once its token is checked. A request without
+        the token learns nothing of the task: whether it is unknown, ended (its token is not
+        kept) or running, the refusal is the same sentence; only the token's holder hears more."""
         live = self._tasks.get(task_id)
         if live is None:
-            task = self.store.get(task_id)
-            if task is None:
-                raise TaskNotFound(task_id)
-            raise RequestRefused(f"task {task_id} is {task.status.value}; it accepts no requests")
+            raise RequestRefused(NOT_SERVED)
         if self.settings.require_token and not (
             token and secrets.compare_digest(token.encode("utf-8", "replace"), live.token.encode())
         ):
-            raise RequestRefused("missing or wrong task token")
+            raise RequestRefused(NOT_SERVED)
         if live.status is not TaskStatus.running:
             raise RequestRefused(f"task {task_id} is {live.status.value}, not running")
         return live
@@ -198,33 +214,49 @@ class LiveTasks:
         """Run one of purple's commands in the task's container; its result as sent back."""
         live = self.running(task_id, token)
         self._check_size(command)
-        async with live.exec_lock:
-            if live.commands >= live.max_steps:
-                raise RequestRefused(
-                    f"step limit reached ({live.max_steps} commands); only submit is accepted now"
-                )
+        with self._one_at_a_time(live):  # before the lock: refused requests never queue
+            async with live.exec_lock:
+                return await self._execute(live, command, timeout)
+
+    @contextlib.contextmanager
+    def _one_at_a_time(self, live: LiveTask, counting_steps: bool = True) -> Iterator[None]:
+        """Admit one execute/submit of a task at a time; another one is refused at once, so a
+        flood of requests holds no connection for longer than its refusal."""
+        if counting_steps and live.commands >= live.max_steps:  # again under the lock
+            raise RequestRefused(STEP_LIMIT.format(live.max_steps))
+        if live.requests_in_flight >= MAX_REQUESTS_IN_FLIGHT:
+            raise RequestRefused(BUSY)
+        live.requests_in_flight += 1
+        try:
+            yield
+        finally:
+            live.requests_in_flight -= 1
+
+    async def _execute(self, live: LiveTask, command: str, timeout: float | None) -> Result:
+        if live.commands >= live.max_steps:
+            raise RequestRefused(STEP_LIMIT.format(live.max_steps))
+        live.last_activity = time.monotonic()
+        limit = min(
+            timeout or live.command_timeout_s,
+            live.command_timeout_s,
+            max(1.0, live.deadline - time.monotonic()),
+        )
+        started = utcnow()
+        with live.log_context():
+            result = await self._run(live, command, limit)
+            live.commands += 1
             live.last_activity = time.monotonic()
-            limit = min(
-                timeout or live.command_timeout_s,
-                live.command_timeout_s,
-                max(1.0, live.deadline - time.monotonic()),
+            log.info(
+                "command.executed",
+                step=live.commands,
+                command=command[:500],
+                exit_code=result.exit_code,
+                duration_s=round(result.duration_s, 4),
+                timed_out=result.timed_out,
+                truncated=result.truncated,
             )
-            started = utcnow()
-            with live.log_context():
-                result = await self._run(live, command, limit)
-                live.commands += 1
-                live.last_activity = time.monotonic()
-                log.info(
-                    "command.executed",
-                    step=live.commands,
-                    command=command[:500],
-                    exit_code=result.exit_code,
-                    duration_s=round(result.duration_s, 4),
-                    timed_out=result.timed_out,
-                    truncated=result.truncated,
-                )
-            self._record(live, command, result, started)
-            return Result.model_validate(result.model_dump())
+        self._record(live, command, result, started)
+        return Result.model_validate(result.model_dump())
 
     async def _run(self, live: LiveTask, command: str, limit: float) -> CommandResult:
         assert live.sandbox is not None and live.plan is not None
@@ -269,35 +301,39 @@ class LiveTasks:
     async def submit(self, task_id: str, token: str | None, stats: Submit) -> SubmitResult:
         """Read and check the agent's submission; an accepted one ends the task."""
         live = self.running(task_id, token)
-        async with live.exec_lock:
-            live.last_activity = time.monotonic()
-            assert live.plan is not None and live.sandbox is not None
-            try:
-                submission, errors = await live.plan.read_submission(live.sandbox)
-            except SandboxError as exc:  # the engine or container failed, not the submission
-                with live.log_context():
-                    live.sandbox_broke(exc)
-                raise RequestRefused(live.sandbox_error or str(exc)) from exc
-            accepted = submission is not None and not errors
-            live.submissions += 1
-            if not self.store.update_held(
-                live.id,
-                self.settings.instance_name,
-                submissions=live.submissions,
-                tokens_in=stats.tokens_in,
-                tokens_out=stats.tokens_out,
-                cost=stats.cost,
-            ):
-                live.lost = True
-                raise RequestRefused(f"task {live.id} has ended")
+        with self._one_at_a_time(live, counting_steps=False):
+            async with live.exec_lock:
+                return await self._submit(live, stats)
+
+    async def _submit(self, live: LiveTask, stats: Submit) -> SubmitResult:
+        live.last_activity = time.monotonic()
+        assert live.plan is not None and live.sandbox is not None
+        try:
+            submission, errors = await live.plan.read_submission(live.sandbox)
+        except SandboxError as exc:  # the engine or container failed, not the submission
             with live.log_context():
-                log.info(
-                    "submission.received",
-                    accepted=accepted,
-                    errors=errors,
-                    attempt=live.submissions,
-                )
-            if accepted:
-                live.submission = submission
-                live.ended.set()
-            return SubmitResult(accepted=accepted, errors=errors)
+                live.sandbox_broke(exc)
+            raise RequestRefused(live.sandbox_error or str(exc)) from exc
+        accepted = submission is not None and not errors
+        live.submissions += 1
+        if not self.store.update_held(
+            live.id,
+            self.settings.instance_name,
+            submissions=live.submissions,
+            tokens_in=stats.tokens_in,
+            tokens_out=stats.tokens_out,
+            cost=stats.cost,
+        ):
+            live.lost = True
+            raise RequestRefused(f"task {live.id} has ended")
+        with live.log_context():
+            log.info(
+                "submission.received",
+                accepted=accepted,
+                errors=errors,
+                attempt=live.submissions,
+            )
+        if accepted:
+            live.submission = submission
+            live.ended.set()
+        return SubmitResult(accepted=accepted, errors=errors)

@@ -8,7 +8,8 @@ Green keeps uvicorn's own protocol and adds three things to it:
   ``GREEN_REQUEST_READ_TIMEOUT_S`` of its first byte (or of the connection's start), else the
   connection is closed;
 - a *connection cap*: beyond ``GREEN_MAX_CONNECTIONS`` open connections a new one is closed at
-  once, before it costs more than the accept;
+  once, before it costs more than the accept; each connection is entered in
+  :data:`services.green.http_limits.BOOK`, which bounds the connections of each credential;
 - *quiet logs*: the same server error (an accept failure, a malformed request) is logged at most
   once a minute, with a count of what was suppressed.
 
@@ -28,6 +29,7 @@ import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from services.green.config import GreenSettings
+from services.green.http_limits import BOOK
 
 
 class GuardedH11Protocol(H11Protocol):
@@ -42,11 +44,16 @@ class GuardedH11Protocol(H11Protocol):
         if len(self.connections) > self.max_connections:
             transport.close()
             return
+        BOOK.opened(self._book_key())  # its credential is bounded once it sends a request
         self._arm()  # a connection that never sends a byte is a request that never arrives
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        BOOK.closed(self._book_key())
         super().connection_lost(exc)
+
+    def _book_key(self) -> tuple[Any, Any]:
+        return (self.server, self.client)
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)

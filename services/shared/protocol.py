@@ -90,6 +90,12 @@ class Result(CommandResult):
     kind: Literal["result"] = "result"
 
 
+MAX_COUNT = 10**12
+"""Largest step or token count an agent may report (far above any real run)."""
+MAX_COST_USD = 1_000_000.0
+"""Largest cost an agent may report for one task, in US dollars."""
+
+
 class Submit(BaseModel):
     """purple -> green: the agent is done; green reads the task kind's answer (loc.json for root-cause
     analysis, the repository's diff for SWE-bench) and judges it. The counters are the agent's
@@ -97,10 +103,11 @@ class Submit(BaseModel):
 
     kind: Literal["submit"] = "submit"
     token: str | None = None
-    steps: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost: float = 0.0
+    steps: int = Field(0, ge=0, le=MAX_COUNT)
+    tokens_in: int = Field(0, ge=0, le=MAX_COUNT)
+    tokens_out: int = Field(0, ge=0, le=MAX_COUNT)
+    cost: float = Field(0.0, ge=0, le=MAX_COST_USD, allow_inf_nan=False)
+    """US dollars."""
 
 
 class SubmitResult(BaseModel):

@@ -9,6 +9,7 @@ import httpx
 import pytest
 from a2a.types import Role
 
+from services.green.live_task import NOT_SERVED
 from services.shared.a2a import A2APeer, message_parts, new_protocol_message
 from tests.integration.conftest import leftover_containers
 from tests.integration.helpers import OPERATOR, submit_task, wait_status, wait_terminal
@@ -95,11 +96,11 @@ def test_protocol_requests_are_refused_without_the_token_and_after_the_end(
             {"kind": "execute", "command": "id", "token": "guess"},
         )
     )
-    assert wrong.data == {"kind": "error", "message": "missing or wrong task token"}
+    assert wrong.data == {"kind": "error", "message": NOT_SERVED}
     missing = asyncio.run(_ask(green.url, task["id"], "execute: id"))
     assert missing.data["kind"] == "error"
     stranger = asyncio.run(_ask(green.url, "no-such-context", "submit"))
-    assert "unknown task" in stranger.data["message"]
+    assert stranger.data["message"] == NOT_SERVED  # unknown, ended, running: one sentence
     nonsense = asyncio.run(_ask(green.url, task["id"], "hello there"))
     assert nonsense.data["kind"] == "error" and "Task ID" in nonsense.text
 
@@ -111,7 +112,7 @@ def test_protocol_requests_are_refused_without_the_token_and_after_the_end(
             green.url, task["id"], "execute: id", {"kind": "execute", "command": "id", "token": "x"}
         )
     )
-    assert "is completed; it accepts no requests" in late.data["message"]
+    assert late.data["message"] == NOT_SERVED  # the status is not told to a stranger
 
 
 def test_invalid_loc_json_is_refused_with_errors_then_fixed(start_green, scripted_purple):

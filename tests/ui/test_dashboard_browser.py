@@ -13,9 +13,13 @@ from pathlib import Path
 
 import httpx
 import pytest
+from starlette.applications import Starlette
+from starlette.responses import HTMLResponse
+from starlette.routing import Route
 
 from services.green.kinds.arvo.judge import Judge
 from tests.support.fake_llm import FakeReply
+from tests.support.servers import serve
 
 pytestmark = [pytest.mark.docker, pytest.mark.browser, pytest.mark.slow]
 
@@ -176,9 +180,38 @@ def test_watch_a_task_live_then_read_its_result(
     script_agent(llm, submission_for_900007(fixture_assets))
     purple = llm_purple()
     green = start_green(purple_url=purple.url, api_token=TOKEN)
+    blocked: list[str] = []  # the dashboard works under its own Content-Security-Policy
+    page.on("console", lambda m: blocked.append(m.text) if "Content Security" in m.text else None)
 
     log_in(page, green.url, shoot)
     task_id = start_and_watch(page, green.url, shoot)
     read_result(page, shoot)
     run_id = failing_assessment(green.url)
     lists_and_plots(page, green.url, task_id, run_id, shoot)
+    assert blocked == []
+
+
+def test_another_page_cannot_frame_the_dashboard(start_green, page, shoot):
+    """A page on another port of the same host (the same site: the Strict session cookie goes
+    along) frames the logged-in dashboard under a decoy; the browser refuses to show it."""
+    green = start_green(api_token=TOKEN)
+    page.goto(f"{green.url}/ui/login")
+    page.fill("#token", TOKEN)
+    page.click("form.stack button[type=submit]")
+    page.wait_for_url(re.compile(r".*/ui$"))
+    assert page.locator("form.start").count() == 1  # logged in: the runs page and its form
+
+    html = f'<h1>win a prize</h1><iframe id="f" src="{green.url}/ui"></iframe>'
+    decoy = Starlette(routes=[Route("/", lambda _: HTMLResponse(html))])
+
+    refused: list[str] = []
+    page.on("console", lambda m: refused.append(m.text) if "frame-ancestors" in m.text else None)
+    with serve(decoy) as evil:
+        page.goto(evil.url)
+        page.wait_for_timeout(1500)
+        shoot(page, "09-framed-refused")
+        framed = [f for f in page.frames if f is not page.main_frame]
+        assert framed, "the decoy has its frame"
+        for frame in framed:
+            assert frame.locator("form.start").count() == 0, "the dashboard showed in a frame"
+    assert refused, "the browser gave no frame-ancestors refusal"

@@ -3,6 +3,7 @@ protocol, the start form's errors, and the ground truth rule."""
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 
@@ -56,6 +57,12 @@ def seed(
     return task_id
 
 
+def form_token(c: httpx.Client) -> str:
+    """The session's CSRF token, as the dashboard's own forms carry it."""
+    page = c.get("/ui").text
+    return re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+
+
 @pytest.fixture
 def green(start_green):
     return start_green(api_token=TOKEN)
@@ -99,7 +106,8 @@ def test_login_sets_a_strict_httponly_session_cookie_that_is_not_the_token(green
         assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/ui" in cookie
         assert TOKEN not in cookie
         assert c.get("/ui").status_code == 200
-        assert c.post("/ui/logout").status_code == 303
+        assert c.post("/ui/logout").status_code == 403  # no form token: not from our page
+        assert c.post("/ui/logout", data={"csrf": form_token(c)}).status_code == 303
         assert c.get("/ui").status_code == 303  # the session is gone on the server too
 
 
@@ -155,6 +163,7 @@ def test_ground_truth_and_scores_only_for_ended_tasks(session, green_settings):
 
 def test_bad_input_gets_clear_4xx_answers(session):
     c = session
+    csrf = form_token(c)
     r = c.get("/ui/tasks?status=bogus")
     assert r.status_code == 422 and "unknown status &#39;bogus&#39;" in r.text
     assert r.headers["content-type"].startswith("text/html")  # a page, for a page
@@ -163,15 +172,21 @@ def test_bad_input_gets_clear_4xx_answers(session):
     assert c.get("/ui/tasks/nope").status_code == 404
     assert c.get("/ui/runs/nope").status_code == 404
     assert c.get("/ui/runs/none/plots/nope.svg").status_code == 404
-    r = c.post("/ui/tasks", data={"task": ""})
+    r = c.post("/ui/tasks", data={"csrf": csrf, "task": ""})
     assert r.status_code == 422 and "Give a task" in r.text
-    r = c.post("/ui/tasks", data={"task": "arvo:999999999"})
+    r = c.post("/ui/tasks", data={"csrf": csrf, "task": "arvo:999999999"})
     assert r.status_code == 404 and "Unknown task" in r.text
-    r = c.post("/ui/tasks", data={"task": "arvo:9 00"})  # not a task reference: no 500
+    r = c.post(
+        "/ui/tasks", data={"csrf": csrf, "task": "arvo:9 00"}
+    )  # not a task reference: no 500
     assert r.status_code == 422 and "not a task reference" in r.text
-    r = c.post("/ui/tasks", data={"task": "arvo:900001", "max_steps": "lots"})
+    r = c.post("/ui/tasks", data={"csrf": csrf, "task": "arvo:900001", "max_steps": "lots"})
     assert r.status_code == 422 and "step limit" in r.text
-    r = c.post("/ui/tasks", data={"task": "arvo:900001"}, headers={"origin": "http://evil.example"})
+    r = c.post(
+        "/ui/tasks",
+        data={"csrf": csrf, "task": "arvo:900001"},
+        headers={"origin": "http://evil.example"},
+    )
     assert r.status_code == 403
 
 

@@ -61,7 +61,9 @@ def classify(payload: Payload) -> Classified:
         try:
             req = parse_data(payload.data)
         except ValidationError as exc:
-            return Unknown(f"invalid {payload.data.get('kind')} data: {exc.errors()[0]['msg']}")
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"][1:]) or "data"  # [0]: the union's tag
+            return Unknown(f"invalid {payload.data.get('kind')} data: {where}: {first['msg']}")
         token = req.token or _text_field(payload.metadata, "token")  # type: ignore[union-attr]
         return ProtocolRequest(req, token)  # type: ignore[arg-type]
     text = payload.text

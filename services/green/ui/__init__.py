@@ -15,6 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from services.green.ui import live, login, pages, purple_view, runs
 from services.green.ui.auth import LoginRequired, Sessions, login_url
 from services.green.ui.facts import TaskFacts
+from services.green.ui.headers import SecurityHeaders
 from services.green.ui.templating import HERE, render
 
 
@@ -38,6 +39,7 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 def mount_ui(app: FastAPI) -> None:
     """Add /ui to green's app (after ``app.state.orchestrator`` and ``auth`` are set)."""
     app.state.ui_sessions = Sessions()
+    app.add_middleware(SecurityHeaders)
     app.state.ui_facts = TaskFacts(app.state.orchestrator)
     app.add_exception_handler(LoginRequired, _to_login)
     app.add_exception_handler(StarletteHTTPException, _http_error)

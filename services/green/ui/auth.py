@@ -9,6 +9,8 @@ logged-in operator sees the ground truth (:mod:`services.green.disclosure`).
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import secrets
 import time
 from urllib.parse import quote
@@ -46,6 +48,12 @@ class Sessions:
     def __init__(self, ttl_s: float = SESSION_TTL_S) -> None:
         self.ttl_s = ttl_s
         self._expiry: dict[str, float] = {}
+        self._csrf_key = secrets.token_bytes(32)
+
+    def csrf(self, sid: str) -> str:
+        """The form token of a session: derived from its id with this process's key, so it is
+        new at every login and unknown to any other page."""
+        return hmac.new(self._csrf_key, sid.encode(), hashlib.sha256).hexdigest()[:40]
 
     def create(self) -> str:
         now = time.monotonic()
@@ -110,3 +118,29 @@ def safe_next(next_url: str | None) -> str:
     if next_url and next_url.startswith("/ui") and not next_url.startswith("//"):
         return next_url
     return "/ui"
+
+
+CSRF_FIELD = "csrf"
+STALE_FORM = "the form is stale or came from another page: reload the page and try again"
+
+
+def csrf_token(request: Request) -> str:
+    """The hidden form field of this browser's session ('' without a session)."""
+    sid = request.cookies.get(COOKIE)
+    return sessions(request).csrf(sid) if sid and sessions(request).valid(sid) else ""
+
+
+def check_form(request: Request, form: dict[str, str]) -> None:
+    """A state-changing form post: refused (403) from another origin, and, when the session
+    cookie is what authenticates it, without the session's form token. A request with the
+    bearer header needs no token (a browser never adds that header by itself)."""
+    origin = request.headers.get("origin")
+    if origin and origin.split("://", 1)[-1] != request.headers.get("host"):
+        raise HTTPException(status.HTTP_403_FORBIDDEN, "cross-site form post refused")
+    if request.app.state.auth.caller(request.headers.get("authorization")).operator:
+        return
+    expected = csrf_token(request)
+    if expected and not secrets.compare_digest(
+        form.get(CSRF_FIELD, "").encode("utf-8", "replace"), expected.encode()
+    ):
+        raise HTTPException(status.HTTP_403_FORBIDDEN, STALE_FORM)

@@ -13,11 +13,12 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, HTTPException, Request, status
+from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from fastapi.responses import StreamingResponse
 
+from services.green.api.query_bounds import MAX_SEQ
 from services.green.live_task import TaskEvent, TaskNotFound
 from services.green.orchestrator import Orchestrator
 from services.green.store.models import CommandPublic
@@ -91,13 +92,15 @@ async def task_events(
 
 
 @router.get("/tasks/{task_id}/stream")
-async def stream(task_id: str, request: Request, after: int = 0) -> StreamingResponse:
+async def stream(
+    task_id: str, request: Request, after: Annotated[int, Query(ge=0, le=MAX_SEQ)] = 0
+) -> StreamingResponse:
     orch: Orchestrator = request.app.state.orchestrator
-    resume = request.headers.get("last-event-id", "")
-    if resume.isdigit():
-        after = max(after, int(resume))
-    if after < 0:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "after must be >= 0")
+    resume = request.headers.get("last-event-id", "").strip()
+    # only ASCII digits: "²".isdigit() is true but int("²") fails; a browser sends back an id
+    # green gave it, so anything else (or a number past the range) is ignored, not an error
+    if resume.isascii() and resume.isdigit() and len(resume) <= len(str(MAX_SEQ)):
+        after = max(after, min(int(resume), MAX_SEQ))
     try:
         queue = orch.subscribe(task_id)  # before the first read: no command falls in between
     except TaskNotFound:

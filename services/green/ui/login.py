@@ -7,7 +7,14 @@ from urllib.parse import parse_qs
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from services.green.ui.auth import COOKIE, SESSION_TTL_S, safe_next, sessions, token_matches
+from services.green.ui.auth import (
+    COOKIE,
+    SESSION_TTL_S,
+    check_form,
+    safe_next,
+    sessions,
+    token_matches,
+)
 from services.green.ui.templating import render
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
@@ -49,6 +56,7 @@ async def login(request: Request) -> Response:
 
 @router.post("/logout")
 async def logout(request: Request) -> Response:
+    check_form(request, await form_fields(request))
     sessions(request).drop(request.cookies.get(COOKIE))
     response = RedirectResponse("/ui/login", status_code=303)
     response.delete_cookie(COOKIE, path="/ui")

@@ -7,13 +7,14 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from services.green.api.query_bounds import MAX_PAGE
 from services.green.assets.base import UnknownTask
 from services.green.intake_limits import TooBusy
 from services.green.kinds.registry import parse_ref
 from services.green.live_task import TaskNotFound
 from services.green.orchestrator import Orchestrator, TaskOptions
 from services.green.store.models import CommandPublic
-from services.green.ui.auth import caller, disclosure, require_page
+from services.green.ui.auth import caller, check_form, disclosure, require_page
 from services.green.ui.login import form_fields
 from services.green.ui.templating import render
 from services.green.ui.views import TaskFilters, duration, result_view, task_page, timeline
@@ -27,13 +28,6 @@ def _orch(request: Request) -> Orchestrator:
     return request.app.state.orchestrator
 
 
-def same_origin(request: Request) -> None:
-    """Refuse a form post from another site (the session cookie is SameSite=Strict as well)."""
-    origin = request.headers.get("origin")
-    if origin and origin.split("://", 1)[-1] != request.headers.get("host"):
-        raise HTTPException(status.HTTP_403_FORBIDDEN, "cross-site form post refused")
-
-
 @router.get("/tasks", response_class=HTMLResponse)
 async def tasks(
     request: Request,
@@ -41,7 +35,7 @@ async def tasks(
     kind: str = "",
     bug_class: str = "",
     run: str = "",
-    page: int = 1,
+    page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
     fragment: str = "",
 ) -> Response:
     f = TaskFilters(status_, kind, bug_class, run, page)
@@ -53,8 +47,8 @@ async def tasks(
 @router.post("/tasks")
 async def start_task(request: Request) -> Response:
     """The start form: a task reference, optionally a purple URL and a step limit."""
-    same_origin(request)
     form = await form_fields(request)
+    check_form(request, form)
     ref, purple = form.get("task", "").strip(), form.get("purple_url", "").strip() or None
     steps = form.get("max_steps", "").strip()
     error, code = None, 422
@@ -115,7 +109,7 @@ async def task(task_id: str, request: Request) -> Response:
 
 @router.post("/tasks/{task_id}/cancel")
 async def cancel(task_id: str, request: Request) -> Response:
-    same_origin(request)
+    check_form(request, await form_fields(request))
     try:
         await _orch(request).cancel(task_id, "cancelled from the dashboard")
     except TaskNotFound:

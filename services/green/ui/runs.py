@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, HTTPException, Request, status
+from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from fastapi.responses import HTMLResponse, Response
 
+from services.green.api.query_bounds import MAX_PAGE
 from services.green.assessment import AssessmentRunner
 from services.green.disclosure import Disclosure
 from services.green.kinds.arvo.crash import fix_position
@@ -87,9 +88,7 @@ def _tasks(request: Request, run_id: str, ground_truth: bool = False) -> list[Ta
 
 
 @router.get("", response_class=HTMLResponse)
-async def runs(request: Request, page: int = 1) -> Response:
-    if page < 1:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "page starts at 1")
+async def runs(request: Request, page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1) -> Response:
     records, total = request.app.state.assessment_store.list(
         (page - 1) * RUNS_PER_PAGE, RUNS_PER_PAGE
     )

@@ -10,7 +10,7 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
-from services.green.ui.auth import auth_on
+from services.green.ui.auth import auth_on, csrf_token
 
 HERE = Path(__file__).parent
 templates = Jinja2Templates(directory=HERE / "templates")
@@ -37,4 +37,5 @@ templates.env.filters["score"] = _score
 
 def render(request: Request, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
     context.setdefault("auth_on", auth_on(request))
+    context.setdefault("csrf", csrf_token(request))
     return templates.TemplateResponse(request, name, context, status_code=status_code)

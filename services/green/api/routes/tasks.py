@@ -9,6 +9,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, model_validator
 
 from services.green.api.deps import DisclosureDep, IntakeDep, OperatorDep, OrchestratorDep, admit
+from services.green.api.query_bounds import MAX_OFFSET
 from services.green.api.routes.datasets import annotate_verified
 from services.green.assets.base import UnknownTask
 from services.green.kinds.registry import parse_ref
@@ -82,7 +83,7 @@ async def list_tasks(
         str | None, Query(description="Deprecated: the id within its kind (use ref)")
     ] = None,
     assessment_id: str | None = None,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> Any:
     kind, ref_id = None, arvo_id
@@ -125,7 +126,7 @@ async def get_task(
 async def get_commands(
     task_id: str,
     orch: OrchestratorDep,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     limit: Annotated[int, Query(ge=1, le=5000)] = 500,
 ) -> Any:
     _get(orch, task_id)

@@ -1,0 +1,99 @@
+"""The request bounds' parts that need no server: JSON-RPC shape, credentials, the connection
+book (the whole middleware is attacked over real HTTP in
+tests/integration/test_hostile_purple_http.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from services.green.http_limits import (
+    Bounds,
+    ConnectionBook,
+    Refused,
+    Verifier,
+    credential,
+    parse_rpc,
+    task_token,
+)
+
+BOUNDS = Bounds(a2a_body=1 << 20, api_body=1 << 16, ui_body=1 << 12, rpc_depth=32,
+                rpc_values=1000, per_credential=2)  # fmt: skip
+
+
+def _rpc(params: str) -> bytes:
+    return f'{{"jsonrpc": "2.0", "id": 5, "method": "tasks/get", "params": {params}}}'.encode()
+
+
+@pytest.mark.parametrize("depth", [40, 900, 2000, 100_000])
+def test_deep_params_are_invalid_params_and_a_deep_envelope_an_invalid_request(depth):
+    with pytest.raises(Refused) as params:
+        parse_rpc(_rpc('{"m": ' + "[" * depth + "]" * depth + "}"), BOUNDS)
+    assert "levels deep" in params.value.message
+    # past what Python's JSON parser can nest, green cannot say where: the whole request
+    assert params.value.rpc_code == (-32602 if depth <= 900 else -32600)
+    envelope = b'{"jsonrpc": "2.0", "id": 5, "x": ' + b"[" * depth + b"]" * depth + b"}"
+    with pytest.raises(Refused) as whole:
+        parse_rpc(envelope, BOUNDS)
+    assert whole.value.rpc_code in (-32600, -32602) and "levels deep" in whole.value.message
+    if depth <= 900:  # parsed: the id is echoed
+        assert params.value.rpc_id == 5
+
+
+def test_too_many_values_and_fine_requests():
+    with pytest.raises(Refused) as many:
+        parse_rpc(_rpc(json.dumps({"m": list(range(2000))})), BOUNDS)
+    assert "JSON values" in many.value.message
+    assert parse_rpc(_rpc('{"id": "x"}'), BOUNDS)["params"] == {"id": "x"}
+    assert parse_rpc(b"{not json", BOUNDS) is None  # the SDK answers its own parse error
+
+
+def test_body_limits_per_route():
+    assert BOUNDS.body_limit("POST", "/")[0] == 1 << 20
+    assert BOUNDS.body_limit("POST", "/ui/login")[0] == 1 << 12
+    assert BOUNDS.body_limit("POST", "/tasks")[0] == 1 << 16
+    assert BOUNDS.body_limit("GET", "/")[0] == 1 << 16
+
+
+def test_a_credential_is_named_without_its_secret():
+    data = {"params": {"message": {"parts": [{"kind": "data", "data": {"token": "t0k"}}]}}}
+    text = {"params": {"message": {"parts": [{"kind": "text", "text": "execute: id\ntoken: t1"}]}}}
+    meta = {"params": {"message": {"metadata": {"token": "t2"}, "parts": []}}}
+    assert [task_token(b) for b in (data, text, meta, {"params": []}, None)] == [
+        "t0k", "t1", "t2", None, None
+    ]  # fmt: skip
+    scope = {"headers": [(b"authorization", b"Bearer op")], "client": ("10.0.0.1", 5)}
+    assert credential(scope).startswith("bearer:") and "op" not in credential(scope)
+    cookie = {"headers": [(b"cookie", b"a=b; arena_ui_session=sid")], "client": ("h", 1)}
+    assert credential(cookie).startswith("session:")
+    anonymous = {"headers": [], "client": ("10.0.0.9", 7)}
+    assert credential(anonymous, data).startswith("task:")
+    assert credential(anonymous) == "anonymous:10.0.0.9"
+
+
+def test_the_connection_book_bounds_each_credential_and_forgets_closed_connections():
+    book = ConnectionBook()
+    keys = [(("green", 1), ("client", port)) for port in range(4)]
+    for key in keys:
+        book.opened(key)
+    assert book.claim(keys[0], "agent", 2) and book.claim(keys[1], "agent", 2)
+    assert book.claim(keys[1], "agent", 2)  # its own connection again
+    assert not book.claim(keys[2], "agent", 2)  # a third
+    assert book.claim(keys[2], "operator", 2)  # others are not affected
+    book.closed(keys[0])
+    assert book.claim(keys[3], "agent", 2)
+    assert book.claim((("other", 1), ("c", 1)), "agent", 2)  # not green's server: not counted
+    assert book.count == {"agent": 2, "operator": 1}
+
+
+def test_a_made_up_credential_counts_as_its_callers_address():
+    strict = Verifier(operator=lambda h: h == "Bearer op", session=lambda s: False,
+                      task=lambda t: t == "real")  # fmt: skip
+    fake = {"headers": [(b"authorization", b"Bearer guess-1")], "client": ("10.0.0.9", 7)}
+    body = {"params": {"message": {"metadata": {"token": "guess-2"}, "parts": []}}}
+    assert credential(fake, body, strict) == "anonymous:10.0.0.9"
+    real = {"params": {"message": {"metadata": {"token": "real"}, "parts": []}}}
+    assert credential(fake, real, strict).startswith("task:")
+    operator = {"headers": [(b"authorization", b"Bearer op")], "client": ("10.0.0.9", 8)}
+    assert credential(operator, None, strict).startswith("bearer:")
