@@ -117,7 +117,9 @@ class AssessmentRunner:
                 await asyncio.to_thread(self.orchestrator.kind(ref.kind).check, ref.id)
             except UnknownTask as exc:
                 raise UnknownTask(f"{ref} ({exc})") from exc
-        return [await self.orchestrator.create_task(ref, opts) for ref in refs]
+        tasks = [await self.orchestrator.create_task(ref, opts, record=False) for ref in refs]
+        self.orchestrator.record(*tasks)  # all or none
+        return tasks
 
     async def run(
         self,

@@ -20,6 +20,7 @@ from typing import Any
 from services.green.config import GreenSettings
 from services.green.kinds.base import TaskKind, TaskPlan
 from services.green.store.crud import TaskStore
+from services.green.store.errors import AGENT_SENTENCE, STORAGE_ERRORS, brief
 from services.green.store.models import (
     Command,
     CommandPublic,
@@ -50,6 +51,14 @@ class TaskNotFound(KeyError):
 
 class RequestRefused(Exception):
     """An execute/submit that green will not serve (bad token, task not running, limits)."""
+
+
+class GreenFault(Exception):
+    """Green itself failed while serving the agent (its database): the task ends as infra."""
+
+    def __init__(self, end_reason: str, error: str) -> None:
+        super().__init__(error)
+        self.end_reason = end_reason
 
 
 class TaskLost(Exception):
@@ -93,6 +102,8 @@ class LiveTask:
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     """Set when the task must stop waiting: a submission was accepted, or the sandbox broke."""
     sandbox_error: str | None = None
+    green_fault: GreenFault | None = None
+    """Set when green failed while serving the agent (its database): ends the task as infra."""
     agent_fault: AgentFault | None = None
     """Set when the agent's command ended the container (it stopped, a limit): ends the task."""
     end_detail: str | None = None
@@ -140,6 +151,18 @@ class LiveTask:
         log.error("sandbox.broken", error=str(exc))
         self.sandbox_error = f"the task container broke: {exc}"
         self.ended.set()
+
+    def storage_broke(self, exc: BaseException, while_: str) -> RequestRefused:
+        """Green's database failed while serving the agent: the task ends as infra (the detail
+        goes to the log only). Returns the refusal the agent gets: one generic sentence."""
+        with self.log_context():
+            log.error("storage.failed_serving_agent", request=while_, error=str(exc))
+        if self.green_fault is None:
+            self.green_fault = GreenFault(
+                "storage", f"{brief(exc)} while serving the agent's {while_}"
+            )
+        self.ended.set()
+        return RequestRefused(AGENT_SENTENCE)
 
 
 class LiveTasks:
@@ -223,7 +246,10 @@ class LiveTasks:
                     timed_out=result.timed_out,
                     truncated=result.truncated,
                 )
-            self._record(live, command, result, started)
+            try:
+                self._record(live, command, result, started)
+            except STORAGE_ERRORS as exc:
+                raise live.storage_broke(exc, "execute") from None
             return Result.model_validate(result.model_dump())
 
     async def _run(self, live: LiveTask, command: str, limit: float) -> CommandResult:
@@ -280,14 +306,18 @@ class LiveTasks:
                 raise RequestRefused(live.sandbox_error or str(exc)) from exc
             accepted = submission is not None and not errors
             live.submissions += 1
-            if not self.store.update_held(
-                live.id,
-                self.settings.instance_name,
-                submissions=live.submissions,
-                tokens_in=stats.tokens_in,
-                tokens_out=stats.tokens_out,
-                cost=stats.cost,
-            ):
+            try:
+                held = self.store.update_held(
+                    live.id,
+                    self.settings.instance_name,
+                    submissions=live.submissions,
+                    tokens_in=stats.tokens_in,
+                    tokens_out=stats.tokens_out,
+                    cost=stats.cost,
+                )
+            except STORAGE_ERRORS as exc:
+                raise live.storage_broke(exc, "submit") from None
+            if not held:
                 live.lost = True
                 raise RequestRefused(f"task {live.id} has ended")
             with live.log_context():
