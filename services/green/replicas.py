@@ -71,7 +71,11 @@ class Replica:
         except InstanceClash:
             live = await asyncio.to_thread(self.registry.live, now, self.lease)
             holder = next((i for i in live if i.name == self.name), None)
-            if holder is None or await _answers_as(holder.url, self.name):
+            # at our own URL nobody else answers: this process holds its socket (bound before
+            # start-up), so the holder is this name's previous process, dead
+            if holder is None or (
+                holder.url != self.url and await _answers_as(holder.url, self.name)
+            ):
                 raise
             log.warning("instance.took_over_dead_name", name=self.name, was_at=holder.url)
             await asyncio.to_thread(self.registry.deregister, self.name, holder.incarnation)
