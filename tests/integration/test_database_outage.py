@@ -14,6 +14,7 @@ tasks are preparing, running and being evaluated, then started again, and:
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from pathlib import Path
 
@@ -34,12 +35,13 @@ GOOD_LOC = {"locations": [{"file": "Makefile", "line_start": 1, "line_end": 1}]}
 ALLOW = {"GREEN_PURPLE_ALLOWLIST": '["http://127.0.0.1:*"]'}
 
 
-def forbidden_words(port: int) -> list[str]:
+def forbidden_words(port: int | None) -> list[str]:
     """What would tell the agent about green's database."""
-    return ["sqlalchemy", "psycopg", "postgres", "operationalerror", "sqlite", f":{port}"]
+    words = ["sqlalchemy", "psycopg", "postgres", "operationalerror", "sqlite", "locked"]
+    return [*words, f":{port}"] if port else words
 
 
-def assert_agent_saw_nothing_internal(observed, traj_dir: Path, port: int) -> None:
+def assert_agent_saw_nothing_internal(observed, traj_dir: Path, port: int | None) -> None:
     seen = [r.output for r in observed.results]
     seen += [json.dumps(r.model_dump()) for r in observed.submit_replies]
     seen += observed.endings
@@ -84,9 +86,11 @@ def post(url: str, ref_id: str, **body: str) -> str:
     return r.json()["id"]
 
 
-def preparing(url: str) -> bool:
-    r = httpx.get(f"{url}/tasks", headers=OPERATOR, params={"status": "preparing"}, timeout=10)
-    return r.json()["total"] > 0
+def preparing(url: str) -> dict[str, dict] | None:
+    """Every task (one query), when one of them is being prepared."""
+    r = httpx.get(f"{url}/tasks", headers=OPERATOR, params={"limit": 100}, timeout=10)
+    tasks = {t["id"]: t for t in r.json()["items"]}
+    return tasks if any(t["status"] == "preparing" for t in tasks.values()) else None
 
 
 def test_tasks_end_and_slots_return_after_a_postgres_outage(
@@ -123,13 +127,12 @@ def test_tasks_end_and_slots_return_after_a_postgres_outage(
             "tasks did not start",
         )
         ids += [post(a.url, IDS[i % 4]) for i in range(8)]  # claimed into the free slots
-        _until(lambda: preparing(a.url), 30, "no task was preparing", period=0.05)
-        before = _tasks(a.url, ids)
+        # stop the server the moment a task is being prepared (others are running)
+        before = _until(lambda: preparing(a.url), 30, "no task was preparing", period=0.02)
+        pg.stop_server("fast")
         under_way = [i for i, t in before.items() if t["status"] in HELD]
         print("at the outage:", sorted(t["status"] for t in before.values()))
         assert {"preparing", "running"} <= {t["status"] for t in before.values()}, before
-
-        pg.stop_server("fast")
         down_at = time.monotonic()
         accepted = probe_outage(a.url, b.url, ids[0], pg.port)
         time.sleep(max(0.0, OUTAGE_S - (time.monotonic() - down_at)))
@@ -193,5 +196,74 @@ def test_tasks_end_and_slots_return_after_a_postgres_outage(
         all=True, filters={"label": ["arena.managed=1", "arena.owner=outage-a"]}
     ) + docker_client.containers.list(
         all=True, filters={"label": ["arena.managed=1", "arena.owner=outage-b"]}
+    )
+    assert left == [], [c.name for c in left]
+
+
+LOCK_S = 35.0
+"""Longer than SQLite's busy timeout in green (30 s): a write waiting for the lock fails."""
+
+
+def test_tasks_end_and_slots_return_after_a_locked_sqlite_file(
+    green_settings, scripted_purple, docker_client: docker.DockerClient, tmp_path
+):
+    """Another process holds the SQLite file's write lock past green's busy timeout: the writes
+    of running tasks fail ("database is locked"). The tasks end as infra once it is released,
+    the agent learns nothing of it, and both slots work afterwards."""
+    db_path = tmp_path / "locked.db"
+    script = Script(commands=["sleep 1"] * 4, pause_s=0.5, submissions=[GOOD_LOC])
+    purple_url, observed = scripted_purple(script, max_concurrent_tasks=8)
+    slow_url, _ = scripted_purple(
+        Script(commands=["sleep 1"] * 40, pause_s=0.5, submissions=[GOOD_LOC])
+    )
+    green = _replica(green_settings, f"sqlite:///{db_path}", "locked-a", purple_url, tmp_path, 2)
+    green.env.update(ALLOW)
+    green.start()
+    try:
+        ids = [post(green.url, IDS[i]) for i in range(2)]
+        _until(
+            lambda: all(t["status"] == "running" for t in _tasks(green.url, ids).values()),
+            120,
+            "tasks did not start",
+        )
+        holder = sqlite3.connect(db_path, timeout=60, isolation_level=None)
+        holder.execute("BEGIN EXCLUSIVE")
+        time.sleep(LOCK_S)
+        holder.execute("ROLLBACK")
+        holder.close()
+        released = time.monotonic()
+        _until(
+            lambda: all(t["status"] in TERMINAL for t in _tasks(green.url, ids).values()),
+            LEASE_S + 15,
+            f"tasks did not end: {_tasks(green.url, ids)}",
+            period=0.5,
+        )
+        print(f"lock released -> tasks ended: {time.monotonic() - released:.1f} s")
+        ended = _tasks(green.url, ids)
+        print(
+            "ends:",
+            sorted((t["status"], t["failure_kind"], t["end_reason"]) for t in ended.values()),
+        )
+        for t in ended.values():
+            assert t["status"] == "completed" or (
+                t["status"] == "failed" and t["failure_kind"] == "infra"
+            ), t
+        assert any(t["end_reason"] == "storage" for t in ended.values()), ended
+        assert_agent_saw_nothing_internal(observed, tmp_path / "traj", None)
+        for word in ("locked", "sqlite"):
+            assert not any(word in e.lower() for e in observed.endings), observed.endings
+
+        batch = [post(green.url, IDS[i], purple_url=slow_url) for i in range(2)]
+        _until(
+            lambda: all(t["status"] == "running" for t in _tasks(green.url, batch).values()),
+            120,
+            f"a slot was lost: {_tasks(green.url, batch)}",
+        )
+        for task_id in batch:
+            httpx.post(f"{green.url}/tasks/{task_id}/cancel", headers=OPERATOR, timeout=30)
+    finally:
+        green.stop()
+    left = docker_client.containers.list(
+        all=True, filters={"label": ["arena.managed=1", "arena.owner=locked-a"]}
     )
     assert left == [], [c.name for c in left]
