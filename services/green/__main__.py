@@ -1,4 +1,9 @@
-"""``python -m services.green --host H --port P --card-url U``"""
+"""``python -m services.green --host H --port P --card-url U``
+
+The listening socket is bound before green's modules are imported and its app built (seconds on
+a busy machine): from the first moment a connection is accepted by the kernel and waits in the
+backlog until green serves it, instead of being refused (docs/deployment.md, "Start-up").
+"""
 
 from __future__ import annotations
 
@@ -22,10 +27,12 @@ def serve(
 ) -> None:
     overrides = {k: v for k, v in {"host": host, "port": port, "card_url": card_url}.items() if v}
     settings = GreenSettings(**overrides)
-    from services.green.app import create_app
-    from services.green.server import run
+    from services.green.server import bind, run
 
-    run(create_app(settings), settings)
+    sock = bind(settings)
+    from services.green.app import create_app
+
+    run(create_app(settings), settings, sock)
 
 
 def main() -> None:

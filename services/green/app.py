@@ -13,6 +13,7 @@ from sqlalchemy.engine import Engine
 
 from services.green.a2a.executor import GreenExecutor
 from services.green.a2a.gate import CallContextBuilder, GreenRequestHandler, RefusalStatus
+from services.green.api import outage
 from services.green.api.deps import require_operator
 from services.green.api.routes import assessments, datasets, health, tasks
 from services.green.assessment import AssessmentRunner
@@ -168,6 +169,8 @@ def create_app(
             {"where": ".".join(str(p) for p in e["loc"]), "message": e["msg"]} for e in exc.errors()
         ]
         return JSONResponse({"detail": "invalid request", "errors": errors}, status_code=422)
+
+    outage.install(app)  # the database away: 503 with a sentence; any other failure: 500, JSON
 
     # Our routes first: A2A's JSON-RPC lives at "/" (the AgentBeats gateway calls the base URL).
     app.include_router(health.router)

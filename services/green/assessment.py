@@ -142,11 +142,13 @@ class AssessmentRunner:
                 await asyncio.to_thread(self.orchestrator.kind(ref.kind).check, ref.id)
             except UnknownTask as exc:
                 raise UnknownTask(f"{ref} ({exc})") from exc
-        return [
-            await self.orchestrator.create_task(ref, replace(opts, trial=trial))
+        tasks = [
+            await self.orchestrator.create_task(ref, replace(opts, trial=trial), record=False)
             for ref in refs
             for trial in range(1, request.trials + 1)
         ]
+        self.orchestrator.record(*tasks)  # all or none
+        return tasks
 
     async def run(
         self,

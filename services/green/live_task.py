@@ -20,6 +20,7 @@ from typing import Any
 from services.green.config import GreenSettings
 from services.green.kinds.base import TaskKind, TaskPlan
 from services.green.store.crud import TaskStore
+from services.green.store.errors import AGENT_SENTENCE, STORAGE_ERRORS, brief
 from services.green.store.models import (
     Command,
     CommandPublic,
@@ -27,7 +28,7 @@ from services.green.store.models import (
     TaskStatus,
     utcnow,
 )
-from services.sandbox.base import AgentFault, Sandbox, SandboxError
+from services.sandbox.base import AgentFault, Sandbox, SandboxError, SandboxSpec
 from services.shared.commands import CommandResult
 from services.shared.logging import get_logger, task_log_context
 from services.shared.outcome import TaskOutcome
@@ -60,6 +61,14 @@ class TaskNotFound(KeyError):
 
 class RequestRefused(Exception):
     """An execute/submit that green will not serve (bad token, task not running, limits)."""
+
+
+class GreenFault(Exception):
+    """Green itself failed while serving the agent (its database): the task ends as infra."""
+
+    def __init__(self, end_reason: str, error: str) -> None:
+        super().__init__(error)
+        self.end_reason = end_reason
 
 
 class TaskLost(Exception):
@@ -103,6 +112,8 @@ class LiveTask:
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     """Set when the task must stop waiting: a submission was accepted, or the sandbox broke."""
     sandbox_error: str | None = None
+    green_fault: GreenFault | None = None
+    """Set when green failed while serving the agent (its database): ends the task as infra."""
     agent_fault: AgentFault | None = None
     """Set when the agent's command ended the container (it stopped, a limit): ends the task."""
     end_detail: str | None = None
@@ -139,6 +150,24 @@ class LiveTask:
             scores=scores,
         )
 
+    def sandbox_spec(self, s: GreenSettings) -> SandboxSpec:
+        """The container this task gets, from its plan and green's limits."""
+        assert self.plan is not None
+        return SandboxSpec(
+            image=self.plan.image,
+            task_id=self.id,
+            ref_id=self.ref.id,
+            workdir=self.plan.workdir,
+            memory=s.container_memory,
+            disk_limit=s.container_disk_bytes or None,
+            disk_room=int(getattr(self.plan, "workspace_bytes", 0)),  # kinds that copy much in
+            disk_check_s=s.disk_check_s,
+            cpus=s.container_cpus,
+            pids_limit=s.container_pids,
+            network=s.container_network,
+            output_limit=s.output_limit_bytes,
+        )
+
     def log_context(self) -> contextlib.AbstractContextManager[None]:
         """Every log line inside goes to this task's log file, tagged with its ids."""
         return task_log_context(self.id, self.log_key, task_ref=str(self.ref))
@@ -152,6 +181,18 @@ class LiveTask:
         log.error("sandbox.broken", error=str(exc))
         self.sandbox_error = f"the task container broke: {exc}"
         self.ended.set()
+
+    def storage_broke(self, exc: BaseException, while_: str) -> RequestRefused:
+        """Green's database failed while serving the agent: the task ends as infra (the detail
+        goes to the log only). Returns the refusal the agent gets: one generic sentence."""
+        with self.log_context():
+            log.error("storage.failed_serving_agent", request=while_, error=str(exc))
+        if self.green_fault is None:
+            self.green_fault = GreenFault(
+                "storage", f"{brief(exc)} while serving the agent's {while_}"
+            )
+        self.ended.set()
+        return RequestRefused(AGENT_SENTENCE)
 
 
 class LiveTasks:
@@ -255,7 +296,10 @@ class LiveTasks:
                 timed_out=result.timed_out,
                 truncated=result.truncated,
             )
-        self._record(live, command, result, started)
+        try:
+            self._record(live, command, result, started)
+        except STORAGE_ERRORS as exc:
+            raise live.storage_broke(exc, "execute") from None
         return Result.model_validate(result.model_dump())
 
     async def _run(self, live: LiveTask, command: str, limit: float) -> CommandResult:
@@ -316,14 +360,18 @@ class LiveTasks:
             raise RequestRefused(live.sandbox_error or str(exc)) from exc
         accepted = submission is not None and not errors
         live.submissions += 1
-        if not self.store.update_held(
-            live.id,
-            self.settings.instance_name,
-            submissions=live.submissions,
-            tokens_in=stats.tokens_in,
-            tokens_out=stats.tokens_out,
-            cost=stats.cost,
-        ):
+        try:
+            held = self.store.update_held(
+                live.id,
+                self.settings.instance_name,
+                submissions=live.submissions,
+                tokens_in=stats.tokens_in,
+                tokens_out=stats.tokens_out,
+                cost=stats.cost,
+            )
+        except STORAGE_ERRORS as exc:
+            raise live.storage_broke(exc, "submit") from None
+        if not held:
             live.lost = True
             raise RequestRefused(f"task {live.id} has ended")
         with live.log_context():

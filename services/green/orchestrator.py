@@ -24,16 +24,25 @@ from typing import Any
 
 from services.green.assets.base import AssetError, UnknownTask
 from services.green.config import GreenSettings
+from services.green.endings import Endings
 from services.green.intake_limits import allowed_purple
 from services.green.kinds.base import TaskKind
-from services.green.live_task import LiveTask, LiveTasks, TaskEvent, TaskLost, TaskNotFound
+from services.green.live_task import (
+    GreenFault,
+    LiveTask,
+    LiveTasks,
+    TaskEvent,
+    TaskLost,
+    TaskNotFound,
+)
 from services.green.provenance import provenance_of
 from services.green.purple_link import PurpleLink, PurpleUnreachable
 from services.green.store.crud import TaskStore
+from services.green.store.errors import STORAGE_ERRORS, brief
 from services.green.store.models import FailureKind, Task, TaskStatus, utcnow
-from services.green.store.queue import TaskQueue
+from services.green.store.queue import HELD, TaskQueue
 from services.green.watch import RemoteWatch, subscribe, unsubscribe
-from services.sandbox.base import AgentFault, SandboxError, SandboxProvider, SandboxSpec
+from services.sandbox.base import AgentFault, SandboxError, SandboxProvider
 from services.sandbox.janitor import Janitor
 from services.shared.aio import cancel_and_wait, through_cancels
 from services.shared.logging import get_logger, router, task_log_context
@@ -75,6 +84,8 @@ class Orchestrator:
         self._purple_link = purple_link or self._default_link
         self.live = LiveTasks(settings, store)
         """The tasks this process is working on; purple's execute/submit are served there."""
+        self.endings = Endings(store, settings.instance_name)
+        """Ends not yet written (the database failed): retried until they land."""
         self._stopping = False
         self.task_end_hooks: list[Callable[[str], None]] = []
         """Called (in a thread) with a task's image after it ended (e.g. the disk budget)."""
@@ -121,6 +132,7 @@ class Orchestrator:
         self._stopping = True
         live = list(self.live)
         await cancel_and_wait(*(t.runner for t in live if t.runner))
+        await self.endings.close(wait_s=min(self.settings.lease_s, 10.0))
         await self.janitor.close()
         self._pool.shutdown(wait=True, cancel_futures=True)
         log.info("green.stopped", stopped_tasks=[t.id for t in live])
@@ -131,17 +143,16 @@ class Orchestrator:
     # ---- intake ------------------------------------------------------------------------
 
     def kind(self, name: str) -> TaskKind:
-        try:
-            return self.kinds[name]
-        except KeyError:
-            raise ValueError(
-                f"unknown task kind {name!r} (known: {', '.join(self.kinds)})"
-            ) from None
+        if name not in self.kinds:
+            raise ValueError(f"unknown task kind {name!r} (known: {', '.join(self.kinds)})")
+        return self.kinds[name]
 
-    async def create_task(self, ref: TaskRef | str, options: TaskOptions | None = None) -> Task:
-        """Validate and record as queued (any replica's dispatcher may claim it). Raises
-        ValueError for a malformed reference or a kind this green does not serve, UnknownTask for
-        an id the source lacks."""
+    async def create_task(
+        self, ref: TaskRef | str, options: TaskOptions | None = None, *, record: bool = True
+    ) -> Task:
+        """Validate and record as queued (any replica's dispatcher may claim it; ``record=False``:
+        :meth:`record` does). Raises ValueError for a malformed reference or a kind this green
+        does not serve, UnknownTask for an id the source lacks."""
         opts = options or TaskOptions()
         s = self.settings
         purple_url = allowed_purple(self.settings, opts.purple_url)
@@ -168,13 +179,19 @@ class Orchestrator:
             trial=opts.trial,
             owner=s.instance_name,
         )
-        self.store.add(task)
-        log_key = f"{ref.kind}_{ref.id}"
-        with task_log_context(task.id, log_key, task_ref=str(ref)):
-            log.info("task.queued", purple_url=task.purple_url, max_steps=task.max_steps)
-        self._close_log(log_key)
-        self.wakeup.set()
+        if record:
+            self.record(task)
         return task
+
+    def record(self, *tasks: Task) -> None:
+        """Queue these tasks, all or none (one transaction: a failing database queues none)."""
+        self.store.add_all(tasks)
+        for task in tasks:
+            log_key = f"{task.kind}_{task.ref_id}"
+            with task_log_context(task.id, log_key, task_ref=str(task.ref)):
+                log.info("task.queued", purple_url=task.purple_url, max_steps=task.max_steps)
+            self._close_log(log_key)
+        self.wakeup.set()
 
     def adopt(self, task: Task) -> LiveTask:
         """Run a task this replica claimed from the queue (a fresh token: only we know it)."""
@@ -215,9 +232,11 @@ class Orchestrator:
             live = self.live.get(task_id)
             if live is not None and live.runner is not None:
                 await asyncio.shield(live.runner)
-                return self.get(task_id)
-            task = self.get(task_id)
-            if task.status.terminal:
+            try:
+                task = self.get(task_id)
+            except STORAGE_ERRORS:  # the database is away: its end is read once it is back
+                task = None
+            if task is not None and task.status.terminal:
                 return task
             await asyncio.sleep(min(self.settings.queue_poll_s, 0.5))
 
@@ -229,9 +248,15 @@ class Orchestrator:
         live = self.live.get(task_id)
         if task.status.terminal:
             return task
+        if task_id in self.endings:  # it has ended here; its end is being written: retry now
+            self.endings.nudge(task_id)
+            return task
         if live is None or live.runner is None:
             if self.queue.cancel_queued(task_id, "cancelled"):
                 self.store.update(task_id, error=reason)
+            elif task.owner == self.settings.instance_name and task.status in HELD:
+                if self.endings.end_orphan(task_id, reason):
+                    self.janitor.sweep_soon()
             else:
                 self.queue.request_cancel(task_id)
             return self.get(task_id)
@@ -258,6 +283,12 @@ class Orchestrator:
             )
         except TaskLost:
             pass  # another replica ended it: nothing of ours is written (live.lost)
+        except GreenFault as exc:  # green failed while serving the agent: not the agent's
+            outcome = live.outcome(TaskStatus.failed, exc.end_reason, str(exc), FailureKind.infra)
+        except STORAGE_ERRORS as exc:  # the database failed: the detail to the log only
+            with live.log_context():
+                log.error("task.storage_failed", status=live.status.value, error=str(exc))
+            outcome = live.outcome(TaskStatus.failed, "storage", brief(exc), FailureKind.infra)
         except PurpleUnreachable as exc:
             outcome = live.outcome(TaskStatus.failed, exc.reason, str(exc), FailureKind.agent)
         except AgentFault as exc:  # the agent's commands ended the container; not in preparation
@@ -271,12 +302,8 @@ class Orchestrator:
         except Exception as exc:  # a harness bug or a Docker failure: recorded, never swallowed
             with live.log_context():
                 log.exception("task.crashed")
-            outcome = live.outcome(
-                TaskStatus.failed,
-                "harness_error",
-                f"{type(exc).__name__}: {exc}",
-                FailureKind.infra,
-            )
+            error = f"{type(exc).__name__}: {exc}"
+            outcome = live.outcome(TaskStatus.failed, "harness_error", error, FailureKind.infra)
         finally:
             # Cleanup and the final record must happen even if this runner is cancelled again
             # (e.g. a cancel request racing with shutdown): wait for them through any cancel.
@@ -285,20 +312,22 @@ class Orchestrator:
                 outcome = live.outcome(
                     TaskStatus.failed, "interrupted", "green shut down", FailureKind.infra
                 )
-            if not live.lost:  # else another replica ended it (its lease had expired)
-                await through_cancels(self._finish(live, outcome))
-            self._forget(live)
-            self.wakeup.set()  # a slot is free
-            if engine_failed:
-                self.janitor.sweep_soon()
-            if live.plan is not None:
-                for hook in self.task_end_hooks:
-                    with contextlib.suppress(RuntimeError):  # the pool is shut down: stopping
-                        self._pool.submit(hook, live.plan.image)
+            try:
+                if not live.lost:  # else another replica ended it (its lease had expired)
+                    await through_cancels(self._finish(live, outcome))
+            finally:  # written or not (then retried by self.endings): the slot is free
+                self._forget(live)
+                self.wakeup.set()
+                if engine_failed:
+                    self.janitor.sweep_soon()
+                if live.plan is not None:
+                    for hook in self.task_end_hooks:
+                        with contextlib.suppress(RuntimeError):  # the pool is shut down
+                            self._pool.submit(hook, live.plan.image)
 
     def _transition(self, live: LiveTask, status: TaskStatus, message: str, **fields: Any) -> None:
-        """Record a step of the lifecycle, only while this replica still holds the task: one that
-        was taken over (its lease ran out) raises TaskLost and keeps the other replica's end."""
+        """Record a step of the lifecycle (not its end: :mod:`.endings`), only while this replica
+        still holds the task: one that was taken over (its lease ran out) raises TaskLost."""
         if not self.store.update_held(
             live.id, self.settings.instance_name, status=status, **fields
         ):
@@ -307,8 +336,6 @@ class Orchestrator:
                 log.warning(
                     "task.lease_lost", detail=f"not {status.value}: another replica ended it"
                 )
-            if status.terminal:
-                return
             raise TaskLost(live.id)
         live.status = status
         with live.log_context():
@@ -334,37 +361,14 @@ class Orchestrator:
             fields["scores"] = await live.plan.score(None)
         if outcome.status is TaskStatus.completed:
             fields["submission"] = live.submission
-        self._transition(
-            live,
-            outcome.status,
-            outcome.error or outcome.end_reason,
-            end_reason=outcome.end_reason,
-            error=outcome.error,
-            failure_kind=outcome.failure_kind,
-            finished_at=utcnow(),
-            **fields,
-        )
+        await self.endings.end(live, outcome, {"finished_at": utcnow(), **fields})
 
     async def _prepare(self, live: LiveTask) -> None:
         with live.log_context():
             self._transition(live, TaskStatus.preparing, "fetching assets")
             live.plan = plan = await self._io(live.kind.prepare, live.ref.id)
             self._write(live, workspace_dir=plan.paths.workspace, ground_truth=plan.ground_truth())
-            s = self.settings
-            spec = SandboxSpec(
-                image=plan.image,
-                task_id=live.id,
-                ref_id=live.ref.id,
-                workdir=plan.workdir,
-                memory=s.container_memory,
-                disk_limit=s.container_disk_bytes or None,
-                disk_room=int(getattr(plan, "workspace_bytes", 0)),  # kinds that copy much in
-                disk_check_s=s.disk_check_s,
-                cpus=s.container_cpus,
-                pids_limit=s.container_pids,
-                network=s.container_network,
-                output_limit=s.output_limit_bytes,
-            )
+            spec = live.sandbox_spec(self.settings)
             # Shielded: a cancel must not lose a container the thread is still creating.
             live.creating = asyncio.ensure_future(
                 self.sandboxes.create(spec, lambda line: self._progress(live, line))
@@ -426,6 +430,8 @@ class Orchestrator:
             else:
                 if live.agent_fault:
                     raise live.agent_fault
+                if live.green_fault:
+                    raise live.green_fault
                 if live.sandbox_error:
                     raise SandboxError(live.sandbox_error)
                 return "submitted"

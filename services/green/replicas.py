@@ -13,7 +13,12 @@
   stopped without writing its end.
 - **Dead replicas.** Every ``GREEN_QUEUE_POLL_S`` the replica looks for other replicas' expired
   leases, takes each such task over ending it ``failed``/infra (``replica_lost``), and removes
-  its containers by their task-id label. Ending, not re-queuing: see docs/scale.md.
+  its containers by their task-id label. Ending, not re-queuing: see docs/scale.md. Its own
+  held tasks that it neither runs nor is still ending (a claim made just before the database
+  failed) are ended the same way once their lease runs out.
+- **Database outages.** A task whose end could not be written is forgotten at once (its slot is
+  free, its lease no longer renewed) and the end is retried until it lands
+  (:mod:`services.green.endings`); if another replica's takeover comes first, that is its end.
 - **Cancels.** Every ``GREEN_QUEUE_POLL_S`` it cancels its tasks whose cancel another replica
   requested, and tells listeners of tasks it does not run what the store shows.
 """
@@ -66,7 +71,11 @@ class Replica:
         except InstanceClash:
             live = await asyncio.to_thread(self.registry.live, now, self.lease)
             holder = next((i for i in live if i.name == self.name), None)
-            if holder is None or await _answers_as(holder.url, self.name):
+            # at our own URL nobody else answers: this process holds its socket (bound before
+            # start-up), so the holder is this name's previous process, dead
+            if holder is None or (
+                holder.url != self.url and await _answers_as(holder.url, self.name)
+            ):
                 raise
             log.warning("instance.took_over_dead_name", name=self.name, was_at=holder.url)
             await asyncio.to_thread(self.registry.deregister, self.name, holder.incarnation)
@@ -161,7 +170,11 @@ class Replica:
         """End the tasks of replicas whose leases ran out, and remove their containers."""
         now = utcnow()
         taken = []
-        for lease in await asyncio.to_thread(self.orch.queue.expired, self.name, now):
+        running = {t.id for t in self.orch.live} | self.orch.endings.ids()
+        expired = await asyncio.to_thread(
+            lambda: self.orch.queue.expired(self.name, now, running=running)
+        )
+        for lease in expired:
             error = (
                 f"replica {lease.owner!r} stopped renewing the task's lease (it expired at "
                 f"{lease.lease_until:%Y-%m-%d %H:%M:%S} UTC): it died or lost the database"

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import resource
+import socket
 import time
 from typing import Any
 
@@ -30,6 +31,9 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from services.green.config import GreenSettings
 from services.green.http_limits import BOOK
+
+BACKLOG = 2048
+"""Connections the kernel accepts and holds before green serves them (also during start-up)."""
 
 
 class GuardedH11Protocol(H11Protocol):
@@ -148,7 +152,7 @@ def server_config(app: Any, settings: GreenSettings, **overrides: Any) -> uvicor
         "log_level": "warning",
         "timeout_graceful_shutdown": 30,
         "http": guarded_protocol(settings),
-        "backlog": 2048,
+        "backlog": BACKLOG,
     }
     return uvicorn.Config(app, **(options | overrides))
 
@@ -162,7 +166,19 @@ class GreenServer(uvicorn.Server):
         super().handle_exit(sig, frame)
 
 
-def run(app: Any, settings: GreenSettings) -> None:
+def bind(settings: GreenSettings) -> socket.socket:
+    """The listening socket, bound and listening at once: connections wait in its backlog until
+    green serves them (uvicorn serves on it as on its own)."""
+    family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
+    sock = socket.socket(family=family)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((settings.host, settings.port))
+    sock.listen(BACKLOG)
+    sock.set_inheritable(True)
+    return sock
+
+
+def run(app: Any, settings: GreenSettings, sock: socket.socket | None = None) -> None:
     raise_open_file_limit()
     quiet_server_logs()
-    GreenServer(server_config(app, settings)).run()
+    GreenServer(server_config(app, settings)).run(sockets=[sock] if sock else None)

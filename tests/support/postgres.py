@@ -1,5 +1,6 @@
 """A private PostgreSQL server for the test session, and the ``database_url`` fixture that runs a
-test on SQLite and on PostgreSQL.
+test on SQLite and on PostgreSQL; ``own_postgres`` is a cluster of one test's own, whose server
+the test may stop and start again (``stop_server``/``start_server``: a database outage).
 
 The cluster is Debian's ``postgresql`` package (scripts/ensure-postgres.sh installs it): ``initdb``
 into a temp dir, ``pg_ctl start`` on 127.0.0.1:<free port> with its unix socket in that dir, one
@@ -58,6 +59,13 @@ class PostgresCluster:
         self.root.chmod(0o700)
         init = [initdb, "-D", str(self.data), "-U", self.user, "--auth=trust", "-E", "UTF8"]
         self._run(*init, "--no-sync")
+        self.start_server()
+        return self
+
+    def start_server(self) -> None:
+        """Start the server of the initialised cluster (again, after :meth:`stop_server`)."""
+        pg_ctl = pg_bin("pg_ctl")
+        assert pg_ctl is not None
         options = (
             f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off "
             "-c synchronous_commit=off -c full_page_writes=off -c max_connections=300"
@@ -73,7 +81,13 @@ class PostgresCluster:
                 else ""
             )
             raise RuntimeError(f"pg_ctl start failed: {proc.stderr}{proc.stdout}\n{log[-2000:]}")
-        return self
+
+    def stop_server(self, mode: str = "fast") -> None:
+        """Stop the server, keeping the cluster (a database outage: ``fast`` disconnects every
+        client at once, as a crash or a restart does). :meth:`start_server` brings it back."""
+        pg_ctl = pg_bin("pg_ctl")
+        assert pg_ctl is not None
+        self._run(pg_ctl, "-D", str(self.data), "-m", mode, "-w", "-t", "60", "stop")
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql+psycopg://{self.user}@127.0.0.1:{self.port}/{database}"
@@ -97,6 +111,23 @@ class PostgresCluster:
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[PostgresCluster]:
     """The session's PostgreSQL cluster (skips without the package; fails under ARENA_STRICT)."""
+    cluster = PostgresCluster()
+    try:
+        cluster.start()
+    except Exception as exc:
+        cluster.stop()
+        message = f"PostgreSQL could not start ({exc}); run scripts/ensure-postgres.sh"
+        if STRICT:
+            pytest.fail(f"ARENA_STRICT: {message}")
+        pytest.skip(message)
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def own_postgres() -> Iterator[PostgresCluster]:
+    """A cluster of this test's own, for tests that stop and restart the server (an outage must
+    not reach the other tests' databases)."""
     cluster = PostgresCluster()
     try:
         cluster.start()

@@ -42,6 +42,8 @@ class Observed:
     results: list[CommandResult] = field(default_factory=list)
     submit_replies: list[SubmitResult] = field(default_factory=list)
     ended: str | None = None
+    endings: list[str] = field(default_factory=list)
+    """Every refusal that ended a task (``ended`` is the last)."""
     task_ids: list[str] = field(default_factory=list)
     descriptions: list[str] = field(default_factory=list)
 
@@ -83,6 +85,7 @@ class ScriptedPolicy:
                     break
         except TaskEnded as exc:
             self.observed.ended = str(exc)
+            self.observed.endings.append(str(exc))
             status, reason = "limits", str(exc)
         return RunResult(
             task_id=task.task_id, policy=self.name, status=status, reason=reason, stats=stats

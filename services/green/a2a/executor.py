@@ -25,6 +25,7 @@ from services.green.auth import Caller
 from services.green.disclosure import Disclosure
 from services.green.live_task import RequestRefused, TaskNotFound
 from services.green.orchestrator import Orchestrator
+from services.green.store.errors import AGENT_SENTENCE, STORAGE_ERRORS
 from services.shared.a2a import new_protocol_message
 from services.shared.logging import get_logger
 from services.shared.protocol import ErrorReply, Execute, result_text, submit_result_text
@@ -82,6 +83,14 @@ class GreenExecutor(AgentExecutor):
             why = f"unknown task {task_id}" if isinstance(exc, TaskNotFound) else str(exc)
             log.info("request.refused", context_id=task_id, reason=why)
             await self._refuse(context, queue, why)
+        except STORAGE_ERRORS as exc:  # e.g. reading an ended task: infra, never the agent's
+            log.error("request.storage_failed", context_id=task_id, error=str(exc))
+            if (live := self.orchestrator.live.get(task_id)) is not None:
+                live.storage_broke(exc, "request")
+            await self._refuse(context, queue, AGENT_SENTENCE)
+        except Exception:  # green's own bug: the agent learns nothing of green's internals
+            log.exception("request.failed", context_id=task_id)
+            await self._refuse(context, queue, AGENT_SENTENCE)
 
     async def _assess(
         self,

@@ -21,7 +21,7 @@ from a2a.auth.user import User
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import DefaultServerCallContextBuilder
-from a2a.utils.errors import A2AError, InvalidParamsError, InvalidRequestError
+from a2a.utils.errors import A2AError, InternalError, InvalidParamsError, InvalidRequestError
 from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -37,7 +37,11 @@ from services.green.a2a.requests import (
 from services.green.assessment import AssessmentRequest
 from services.green.auth import Caller, OperatorAuth
 from services.green.intake_limits import IntakeLimits, TooBusy
+from services.green.store.errors import OPERATOR_SENTENCE, RETRY_AFTER_S, STORAGE_ERRORS
 from services.shared.a2a import message_parts
+from services.shared.logging import get_logger
+
+log = get_logger("services.green.a2a")
 
 VERDICT = "arena.request"
 """Call-context key of the classified request (a :data:`Classified`)."""
@@ -100,6 +104,18 @@ def require_operator(context: ServerCallContext) -> Caller:
     return caller
 
 
+def _internal(context: ServerCallContext, exc: Exception) -> A2AError:
+    """A JSON-RPC error for a failure of green itself: one sentence, never its text (it may
+    name hosts and libraries); the database away is 503 with ``Retry-After``."""
+    if isinstance(exc, STORAGE_ERRORS):
+        log.error("a2a.storage_failed", error=str(exc))
+        return _refuse(
+            context, InternalError(OPERATOR_SENTENCE), 503, **{"Retry-After": str(RETRY_AFTER_S)}
+        )
+    log.error("a2a.failed", error=f"{type(exc).__name__}: {exc}")
+    return InternalError("green had an internal error")
+
+
 class GreenRequestHandler(DefaultRequestHandler):
     """The SDK's handler with green's gates in front of every method."""
 
@@ -144,15 +160,25 @@ class GreenRequestHandler(DefaultRequestHandler):
         context.state[INTAKE] = request
 
     async def on_message_send(self, params: Any, context: ServerCallContext) -> Any:
-        self._admit_message(params, context)
-        return await super().on_message_send(params, context)
+        try:
+            self._admit_message(params, context)
+            return await super().on_message_send(params, context)
+        except A2AError:
+            raise
+        except Exception as exc:
+            raise _internal(context, exc) from exc
 
     async def on_message_send_stream(
         self, params: Any, context: ServerCallContext
     ) -> AsyncGenerator[Any, None]:
-        self._admit_message(params, context)
-        async for event in super().on_message_send_stream(params, context):
-            yield event
+        try:
+            self._admit_message(params, context)
+            async for event in super().on_message_send_stream(params, context):
+                yield event
+        except A2AError:
+            raise
+        except Exception as exc:
+            raise _internal(context, exc) from exc
 
     # ---- reading and steering tasks: the operator plane, scoped to the caller's tasks ----
 

@@ -41,6 +41,14 @@ class TaskStore:
             s.refresh(task)
             return task
 
+    def add_all(self, tasks: Collection[Task]) -> None:
+        """Insert these tasks in one transaction: all or none."""
+        with Session(self.engine) as s:
+            s.add_all(list(tasks))
+            s.commit()
+            for task in tasks:
+                s.refresh(task)
+
     def get(self, task_id: str) -> Task | None:
         with Session(self.engine) as s:
             return s.get(Task, task_id)

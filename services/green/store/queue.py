@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import or_, select, update
 from sqlalchemy.engine import Engine
 from sqlmodel import col
 
@@ -98,14 +98,21 @@ class TaskQueue:
         with self.engine.begin() as conn:
             return set(conn.execute(stmt).scalars())
 
-    def expired(self, instance: str, now: datetime) -> list[ExpiredLease]:
+    def expired(
+        self, instance: str, now: datetime, *, running: Collection[str] | None = None
+    ) -> list[ExpiredLease]:
         """Held tasks of other instances whose lease ran out before ``now`` (oldest first).
-        A task that never had a lease (NULL) is not listed: leases start at claim or renew."""
+        A task that never had a lease (NULL) is not listed: leases start at claim or renew.
+        With ``running`` (the tasks ``instance`` runs or is still ending), ``instance``'s own
+        other held tasks are listed too: it lost track of them (a claim whose reading failed)."""
+        whose = Task.owner != instance
+        if running is not None:
+            whose = or_(whose, col(Task.id).not_in(list(running)))
         q = (
             select(Task.id, Task.owner, Task.status, Task.container_name, Task.lease_until)
             .where(
                 col(Task.status).in_(HELD),
-                Task.owner != instance,
+                whose,
                 col(Task.lease_until).is_not(None),
                 col(Task.lease_until) < now,
             )

@@ -1,12 +1,18 @@
-"""Per-run plots as SVG, drawn on the server with matplotlib (no JavaScript charting)."""
+"""Per-run plots as SVG, drawn on the server with matplotlib (no JavaScript charting).
+
+matplotlib is imported at the first plot, not with green: it is a third of green's import time,
+and a replica must be ready to serve within seconds of its start (docs/deployment.md).
+"""
 
 from __future__ import annotations
 
 import io
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from matplotlib.figure import Figure
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 from services.green.kinds.arvo.scoring.metrics import METRICS
 
@@ -34,6 +40,8 @@ def _svg(fig: Figure) -> bytes:
 
 
 def _figure(title: str, width: float = 6.4) -> tuple[Figure, object]:
+    from matplotlib.figure import Figure  # at first use: see the module's docstring
+
     fig = Figure(figsize=(width, 3.4))
     ax = fig.add_subplot()
     ax.set_title(title, fontsize=11)
