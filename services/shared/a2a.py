@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
-from a2a.helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
+from a2a.helpers import get_data_parts, get_text_parts, new_text_part
 from a2a.server.agent_execution import AgentExecutor
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import (
@@ -37,6 +37,8 @@ from a2a.types import (
 )
 from fastapi import FastAPI
 from google.protobuf.json_format import MessageToDict
+
+from services.shared.a2a_numbers import WholeNumbers, data_part
 
 
 def build_agent_card(
@@ -88,6 +90,7 @@ def mount_a2a(
             handler, rpc_url="/", enable_v0_3_compat=True, context_builder=context_builder
         ),
     )
+    app.add_middleware(WholeNumbers, path="/")  # integers of data parts stay integers
     return handler
 
 
@@ -105,7 +108,7 @@ def new_protocol_message(
 ) -> Message:
     parts = [new_text_part(text)]
     if data is not None:
-        parts.append(new_data_part(data))
+        parts.append(data_part(data))
     msg = Message(
         role=role,
         parts=parts,
