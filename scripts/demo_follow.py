@@ -181,7 +181,15 @@ def print_result(task: dict[str, Any]) -> None:
     console.print(table)
     locs = Table(title="Submitted locations", title_justify="left")
     # The three match columns are named apart from the location's own `function`.
-    for col in ("rank", "location", "function", "file match", "function match", "line match", "iou"):
+    for col in (
+        "rank",
+        "location",
+        "function",
+        "file match",
+        "function match",
+        "line match",
+        "iou",
+    ):
         locs.add_column(col, justify="right" if col in ("rank", "iou") else "left")
     for loc in scores.get("locations", [])[:5]:
         span = f"{loc['normalized']}:{loc['line_start']}-{loc['line_end']}"
