@@ -34,7 +34,10 @@ for i in $(seq 1 "$n"); do
   secs=$(( $(date +%s) - t0 ))
   after=$(green_id)
   note=""
-  if [ -n "$before" ] && [ "$before" != "$after" ]; then note="green recreated"; recreated=$((recreated + 1)); fi
+  if [ -n "$before" ] && [ "$before" != "$after" ]; then
+    note="green recreated"
+    [ "$i" = 1 ] || recreated=$((recreated + 1))  # the first run may replace another checkout's stack
+  fi
   printf 'run %2d/%d: exit %d in %3d s %s\n' "$i" "$n" "$rc" "$secs" "$note"
   if [ "$rc" != 0 ]; then
     tail -30 "$out/run-$i.log"

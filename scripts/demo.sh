@@ -93,10 +93,16 @@ export PYTHON_IMAGE
 
 step "Build the service images (deploy/Dockerfile, FROM $PYTHON_IMAGE)" \
   "read the build output above (all of it is in build/demo-compose-build.log); a network error while installing packages: retry"
-mkdir -p build logs data/compose
 # The services run as uid 10001; the demo's logs go to ./logs on this machine, and green keeps
 # its operator token in data/compose/operator-token (mode 0600), where the demo client reads it.
-if [ "$(id -u)" = 0 ]; then chown 10001:10001 logs data/compose; else chmod a+rwx logs data/compose; fi
+# (ARENA_LOGS_DIR and ARENA_TOKEN_DIR move them: tests run a second demo stack that way.)
+logs_dir=${ARENA_LOGS_DIR:-logs}
+token_dir=${ARENA_TOKEN_DIR:-data/compose}
+mkdir -p build "$logs_dir" "$token_dir"
+if [ "$(id -u)" = 0 ]; then chown 10001:10001 "$logs_dir" "$token_dir"; else chmod a+rwx "$logs_dir" "$token_dir"; fi
+ARENA_LOGS_DIR=$(cd "$logs_dir" && pwd)
+ARENA_TOKEN_DIR=$(cd "$token_dir" && pwd)
+export ARENA_LOGS_DIR ARENA_TOKEN_DIR
 build_log=build/demo-compose-build.log
 if ! bash deploy/compose.sh --demo build >"$build_log" 2>&1; then
   tail -40 "$build_log"
@@ -110,7 +116,7 @@ step "Start green + purple (docker compose, project 'arena')" \
   "the services' last log lines are above; a port in use: set ARENA_GREEN_PORT / ARENA_PURPLE_PORT; then make demo again"
 # The log folder of this stack (logs/log_<date>/): kept while the stack runs, so that a second
 # `make demo` leaves the running containers alone (a new value would recreate them).
-run_file=data/compose/log-run
+run_file=$ARENA_TOKEN_DIR/log-run
 ARENA_LOG_RUN=${ARENA_LOG_RUN:-}
 if [ -z "$ARENA_LOG_RUN" ] && [ -s "$run_file" ] && [ -n "$(bash deploy/compose.sh --demo ps -q green 2>/dev/null)" ]; then
   ARENA_LOG_RUN=$(cat "$run_file")
@@ -128,7 +134,7 @@ fi
 step "Run task arvo:$task: POST $green/tasks" \
   "the task's error is above; green's own lines: bash deploy/compose.sh logs green"
 rc=0
-GREEN_API_TOKEN_FILE=data/compose/operator-token \
+GREEN_API_TOKEN_FILE=$ARENA_TOKEN_DIR/operator-token \
   uv run --frozen python scripts/demo_follow.py run --green "$green" --task "arvo:$task" || rc=$?
 uv run --frozen python - "$task" <<'PY' || true
 import sys, textwrap
