@@ -119,7 +119,15 @@ def _relay_03(send: Any) -> Any:
         data = b"".join(body)
         try:
             doc = json.loads(data)
-            if isinstance(doc, dict) and (doc.get("error") or {}).get("code") == INVALID_REQUEST:
+            error = doc.get("error") if isinstance(doc, dict) else None
+            # Only the SDK's validation failure (its generic message, the details in data); a
+            # refusal of the service's own (no credential, too busy) keeps its code and words.
+            if (
+                isinstance(error, dict)
+                and error.get("code") == INVALID_REQUEST
+                and error.get("message") == "Invalid Request"
+                and error.get("data") is not None
+            ):
                 doc["error"]["code"] = INVALID_PARAMS
                 doc["error"]["message"] = "Invalid params"
                 data = json.dumps(doc).encode()
