@@ -9,28 +9,28 @@
 # Debian's interpreter is /usr/bin/python3 where the official image has /usr/local/bin/python;
 # the Dockerfile only relies on `python3` being on PATH, so it works on both.
 #
-# The image is built as arena/python-base:bookworm and also tagged TAG (default
-# python:3.11-slim-bookworm, the Dockerfile's default base) unless TAG already names a real
-# image: a pulled python image is never shadowed.
+# The image is built as arena/python-base:3.11-bookworm, or TAG: a name of the project's own.
+# An official image's name (python:..., library/..., docker.io/...) is refused: on a shared
+# engine a local build under that name would shadow the real image for everyone.
+# scripts/demo.sh passes it to the build as PYTHON_IMAGE (deploy/docker-compose.yml).
 #
 # usage: images/python-base.sh [TAG]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-tag=${1:-${PYTHON_IMAGE:-python:3.11-slim-bookworm}}
-own=arena/python-base:bookworm
+tag=${1:-arena/python-base:3.11-bookworm}
 
-bash "$here/build-base-image.sh" "$own" \
+case "$tag" in
+  library/* | docker.io/*) official=1 ;;
+  */*) official=0 ;;
+  *) official=1 ;;
+esac
+if [ "$official" = 1 ]; then
+  echo "python-base.sh: $tag is an official image's name; give one of the project's own" \
+       "(e.g. arena/python-base:3.11-bookworm)" >&2
+  exit 2
+fi
+
+bash "$here/build-base-image.sh" "$tag" \
   "python3,python3-venv,python3-pip,python-is-python3,ca-certificates" --ca \
   --change 'ENV LANG=C.UTF-8' \
   --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
-
-[ "$tag" = "$own" ] && exit 0
-if docker image inspect "$tag" >/dev/null 2>&1; then
-  # Ours (an earlier stand-in) carries arena.recipe; a pulled image does not.
-  if [ -z "$(docker image inspect -f '{{index .Config.Labels "arena.recipe"}}' "$tag" 2>/dev/null)" ]; then
-    echo "$tag is a real image; the stand-in stays $own"
-    exit 0
-  fi
-fi
-docker tag "$own" "$tag"
-echo "tagged $own as $tag"

@@ -180,7 +180,16 @@ def print_result(task: dict[str, Any]) -> None:
     table.add_row(*(f"{float(scores.get(m, 0.0)):.2f}" for m in METRICS))
     console.print(table)
     locs = Table(title="Submitted locations", title_justify="left")
-    for col in ("rank", "location", "function", "file", "function", "line", "iou"):
+    # The three match columns are named apart from the location's own `function`.
+    for col in (
+        "rank",
+        "location",
+        "function",
+        "file match",
+        "function match",
+        "line match",
+        "iou",
+    ):
         locs.add_column(col, justify="right" if col in ("rank", "iou") else "left")
     for loc in scores.get("locations", [])[:5]:
         span = f"{loc['normalized']}:{loc['line_start']}-{loc['line_end']}"

@@ -159,7 +159,9 @@ def create_app(
         max_batch=settings.max_assessment_tasks,
         unfinished=orch.store.count_unfinished,
     )
-    app.state.assessments = AssessmentRunner(orch, heartbeat_s=settings.assessment_heartbeat_s)
+    app.state.assessments = AssessmentRunner(
+        orch, heartbeat_s=settings.assessment_heartbeat_s, store=assessment_store
+    )
     app.state.assessment_store = assessment_store
     app.state.datasets = make_datasets(settings, orch, engine)
 

@@ -2,7 +2,9 @@
 
 Serves the A2A ``Task ID: arvo:<n>`` message (one task), the AgentBeats assessment request
 (``{"participants": {...}, "config": {"task_ids": [...]}}``), ``POST /assessments`` and the
-batch CLI. Concurrency is bounded by the orchestrator's queue.
+batch CLI. Concurrency is bounded by the orchestrator's queue. However it started, an assessment
+is one record (given a store): written when its tasks are created, finished when they end, so
+the runs page and ``GET /assessments/<id>`` show it and its tasks link to it.
 """
 
 from __future__ import annotations
@@ -20,9 +22,13 @@ from services.green.assets.base import UnknownTask
 from services.green.kinds.arvo.scoring.metrics import METRICS
 from services.green.kinds.registry import parse_ref
 from services.green.orchestrator import Orchestrator, TaskOptions
-from services.green.store.models import Task
-from services.shared.outcome import TaskOutcome
+from services.green.store.crud import AssessmentStore
+from services.green.store.models import AssessmentRecord, Task, utcnow
+from services.shared.logging import get_logger
+from services.shared.outcome import TaskOutcome, TaskStatus
 from services.shared.scores import flat_scores
+
+log = get_logger("services.green.assessment")
 
 PURPLE_ROLES = ("purple", "agent", "participant", "solver", "rca_agent", "analyst")
 
@@ -117,8 +123,16 @@ Progress = Callable[[str], Awaitable[None]]
 
 
 class AssessmentRunner:
-    def __init__(self, orchestrator: Orchestrator, *, heartbeat_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        orchestrator: Orchestrator,
+        *,
+        heartbeat_s: float = 60.0,
+        store: AssessmentStore | None = None,
+    ) -> None:
         self.orchestrator = orchestrator
+        self.store = store
+        """Where each assessment's record is kept (None: no records, e.g. a one-off CLI run)."""
         self.heartbeat_s = heartbeat_s
         """A progress line at least this often, even when no task moves (a slow LLM): the
         AgentBeats gateway gives up on a stream that stays silent for about 300 s."""
@@ -142,13 +156,41 @@ class AssessmentRunner:
                 await asyncio.to_thread(self.orchestrator.kind(ref.kind).check, ref.id)
             except UnknownTask as exc:
                 raise UnknownTask(f"{ref} ({exc})") from exc
-        tasks = [
-            await self.orchestrator.create_task(ref, replace(opts, trial=trial), record=False)
-            for ref in refs
-            for trial in range(1, request.trials + 1)
-        ]
-        self.orchestrator.record(*tasks)  # all or none
-        return tasks
+        self._record_start(aid, request)
+        try:
+            tasks = [
+                await self.orchestrator.create_task(ref, replace(opts, trial=trial), record=False)
+                for ref in refs
+                for trial in range(1, request.trials + 1)
+            ]
+            self.orchestrator.record(*tasks)  # all or none
+            return tasks
+        except BaseException as exc:
+            self._record_end(aid, TaskStatus.failed, error=f"its tasks were not created: {exc}")
+            raise
+
+    def _record_start(self, aid: str, request: AssessmentRequest) -> None:
+        if self.store is None:
+            return
+        settings = self.orchestrator.settings
+        self.store.add(
+            AssessmentRecord(
+                id=aid,
+                purple_url=request.purple_url or settings.purple_url,
+                request=request.model_dump(mode="json"),
+                owner=settings.instance_name,
+            )
+        )
+
+    def _record_end(self, aid: str, status: TaskStatus, **fields: Any) -> None:
+        """Finish the record; a store that fails here is logged (the tasks' rows still hold
+        every result, and a restart marks the record failed)."""
+        if self.store is None:
+            return
+        try:
+            self.store.update(aid, status=status, finished_at=utcnow(), **fields)
+        except Exception as exc:
+            log.error("assessment.record_failed", assessment_id=aid, error=repr(exc))
 
     async def run(
         self,
@@ -178,13 +220,21 @@ class AssessmentRunner:
                         f"assessment {aid}: {ended}/{len(tasks)} task(s) ended; still working"
                     )
 
-        await report(f"assessment {aid}: {len(tasks)} task(s) queued")
         beat = asyncio.create_task(heartbeat())
         try:
+            await report(f"assessment {aid}: {len(tasks)} task(s) queued")
             await asyncio.gather(*(self._follow(t, report) for t in tasks))
+            result = self.result(aid, [self.orchestrator.get(t.id) for t in tasks])
+        except asyncio.CancelledError:
+            self._record_end(aid, TaskStatus.cancelled, error="assessment cancelled")
+            raise
+        except BaseException as exc:
+            self._record_end(aid, TaskStatus.failed, error=repr(exc))
+            raise
         finally:
             beat.cancel()
-        return self.result(aid, [self.orchestrator.get(t.id) for t in tasks])
+        self._record_end(aid, TaskStatus.completed, result=result.model_dump(mode="json"))
+        return result
 
     async def _follow(self, task: Task, progress: Progress) -> None:
         q = self.orchestrator.subscribe(task.id)

@@ -10,6 +10,7 @@ decided here: the orchestrator checks the task token.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import os
 import secrets
 from dataclasses import dataclass
@@ -55,6 +56,11 @@ class OperatorAuth:
         if ok:
             return Caller(f"operator:{self.fingerprint}", operator=True, may_operate=True)
         return Caller(ANONYMOUS, operator=False, may_operate=self.open_plane)
+
+    def derive_key(self, purpose: str) -> bytes:
+        """A secret key for ``purpose`` (e.g. signing the dashboard's session cookies), derived
+        from the operator token: it lasts as long as the token, and a new token voids it."""
+        return hmac.new(self._token, f"arena:{purpose}".encode(), hashlib.sha256).digest()
 
 
 def load_operator_token(configured: str | None, token_file: Path) -> str:

@@ -14,13 +14,12 @@ from typing import Any
 
 import httpx
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
-from a2a.helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
+from a2a.helpers import get_data_parts, get_text_parts, new_text_part
 from a2a.server.agent_execution import AgentExecutor
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import (
     ServerCallContextBuilder,
     add_a2a_routes_to_fastapi,
-    create_agent_card_routes,
     create_jsonrpc_routes,
 )
 from a2a.server.tasks import InMemoryTaskStore, TaskStore
@@ -37,6 +36,10 @@ from a2a.types import (
 )
 from fastapi import FastAPI
 from google.protobuf.json_format import MessageToDict
+
+from services.shared.a2a_card import card_routes
+from services.shared.a2a_numbers import WholeNumbers, data_part
+from services.shared.a2a_params import InvalidParams
 
 
 def build_agent_card(
@@ -78,16 +81,15 @@ def mount_a2a(
         agent_card=card,
         **(handler_options or {}),
     )
-    card_routes = create_agent_card_routes(card) + create_agent_card_routes(
-        card, card_url="/.well-known/agent.json"
-    )
     add_a2a_routes_to_fastapi(
         app,
-        agent_card_routes=card_routes,
+        agent_card_routes=card_routes(card),  # each version's own form (services/shared/a2a_card)
         jsonrpc_routes=create_jsonrpc_routes(
             handler, rpc_url="/", enable_v0_3_compat=True, context_builder=context_builder
         ),
     )
+    app.add_middleware(WholeNumbers, path="/")  # integers of data parts stay integers
+    app.add_middleware(InvalidParams, path="/")  # -32602 where strict clients expect it
     return handler
 
 
@@ -105,7 +107,7 @@ def new_protocol_message(
 ) -> Message:
     parts = [new_text_part(text)]
     if data is not None:
-        parts.append(new_data_part(data))
+        parts.append(data_part(data))
     msg = Message(
         role=role,
         parts=parts,

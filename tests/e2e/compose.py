@@ -51,10 +51,22 @@ def compose_available() -> str | None:
     return None
 
 
-def ensure_python_base(image: str = "python:3.11-slim-bookworm") -> None:
-    """The Dockerfile's base image: present, or the local stand-in (no registry here)."""
+STOCK_PYTHON = "python:3.11-slim-bookworm"
+OWN_PYTHON = "arena/python-base:3.11-bookworm"
+
+
+def ensure_python_base() -> str:
+    """The Dockerfile's base image, as scripts/demo.sh picks it: the stock image when this engine
+    has it (and it is not a stand-in of ours: those carry ``arena.recipe``), else our own
+    stand-in, built under our own name by images/python-base.sh (no registry here)."""
+    try:
+        labels = docker.from_env().images.get(STOCK_PYTHON).labels or {}
+        if "arena.recipe" not in labels:
+            return STOCK_PYTHON
+    except docker.errors.ImageNotFound:
+        pass
     proc = subprocess.run(
-        ["bash", str(PYTHON_BASE_SH), image],
+        ["bash", str(PYTHON_BASE_SH), OWN_PYTHON],
         capture_output=True,
         text=True,
         timeout=1200,
@@ -62,6 +74,7 @@ def ensure_python_base(image: str = "python:3.11-slim-bookworm") -> None:
     )
     if proc.returncode != 0:
         raise ComposeError(f"images/python-base.sh failed:\n{proc.stdout}\n{proc.stderr}")
+    return OWN_PYTHON
 
 
 @dataclass
@@ -75,6 +88,7 @@ class ComposeStack:
     purple_port: int = field(default_factory=free_port)
     image_tag: str = "e2e"
     log_run: str = "log_e2e"
+    python_image: str = STOCK_PYTHON
 
     def __post_init__(self) -> None:
         self.logs_dir = self.workdir / "logs"
@@ -118,6 +132,7 @@ class ComposeStack:
             ARENA_LOGS_DIR=str(self.logs_dir),
             ARENA_TOKEN_DIR=str(self.token_dir),
             ARENA_LOG_RUN=self.log_run,
+            PYTHON_IMAGE=self.python_image,
             # Short task limits: a stuck test fails fast instead of holding a container.
             GREEN_TASK_TIMEOUT_S="300",
             GREEN_IDLE_TIMEOUT_S="240",

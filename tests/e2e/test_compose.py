@@ -68,9 +68,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ComposeStack]:
         check=False,
     )
     assert proc.returncode == 0, f"fixture build failed:\n{proc.stdout}\n{proc.stderr}"
-    ensure_python_base()
+    python_image = ensure_python_base()
 
-    s = ComposeStack(tmp_path_factory.mktemp("e2e"))
+    s = ComposeStack(tmp_path_factory.mktemp("e2e"), python_image=python_image)
     print(
         f"\ncompose: {compose}; project {s.project}; green :{s.green_port}, purple :{s.purple_port}"
     )

@@ -433,11 +433,30 @@ def test_local_source_returns_files_in_place(dataset):
 
 def test_local_source_unknown_task_and_missing_file(dataset):
     src = LocalAssetSource(dataset)
-    with pytest.raises(UnknownTask, match="no task 1"):
+    with pytest.raises(UnknownTask, match="no task 1") as info:
         src.fetch("1", "error.txt")
+    assert "GREEN_ASSET_SOURCE" in str(info.value)  # the setting the user controls
     (dataset / "10055" / "patch.diff").unlink()
-    with pytest.raises(UnknownTask, match=r"no patch\.diff"):
+    with pytest.raises(UnknownTask, match=r"patch\.diff is missing"):
         src.fetch("10055", "patch.diff")
+
+
+def test_a_described_folder_says_how_to_build_a_missing_task(dataset):
+    """The fixture builder's arena-source.json turns 'no task under /assets' (a path inside
+    green's container) into the task's name and the command that builds it."""
+    (dataset / "arena-source.json").write_text(
+        '{"name": "the bundled fixture tasks", "tasks": ["10055", "900001"],'
+        ' "build": "uv run python -m fixtures.build --only {id}"}'
+    )
+    src = LocalAssetSource(dataset)
+    with pytest.raises(UnknownTask) as info:
+        src.fetch("arvo:900001", "error.txt")
+    why = str(info.value)
+    assert "is one of the bundled fixture tasks but is not built" in why
+    assert "uv run python -m fixtures.build --only 900001" in why
+    assert str(dataset) not in why
+    with pytest.raises(UnknownTask, match=r"has no task 31337 \(it has: 10055, 900001\)"):
+        src.fetch("31337", "error.txt")
 
 
 def test_local_source_corrupt_archive_is_reported_not_deleted(dataset):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from a2a.helpers import new_data_part, new_text_part
+from a2a.helpers import new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
@@ -27,6 +27,7 @@ from services.green.live_task import RequestRefused, TaskNotFound
 from services.green.orchestrator import Orchestrator
 from services.green.store.errors import AGENT_SENTENCE, STORAGE_ERRORS
 from services.shared.a2a import new_protocol_message
+from services.shared.a2a_numbers import data_part
 from services.shared.logging import get_logger
 from services.shared.protocol import ErrorReply, Execute, result_text, submit_result_text
 
@@ -123,6 +124,6 @@ class GreenExecutor(AgentExecutor):
         shown.update(result.flat())  # flat leaderboard keys (additive; docs/leaderboard.md)
         shown["tasks"] = Disclosure(self.orchestrator.store, caller).outcomes(shown["tasks"])
         await updater.add_artifact(
-            [new_text_part(result.summary()), new_data_part(shown)], name="Result"
+            [new_text_part(result.summary()), data_part(shown)], name="Result"
         )
         await updater.complete()

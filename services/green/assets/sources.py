@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import re
 import tempfile
@@ -22,6 +23,7 @@ import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -274,6 +276,10 @@ class HttpAssetSource:
                     tmp.unlink()
 
 
+SOURCE_MANIFEST = "arena-source.json"
+"""A local asset folder's description of itself (see :meth:`LocalAssetSource.describe`)."""
+
+
 class LocalAssetSource:
     """Task files from a local folder with the dataset's layout: ``<root>/<id>/<file>``.
 
@@ -293,15 +299,45 @@ class LocalAssetSource:
     def path_for(self, arvo_id: str | int, name: AssetName | str) -> Path:
         return self.root / parse_arvo_id(arvo_id) / check_asset_name(name)
 
+    def describe(self) -> dict[str, Any]:
+        """What the folder says of itself in ``arena-source.json`` (written by whoever fills it,
+        e.g. ``python -m fixtures.build``): ``name``, the ``tasks`` it can hold and the ``build``
+        command of one (``{id}`` in it). Empty when there is none or it is not readable."""
+        try:
+            doc = json.loads((self.root / SOURCE_MANIFEST).read_text())
+        except (OSError, ValueError):
+            return {}
+        return doc if isinstance(doc, dict) else {}
+
+    def _missing(self, arvo_id: str, what: str) -> UnknownTask:
+        """The error for a task (or one of its files) that is not there, in the user's terms:
+        the asset source they configured, and the command that builds the task when the
+        folder says how. Never the folder's path inside green (a container's /assets)."""
+        about = self.describe()
+        build, known = str(about.get("build", "")), {str(t) for t in about.get("tasks", [])}
+        name = str(about.get("name") or "the local asset folder (GREEN_ASSET_SOURCE)")
+        if build and arvo_id in known:
+            return UnknownTask(
+                f"arvo:{arvo_id} is one of {name} but is not built ({what}); build it with: "
+                + build.replace("{id}", arvo_id)
+            )
+        if known:
+            ids = ", ".join(sorted(known))
+            return UnknownTask(f"{name} has no task {arvo_id} (it has: {ids})")
+        return UnknownTask(
+            f"{name} has no task {arvo_id} ({what}): it needs {arvo_id}/error.txt, "
+            "repo-vul.tar.gz and patch.diff, or set GREEN_ASSET_SOURCE to the dataset's URL"
+        )
+
     def fetch(self, arvo_id: str | int, name: AssetName | str) -> Path:
         arvo_id = parse_arvo_id(arvo_id)
         name = check_asset_name(name)
         task_dir = self.root / arvo_id
         if not task_dir.is_dir():
-            raise UnknownTask(f"no task {arvo_id} under {self.root}")
+            raise self._missing(arvo_id, "no folder for it")
         path = task_dir / name
         if not path.is_file():
-            raise UnknownTask(f"task {arvo_id} has no {name} under {task_dir}")
+            raise self._missing(arvo_id, f"its {name} is missing")
         if is_archive(name):
             st = path.stat()
             key = (str(path.resolve()), st.st_size, st.st_mtime_ns)

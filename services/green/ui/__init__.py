@@ -38,7 +38,7 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 def mount_ui(app: FastAPI) -> None:
     """Add /ui to green's app (after ``app.state.orchestrator`` and ``auth`` are set)."""
-    app.state.ui_sessions = Sessions()
+    app.state.ui_sessions = Sessions(app.state.auth.derive_key("ui-session"))
     app.add_middleware(SecurityHeaders)
     app.state.ui_facts = TaskFacts(app.state.orchestrator)
     app.add_exception_handler(LoginRequired, _to_login)

@@ -1,7 +1,9 @@
 """The dashboard's credential check: the operator's API token, or a session cookie it bought.
 
-The operator pastes the token once on the login page; a random session id (kept in this
-process's memory, never the token) goes into an HttpOnly, SameSite=Strict cookie. Every page,
+The operator pastes the token once on the login page; a signed session (its expiry and a random
+id, signed with a key derived from the operator token, never the token itself) goes into an
+HttpOnly, SameSite=Strict cookie. Being signed rather than kept in memory, it survives a restart
+of green and is valid on every replica; a new operator token logs every browser out. Every page,
 stream and JSON route of /ui accepts that cookie or the REST API's ``Authorization: Bearer``
 header. With the operator plane opened (GREEN_OPEN_OPERATOR_PLANE), /ui is open too, but only a
 logged-in operator sees the ground truth (:mod:`services.green.disclosure`).
@@ -42,31 +44,42 @@ def token_matches(request: Request, given: str) -> bool:
 
 
 class Sessions:
-    """Session ids of logged-in browsers, with expiry. In memory: with several green replicas
-    behind one address, use sticky sessions (or log in once per replica)."""
+    """Signed session cookies: ``<expiry>.<id>.<signature>`` (HMAC-SHA256 of the first two).
+    Logging out revokes the id in this process (the browser drops the cookie too)."""
 
-    def __init__(self, ttl_s: float = SESSION_TTL_S) -> None:
+    def __init__(self, key: bytes, ttl_s: float = SESSION_TTL_S) -> None:
+        self._key = key
         self.ttl_s = ttl_s
-        self._expiry: dict[str, float] = {}
-        self._csrf_key = secrets.token_bytes(32)
+        self._revoked: dict[str, float] = {}
+
+    def _sign(self, body: str) -> str:
+        return hmac.new(self._key, body.encode(), hashlib.sha256).hexdigest()
 
     def csrf(self, sid: str) -> str:
-        """The form token of a session: derived from its id with this process's key, so it is
-        new at every login and unknown to any other page."""
-        return hmac.new(self._csrf_key, sid.encode(), hashlib.sha256).hexdigest()[:40]
+        """The form token of a session: derived from its id with the session key, so it is new
+        at every login, unknown to any other page, and still valid after a restart."""
+        return hmac.new(self._key, b"csrf:" + sid.encode(), hashlib.sha256).hexdigest()[:40]
 
     def create(self) -> str:
-        now = time.monotonic()
-        self._expiry = {k: v for k, v in self._expiry.items() if v > now}
-        sid = secrets.token_urlsafe(32)
-        self._expiry[sid] = now + self.ttl_s
-        return sid
+        body = f"{int(time.time() + self.ttl_s)}.{secrets.token_urlsafe(24)}"
+        return f"{body}.{self._sign(body)}"
 
     def valid(self, sid: str | None) -> bool:
-        return bool(sid) and self._expiry.get(sid or "", 0.0) > time.monotonic()
+        expiry, _, rest = (sid or "").partition(".")
+        session_id, _, signature = rest.partition(".")
+        if not (expiry.isdigit() and session_id and signature):
+            return False
+        if not hmac.compare_digest(self._sign(f"{expiry}.{session_id}"), signature):
+            return False
+        return int(expiry) > time.time() and session_id not in self._revoked
 
     def drop(self, sid: str | None) -> None:
-        self._expiry.pop(sid or "", None)
+        if not self.valid(sid):
+            return
+        now = time.time()
+        self._revoked = {k: v for k, v in self._revoked.items() if v > now}
+        expiry, session_id, _ = (sid or "").split(".", 2)
+        self._revoked[session_id] = float(expiry)
 
 
 def sessions(request: Request) -> Sessions:

@@ -1,10 +1,13 @@
 """GET /ui/tasks/{id}/trajectory: purple's trajectory of a task, fetched from purple's REST API.
 
-Green links to it when it can reach purple; otherwise the page says so and gives the URL. A
-purple is not trusted: its answer is read with a total size limit (GREEN_TRAJECTORY_MAX_BYTES)
-and a total time limit (GREEN_TRAJECTORY_TIMEOUT_S), not just a timeout between chunks, and the
-page says what was cut; at most MAX_STEPS_SHOWN steps are shown, and every field is checked for
-its type before it is shown.
+Green links to it when it can reach purple; otherwise the page says so and gives the URL. The
+page's JSON link goes through green (``/ui/tasks/{id}/trajectory.json``): purple's own address
+is often one only green's network knows (``http://purple:9019`` under compose), so it is shown
+as text, never as a link a browser would follow. A purple is not trusted: its answer is read
+with a total size limit (GREEN_TRAJECTORY_MAX_BYTES) and a total time limit
+(GREEN_TRAJECTORY_TIMEOUT_S), not just a timeout between chunks, and the page says what was
+cut; at most MAX_STEPS_SHOWN steps are shown, and every field is checked for its type before
+it is shown.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any
 
 import httpx
 from fastapi import APIRouter, Depends, HTTPException, Request, status
-from fastapi.responses import HTMLResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from services.green.live_task import TaskNotFound
 from services.green.ui.auth import require_page
@@ -118,14 +121,31 @@ def shown(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-@router.get("/tasks/{task_id}/trajectory", response_class=HTMLResponse)
-async def trajectory(task_id: str, request: Request) -> Response:
+def _task(request: Request, task_id: str) -> Any:
     try:
-        task = request.app.state.orchestrator.get(task_id)
+        return request.app.state.orchestrator.get(task_id)
     except TaskNotFound:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no task {task_id}") from None
+
+
+async def _fetch(request: Request, task: Any) -> tuple[dict[str, Any] | None, str]:
     settings = request.app.state.orchestrator.settings
-    data, where = await fetch_trajectory(
-        task.purple_url, task_id, settings.trajectory_max_bytes, settings.trajectory_timeout_s
+    return await fetch_trajectory(
+        task.purple_url, task.id, settings.trajectory_max_bytes, settings.trajectory_timeout_s
     )
+
+
+@router.get("/tasks/{task_id}/trajectory", response_class=HTMLResponse)
+async def trajectory(task_id: str, request: Request) -> Response:
+    task = _task(request, task_id)
+    data, where = await _fetch(request, task)
     return render(request, "trajectory.html", task=task, traj=data, where=where)
+
+
+@router.get("/tasks/{task_id}/trajectory.json")
+async def trajectory_json(task_id: str, request: Request) -> Response:
+    """Purple's trajectory as purple gave it, fetched by green (502 when purple cannot say)."""
+    data, where = await _fetch(request, _task(request, task_id))
+    if data is None:
+        return JSONResponse({"detail": where}, status_code=status.HTTP_502_BAD_GATEWAY)
+    return JSONResponse(data)

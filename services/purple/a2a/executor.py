@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from a2a.helpers import new_data_part, new_text_part
+from a2a.helpers import new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
@@ -26,6 +26,7 @@ from services.purple.protocols import Policy, RunResult, TaskContext
 from services.purple.store.crud import PurpleStore
 from services.purple.store.models import PurpleTask, utcnow
 from services.shared.a2a import A2APeer, Payload, message_parts, new_protocol_message
+from services.shared.a2a_numbers import data_part
 from services.shared.aio import cancel_and_wait
 from services.shared.commands import CommandResult
 from services.shared.logging import get_logger, task_log_context
@@ -224,7 +225,7 @@ class PurpleExecutor(AgentExecutor):
         await updater.add_artifact(
             [
                 new_text_part(summary),
-                new_data_part(json.loads(result.model_dump_json(exclude={"command_history"}))),
+                data_part(json.loads(result.model_dump_json(exclude={"command_history"}))),
             ],
             name="submission",
         )

@@ -19,7 +19,7 @@ from services.green.api.deps import (
 from services.green.api.routes.datasets import keep_verified
 from services.green.assessment import AssessmentRequest
 from services.green.assets.base import UnknownTask
-from services.green.store.models import AssessmentRecord, TaskStatus, utcnow
+from services.green.store.models import AssessmentRecord
 
 router = APIRouter(prefix="/assessments", tags=["assessments"])
 _background: set[asyncio.Task[None]] = set()
@@ -30,41 +30,21 @@ async def create_assessment(
     request: Request,
     body: AssessmentRequest,
     runner: AssessmentsDep,
-    store: AssessmentStoreDep,
     who: OperatorDep,
     intake: IntakeDep,
 ) -> dict[str, Any]:
     admit(intake, who, len(body.task_ids) * body.trials)
     left_out = keep_verified(request, body) if body.verified_only else []
     aid = str(uuid.uuid4())
-    purple = body.purple_url or runner.orchestrator.settings.purple_url
     try:
-        tasks = await runner.start(body, aid)
+        tasks = await runner.start(body, aid)  # the runner writes the assessment's record
     except UnknownTask as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown task {exc}") from exc
     except ValueError as exc:  # e.g. a task kind this green does not serve
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from exc
-    store.add(
-        AssessmentRecord(
-            id=aid,
-            purple_url=purple,
-            request=body.model_dump(),
-            owner=runner.orchestrator.settings.instance_name,
-        )
-    )
 
     async def finish() -> None:
-        try:
-            result = await runner.follow(tasks)
-            store.update(
-                aid,
-                status=TaskStatus.completed,
-                finished_at=utcnow(),
-                result=result.model_dump(mode="json"),
-            )
-        except BaseException as exc:
-            store.update(aid, status=TaskStatus.failed, finished_at=utcnow(), error=repr(exc))
-            raise
+        await runner.follow(tasks)  # and finishes it
 
     job = asyncio.create_task(finish())
     _background.add(job)

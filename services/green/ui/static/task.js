@@ -30,8 +30,10 @@
         (c.timed_out ? " timed out" : "") + (c.truncated ? " truncated" : "")));
     details.append(summary, el("pre", { class: "output", tabindex: "0" }, c.output));
     li.append(details);
+    // Follow the newest command only when the reader is already at the bottom of the page.
+    const atBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
     list.append(li);
-    list.scrollTop = list.scrollHeight;
+    if (atBottom) li.scrollIntoView({ block: "nearest" });
     document.getElementById("steps").textContent = String(c.seq);
   }
 

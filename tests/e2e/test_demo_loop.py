@@ -1,0 +1,82 @@
+"""`make demo` three times in a row (scripts/demo.sh, as a user runs it), stopping at the first
+failure: each run must end with a scored task, and a second run must leave the running green
+alone (same container). Its own compose project, ports, token folder, log folder and image tags,
+so a user's demo stack (project ``arena``, ports 9009/9019) is never touched.
+
+The 30-run measure on a loaded machine is ``bash bench/demo_loop.sh 30 --load`` (by hand).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+from pathlib import Path
+
+import docker
+import pytest
+
+from fixtures.catalog import REPO_ROOT
+from tests.e2e.compose import compose_available, free_port
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+RUNS = int(os.environ.get("ARENA_DEMO_LOOP_RUNS", "3"))
+
+
+def _green_id(client: docker.DockerClient, project: str) -> str:
+    labels = [f"com.docker.compose.project={project}", "com.docker.compose.service=green"]
+    found = client.containers.list(filters={"label": labels})
+    return found[0].id if found else ""
+
+
+def test_demo_runs_again_and_again(tmp_path: Path) -> None:
+    try:
+        client = docker.from_env()
+        client.ping()
+    except Exception as exc:
+        pytest.skip(f"Docker engine unreachable ({exc}); run scripts/ensure-docker.sh")
+    if compose_available() is None:
+        pytest.skip("no docker compose (v2) nor docker-compose (v1)")
+    project = f"arena-demo-{secrets.token_hex(3)}"
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("GREEN_", "PURPLE_", "OPENAI_"))
+    }
+    env.update(
+        COMPOSE_PROJECT_NAME=project,
+        ARENA_ENV_FILE="",
+        ARENA_GREEN_PORT=str(free_port()),
+        ARENA_PURPLE_PORT=str(free_port()),
+        ARENA_TOKEN_DIR=str(tmp_path / "secrets"),
+        ARENA_LOGS_DIR=str(tmp_path / "logs"),
+        ARENA_GREEN_IMAGE="arena/green:demo-loop",
+        ARENA_PURPLE_IMAGE="arena/purple:demo-loop",
+    )
+    first_green = ""
+    try:
+        for i in range(1, RUNS + 1):
+            proc = subprocess.run(
+                ["bash", "scripts/demo.sh"],
+                cwd=REPO_ROOT,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=1800,
+                check=False,
+            )
+            out = proc.stdout + proc.stderr
+            assert proc.returncode == 0, f"run {i} of {RUNS} failed:\n{out[-6000:]}"
+            assert "completed  end: submitted" in out, out[-3000:]
+            green = _green_id(client, project)
+            if i == 1:
+                first_green = green
+            assert green == first_green, f"run {i} recreated green"
+    finally:
+        subprocess.run(
+            ["bash", "deploy/compose.sh", "--demo", "down", "-v", "--remove-orphans"],
+            cwd=REPO_ROOT,
+            env=env,
+            capture_output=True,
+            timeout=300,
+            check=False,
+        )
