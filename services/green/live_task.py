@@ -31,7 +31,7 @@ from services.sandbox.base import AgentFault, Sandbox, SandboxError
 from services.shared.commands import CommandResult
 from services.shared.logging import get_logger, task_log_context
 from services.shared.outcome import TaskOutcome
-from services.shared.protocol import Result, Submit, SubmitResult
+from services.shared.protocol import AgentReport, Result, Submit, SubmitResult, Usage
 from services.shared.task_ref import TaskRef
 from services.shared.text import clip_middle
 
@@ -105,6 +105,10 @@ class LiveTask:
     lost: bool = False
     """Its lease was not renewed (another replica ended it): stop without writing its end."""
     submissions: int = 0
+    usage: Usage | None = None
+    """The agent's own running usage, as last reported (with a command, a submit or its end)."""
+    agent_report: AgentReport | None = None
+    """How purple said it ended (its A2A task's final status), when it said so."""
     subscribers: list[asyncio.Queue[TaskEvent]] = field(default_factory=list)
 
     def outcome(
@@ -126,6 +130,18 @@ class LiveTask:
             failure_kind=failure_kind,
             scores=scores,
         )
+
+    def report_fields(self) -> dict[str, Any]:
+        """The task record's fields from purple's final report: its reason (its own words), and
+        its usage when it reported any (it supersedes the running totals)."""
+        report = self.agent_report
+        if report is None:
+            return {}
+        fields: dict[str, Any] = {"agent_reason": report.reason or None}
+        usage = report.usage
+        if usage.tokens_in or usage.tokens_out or usage.cost:
+            fields.update(usage_fields(usage))
+        return fields
 
     def log_context(self) -> contextlib.AbstractContextManager[None]:
         """Every log line inside goes to this task's log file, tagged with its ids."""
@@ -193,10 +209,17 @@ class LiveTasks:
             )
 
     async def execute(
-        self, task_id: str, token: str | None, command: str, timeout: float | None = None
+        self,
+        task_id: str,
+        token: str | None,
+        command: str,
+        timeout: float | None = None,
+        usage: Usage | None = None,
     ) -> Result:
-        """Run one of purple's commands in the task's container; its result as sent back."""
+        """Run one of purple's commands in the task's container; its result as sent back.
+        ``usage``: the agent's running totals, recorded as they accrue."""
         live = self.running(task_id, token)
+        self.note_usage(live, usage)
         self._check_size(command)
         async with live.exec_lock:
             if live.commands >= live.max_steps:
@@ -266,6 +289,15 @@ class LiveTasks:
             )
         )
 
+    def note_usage(self, live: LiveTask, usage: Usage | None) -> None:
+        """Record the agent's running usage when it changed (one conditional UPDATE)."""
+        if usage is None or usage == live.usage:
+            return
+        live.usage = usage
+        if not self.store.update_held(live.id, self.settings.instance_name, **usage_fields(usage)):
+            live.lost = True
+            raise RequestRefused(f"task {live.id} has ended")
+
     async def submit(self, task_id: str, token: str | None, stats: Submit) -> SubmitResult:
         """Read and check the agent's submission; an accepted one ends the task."""
         live = self.running(task_id, token)
@@ -280,13 +312,12 @@ class LiveTasks:
                 raise RequestRefused(live.sandbox_error or str(exc)) from exc
             accepted = submission is not None and not errors
             live.submissions += 1
+            live.usage = stats.usage()
             if not self.store.update_held(
                 live.id,
                 self.settings.instance_name,
                 submissions=live.submissions,
-                tokens_in=stats.tokens_in,
-                tokens_out=stats.tokens_out,
-                cost=stats.cost,
+                **usage_fields(live.usage),
             ):
                 live.lost = True
                 raise RequestRefused(f"task {live.id} has ended")
@@ -301,3 +332,8 @@ class LiveTasks:
                 live.submission = submission
                 live.ended.set()
             return SubmitResult(accepted=accepted, errors=errors)
+
+
+def usage_fields(usage: Usage) -> dict[str, Any]:
+    """The task record's usage columns from the agent's report."""
+    return {"tokens_in": usage.tokens_in, "tokens_out": usage.tokens_out, "cost": usage.cost}
