@@ -114,9 +114,7 @@ async def test_context_overflow_is_its_own_error_with_the_window(server) -> None
 
 async def test_sampling_settings_are_sent(server) -> None:
     server.push(FakeReply(content="x"))
-    m = model(
-        server, top_p=0.9, seed=7, stop=["</s>"], max_tokens=64, extra_body={"top_k": 20}
-    )
+    m = model(server, top_p=0.9, seed=7, stop=["</s>"], max_tokens=64, extra_body={"top_k": 20})
     await m.query(MESSAGES)
     sent = server.requests[0]
     assert (sent["top_p"], sent["seed"], sent["stop"], sent["max_tokens"]) == (
