@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import httpx
@@ -81,7 +82,7 @@ def test_arena_runs_mini_swe_agent_as_purple(
         bash("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", 2100, 15),
     )
     port = free_port()
-    log = (tmp_path / "mini.log").open("wb")  # noqa: SIM115
+    log = (tmp_path / "mini.log").open("wb")
     adapter = subprocess.Popen(
         [
             str(mini_python),
@@ -112,16 +113,16 @@ def test_arena_runs_mini_swe_agent_as_purple(
             except httpx.HTTPError:
                 pass
             assert adapter.poll() is None, (tmp_path / "mini.log").read_text()[-3000:]
-            import time
-
             time.sleep(0.2)
         green = start_green(purple_url=url)
         monkeypatch.setenv("ARENA_API_TOKEN", OPERATOR_TOKEN)
         out = tmp_path / "results"
         res = CliRunner().invoke(
             arena,
-            ["run", "arvo:900001", "--green", green.url, "--purple", url, "--out", str(out)]
-            + ["--run", "mini", "--poll-interval", "0.2"],
+            [
+                *("run", "arvo:900001", "--green", green.url, "--purple", url),
+                *("--out", str(out), "--run", "mini", "--poll-interval", "0.2"),
+            ],
             catch_exceptions=False,
         )
         assert res.exit_code == 0, res.output
