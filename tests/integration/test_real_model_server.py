@@ -77,8 +77,7 @@ def purple(tmp_path: Path, base_url: str, **settings: Any):
         database_url=f"sqlite:///{tmp_path}/purple-{port}.db",
         log_dir=tmp_path / "logs",
         trajectory_dir=tmp_path / "traj",
-        llm_timeout_s=600,
-        **settings,
+        **{"llm_timeout_s": 600, **settings},
     )
     return serve(create_purple(config), port)
 
