@@ -103,13 +103,14 @@ def make_run(model_name: str, model_kwargs: dict[str, Any], step_limit: int):
     """The :data:`~services.byoa.server.AgentRun` of mini-swe-agent's default agent, configured by
     its own ``mini.yaml`` (the prompts), with a step limit and no cost limit."""
 
-    def run(task_text: str, shell: GreenShell) -> str:
-        import yaml
-        from minisweagent.agents.default import DefaultAgent
-        from minisweagent.config import builtin_config_dir
-        from minisweagent.models.litellm_model import LitellmModel
+    import yaml  # at start-up: importing litellm takes tens of seconds on a busy machine
+    from minisweagent.agents.default import DefaultAgent
+    from minisweagent.config import builtin_config_dir
+    from minisweagent.models.litellm_model import LitellmModel
 
-        config = yaml.safe_load((Path(builtin_config_dir) / "mini.yaml").read_text())
+    config = yaml.safe_load((Path(builtin_config_dir) / "mini.yaml").read_text())
+
+    def run(task_text: str, shell: GreenShell) -> str:
         settings = dict(config.get("model") or {})
         settings["model_kwargs"] = {**settings.get("model_kwargs", {}), **model_kwargs}
         settings.update(model_name=model_name, cost_tracking="ignore_errors")

@@ -16,9 +16,11 @@ from typer.testing import CliRunner
 
 from fixtures.catalog import REPO_ROOT
 from services.arena.app import app as arena
-from tests.integration.helpers import OPERATOR, OPERATOR_TOKEN
+from services.byoa.green_shell import GreenShell
+from services.byoa.server import create_app
+from tests.integration.helpers import OPERATOR, OPERATOR_TOKEN, submit_task, wait_terminal
 from tests.support.fake_llm import FakeReply
-from tests.support.servers import free_port
+from tests.support.servers import free_port, serve
 
 pytestmark = pytest.mark.docker
 MINI = "mini-swe-agent==2.4.6"
@@ -137,3 +139,18 @@ def test_arena_runs_mini_swe_agent_as_purple(
     assert (record["tokens_in"], record["tokens_out"]) == (6700, 210)
     assert "mini-swe-agent ended: Submitted" in (record["agent_reason"] or "")
     assert llm.requests[0]["tools"][0]["function"]["name"] == "bash"  # its own LLM layer
+
+
+def test_a_foreign_agent_that_crashes_says_why_in_greens_record(start_green) -> None:
+    def run(text: str, shell: GreenShell) -> str:
+        shell.execute("true")
+        shell.add_usage(300, 12)
+        raise ValueError("my agent broke")
+
+    port = free_port()
+    with serve(create_app(run, name="crashing", url=f"http://127.0.0.1:{port}"), port) as srv:
+        green = start_green(purple_url=srv.url)
+        done = wait_terminal(green.url, submit_task(green.url, {"task": "arvo:900001"})["id"])
+    assert done["end_reason"] == "purple_failed" and done["failure_kind"] == "agent"
+    assert done["agent_reason"] == "ValueError: my agent broke"
+    assert (done["tokens_in"], done["tokens_out"]) == (300, 12)
