@@ -1,11 +1,14 @@
 # The two entry points of the README (both work on a fresh machine), plus helpers.
-.PHONY: demo test e2e setup lint bench down migration
+.PHONY: demo test test-llm e2e setup lint bench down migration
 
 demo:            ## build the demo task, start green + purple with docker compose, run one task
 	bash scripts/demo.sh
 
 test: setup      ## the full test suite (unit + integration with real containers and services; SQLite and PostgreSQL)
 	uv run --frozen --extra postgres pytest
+
+test-llm: setup  ## opt-in: purple through green against a real model server (see README: minutes, not seconds)
+	ARENA_TEST_LLM=1 uv run --frozen --extra postgres pytest tests/integration/test_real_model_server.py -s -v
 
 e2e: setup       ## only the docker compose end-to-end tests
 	uv run --frozen --extra postgres pytest tests/e2e

@@ -37,6 +37,7 @@ ALLOWED: dict[str, set[str]] = {
     "purple": {"shared"},
     "swebench": {"shared", "sandbox", "purple"},
     "arena": {"shared"},
+    "byoa": {"shared"},
 }
 """Package -> the packages it may import (besides itself)."""
 

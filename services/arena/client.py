@@ -187,18 +187,27 @@ class GreenClient:
     async def trajectory(
         self, task: dict[str, Any], purple: str | None
     ) -> tuple[dict[str, Any] | None, str | None]:
-        """Purple's view of the task (from ``purple``, else the task's purple URL), or a note
-        saying why it was not saved."""
+        """Purple's full trajectory of the task (``/tasks/{id}/trajectory``: per step the
+        messages, commands, and each model call's tokens, seconds and finish reason) with its
+        view of the task under ``task``; from a purple without that route, its ``/tasks/{id}``.
+        From ``purple``, else the task's purple URL; or a note saying why it was not saved."""
         base = purple or task.get("purple_url")
         if not base:
             return None, "no purple URL known: trajectory not saved"
         url = f"{base.rstrip('/')}/tasks/{task['id']}"
+        full, _ = await self._purple_json(f"{url}/trajectory")
+        view, note = await self._purple_json(url)
+        if full is not None:
+            return ({**full, "task": view} if view is not None else full), None
+        return view, note
+
+    async def _purple_json(self, url: str) -> tuple[dict[str, Any] | None, str | None]:
         try:
             resp = await self.client.get(url, timeout=10)
         except httpx.HTTPError as exc:
             return (
                 None,
-                f"purple not reachable at {base} ({type(exc).__name__}): trajectory not saved",
+                f"purple not reachable at {url} ({type(exc).__name__}): trajectory not saved",
             )
         if resp.status_code != 200:
             return None, f"purple answered HTTP {resp.status_code} for {url}: trajectory not saved"

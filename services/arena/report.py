@@ -148,8 +148,10 @@ def _why(o: Outcome) -> str:
         parts.append("no valid submission")
     if o.scores is not None and o.scores.get("scorable") is False:
         parts.append("empty ground truth (not in the means)")
+    if o.agent_reason and o.status != "completed":
+        parts.append(f'the agent said: "{o.agent_reason[:200]}"')
     prefix = f"{o.failure_kind}: " if o.status == "failed" and o.failure_kind else ""
-    return _cell(prefix + " — ".join(parts))
+    return _cell(prefix + " — ".join(parts), limit=320)
 
 
 def _duration(seconds: float | None) -> str:

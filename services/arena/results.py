@@ -67,6 +67,9 @@ class Outcome(BaseModel):
     end_reason: str | None = None
     failure_kind: Literal["infra", "agent"] | None = None
     error: str | None = None
+    agent_reason: str | None = None
+    """How the agent said it ended, in its own words (green's ``agent_reason``): shown as the
+    agent's words, never used to decide ``failure_kind``."""
     steps: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
@@ -226,6 +229,7 @@ def outcome_from_task(task: dict[str, Any], *, task_dir: str | None = None) -> O
         end_reason=task.get("end_reason"),
         failure_kind=kind if kind in ("infra", "agent") else None,
         error=task.get("error"),
+        agent_reason=task.get("agent_reason"),
         steps=int(task.get("steps") or 0),
         tokens_in=int(task.get("tokens_in") or 0),
         tokens_out=int(task.get("tokens_out") or 0),

@@ -32,7 +32,7 @@ from services.sandbox.base import AgentFault, Sandbox, SandboxError, SandboxSpec
 from services.shared.commands import CommandResult
 from services.shared.logging import get_logger, task_log_context
 from services.shared.outcome import TaskOutcome
-from services.shared.protocol import Result, Submit, SubmitResult
+from services.shared.protocol import AgentReport, Result, Submit, SubmitResult, Usage
 from services.shared.task_ref import TaskRef
 from services.shared.text import clip_middle
 
@@ -128,6 +128,10 @@ class LiveTask:
     submissions: int = 0
     requests_in_flight: int = 0
     """execute/submit requests admitted and not yet answered (at most one)."""
+    usage: Usage | None = None
+    """The agent's own running usage, as last reported (with a command, a submit or its end)."""
+    agent_report: AgentReport | None = None
+    """How purple said it ended (its A2A task's final status), when it said so."""
     subscribers: list[asyncio.Queue[TaskEvent]] = field(default_factory=list)
 
     def outcome(
@@ -167,6 +171,18 @@ class LiveTask:
             network=s.container_network,
             output_limit=s.output_limit_bytes,
         )
+
+    def report_fields(self) -> dict[str, Any]:
+        """The task record's fields from purple's final report: its reason (its own words), and
+        its usage when it reported any (it supersedes the running totals)."""
+        report = self.agent_report
+        if report is None:
+            return {}
+        fields: dict[str, Any] = {"agent_reason": report.reason or None}
+        usage = report.usage
+        if usage.tokens_in or usage.tokens_out or usage.cost:
+            fields.update(usage_fields(usage))
+        return fields
 
     def log_context(self) -> contextlib.AbstractContextManager[None]:
         """Every log line inside goes to this task's log file, tagged with its ids."""
@@ -250,12 +266,19 @@ class LiveTasks:
             )
 
     async def execute(
-        self, task_id: str, token: str | None, command: str, timeout: float | None = None
+        self,
+        task_id: str,
+        token: str | None,
+        command: str,
+        timeout: float | None = None,
+        usage: Usage | None = None,
     ) -> Result:
-        """Run one of purple's commands in the task's container; its result as sent back."""
+        """Run one of purple's commands in the task's container; its result as sent back.
+        ``usage``: the agent's running totals, recorded as they accrue."""
         live = self.running(task_id, token)
         self._check_size(command)
         with self._one_at_a_time(live):  # before the lock: refused requests never queue
+            self.note_usage(live, usage)
             async with live.exec_lock:
                 return await self._execute(live, command, timeout)
 
@@ -342,6 +365,21 @@ class LiveTasks:
             )
         )
 
+    def note_usage(self, live: LiveTask, usage: Usage | None) -> None:
+        """Record the agent's running usage when it changed (one conditional UPDATE)."""
+        if usage is None or usage == live.usage:
+            return
+        live.usage = usage
+        try:
+            held = self.store.update_held(
+                live.id, self.settings.instance_name, **usage_fields(usage)
+            )
+        except STORAGE_ERRORS as exc:
+            raise live.storage_broke(exc, "execute") from None
+        if not held:
+            live.lost = True
+            raise RequestRefused(f"task {live.id} has ended")
+
     async def submit(self, task_id: str, token: str | None, stats: Submit) -> SubmitResult:
         """Read and check the agent's submission; an accepted one ends the task."""
         live = self.running(task_id, token)
@@ -360,14 +398,13 @@ class LiveTasks:
             raise RequestRefused(live.sandbox_error or str(exc)) from exc
         accepted = submission is not None and not errors
         live.submissions += 1
+        live.usage = stats.usage()
         try:
             held = self.store.update_held(
                 live.id,
                 self.settings.instance_name,
                 submissions=live.submissions,
-                tokens_in=stats.tokens_in,
-                tokens_out=stats.tokens_out,
-                cost=stats.cost,
+                **usage_fields(live.usage),
             )
         except STORAGE_ERRORS as exc:
             raise live.storage_broke(exc, "submit") from None
@@ -385,3 +422,8 @@ class LiveTasks:
             live.submission = submission
             live.ended.set()
         return SubmitResult(accepted=accepted, errors=errors)
+
+
+def usage_fields(usage: Usage) -> dict[str, Any]:
+    """The task record's usage columns from the agent's report."""
+    return {"tokens_in": usage.tokens_in, "tokens_out": usage.tokens_out, "cost": usage.cost}

@@ -361,6 +361,7 @@ class Orchestrator:
             fields["scores"] = await live.plan.score(None)
         if outcome.status is TaskStatus.completed:
             fields["submission"] = live.submission
+        fields.update(live.report_fields())  # the agent's own words and final usage
         await self.endings.end(live, outcome, {"finished_at": utcnow(), **fields})
 
     async def _prepare(self, live: LiveTask) -> None:
@@ -409,7 +410,9 @@ class Orchestrator:
             try:
                 await link.start(assignment, live.plan.describe(assignment))
                 return await self._wait_for_end(live, link)
-            finally:
+            finally:  # whatever ended the task, purple's task ends too (and says why)
+                grace = 3.0 if live.submission is not None else 0.0  # purple ends by itself
+                live.agent_report = await through_cancels(link.stop(grace))
                 await link.aclose()
 
     async def _wait_for_end(self, live: LiveTask, link: PurpleLink) -> str:

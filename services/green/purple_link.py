@@ -1,5 +1,9 @@
 """Green's side of the conversation with purple: hand over a task, then watch purple's A2A task.
 
+Every end of a task reaches purple: :meth:`PurpleLink.stop` cancels purple's A2A task
+(``tasks/cancel``) unless purple ended it itself, and reads purple's final status once: its own
+reason and usage (:class:`~services.shared.protocol.AgentReport`, or the status text).
+
 Liveness: a purple that cannot be reached when a task is handed over is retried with backoff
 (``start_retry_s``); one that stops answering polls for ``lost_after_s``, or no longer knows
 the task (it restarted: its A2A task store is in memory), is *lost*, and green ends the task
@@ -14,10 +18,11 @@ import time
 import httpx
 from a2a.types import Role, Task, TaskState
 from a2a.utils.errors import TaskNotFoundError
+from pydantic import ValidationError
 
-from services.shared.a2a import A2APeer, new_protocol_message
+from services.shared.a2a import A2APeer, message_parts, new_protocol_message
 from services.shared.logging import get_logger
-from services.shared.protocol import TaskAssignment
+from services.shared.protocol import AgentReport, TaskAssignment, clip_reason
 
 log = get_logger("services.green.purple_link")
 
@@ -72,6 +77,8 @@ class PurpleLink:
         self._failing_since: float | None = None
         self.lost_reason: str | None = None
         """Why purple counts as gone, once :meth:`ended` said ``lost``."""
+        self._last: Task | None = None
+        """Purple's A2A task as last read."""
 
     async def start(self, task: TaskAssignment, description: str) -> None:
         """Hand the task over. The message carries the assignment and nothing else: no metadata,
@@ -81,7 +88,7 @@ class PurpleLink:
         )
         reply = await self._send_with_retry(message)
         if isinstance(reply, Task):
-            self._purple_task_id = reply.id
+            self._purple_task_id, self._last = reply.id, reply
             if (
                 reply.status.state in _ENDED
                 and reply.status.state != TaskState.TASK_STATE_COMPLETED
@@ -148,7 +155,59 @@ class PurpleLink:
                 return "lost"
             return None
         self._failing_since = None
+        self._last = task
         return _ENDED.get(task.status.state)
+
+    async def stop(self, grace_s: float = 0.0, timeout: float = 5.0) -> AgentReport | None:
+        """The task is over on green's side (for whatever reason): cancel purple's A2A task unless
+        it has ended (within ``grace_s``: after an accepted submission purple ends by itself), then
+        read purple's final word once. Bounded by ``timeout``; never raises (a purple that does
+        not answer only loses its chance to say why)."""
+        if self._purple_task_id is None:
+            return None
+        try:
+            async with asyncio.timeout(timeout):
+                await self._grace(grace_s)
+                if self._last is None or self._last.status.state not in _ENDED:
+                    await self._cancel()
+                if self._last is None or self._last.status.state not in _ENDED:
+                    self._last = await self._peer.get_task(self._purple_task_id)
+        except Exception as exc:  # purple gone, slow, or refusing: its report is lost, not green
+            log.info("purple.stop_unanswered", error=str(exc) or type(exc).__name__)
+        return self.report()
+
+    async def _grace(self, grace_s: float) -> None:
+        ends = time.monotonic() + grace_s
+        while self._last is not None and self._last.status.state not in _ENDED:
+            if time.monotonic() >= ends:
+                return
+            await asyncio.sleep(0.1)
+            self._last = await self._peer.get_task(self._purple_task_id or "")
+
+    async def _cancel(self) -> None:
+        try:
+            self._last = await self._peer.cancel_task(self._purple_task_id or "")
+            log.info("purple.cancelled", purple_task=self._purple_task_id)
+        except TaskNotFoundError:
+            self._last = None
+        except Exception as exc:  # e.g. not cancelable: it ended meanwhile; read it below
+            log.info("purple.cancel_refused", error=str(exc) or type(exc).__name__)
+            self._last = None
+
+    def report(self) -> AgentReport | None:
+        """Purple's own account of how its task ended (its final status message): the
+        structured report when it sent one, else its status text as the reason."""
+        task = self._last
+        if task is None or not task.status.HasField("message"):
+            return None
+        payload = message_parts(task.status.message)
+        if payload.data is not None and payload.data.get("kind") == "agent_report":
+            try:
+                return AgentReport.model_validate(payload.data)
+            except ValidationError as exc:
+                log.info("purple.bad_report", error=exc.errors()[0]["msg"])
+        text = clip_reason(payload.text)
+        return AgentReport(status=_ENDED.get(task.status.state, ""), reason=text) if text else None
 
     async def aclose(self) -> None:
         await self._peer.aclose()

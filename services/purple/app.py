@@ -1,4 +1,9 @@
-"""Purple's FastAPI app: the A2A routes, GET /tasks/{id} and /healthz."""
+"""Purple's FastAPI app: the A2A routes, GET /tasks/{id}, /healthz and /readyz.
+
+With the LLM agent, /healthz and /readyz also ask the model endpoint whether it is up and serves
+the configured model (:mod:`services.purple.model_check`); /readyz answers 503 when it does not.
+The card names the model and its request settings (an extension, ``MODEL_EXTENSION``).
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from fastapi import FastAPI, HTTPException
 from services.purple.a2a.executor import PurpleExecutor
 from services.purple.api import trajectory
 from services.purple.config import PurpleSettings
+from services.purple.model_check import add_health_routes, model_extension
 from services.purple.policies import build_policy
 from services.purple.protocols import Policy
 from services.purple.store.crud import PurpleStore, make_engine
@@ -57,9 +63,7 @@ def create_app(
     app.state.store, app.state.trajectory_dir = store, settings.trajectory_dir
     app.include_router(trajectory.router)
 
-    @app.get("/healthz", tags=["health"])
-    async def healthz() -> dict:
-        return {"status": "ok", "policy": settings.effective_policy()}
+    add_health_routes(app, settings)
 
     @app.get("/tasks", tags=["tasks"], response_model=list[PurpleTask])
     async def list_tasks(limit: int = 100) -> list[PurpleTask]:
@@ -90,5 +94,7 @@ def create_app(
             )
         ],
     )
+    if settings.effective_policy() == "react":
+        card.capabilities.extensions.append(model_extension(settings))
     mount_a2a(app, executor, card)
     return app

@@ -4,7 +4,7 @@ their usual names). Every field is documented here and in .env.example."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -39,7 +39,26 @@ class PurpleSettings(BaseSettings):
     llm_timeout_s: float = 120.0
     """Timeout of one LLM request."""
     llm_retries: int = 4
-    """Retries (exponential backoff) on transient LLM errors."""
+    """Retries (exponential backoff) on transient LLM errors (429, 5xx, no connection)."""
+    llm_timeout_retries: int = 0
+    """Times an LLM request that timed out is sent again (0: never: a busy server is still
+    generating the abandoned reply, and a copy would queue behind it)."""
+    max_tokens: int | None = None
+    """Most tokens of one model reply (also the [llm] table of PURPLE_AGENT_CONFIG); unset: the
+    server's default, which on llama.cpp-style servers runs until the context is full."""
+    stop: list[str] | None = None
+    """Stop sequences, JSON: ["</s>"]."""
+    temperature: float | None = None
+    """Sampling temperature; unset: the server's default."""
+    top_p: float | None = None
+    """Nucleus sampling; unset: the server's default."""
+    seed: int | None = None
+    """Sampling seed; unset: none sent."""
+    extra_body: dict[str, Any] = {}
+    """Extra request fields for the server, JSON: {"top_k": 20}."""
+    context_window: int | None = None
+    """The model's context window in tokens; unset: asked from the server when it says
+    (llama.cpp /props, vLLM /v1/models). The compaction budget is fitted to it."""
     prices: dict[str, tuple[float, float]] = {}
     """Extra prices, JSON: {"model": [usd_per_mtok_in, usd_per_mtok_out]}."""
 

@@ -2,14 +2,15 @@
 
 No LLM (no API key, or ``PURPLE_POLICY=stacktrace``) -> the stack-trace analyst (offline,
 deterministic). An LLM -> the ReAct agent with the toolset of the task's kind and the agent
-config (``PURPLE_AGENT_CONFIG``, with the ``PURPLE_*`` limits set in the environment on top);
+config (``PURPLE_AGENT_CONFIG``, with the ``PURPLE_*`` limits and request settings set in the
+environment on top);
 optionally the analyst submits when the agent ends without an accepted submission
 (``PURPLE_FALLBACK_TO_ANALYST``, off by default: it mixes the baseline into the agent's score).
 """
 
 from __future__ import annotations
 
-from services.purple.agent.config import AgentConfig
+from services.purple.agent.config import AgentConfig, ModelParams
 from services.purple.agent.loop import ReactAgent
 from services.purple.analyst.policy import StackTraceAnalyst
 from services.purple.config import PurpleSettings
@@ -17,8 +18,17 @@ from services.purple.llm.openai_chat import OpenAIChatModel, OpenAIModelConfig
 from services.purple.protocols import Policy, RunResult, TaskContext
 from services.purple.tools.toolsets import RcaToolset, SweToolset
 
-AGENT_SETTINGS = ("mode", "step_limit", "cost_limit", "wall_time_limit_s", "context_budget_tokens")
+AGENT_SETTINGS = (
+    "mode",
+    "step_limit",
+    "cost_limit",
+    "wall_time_limit_s",
+    "context_budget_tokens",
+    "context_window",
+)
 """Settings that are :class:`AgentConfig` fields of the same name."""
+MODEL_SETTINGS = ("max_tokens", "stop", "temperature", "top_p", "seed", "extra_body")
+"""Settings that are fields of the config's ``[llm]`` table (:class:`ModelParams`)."""
 
 
 def build_policy(settings: PurpleSettings, kind: str = "rca_task") -> Policy:
@@ -32,6 +42,7 @@ def build_policy(settings: PurpleSettings, kind: str = "rca_task") -> Policy:
                 "SWE-bench tasks need an LLM: set OPENAI_API_KEY (and PURPLE_POLICY=react or auto)",
             )
         return analyst
+    config = agent_config(settings)
     llm = OpenAIChatModel(
         OpenAIModelConfig(
             model=settings.model,
@@ -39,13 +50,13 @@ def build_policy(settings: PurpleSettings, kind: str = "rca_task") -> Policy:
             api_key=settings.openai_api_key,
             timeout_s=settings.llm_timeout_s,
             max_retries=settings.llm_retries,
+            timeout_retries=settings.llm_timeout_retries,
             prices=settings.prices,
+            **config.llm.model_dump(),
         )
     )
     toolset = SweToolset() if kind == "swe_task" else RcaToolset()
-    react = ReactAgent(
-        llm, agent_config(settings), trajectory_dir=settings.trajectory_dir, toolset=toolset
-    )
+    react = ReactAgent(llm, config, trajectory_dir=settings.trajectory_dir, toolset=toolset)
     if settings.fallback_to_analyst and kind != "swe_task":
         return FallbackPolicy(react, analyst)
     return react
@@ -55,10 +66,15 @@ def agent_config(settings: PurpleSettings) -> AgentConfig:
     """The agent config: the file ``settings.agent_config`` (if any), and the limits of the
     settings on top: all of them without a file, those set in the environment with one."""
     limits = {name: getattr(settings, name) for name in AGENT_SETTINGS}
+    params = {k: getattr(settings, k) for k in MODEL_SETTINGS if k in settings.model_fields_set}
     if settings.agent_config is None:
-        return AgentConfig(**limits)
+        return AgentConfig(**limits, llm=ModelParams(**params))
     explicit = {k: v for k, v in limits.items() if k in settings.model_fields_set}
-    return AgentConfig.load(settings.agent_config, **explicit)
+    config = AgentConfig.load(settings.agent_config, **explicit)
+    if params:  # the environment's request settings on top of the file's [llm] table
+        llm = ModelParams.model_validate({**config.llm.model_dump(), **params})
+        config = config.model_copy(update={"llm": llm})
+    return config
 
 
 class NoPolicy:
@@ -73,7 +89,7 @@ class NoPolicy:
 
 class FallbackPolicy:
     """Run ``primary``; if it ends without an accepted submission, run ``fallback``.
-    The result is the fallback's, with the primary's usage and commands added."""
+    The result is the fallback's, with the usage of both (the task's) and both commands."""
 
     def __init__(self, primary: Policy, fallback: Policy) -> None:
         self.primary, self.fallback = primary, fallback
@@ -84,9 +100,7 @@ class FallbackPolicy:
         if first.status == "submitted":
             return first
         second = await self.fallback.run(task)
-        stats = first.stats.model_copy()
-        stats.steps += second.stats.steps
-        stats.commands += second.stats.commands
+        stats = task.usage.model_copy()  # both counted into the task's usage
         return second.model_copy(
             update={
                 "policy": self.name,

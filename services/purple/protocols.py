@@ -10,7 +10,7 @@ the bottom of purple: it imports only ``services.shared``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -22,7 +22,7 @@ from services.shared.protocol import SubmitResult, TaskPaths
 
 
 class RunStats(BaseModel):
-    """Usage so far; sent with the submission (green's ``submit`` data part carries it)."""
+    """Usage so far; sent with every command and the submission (green records it)."""
 
     steps: int = 0
     """LLM turns (the offline analyst takes none). Sent to green as ``Submit.steps``."""
@@ -63,6 +63,9 @@ class TaskContext:
     """Absolute (timezone-aware) time after which green ends the task."""
     command_timeout_s: float | None = None
     """Green's per-command timeout; None leaves it to green."""
+    usage: RunStats = field(default_factory=RunStats)
+    """The run's usage as it accrues: the policy counts into it, the environment reports it
+    with each command, and it survives a cancelled run."""
 
 
 class CommandRecord(BaseModel):

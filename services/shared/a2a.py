@@ -28,6 +28,7 @@ from a2a.types import (
     AgentCard,
     AgentInterface,
     AgentSkill,
+    CancelTaskRequest,
     GetTaskRequest,
     Message,
     Role,
@@ -187,6 +188,11 @@ class A2APeer:
     async def get_task(self, task_id: str) -> Task:
         client = await self._get()
         return await client.get_task(GetTaskRequest(id=task_id))
+
+    async def cancel_task(self, task_id: str) -> Task:
+        """``tasks/cancel``: the peer stops the task; its task as it ended."""
+        client = await self._get()
+        return await client.cancel_task(CancelTaskRequest(id=task_id))
 
     async def aclose(self) -> None:
         if self._owns_http:  # a client passed in belongs to the caller

@@ -12,7 +12,7 @@ import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import BaseModel, Field, TypeAdapter, field_validator
 
 from services.shared.commands import CommandResult
 
@@ -75,25 +75,43 @@ class SweTask(TaskAssignment):
     kind: Literal["swe_task"] = "swe_task"
 
 
+MAX_COUNT = 10**12
+"""The largest step or token count green records (far beyond any real task)."""
+MAX_COST = 1_000_000.0
+"""The largest cost (USD) green records."""
+
+Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
+"""A step or token count an agent reports: a whole number, 0 to :data:`MAX_COUNT`."""
+Dollars = Annotated[float, Field(ge=0, le=MAX_COST, allow_inf_nan=False)]
+"""A cost an agent reports: finite, 0 to :data:`MAX_COST`."""
+
+
+class Usage(BaseModel):
+    """The agent's own running usage (its self-report: green records it, never trusts it for
+    scoring or attribution). The one validator of the numbers an agent reports."""
+
+    steps: Count = 0
+    tokens_in: Count = 0
+    tokens_out: Count = 0
+    cost: Dollars = 0.0
+
+
 class Execute(BaseModel):
-    """purple -> green: run one shell command in the task container."""
+    """purple -> green: run one shell command in the task container. ``usage``, optional, is
+    the agent's running totals so far: green records them as they accrue, so a task that never
+    submits still shows what it spent."""
 
     kind: Literal["execute"] = "execute"
     command: str = Field(min_length=1)
     timeout: float | None = Field(None, gt=0)
     token: str | None = None
+    usage: Usage | None = None
 
 
 class Result(CommandResult):
     """green -> purple: the reply to :class:`Execute`."""
 
     kind: Literal["result"] = "result"
-
-
-MAX_COUNT = 10**12
-"""Largest step or token count an agent may report (far above any real run)."""
-MAX_COST_USD = 1_000_000.0
-"""Largest cost an agent may report for one task, in US dollars."""
 
 
 class Submit(BaseModel):
@@ -103,11 +121,15 @@ class Submit(BaseModel):
 
     kind: Literal["submit"] = "submit"
     token: str | None = None
-    steps: int = Field(0, ge=0, le=MAX_COUNT)
-    tokens_in: int = Field(0, ge=0, le=MAX_COUNT)
-    tokens_out: int = Field(0, ge=0, le=MAX_COUNT)
-    cost: float = Field(0.0, ge=0, le=MAX_COST_USD, allow_inf_nan=False)
-    """US dollars."""
+    steps: Count = 0
+    tokens_in: Count = 0
+    tokens_out: Count = 0
+    cost: Dollars = 0.0
+
+    def usage(self) -> Usage:
+        return Usage(
+            steps=self.steps, tokens_in=self.tokens_in, tokens_out=self.tokens_out, cost=self.cost
+        )
 
 
 class SubmitResult(BaseModel):
@@ -116,6 +138,32 @@ class SubmitResult(BaseModel):
     kind: Literal["submit_result"] = "submit_result"
     accepted: bool
     errors: list[str] = []
+
+
+AGENT_REASON_CHARS = 1000
+"""The most characters of an agent's own reason green keeps."""
+
+
+class AgentReport(BaseModel):
+    """purple -> green, in the data part of its A2A task's final status message: how the agent
+    ended, in its own words (``reason``), and its usage. Green shows the reason marked as the
+    agent's words; it never decides who is to blame (infra or agent) from it."""
+
+    kind: Literal["agent_report"] = "agent_report"
+    status: str = Field("", max_length=40)
+    reason: str = ""
+    usage: Usage = Usage()
+
+    @field_validator("reason", mode="before")
+    @classmethod
+    def _bounded(cls, reason: object) -> object:
+        return clip_reason(reason) if isinstance(reason, str) else reason
+
+
+def clip_reason(text: str, limit: int = AGENT_REASON_CHARS) -> str:
+    """An agent's words as green keeps them: printable, on one line, at most ``limit`` chars."""
+    flat = " ".join("".join(ch if ch.isprintable() else " " for ch in text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 class ErrorReply(BaseModel):

@@ -6,7 +6,7 @@ import pytest
 import structlog
 
 from services.purple.llm import pricing
-from services.purple.llm.base import LLMError
+from services.purple.llm.base import ContextOverflow, LLMError
 from services.purple.llm.openai_chat import OpenAIChatModel, OpenAIModelConfig
 from services.purple.llm.pricing import cost_of, lookup_price
 from tests.support.fake_llm import FakeError, FakeLLMServer, FakeReply
@@ -84,10 +84,46 @@ async def test_retry_after_is_honoured_and_capped(server) -> None:
     assert 0.15 < time.monotonic() - start < 5
 
 
-async def test_timeouts_are_retried(server) -> None:
+async def test_a_timed_out_request_is_not_sent_again(server) -> None:
+    """A busy one-slot server keeps generating an abandoned reply: a copy would queue behind it."""
     server.push(FakeReply(content="late", delay_s=1.0), FakeReply(content="quick"))
-    reply = await model(server, timeout_s=0.3).query(MESSAGES)
+    with pytest.raises(LLMError, match=r"did not answer within 0.3 s; not sent again"):
+        await model(server, timeout_s=0.3).query(MESSAGES)
+    assert len(server.requests) == 1
+
+
+async def test_timeouts_are_retried_only_when_allowed_and_the_retry_is_recorded(server) -> None:
+    server.push(FakeReply(content="late", delay_s=1.0), FakeReply(content="quick"))
+    reply = await model(server, timeout_s=0.3, timeout_retries=1).query(MESSAGES)
     assert reply.content == "quick" and len(server.requests) == 2
+    assert len(reply.retries) == 1 and "APITimeoutError" in reply.retries[0]
+
+
+async def test_context_overflow_is_its_own_error_with_the_window(server) -> None:
+    server.push(
+        FakeError(400, "Requested tokens (2300) exceed context window of 2048", type="x"),
+        FakeError(400, "too long", code="context_length_exceeded"),
+    )
+    with pytest.raises(ContextOverflow) as first:
+        await model(server).query(MESSAGES)
+    assert first.value.window == 2048 and "context_length_exceeded" in str(first.value)
+    with pytest.raises(ContextOverflow) as second:
+        await model(server).query(MESSAGES)
+    assert second.value.window is None
+
+
+async def test_sampling_settings_are_sent(server) -> None:
+    server.push(FakeReply(content="x"))
+    m = model(server, top_p=0.9, seed=7, stop=["</s>"], max_tokens=64, extra_body={"top_k": 20})
+    await m.query(MESSAGES)
+    sent = server.requests[0]
+    assert (sent["top_p"], sent["seed"], sent["stop"], sent["max_tokens"]) == (
+        0.9,
+        7,
+        ["</s>"],
+        64,
+    )
+    assert sent["top_k"] == 20
 
 
 async def test_non_transient_error_fails_at_once(server) -> None:

@@ -45,6 +45,9 @@ class FakeError:
     status: int = 500
     message: str = "injected failure"
     headers: dict[str, str] = field(default_factory=dict)
+    type: str = "server_error"
+    code: str | None = None
+    """The error's ``code`` (OpenAI's ``context_length_exceeded``, ...), sent when set."""
 
 
 Item = FakeReply | FakeError | Callable[[dict[str, Any]], "FakeReply | FakeError"]
@@ -64,6 +67,12 @@ class FakeLLMServer:
         self.port = 0
         self.app = FastAPI()
         self.app.post("/v1/chat/completions")(self._completions)
+        self.app.get("/v1/models")(self._models)
+        self.models: list[str] = []
+        """What ``GET /v1/models`` lists (empty: the server names none, as some do)."""
+        self.n_ctx: int | None = None
+        """When set, ``GET /props`` answers llama.cpp's way with this context window."""
+        self.app.get("/props")(self._props)
 
     @property
     def base_url(self) -> str:
@@ -115,6 +124,14 @@ class FakeLLMServer:
 
     # ---- the endpoint ------------------------------------------------------------------------
 
+    async def _models(self) -> dict[str, Any]:
+        return {"object": "list", "data": [{"id": m, "object": "model"} for m in self.models]}
+
+    async def _props(self) -> JSONResponse:
+        if self.n_ctx is None:
+            return JSONResponse({"error": "not found"}, status_code=404)
+        return JSONResponse({"default_generation_settings": {"n_ctx": self.n_ctx}})
+
     async def _completions(self, request: Request) -> JSONResponse:
         body = await request.json()
         with self._lock:
@@ -134,8 +151,11 @@ class FakeLLMServer:
             )
         if isinstance(item, FakeError):
             self.errors_sent += 1
+            error: dict[str, Any] = {"message": item.message, "type": item.type}
+            if item.code is not None:
+                error["code"] = item.code
             return JSONResponse(
-                {"error": {"message": item.message, "type": "server_error"}},
+                {"error": error},
                 status_code=item.status,
                 headers=item.headers,
             )

@@ -74,7 +74,11 @@ class GreenExecutor(AgentExecutor):
         try:
             if isinstance(req.request, Execute):
                 result = await self.orchestrator.live.execute(
-                    task_id, req.token, req.request.command, req.request.timeout
+                    task_id,
+                    req.token,
+                    req.request.command,
+                    req.request.timeout,
+                    req.request.usage,
                 )
                 await self._reply(context, queue, result_text(result), result.model_dump())
             else:

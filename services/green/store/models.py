@@ -45,6 +45,9 @@ class TaskBase(SQLModel):
     end_reason: str | None = None
     error: str | None = None
     failure_kind: FailureKind | None = None
+    agent_reason: str | None = None
+    """How the agent said it ended, in its own words (purple's final A2A status; at most
+    1,000 characters, one line). Shown as the agent's words; never decides ``failure_kind``."""
     assessment_id: str | None = Field(default=None, index=True)
     owner: str = Field(default="green", index=True)
     """The green instance running the task (GREEN_INSTANCE_NAME): after a crash, a restarted

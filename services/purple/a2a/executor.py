@@ -17,12 +17,12 @@ from a2a.helpers import new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
-from a2a.types import Task, TaskState, TaskStatus
+from a2a.types import Message, Task, TaskState, TaskStatus
 from pydantic import ValidationError
 
-from services.purple.a2a.green_env import GreenEnvironment
+from services.purple.a2a.green_env import GreenEnvironment, usage_of
 from services.purple.config import PurpleSettings
-from services.purple.protocols import Policy, RunResult, TaskContext
+from services.purple.protocols import Policy, RunResult, RunStats, TaskContext
 from services.purple.store.crud import PurpleStore
 from services.purple.store.models import PurpleTask, utcnow
 from services.shared.a2a import A2APeer, Payload, message_parts, new_protocol_message
@@ -30,7 +30,7 @@ from services.shared.a2a_numbers import data_part
 from services.shared.aio import cancel_and_wait
 from services.shared.commands import CommandResult
 from services.shared.logging import get_logger, task_log_context
-from services.shared.protocol import RCA_PATHS, TaskAssignment, parse_data
+from services.shared.protocol import RCA_PATHS, AgentReport, TaskAssignment, parse_data
 
 log = get_logger("services.purple.a2a")
 
@@ -67,9 +67,10 @@ class Incoming:
     def kind(self) -> str:
         return self.assignment.kind if self.assignment else "rca_task"
 
-    def context(self, task_id: str, env: GreenEnvironment) -> TaskContext:
+    def context(self, task_id: str, env: GreenEnvironment, usage: RunStats) -> TaskContext:
         a = self.assignment
         return TaskContext(
+            usage=usage,
             task_id=task_id,
             description=self.description,
             env=env,
@@ -101,6 +102,8 @@ class PurpleExecutor(AgentExecutor):
         self.make_policy = make_policy
         self._slots = asyncio.Semaphore(settings.max_concurrent_tasks)
         self._jobs: dict[str, asyncio.Task[None]] = {}
+        self._usage: dict[str, RunStats] = {}
+        """Each task's usage as it accrues (read when a task is cancelled)."""
         self._stop_reason: str | None = None
 
     async def shutdown(self) -> None:
@@ -146,10 +149,18 @@ class PurpleExecutor(AgentExecutor):
         job.add_done_callback(lambda _: self._jobs.pop(task_id, None))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        job = self._jobs.get(context.context_id or "")
+        """Green ended the task (``tasks/cancel``): stop the loop and its in-flight LLM call at
+        once, and answer with the usage so far."""
+        task_id = context.context_id or ""
+        job = self._jobs.get(task_id)
         if job:
-            job.cancel()
-        await TaskUpdater(event_queue, context.task_id or "", context.context_id or "").cancel()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(5):
+                    await cancel_and_wait(job)
+        updater = TaskUpdater(event_queue, context.task_id or "", task_id)
+        await updater.cancel(
+            _report(updater, "cancelled", CANCELLED, self._usage.get(task_id) or RunStats())
+        )
 
     async def _work(
         self, task_id: str, log_key: str, incoming: Incoming, policy: Policy, updater: TaskUpdater
@@ -167,30 +178,33 @@ class PurpleExecutor(AgentExecutor):
                     timed_out=result.timed_out,
                 )
 
-            env = GreenEnvironment(green, task_id, incoming.token, on_command=record)
-            ctx = incoming.context(task_id, env)
+            usage = self._usage[task_id] = RunStats()
+            env = GreenEnvironment(green, task_id, incoming.token, on_command=record, usage=usage)
+            ctx = incoming.context(task_id, env, usage)
             log.info("task.accepted", policy=policy.name, green_url=incoming.green_url)
             try:
                 async with self._slots:
                     result = await policy.run(ctx)
             except asyncio.CancelledError:
+                reason = self._stop_reason or CANCELLED
                 self.store.update(
                     task_id,
                     status="cancelled",
                     finished_at=utcnow(),
-                    reason=self._stop_reason or "cancelled",
+                    reason=reason,
+                    **_counts(usage),
                 )
+                log.info("task.cancelled", reason=reason, tokens_in=usage.tokens_in)
                 with contextlib.suppress(Exception):  # the queue may be gone at shutdown
-                    await updater.cancel()
+                    await updater.cancel(_report(updater, "cancelled", reason, usage))
                 raise
             except Exception as exc:
                 log.exception("task.crashed")
                 self.store.update(task_id, status="failed", reason=repr(exc), finished_at=utcnow())
-                await updater.failed(
-                    updater.new_agent_message([new_text_part(f"purple failed: {exc}")])
-                )
+                await updater.failed(_report(updater, "error", f"purple failed: {exc}", usage))
                 return
             finally:
+                self._usage.pop(task_id, None)
                 await green.aclose()
             await self._finish(task_id, result, updater)
 
@@ -229,10 +243,30 @@ class PurpleExecutor(AgentExecutor):
             ],
             name="submission",
         )
+        report = _report(updater, result.status, result.reason, result.stats, summary)
         if result.status == "submitted":
-            await updater.complete()
+            await updater.complete(report)
         else:
-            await updater.failed(updater.new_agent_message([new_text_part(summary)]))
+            await updater.failed(report)
+
+
+CANCELLED = "cancelled by green (tasks/cancel)"
+
+
+def _counts(usage: RunStats) -> dict:
+    return {"tokens_in": usage.tokens_in, "tokens_out": usage.tokens_out, "cost": usage.cost}
+
+
+def _report(
+    updater: TaskUpdater, status: str, reason: str, usage: RunStats, text: str | None = None
+) -> Message:
+    """The final status message: how the run ended in purple's words (text), and the same with
+    the usage as an :class:`AgentReport` data part (green records both)."""
+    wire = usage_of(usage)
+    data = AgentReport(status=status, reason=reason, usage=wire or AgentReport().usage)
+    return updater.new_agent_message(
+        [new_text_part(text or f"{status}: {reason}"), data_part(data.model_dump())]
+    )
 
 
 def _messages(trajectory_path: str | None) -> list[dict] | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
 
 from a2a.types import Message, Role
@@ -11,11 +12,14 @@ from services.purple.signals import TaskEnded
 from services.shared.a2a import A2APeer, message_parts, new_protocol_message
 from services.shared.commands import CommandResult
 from services.shared.protocol import (
+    MAX_COST,
+    MAX_COUNT,
     ErrorReply,
     Execute,
     Result,
     Submit,
     SubmitResult,
+    Usage,
     execute_text,
     parse_data,
 )
@@ -27,16 +31,23 @@ class GreenEnvironment:
     """Sends ``execute``/``submit`` to green in the task's context, with the task's token.
 
     Each request has the text form and the data form (docs/protocol.md); replies are read from the
-    data part. A refusal (task over, step limit, wrong token) raises :class:`TaskEnded`.
+    data part. A refusal (task over, step limit, wrong token) raises :class:`TaskEnded`. Each
+    ``execute`` carries ``usage``, the run's running totals, so green records them as they accrue.
     """
 
     def __init__(
-        self, green: A2APeer, task_id: str, token: str | None, on_command: OnCommand | None = None
+        self,
+        green: A2APeer,
+        task_id: str,
+        token: str | None,
+        on_command: OnCommand | None = None,
+        usage: RunStats | None = None,
     ) -> None:
         self.green = green
         self.task_id = task_id
         self.token = token
         self.on_command = on_command
+        self.usage = usage
 
     async def _ask(self, text: str, data: dict) -> object:
         if self.token and "token" not in data:
@@ -52,7 +63,9 @@ class GreenEnvironment:
         return parsed
 
     async def execute(self, command: str, timeout: float | None = None) -> CommandResult:
-        req = Execute(command=command, timeout=timeout, token=self.token)
+        req = Execute(
+            command=command, timeout=timeout, token=self.token, usage=usage_of(self.usage)
+        )
         reply = await self._ask(execute_text(command), req.model_dump(exclude_none=True))
         if not isinstance(reply, Result):
             raise TaskEnded(f"unexpected reply to execute: {type(reply).__name__}")
@@ -62,15 +75,22 @@ class GreenEnvironment:
         return result
 
     async def submit(self, stats: RunStats | None = None) -> SubmitResult:
-        s = stats or RunStats()
-        req = Submit(
-            token=self.token,
-            steps=s.steps,
-            tokens_in=s.tokens_in,
-            tokens_out=s.tokens_out,
-            cost=s.cost,
-        )
+        usage = usage_of(stats or self.usage or RunStats())
+        req = Submit(token=self.token, **(usage.model_dump() if usage else {}))
         reply = await self._ask("submit", req.model_dump())
         if not isinstance(reply, SubmitResult):
             raise TaskEnded(f"unexpected reply to submit: {type(reply).__name__}")
         return reply
+
+
+def usage_of(stats: RunStats | None) -> Usage | None:
+    """The wire form of the run's usage (numbers clamped into what green accepts)."""
+    if stats is None:
+        return None
+    cost = stats.cost if math.isfinite(stats.cost) else 0.0
+    return Usage(
+        steps=min(max(0, stats.steps), MAX_COUNT),
+        tokens_in=min(max(0, stats.tokens_in), MAX_COUNT),
+        tokens_out=min(max(0, stats.tokens_out), MAX_COUNT),
+        cost=min(max(0.0, cost), MAX_COST),
+    )

@@ -26,6 +26,27 @@ _JINJA = SandboxedEnvironment(
 )
 
 
+class ModelParams(BaseModel):
+    """The request settings real servers need (the ``[llm]`` table of a config file; the
+    ``PURPLE_`` settings of the same names override it). Recorded in every trajectory."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_tokens: int | None = Field(None, ge=1)
+    """Most tokens of one reply; None = the server's default (a llama.cpp-style server then
+    generates until its context is full)."""
+    stop: list[str] | None = None
+    """Stop sequences."""
+    temperature: float | None = Field(None, ge=0, le=2)
+    """Sampling temperature; None = the server's default."""
+    top_p: float | None = Field(None, gt=0, le=1)
+    """Nucleus sampling; None = the server's default."""
+    seed: int | None = None
+    """Sampling seed; None = none sent."""
+    extra_body: dict[str, Any] = {}
+    """Free-form extra request fields for the server (e.g. ``{"top_k": 20}``)."""
+
+
 class AgentConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -44,7 +65,13 @@ class AgentConfig(BaseModel):
     observation_limit: int = Field(12_000, ge=200)
     """Most characters of one observation; longer ones keep head and tail with a note."""
     context_budget_tokens: int = Field(96_000, ge=1_000)
-    """Estimated conversation size at which old turns are compacted into a summary."""
+    """Estimated conversation size at which old turns are compacted into a summary (lowered to
+    fit ``context_window``)."""
+    context_window: int | None = Field(None, ge=256)
+    """The model's context window in tokens; None: asked from the server (llama.cpp's /props,
+    vLLM's /v1/models), else only ``context_budget_tokens`` applies."""
+    llm: ModelParams = ModelParams()
+    """Request settings: max_tokens, stop, temperature, top_p, seed, extra_body."""
     keep_last_turns: int = Field(6, ge=1)
     """Turns (assistant reply + observations) kept verbatim when compacting."""
     max_consecutive_format_errors: int = Field(4, ge=1)
@@ -75,6 +102,14 @@ class AgentConfig(BaseModel):
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise ValueError(f"cannot read the agent config {path}: {exc}") from exc
         return cls.model_validate({**data, **overrides})
+
+    def budget_for(self, window: int | None) -> int:
+        """The compaction budget for a model of ``window`` tokens: room left for the reply
+        (``llm.max_tokens``, else an eighth of the window) and a tenth for estimate error."""
+        if not window:
+            return self.context_budget_tokens
+        reserve = self.llm.max_tokens or window // 8
+        return max(256, min(self.context_budget_tokens, int((window - reserve) * 0.9)))
 
     def with_templates(self, toolset: str) -> AgentConfig:
         """This config, its unset templates taken from the toolset's built-in ones."""

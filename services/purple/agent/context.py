@@ -45,15 +45,17 @@ class Conversation:
         return estimate
 
     def compact_if_needed(
-        self, history: list[CommandRecord], notes: Callable[[], list[str]]
-    ) -> None:
+        self, history: list[CommandRecord], notes: Callable[[], list[str]], force: bool = False
+    ) -> bool:
         """Replace old turns by a summary (the command list and ``notes()`` kept) when the
-        estimate reaches the budget."""
+        estimate reaches the budget (or when ``force``d). True when something was removed."""
         estimate = self.estimate()
-        if not self.compactor.needs_compaction(estimate):
-            return
-        before = len(self.messages)
+        if not force and not self.compactor.needs_compaction(estimate):
+            return False
+        before, old = len(self.messages), self.messages
         self.messages = self.compactor.compact(self.messages, HEAD, history, notes())
+        if self.messages is old:
+            return False  # nothing left to drop
         self.usage_anchor = None
         self.tokens = estimate_tokens(self.messages)
         self.traj.event(
@@ -64,3 +66,4 @@ class Conversation:
             estimate_after=self.tokens,
             summary=self.messages[HEAD]["content"] if len(self.messages) > HEAD else "",
         )
+        return True

@@ -17,7 +17,7 @@ from services.purple.agent.context import Conversation
 from services.purple.agent.limits import Limits
 from services.purple.agent.parser import reply_calls
 from services.purple.agent.record import RunRecord
-from services.purple.llm.base import LLM, LLMReply
+from services.purple.llm.base import LLM, ContextOverflow, LLMReply
 from services.purple.protocols import RunResult, TaskContext, Toolset
 from services.purple.signals import FormatError, LimitsExceeded, TooManyFormatErrors
 from services.purple.tools.toolsets import RcaToolset
@@ -75,6 +75,7 @@ class _Run:
 
     async def run(self) -> RunResult:
         system, instance = self.record.start(self.registry.describe(), self.limits.step_limit)
+        await self.fit_window()
         self.chat.add({"role": "system", "content": system}, 0)
         self.chat.add({"role": "user", "content": instance}, 0)
         ended = None  # stays None when the run is cancelled
@@ -111,10 +112,34 @@ class _Run:
         if self.format_errors >= self.cfg.max_consecutive_format_errors:
             raise TooManyFormatErrors(f"{self.format_errors} unusable replies in a row")
 
+    async def fit_window(self, window: int | None = None, source: str = "config") -> None:
+        """Make the compaction budget fit the model's context window: the configured one, the
+        one the server tells (``context_window()``), or one a refusal named (``window``)."""
+        if window is None and (window := self.cfg.context_window) is None:
+            ask = getattr(self.llm, "context_window", None)
+            window, source = (await ask() if callable(ask) else None), "server"
+        budget = self.cfg.budget_for(window)
+        self.chat.compactor.budget_tokens = min(self.chat.compactor.budget_tokens, budget)
+        if window:
+            self.record.traj.event(
+                "context_window", window=window, source=source, budget=budget, step=self.stats.steps
+            )
+
     async def query(self) -> LLMReply:
         try:
             async with asyncio.timeout(self.limits.remaining_s()):
-                reply = await self.llm.query(self.chat.messages, self.schemas)
+                try:
+                    reply = await self.llm.query(self.chat.messages, self.schemas)
+                except ContextOverflow as exc:  # compact, then one retry
+                    await self.fit_window(exc.window, "the server's refusal")
+                    notes = lambda: self.toolset.compaction_notes(self.tools)  # noqa: E731
+                    if not self.chat.compact_if_needed(self.tools.history, notes, force=True):
+                        raise ContextOverflow(f"{exc} (nothing left to compact)") from exc
+                    self.record.traj.event("context_retry", step=self.stats.steps, error=str(exc))
+                    try:
+                        reply = await self.llm.query(self.chat.messages, self.schemas)
+                    except ContextOverflow as again:
+                        raise ContextOverflow(f"{again} (after compaction and one retry)") from exc
         except TimeoutError:
             raise LimitsExceeded("wall-time limit reached while waiting for the model") from None
         self.chat.note_usage(reply)

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from services.purple.agent.parser import FORMAT_HELP
-from services.purple.llm.base import LLM, LLMReply
-from services.purple.protocols import CommandRecord, RunResult, RunStats, TaskContext
+from services.purple.llm.base import LLM, LLMError, LLMReply
+from services.purple.protocols import CommandRecord, RunResult, TaskContext
 from services.purple.signals import Terminating, ending
 from services.purple.trajectory import Trajectory
 from services.shared.commands import CommandResult
@@ -40,7 +40,7 @@ class RunRecord:
             llm,
             toolset,
         )
-        self.stats = RunStats()
+        self.stats = task.usage
         self.begin = time.monotonic()
         self.traj = Trajectory(trajectory_dir, task.task_id, policy)
         self.log = log.bind(task_id=task.task_id, policy=policy)
@@ -89,6 +89,7 @@ class RunRecord:
             cost=reply.cost,
             duration_s=reply.duration_s,
             finish_reason=reply.finish_reason,
+            **({"retries": reply.retries} if reply.retries else {}),
         )
 
     def command(self, record: CommandRecord, result: CommandResult) -> None:
@@ -104,7 +105,9 @@ class RunRecord:
         if ended is None:
             status, reason, submission = "error", "cancelled", None
         else:
-            if not isinstance(ended, Terminating):
+            if isinstance(ended, LLMError):  # expected: the model's server said no; one line
+                self.log.warning("agent run failed: model error", error=str(ended)[:500])
+            elif not isinstance(ended, Terminating):
                 self.log.error("agent run failed", exc_info=ended)
             status, reason, submission = ending(ended)
         result = RunResult(

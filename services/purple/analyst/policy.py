@@ -54,7 +54,7 @@ from services.purple.analyst.resolve import (
 )
 from services.purple.analyst.sanitizer import Frame, SanitizerReport, parse_report
 from services.purple.analyst.shortsize import promote_short_size
-from services.purple.protocols import CommandRecord, RunResult, RunStats, TaskContext
+from services.purple.protocols import CommandRecord, RunResult, TaskContext
 from services.purple.signals import TaskEnded, Terminating, ending
 from services.purple.tools.rca import RcaTools
 from services.purple.trajectory import Trajectory
@@ -105,7 +105,7 @@ class StackTraceAnalyst:
 
     async def run(self, task: TaskContext) -> RunResult:
         start = time.monotonic()
-        stats = RunStats()
+        stats = task.usage
         traj = Trajectory(self.trajectory_dir, task.task_id, self.name)
 
         def on_command(record: CommandRecord, result: CommandResult) -> None:

@@ -27,6 +27,8 @@ class Step(BaseModel):
     step: int
     messages: list[dict[str, Any]] = []
     tool_calls: list[dict[str, Any]] = []
+    llm_calls: list[dict[str, Any]] = []
+    """Each model call: tokens, cost, seconds, finish reason (and retries, if any)."""
     commands: list[dict[str, Any]] = []
     other: list[dict[str, Any]] = []
     """Compactions, submissions and other events of the step."""
@@ -83,6 +85,7 @@ def group_steps(events: list[dict[str, Any]]) -> list[Step]:
             step.tokens_out += int(ev.get("tokens_out") or 0)
             step.cost += float(ev.get("cost") or 0.0)
             step.llm_seconds += float(ev.get("duration_s") or 0.0)
+            step.llm_calls.append({k: v for k, v in ev.items() if k not in ("type", "step")})
         elif kind == "command":
             step.commands.append({k: v for k, v in ev.items() if k != "type"})
         elif kind != "start":

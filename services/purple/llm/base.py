@@ -23,6 +23,8 @@ class LLMReply(BaseModel):
     cost: float = 0.0
     finish_reason: str | None = None
     duration_s: float = 0.0
+    retries: list[str] = []
+    """Failed attempts before this reply, each in a line (what was retried and why)."""
 
     def assistant_message(self) -> dict[str, Any]:
         """The OpenAI chat message that records this reply in the conversation."""
@@ -40,7 +42,17 @@ class LLMReply(BaseModel):
 
 
 class LLMError(RuntimeError):
-    """The model could not be queried (non-transient error, or retries exhausted)."""
+    """The model could not be queried (non-transient error, or retries exhausted). An expected
+    failure of the model's server, logged as one line, never with a traceback."""
+
+
+class ContextOverflow(LLMError):
+    """The server refused the request as longer than the model's context window
+    (``context_length_exceeded``). ``window``: the window the server named, when it did."""
+
+    def __init__(self, message: str, window: int | None = None) -> None:
+        super().__init__(message)
+        self.window = window
 
 
 @runtime_checkable

@@ -1,29 +1,44 @@
 """Any OpenAI-compatible chat endpoint through the ``openai`` package.
 
 The SDK's own retries are off (``max_retries=0``); :meth:`OpenAIChatModel.query` retries
-transient failures itself (429, 408/409, 5xx, connection errors, timeouts) with exponential
-backoff and jitter, honouring ``Retry-After``, so every attempt is logged and the policy is in
-one place. Other errors (400, 401, 404, ...) raise :class:`LLMError` at once.
+transient failures itself (429, 408/409, 5xx, connection errors) with exponential backoff and
+jitter, honouring ``Retry-After``, so every attempt is logged and the policy is in one place.
+A request that *timed out* is not re-sent by default (``timeout_retries``): a busy local server
+keeps generating the abandoned reply, so a copy would only queue behind it. Every retry is
+listed in the reply (``LLMReply.retries``, written to the trajectory). Other errors (400, 401,
+404, ...) raise :class:`LLMError` at once; a context overflow raises :class:`ContextOverflow`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
+import re
 import time
 import uuid
 from typing import Any
 
+import httpx
 import openai
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from services.purple.llm.base import LLMError, LLMReply, ToolCall
+from services.purple.llm.base import ContextOverflow, LLMError, LLMReply, ToolCall
 from services.purple.llm.pricing import cost_of
 from services.shared.logging import get_logger
 
 log = get_logger(__name__)
 
 TRANSIENT_STATUS = {408, 409, 425, 429}
+
+_OVERFLOW_RE = re.compile(
+    r"context_length_exceeded|maximum context length|context window|context length|"
+    r"prompt is too long|too many tokens|exceeds? the model",
+    re.IGNORECASE,
+)
+_WINDOW_RE = re.compile(
+    r"(?:context window of|maximum context length is|context length (?:is|of))\s*(\d+)",
+    re.IGNORECASE,
+)
 
 
 class OpenAIModelConfig(BaseModel):
@@ -39,12 +54,19 @@ class OpenAIModelConfig(BaseModel):
     """Timeout of one HTTP request."""
     max_retries: int = Field(6, ge=0)
     """Retries of a transient failure before giving up."""
+    timeout_retries: int = Field(0, ge=0)
+    """Times a request that timed out is sent again (0: never; the server may still be working
+    on it, and a copy would queue behind it)."""
     backoff_initial_s: float = Field(1.0, ge=0)
     """First retry delay; doubles each attempt (with jitter)."""
     backoff_max_s: float = Field(60.0, ge=0)
     """Longest delay between two attempts (also caps Retry-After)."""
     temperature: float | None = None
     """Sampling temperature; None = the endpoint's default."""
+    top_p: float | None = None
+    """Nucleus sampling; None = the endpoint's default."""
+    seed: int | None = None
+    """Sampling seed (servers that honour it answer reproducibly); None = none sent."""
     max_tokens: int | None = None
     """Most completion tokens per reply; None = the endpoint's default."""
     stop: list[str] | None = None
@@ -66,6 +88,14 @@ class OpenAIChatModel:
             timeout=config.timeout_s,
             max_retries=0,
         )
+        self._window: int | None = None
+
+    async def context_window(self) -> int | None:
+        """The model's context window as the server tells it, else None: vLLM's ``/v1/models``
+        (``max_model_len``), llama.cpp's ``/props`` (``n_ctx``). Asked once per model."""
+        if self._window is None:
+            self._window = await probe_window(self.client, self.config.model) or 0
+        return self._window or None
 
     def serialize(self) -> dict[str, Any]:
         """The config without secrets, for trajectories."""
@@ -77,35 +107,51 @@ class OpenAIChatModel:
         kwargs: dict[str, Any] = {"model": self.config.model, "messages": messages}
         if tools:
             kwargs["tools"] = tools
-        for key in ("temperature", "max_tokens", "stop"):
+        for key in ("temperature", "top_p", "seed", "max_tokens", "stop"):
             if (value := getattr(self.config, key)) is not None:
                 kwargs[key] = value
         if self.config.extra_body:
             kwargs["extra_body"] = self.config.extra_body
         start = time.monotonic()
-        attempt = 0
+        attempt, timeouts, retries = 0, 0, []
         while True:
             try:
                 response = await self.client.chat.completions.create(**kwargs)
                 break
+            except openai.APITimeoutError as exc:
+                if timeouts >= self.config.timeout_retries:
+                    raise LLMError(
+                        f"the model did not answer within {self.config.timeout_s:g} s; not sent "
+                        f"again (timeout_retries={self.config.timeout_retries})"
+                        + (f" after {len(retries)} retries" if retries else "")
+                    ) from exc
+                timeouts += 1
+                retries.append(self._retrying(exc, 0.0, len(retries) + 1))
             except openai.APIError as exc:
                 if not _transient(exc):
-                    raise LLMError(f"{type(exc).__name__}: {exc}") from exc
+                    raise _error(exc) from exc
                 if attempt >= self.config.max_retries:
                     raise LLMError(
                         f"gave up after {attempt + 1} attempts: {type(exc).__name__}: {exc}"
                     ) from exc
                 delay = self._delay(attempt, exc)
                 attempt += 1
-                log.warning(
-                    "llm transient error; retrying",
-                    model=self.name,
-                    error=f"{type(exc).__name__}: {exc}"[:300],
-                    attempt=attempt,
-                    delay_s=round(delay, 2),
-                )
+                retries.append(self._retrying(exc, delay, len(retries) + 1))
                 await asyncio.sleep(delay)
-        return self._reply(response, time.monotonic() - start)
+        reply = self._reply(response, time.monotonic() - start)
+        reply.retries = retries
+        return reply
+
+    def _retrying(self, exc: Exception, delay: float, attempt: int) -> str:
+        error = f"{type(exc).__name__}: {exc}"[:300]
+        log.warning(
+            "llm transient error; retrying",
+            model=self.name,
+            error=error,
+            attempt=attempt,
+            delay_s=round(delay, 2),
+        )
+        return f"attempt {attempt} failed ({error}); sent again after {delay:.1f} s"
 
     def _delay(self, attempt: int, exc: Exception) -> float:
         cap = self.config.backoff_max_s
@@ -152,8 +198,42 @@ class OpenAIChatModel:
         )
 
 
+def _error(exc: openai.APIError) -> LLMError:
+    """The error of a refused request; a context overflow is its own kind."""
+    text = f"{type(exc).__name__}: {exc}"
+    code = getattr(exc, "code", None)
+    if getattr(exc, "status_code", None) == 400 and (
+        code == "context_length_exceeded" or _OVERFLOW_RE.search(str(exc))
+    ):
+        m = _WINDOW_RE.search(str(exc))
+        return ContextOverflow(f"context_length_exceeded: {text}", int(m.group(1)) if m else None)
+    return LLMError(text)
+
+
 def _transient(exc: openai.APIError) -> bool:
     if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
         return True
     status = getattr(exc, "status_code", None)
     return isinstance(status, int) and (status in TRANSIENT_STATUS or status >= 500)
+
+
+async def probe_window(client: openai.AsyncOpenAI, model: str) -> int | None:
+    """Ask an OpenAI-compatible server for the model's context window (best effort, 5 s)."""
+    base = str(client.base_url).rstrip("/")
+    root = base[: -len("/v1")] if base.endswith("/v1") else base
+    headers = {"Authorization": f"Bearer {client.api_key}"}
+    async with httpx.AsyncClient(timeout=5.0, headers=headers) as http:
+        try:
+            listed = (await http.get(f"{base}/models")).json().get("data") or []
+            for entry in listed:
+                if isinstance(entry, dict) and entry.get("id") == model:
+                    for key in ("max_model_len", "context_length", "context_window"):
+                        if isinstance(entry.get(key), int) and entry[key] > 0:
+                            return entry[key]
+            props = (await http.get(f"{root}/props")).json()
+            n_ctx = (props.get("default_generation_settings") or {}).get("n_ctx") or props.get(
+                "n_ctx"
+            )
+            return n_ctx if isinstance(n_ctx, int) and n_ctx > 0 else None
+        except (httpx.HTTPError, ValueError, AttributeError):
+            return None
