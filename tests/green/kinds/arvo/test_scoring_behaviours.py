@@ -202,7 +202,16 @@ def test_series_rename_then_modify():
 def test_series_modify_then_delete():
     deleted = "".join(
         "-" + ln + "\n"
-        for ln in "int alpha(void)|{|  return 2;|}|int gamma(void)|{|  return 3;|}".split("|")
+        for ln in [
+            "int alpha(void)",
+            "{",
+            "  return 2;",
+            "}",
+            "int gamma(void)",
+            "{",
+            "  return 3;",
+            "}",
+        ]
     )
     series = _mail(
         1, "diff --git a/m.c b/m.c\n--- a/m.c\n+++ b/m.c\n@@ -3 +3 @@\n-  return 1;\n+  return 2;\n"

@@ -199,7 +199,9 @@ def split_names(text: str) -> list[str]:
     depth, begin = 0, 0
     for k, t in enumerate(tokens):
         depth += (t.kind in "([") - (t.kind in ")]")
-        if (depth == 0 and k not in inside and t.kind in _SEPARATORS) or (depth == 0 and t.kind == "id" and t.text in _SEPARATOR_WORDS):
+        if (depth == 0 and k not in inside and t.kind in _SEPARATORS) or (
+            depth == 0 and t.kind == "id" and t.text in _SEPARATOR_WORDS
+        ):
             pieces.append(text[begin : t.start])
             begin = t.end
     pieces.append(text[begin:])
