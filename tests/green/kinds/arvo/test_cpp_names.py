@@ -299,6 +299,40 @@ CORPUS = [
         ["handle", "int handle(int x)"],
         ["BEGIN_NS", "foo"],
     ),
+    (
+        "function inside a macro call (tree-sitter recovers with a missing ')')",
+        "lib/wrapped.cc",
+        _src(
+            """
+            WRAP_FN(
+            int inner(int a) {
+              return a;
+            }
+            )
+            """
+        ),
+        3,
+        ("inner", 2, 4),
+        ["inner", "int inner(int a)"],
+        ["WRAP_FN"],
+    ),
+    (
+        "function inside a macro call, C grammar (a macro type with a missing ')')",
+        "lib/wrapped.c",
+        _src(
+            """
+            WRAP_FN(
+            int inner(int a) {
+              return a;
+            }
+            )
+            """
+        ),
+        3,
+        ("inner", 2, 4),
+        ["inner"],
+        ["WRAP_FN"],
+    ),
 ]
 
 

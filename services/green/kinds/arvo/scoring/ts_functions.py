@@ -80,9 +80,32 @@ def _text(node, src: bytes) -> str:
     return src[node.start_byte : node.end_byte].decode("utf-8", "replace")
 
 
-def _declared_name(fn, src: bytes) -> tuple[str, str] | None:
-    """Walk the declarator chain of a ``function_definition`` down to the name."""
+def _macro_wrapped(fn):
+    """``WRAP(\nint inner(int a) {...}\n)``: tree-sitter recovers with a *missing* ``)`` and
+    reads a function ``WRAP`` whose last parameter is ``int inner(int a)`` (the C grammar: a
+    function ``inner`` whose type is ``WRAP(int``). Returns the node where the real function
+    starts and its declarator, else None."""
     d = fn.child_by_field_name("declarator")
+    if d is None or d.type != "function_declarator":
+        return None
+    kind = fn.child_by_field_name("type")  # the C grammar: ``WRAP(int`` is a macro type
+    if kind is not None and kind.type == "macro_type_specifier":
+        if any(c.is_missing for c in kind.children) and kind.named_child_count > 1:
+            return kind.named_children[-1], d
+        return None
+    params = d.child_by_field_name("parameters")
+    if params is None or not any(c.is_missing for c in params.children):
+        return None
+    last = next((c for c in reversed(params.named_children)), None)
+    inner = last.child_by_field_name("declarator") if last is not None else None
+    if inner is None or inner.type != "function_declarator":
+        return None
+    return last, inner
+
+
+def _declared_name(fn, src: bytes, d=None) -> tuple[str, str] | None:
+    """Walk the declarator chain of a ``function_definition`` (or ``d``) down to the name."""
+    d = d if d is not None else fn.child_by_field_name("declarator")
     fallback_ident = None
     for _ in range(64):
         if d is None:
@@ -187,7 +210,8 @@ def _tree_sitter_functions(src: bytes, lang: Language) -> list[FunctionSpan]:
     while stack:
         node = stack.pop()
         if node.type == "function_definition":
-            named = _declared_name(node, src)
+            wrapped = _macro_wrapped(node)
+            named = _declared_name(node, src, wrapped[1] if wrapped else None)
             if named is None:
                 body = node.child_by_field_name("body")
                 header = src[node.start_byte : body.start_byte if body else node.end_byte]
@@ -198,9 +222,9 @@ def _tree_sitter_functions(src: bytes, lang: Language) -> list[FunctionSpan]:
                     scope = _scope_prefix(node, src)
                     if scope:
                         qualified = "::".join([*scope, qualified])
-                start = node  # ``template <...>`` lines (one per level) belong to the function
+                start = wrapped[0] if wrapped else node
                 while start.parent is not None and start.parent.type == "template_declaration":
-                    start = start.parent
+                    start = start.parent  # ``template <...>`` lines (one per level) belong to it
                 found.append(
                     FunctionSpan(
                         name=name,
