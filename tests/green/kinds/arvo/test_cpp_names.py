@@ -450,3 +450,13 @@ def test_submitted_name(text, expected):
 )
 def test_split_names(text, pieces):
     assert split_names(text) == pieces
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("unit", ["a<", "f(", "a<b>::", "f()::", "operator ", "x, "])
+def test_hostile_function_fields_are_read_in_linear_time(unit):
+    """The field is the agent's: nested '<' or '(' once took quadratic (or worse) time."""
+    huge = unit * 200_000
+    function_names(huge)  # capped at MAX_NAME_CHARS
+    submitted_name(unit * 20_000)
+    split_names(unit * 20_000)

@@ -126,31 +126,44 @@ def tokenize(text: str) -> list[Token]:
     return out
 
 
-def _template_end(tokens: list[Token], i: int) -> int | None:
-    """``tokens[i]`` is ``<``: the index of its ``>``, or None when this is no argument list
-    (a ``;``, brace or ``=`` at its level first: ``i < n; i++``)."""
-    depth = 0
-    paren = 0
-    for k in range(i, len(tokens)):
-        t = tokens[k].kind
-        if t in _BREAK or (t == "=" and paren == 0):
-            return None
-        if t in "([":
-            paren += 1
+def template_ends(tokens: list[Token]) -> dict[int, int]:
+    """Index of each ``<`` that opens a template argument list -> index of its ``>``, in one
+    pass. A ``<`` is no argument list when a ``;``, brace or ``=`` at its level, or the ``)``
+    closing its parentheses, comes first (``i < n; i++``)."""
+    ends: dict[int, int] = {}
+    levels: list[list[int]] = [[]]  # open '<' per parenthesis level
+    for k, tok in enumerate(tokens):
+        t = tok.kind
+        if t in _BREAK:
+            levels = [[] for _ in levels]
+        elif t == "=":
+            levels[-1] = []
+        elif t in "([":
+            levels.append([])
         elif t in ")]":
-            if paren == 0:
-                return None
-            paren -= 1
-        elif paren == 0 and t == "<":
-            depth += 1
-        elif paren == 0 and t == ">":
-            depth -= 1
-            if depth == 0:
-                return k
-    return None
+            if len(levels) > 1:
+                levels.pop()
+            levels[-1] = []  # a '<' before the parenthesis cannot close after it
+        elif t == "<":
+            levels[-1].append(k)
+        elif t == ">" and levels[-1]:
+            ends[levels[-1].pop()] = k
+    return ends
 
 
-def _component(tokens: list[Token], i: int) -> tuple[str, int] | None:
+def paren_ends(tokens: list[Token]) -> dict[int, int]:
+    """Index of each ``(`` -> index of its ``)``, in one pass."""
+    ends: dict[int, int] = {}
+    stack: list[int] = []
+    for k, tok in enumerate(tokens):
+        if tok.kind == "(":
+            stack.append(k)
+        elif tok.kind == ")" and stack:
+            ends[stack.pop()] = k
+    return ends
+
+
+def _component(tokens: list[Token], i: int, angles: dict[int, int]) -> tuple[str, int] | None:
     """A name component at ``tokens[i]`` (``id``, ``~id``, an operator): (text, next index
     after its template arguments)."""
     t = tokens[i]
@@ -161,16 +174,15 @@ def _component(tokens: list[Token], i: int) -> tuple[str, int] | None:
     if t.kind != "id":
         return None
     j = i + 1
-    if j < len(tokens) and tokens[j].kind == "<":
-        end = _template_end(tokens, j)
-        if end is not None:
-            j = end + 1
+    if j in angles:
+        j = angles[j] + 1
     return t.text, j
 
 
 def qualified_names(tokens: list[Token]) -> list[QualifiedName]:
     """Every maximal qualified name in the token list, left to right."""
     found: list[QualifiedName] = []
+    angles = template_ends(tokens)
     depth = 0
     i = 0
     while i < len(tokens):
@@ -186,7 +198,7 @@ def qualified_names(tokens: list[Token]) -> list[QualifiedName]:
         start = i
         if t.kind == "::":
             i += 1
-        comp = _component(tokens, i) if i < len(tokens) else None
+        comp = _component(tokens, i, angles) if i < len(tokens) else None
         if comp is None:
             i = start + 1
             continue
@@ -196,25 +208,12 @@ def qualified_names(tokens: list[Token]) -> list[QualifiedName]:
             not parts[-1].startswith("operator")
             and i + 1 < len(tokens)
             and tokens[i].kind == "::"
-            and (nxt := _component(tokens, i + 1)) is not None
+            and (nxt := _component(tokens, i + 1, angles)) is not None
         ):
             parts.append(nxt[0])
             i = nxt[1]
         found.append(QualifiedName(tuple(parts), start, i - 1, depth))
     return found
-
-
-def matching_paren(tokens: list[Token], i: int) -> int | None:
-    """``tokens[i]`` is ``(``: the index of its ``)``."""
-    depth = 0
-    for k in range(i, len(tokens)):
-        if tokens[k].kind == "(":
-            depth += 1
-        elif tokens[k].kind == ")":
-            depth -= 1
-            if depth == 0:
-                return k
-    return None
 
 
 def split_parts(qualified: str) -> list[str]:

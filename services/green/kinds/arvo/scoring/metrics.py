@@ -27,6 +27,8 @@ from services.shared.scores import METRIC_FIELDS, METRICS, ScoreSummary
 
 TOP_K = 5
 MAX_SPAN_LINES = 50
+MAX_NAME_CHARS = 4096
+"""Only this much of a submitted ``function`` field is read (long C++ trace signatures fit)."""
 
 
 # --- matching helpers -----------------------------------------------------------------------
@@ -62,7 +64,7 @@ def function_names(text: str) -> list[tuple[str, str]]:
     ``ns::Foo<T>::bar``, ``operator()``, ``Widget::operator bool() const``,
     ``PHP_FUNCTION(strlen)``; several names separated by ``,`` / ``/`` / ``or`` / ``and``."""
     out: list[tuple[str, str]] = []
-    for part in split_names(text):
+    for part in split_names(text[:MAX_NAME_CHARS]):
         named = submitted_name(part)
         if named is not None:
             out.append(named)

@@ -12,7 +12,7 @@ import re
 from services.green.kinds.arvo.scoring.cppnames import (
     QualifiedName,
     Token,
-    matching_paren,
+    paren_ends,
     qualified_names,
     tokenize,
 )
@@ -116,10 +116,10 @@ def _macro_makes_function(macro: str, inner: str) -> bool:
     )
 
 
-def _is_local_scope(tokens: list[Token], q: QualifiedName) -> bool:
+def _is_local_scope(tokens: list[Token], parens: dict[int, int], q: QualifiedName) -> bool:
     """``foo(int)::$_0::operator()`` or ``foo()::Local::f()`` (sanitizer traces): the name is
     followed by its parameters and ``::``: what follows is local to ``foo``."""
-    close = matching_paren(tokens, q.last + 1)
+    close = parens.get(q.last + 1)
     if close is None:
         return False
     k = close + 1
@@ -161,7 +161,8 @@ def name_from_declaration(text: str) -> tuple[str, str] | None:
     ]
     if not candidates:
         return None
-    local = next((q for q in candidates if _is_local_scope(tokens, q)), None)
+    parens = paren_ends(tokens)
+    local = next((q for q in candidates if _is_local_scope(tokens, parens, q)), None)
     if local is not None:
         return local.name, local.qualified
     min_depth = min(q.depth for q in candidates)
