@@ -185,6 +185,26 @@ CORPUS = [
         ["Crate<int>::get"],
     ),
     (
+        "method in the body of a class template specialization, nested namespace",
+        "lib/box.hpp",
+        _src(
+            """
+            namespace a::b {
+            template <>
+            struct Box< std::pair<int, char> > {
+              int get() const {
+                return 1;
+              }
+            };
+            }
+            """
+        ),
+        5,
+        ("a::b::Box::get", 4, 6),
+        ["Box<std::pair<int, char>>::get", "a::b::Box::get", "b::Box::get() const"],
+        ["c::Box::get", "a::Box::get"],
+    ),
+    (
         "member template of a class template, out of line",
         "lib/box.cc",
         _src(

@@ -7,7 +7,8 @@ import pytest
 
 from services.green.kinds.arvo.scoring import score
 from services.green.kinds.arvo.scoring.groundtruth import ground_truth_from_patch
-from services.green.kinds.arvo.scoring.names import name_from_declaration
+from services.green.kinds.arvo.scoring.metrics import path_candidates
+from services.green.kinds.arvo.scoring.names import name_from_declaration, split_name
 from services.shared.loc import LocJson, normalize_path, parse_loc_json
 
 SRC = b"int alpha(void)\n{\n  return 1;\n}\nint gamma(void)\n{\n  return 3;\n}\n"
@@ -79,10 +80,33 @@ def test_loc_json_errors_say_where(raw, error):
         ("/src/proj", "proj", ""),
         ("`lib\\x.c`", None, "lib/x.c"),
         ("a/./b/../c.c", None, "a/c.c"),
+        ("/src//proj/lib/x.c", "proj", "lib/x.c"),
+        ("/src/ proj/x.c", "proj", " proj/x.c"),
+        (".", None, ""),
+        ("./", None, ""),
+        ("a/..", None, ""),
     ],
 )
 def test_path_normalisation(path, project, expected):
     assert normalize_path(path, project) == expected
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        # a root path already lost its project folder: never strip a second one
+        ("/src/proj/proj/x.c", ["proj/x.c"]),
+        ("./src-vul/proj/proj/x.c", ["proj/x.c"]),
+        ("`/src/proj/proj/x.c`", ["proj/x.c"]),
+        ("\\src\\proj\\proj\\x.c", ["proj/x.c"]),
+        # a relative path may start with the project folder, or be a folder of that name
+        ("proj/x.c", ["proj/x.c", "x.c"]),
+        ("./proj/x.c", ["proj/x.c", "x.c"]),
+        ("lib/x.c", ["lib/x.c"]),
+    ],
+)
+def test_path_candidates(path, expected):
+    assert path_candidates(path, "proj") == expected
 
 
 def test_ground_truth_file_at_the_repository_root():
@@ -259,4 +283,33 @@ def test_series_later_commit_edits_lines_an_earlier_one_added():
     ],
 )
 def test_name_heuristics(text, expected):
+    assert name_from_declaration(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Foo bar()", ("bar", "bar")),  # the name called, not the first word
+        ("ns::Widget::as<char const*>() const", ("as", "ns::Widget::as")),
+        ("Widget::operator bool() const", ("operator bool", "Widget::operator bool")),
+        ("Box<int>", ("Box", "Box")),
+        ("", ("", "")),
+        ("()", ("()", "()")),
+    ],
+)
+def test_split_name(text, expected):
+    assert split_name(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("run() const::$_0::operator()() const", ("run", "run")),
+        ("ns::W::run() const::$_0::operator()(int) const", ("run", "ns::W::run")),
+        ("ns::W::run() &::Local::f()", ("run", "ns::W::run")),
+        ("ns::f(int)::{lambda(int)#1}::operator()(int) const", ("f", "ns::f")),
+        ("ns::W::run() const", ("run", "ns::W::run")),
+    ],
+)
+def test_trace_names_of_local_entities(text, expected):
     assert name_from_declaration(text) == expected

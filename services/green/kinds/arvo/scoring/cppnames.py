@@ -230,11 +230,3 @@ def split_parts(qualified: str) -> list[str]:
         if not sep:
             break
     return parts
-
-
-def canonical(text: str) -> str | None:
-    """The canonical spelling of one name written alone (``Widget::as<const char*>``,
-    ``operator bool``): its last qualified name at depth 0, or None."""
-    tokens = tokenize(text)
-    top = [q for q in qualified_names(tokens) if q.depth == 0]
-    return top[-1].qualified if top else None

@@ -61,30 +61,11 @@ _MACRO_DEF = re.compile(r"^\s*([A-Z_][A-Z0-9_]*)\s*\(\s*([A-Za-z_]\w*)\s*\)\s*$"
 _SPACES = re.compile(r"\s+")
 
 
-def _strip_templates(text: str) -> str:
-    """``Foo<T, std::vector<int>>::bar`` → ``Foo::bar`` (but keep ``operator<``)."""
-    out: list[str] = []
-    depth = 0
-    i = 0
-    while i < len(text):
-        if text.startswith("operator", i) and depth == 0:
-            out.append(text[i:])
-            break
-        ch = text[i]
-        if ch == "<":
-            depth += 1
-        elif ch == ">" and depth:
-            depth -= 1
-        elif depth == 0:
-            out.append(ch)
-        i += 1
-    return "".join(out)
-
-
 def _clean_qualified(text: str) -> str:
-    text = _SPACES.sub("", text)
-    text = _strip_templates(text)
-    return text.lstrip(":")
+    """A scope's name as written (``Box<int>``, ``A :: B``) in the canonical spelling
+    (``Box``, ``A::B``); text without a name comes back without its spaces."""
+    found = qualified_names(tokenize(text))
+    return found[0].qualified if found else _SPACES.sub("", text)
 
 
 def split_name(qualified: str) -> tuple[str, str]:
