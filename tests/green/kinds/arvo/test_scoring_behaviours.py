@@ -270,13 +270,19 @@ def test_series_later_commit_edits_lines_an_earlier_one_added():
     [
         ("int foo(int (*cb)(void), char b[SIZE(2)])", ("foo", "foo")),
         ("void (*signal(int sig, void (*func)(int)))(int)", ("signal", "signal")),
-        ("FT_LOCAL_DEF( int )", None),  # _DEF wraps a return type
-        ("FT_EXPORT_DECL( int )", None),  # _DECL
-        ("FT_CALLBACK_TYPE( int )", None),  # _TYPE
+        ("FT_LOCAL_DEF( widget )", None),  # _DEF wraps a return type
+        ("FT_EXPORT_DECL( widget )", None),  # _DECL
+        ("FT_CALLBACK_TYPE( widget )", None),  # _TYPE
         ("WRAP( size_t )", None),  # a *_t type
         ("WRAP( FT_Error )", None),  # an upper-case type
         ("WRAP( sizeof )", None),  # a keyword
         ("WRAP( parse )", ("parse", "WRAP(parse)")),
+        ("WRAP( Parse )", ("Parse", "WRAP(Parse)")),
+        ("static WRAP(parse)", ("parse", "WRAP(parse)")),
+        ("int WRAP(parse)", ("WRAP", "WRAP")),  # a return type: an ordinary function
+        ("virtual int f(int a) = 0", ("f", "f")),
+        ("int f(int a = 1)", ("f", "f")),
+        ("   ", None),
         ("static void __attribute__((noinline)) zap(void)", ("zap", "zap")),
         ("int __attribute__((cold)) f(int)", ("f", "f")),
         ("static int x = compute(y);", None),

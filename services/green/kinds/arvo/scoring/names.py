@@ -119,12 +119,6 @@ def name_from_declaration(text: str) -> tuple[str, str] | None:
     (``struct foo {``, ``static const char *names[] = {``)."""
     if not text or not text.strip():
         return None
-    text = text.replace("\n", " ")
-    macro = _MACRO_DEF.match(text)
-    if macro:
-        if not _macro_makes_function(macro.group(1), macro.group(2)):
-            return None  # ``FT_LOCAL_DEF( int )``: a return-type macro; the name is elsewhere
-        return macro.group(2), f"{macro.group(1)}({macro.group(2)})"
     tokens = tokenize(text)
     depth, assign = 0, len(tokens)
     for k, t in enumerate(tokens):  # an '=' at depth 0: an initializer, not a declaration
@@ -198,10 +192,7 @@ def submitted_name(text: str) -> tuple[str, str] | None:
     text = text.strip().strip("`'\"").strip()
     if not text:
         return None
-    macro = _MACRO_DEF.match(text)
-    if macro:
-        return macro.group(2), f"{macro.group(1)}({macro.group(2)})"
-    named = name_from_declaration(text) if "(" in text else None
+    named = name_from_declaration(text)
     if named is not None:
         return named
     tokens = tokenize(text)
