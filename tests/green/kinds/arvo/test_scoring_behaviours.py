@@ -319,3 +319,108 @@ def test_split_name(text, expected):
 )
 def test_trace_names_of_local_entities(text, expected):
     assert name_from_declaration(text) == expected
+
+
+# --- more of what mutation testing found ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("patch", "ignored"),
+    [
+        (
+            "diff --git a/link.h b/link.h\nindex 1111111..2222222 120000\n--- a/link.h\n"
+            "+++ b/link.h\n@@ -1 +1 @@\n-old.h\n\\ No newline at end of file\n+new.h\n"
+            "\\ No newline at end of file\n",
+            ("link.h", "symlink"),
+        ),
+        (
+            "diff --git a/NEWS b/NEWS\ndeleted file mode 100644\n--- a/NEWS\n+++ /dev/null\n"
+            "@@ -1 +0,0 @@\n-x\n",
+            ("NEWS", "not a code file"),
+        ),
+        (
+            "diff --git a/a.c b/b.c\nsimilarity index 100%\nrename from a.c\nrename to b.c\n",
+            ("a.c", "renamed without content changes"),
+        ),
+    ],
+)
+def test_files_without_ground_truth_are_listed_with_the_reason(patch, ignored):
+    gt = ground_truth_from_patch(patch)
+    assert gt.files == [] and [(i.path, i.reason) for i in gt.ignored] == [ignored]
+
+
+def test_a_rename_keeps_both_paths():
+    patch = (
+        "diff --git a/m.c b/n.c\nsimilarity index 90%\nrename from m.c\nrename to n.c\n"
+        "--- a/m.c\n+++ b/n.c\n@@ -3 +3 @@\n-  return 1;\n+  return 2;\n"
+    )
+    f = ground_truth_from_patch(patch, sources={"m.c": SRC}).files[0]
+    assert (f.path, f.new_path, f.status) == ("m.c", "n.c", "renamed")
+
+
+@pytest.mark.parametrize("path", ["/etc/passwd.c", "../outside.c", "a/../../outside.c"])
+def test_sources_are_never_read_outside_the_root(tmp_path, path):
+    root = tmp_path / "root"
+    root.mkdir()
+    (tmp_path / "outside.c").write_bytes(SRC)
+    patch = f"--- a/{path}\n+++ b/{path}\n@@ -3 +3 @@\n-  return 1;\n+  return 2;\n"
+    gt = ground_truth_from_patch(patch, source_root=root)
+    assert all(not f.source_available for f in gt.files)
+
+
+def test_a_symlink_out_of_the_root_is_not_followed(tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    (tmp_path / "secret.c").write_bytes(SRC)
+    (root / "m.c").symlink_to(tmp_path / "secret.c")
+    gt = ground_truth_from_patch(TWO_HUNKS, source_root=root)
+    assert not gt.files[0].source_available and "source-missing" in gt.flags
+
+
+def test_sources_over_the_size_limit_are_not_read(tmp_path, monkeypatch):
+    import services.green.kinds.arvo.scoring.groundtruth as groundtruth
+
+    (tmp_path / "m.c").write_bytes(SRC)
+    assert ground_truth_from_patch(TWO_HUNKS, source_root=tmp_path).files[0].source_available
+    monkeypatch.setattr(groundtruth, "MAX_SOURCE_BYTES", len(SRC) - 1)
+    assert not ground_truth_from_patch(TWO_HUNKS, source_root=tmp_path).files[0].source_available
+
+
+def test_hunk_header_of_a_moved_hunk_names_a_function_outside_the_source():
+    """Lines outside every function, in a hunk found 2 lines lower: the header's function (one
+    the parsers did not find) is kept with the moved lines."""
+    src = b"/* a */\n/* b */\nstatic const int table[] = {\n  1,\n  2,\n};\n"
+    patch = "--- a/t.c\n+++ b/t.c\n@@ -2,2 +2,2 @@ int mystery(void)\n   1,\n-  2,\n+  3,\n"
+    gt = ground_truth_from_patch(patch, sources={"t.c": src})
+    f = gt.files[0]
+    assert f.lines == [5] and "hunk-offset" in gt.flags
+    assert [(x.qualified, x.source) for x in f.functions] == [("mystery", "hunk-header")]
+
+
+def test_a_region_gets_the_function_holding_most_of_its_lines():
+    patch = "--- a/m.c\n+++ b/m.c\n@@ -4,4 +4,1 @@\n-}\n-int gamma(void)\n-{\n-  return 3;\n+}\n"
+    gt = ground_truth_from_patch(patch, sources={"m.c": SRC})
+    region = gt.files[0].regions[0]
+    assert (region.start, region.end, region.function.qualified) == (4, 7, "gamma")
+
+
+def test_insertion_before_the_last_line_of_a_file_without_trailing_newline():
+    src = b"int alpha(void)\n{\n  return 1;\n}"
+    gt = ground_truth_from_patch(
+        "--- a/n.c\n+++ b/n.c\n@@ -3,0 +4 @@\n+  x();\n", sources={"n.c": src}
+    )
+    assert gt.files[0].lines == [3, 4]
+
+
+def test_series_of_three_commits_maps_through_both_earlier_ones():
+    body = "diff --git a/m.c b/m.c\n--- a/m.c\n+++ b/m.c\n"
+    series = (
+        _mail(1, body + "@@ -1,0 +2 @@\n+/* one */\n")
+        + _mail(2, body + "@@ -3,0 +4 @@\n+/* two */\n")
+        + _mail(
+            3, body + "@@ -4 +4 @@\n-/* two */\n+/* 2 */\n@@ -9 +9 @@\n-  return 3;\n+  return 4;\n"
+        )
+    )
+    gt = ground_truth_from_patch(series, sources={"m.c": SRC})
+    assert gt.files[0].lines == [1, 2, 3, 7]  # commit 3's line 9 is the old line 7
+    assert any("changes line 4, which an earlier commit" in w for w in gt.warnings)
