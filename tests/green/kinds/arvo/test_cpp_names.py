@@ -459,6 +459,8 @@ def test_submitted_name(text, expected):
     ("text", "pieces"),
     [
         ("alpha, gamma", ["alpha", "gamma"]),
+        ("alpha,gamma", ["alpha", "gamma"]),
+        ("alpha/gamma;delta|eps", ["alpha", "gamma", "delta", "eps"]),
         ("alpha or gamma", ["alpha", "gamma"]),
         ("alpha and gamma", ["alpha", "gamma"]),
         ("alpha / gamma", ["alpha", "gamma"]),
@@ -480,3 +482,21 @@ def test_hostile_function_fields_are_read_in_linear_time(unit):
     function_names(huge)  # capped at MAX_NAME_CHARS
     submitted_name(unit * 20_000)
     split_names(unit * 20_000)
+
+
+@pytest.mark.parametrize(
+    ("pred", "gt", "matches"),
+    [
+        ("operators::get", "ns::operators::get", True),  # a scope that starts with 'operator'
+        ("other::get", "ns::operators::get", False),
+        ("X::operator std::string", "ns::X::operator std::string", True),
+        ("Y::operator std::string", "ns::X::operator std::string", False),
+        ("string", "ns::X::operator std::string", False),
+    ],
+)
+def test_scopes_around_operator_names(pred, gt, matches):
+    from services.green.kinds.arvo.scoring.groundtruth import GTFunction
+    from services.green.kinds.arvo.scoring.names import split_name
+
+    fn = GTFunction(name=split_name(gt)[0], qualified=gt)
+    assert any(names_match(p, fn) for p in function_names(pred)) is matches
