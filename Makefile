@@ -1,5 +1,5 @@
 # The two entry points of the README (both work on a fresh machine), plus helpers.
-.PHONY: demo test test-llm e2e setup lint bench down migration
+.PHONY: demo test test-llm e2e setup lint bench down migration mutation
 
 demo:            ## build the demo task, start green + purple with docker compose, run one task
 	bash scripts/demo.sh
@@ -27,6 +27,11 @@ bench: setup
 	uv run --frozen python bench/bench_ui_tasks.py
 	uv run --frozen python bench/bench_ui_stream.py
 	uv run --frozen python bench/bench_disk_cap.py
+
+mutation:        ## mutation testing of the scoring core (mutmut; slow, not in CI): config in pyproject [tool.mutmut]
+	rm -rf mutants
+	uv run --frozen mutmut run --max-children $${MUTMUT_JOBS:-2}
+	uv run --frozen mutmut results
 
 migration:       ## a new schema revision: make migration SERVICE=green MSG="add a column"
 	uv run --frozen --extra postgres python -m services.shared.migrate $(SERVICE) revision -m "$(MSG)"

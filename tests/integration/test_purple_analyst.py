@@ -34,6 +34,9 @@ def analyst_purple(tmp_path):
         yield srv
 
 
+CPP_TASKS = ("900013", "900014")
+
+
 def test_stack_trace_analyst_on_every_fixture_through_an_a2a_assessment(
     start_green, analyst_purple, docker_client
 ):
@@ -58,9 +61,15 @@ def test_stack_trace_analyst_on_every_fixture_through_an_a2a_assessment(
     agg = rec["result"]["aggregate"]["mean_all"]
     print("| **mean** | " + " | ".join(f"{agg[k]:.3f}" for k in keys) + " |")
     assert agg["n"] == len(ids)
-    # the baseline's floor on the bundled fixtures (README "The offline baseline")
-    assert agg["file@1"] >= 0.9 and agg["func@1"] >= 0.75, per_task
-    assert agg["func@5"] >= 0.9 and agg["line@5"] >= 0.75, per_task
+    # the baseline's floor on the bundled C fixtures (README "The offline baseline")
+    c_rows = [row for arvo_id, row in per_task.items() if str(arvo_id) not in CPP_TASKS]
+    c_mean = {k: sum(row[i] for row in c_rows) / len(c_rows) for i, k in enumerate(keys)}
+    assert c_mean["file@1"] >= 0.9 and c_mean["func@1"] >= 0.75, per_task
+    assert c_mean["func@5"] >= 0.9 and c_mean["line@5"] >= 0.75, per_task
+    # C++: the crash site in an export-macro class's inline method is the fix; the operator()
+    # that returned the bad reference is on no stack (only its file is named, in the top 5)
+    assert per_task[CPP_TASKS[0]] == (1, 1, 1, 1, 1, 1), per_task
+    assert per_task[CPP_TASKS[1]][keys.index("file@5")] == 1, per_task
     # purple kept its side of the story
     one = tasks[0]["task_id"]
     ctx = httpx.get(f"{analyst_purple.url}/tasks/{one}").json()

@@ -46,11 +46,14 @@ __all__ = [
 
 
 def list_functions(source: bytes | str, path: str) -> list[FunctionSpan]:
-    """All function definitions tree-sitter finds in a C/C++ file (empty for other files)."""
+    """All function definitions tree-sitter finds in a C/C++ file (empty for other files); a
+    header that looks like C++ is read with the C++ grammar."""
     lang = language_for(path)
     if lang is None:
         return []
     src = source.encode("utf-8", "surrogateescape") if isinstance(source, str) else source
+    if lang == "c" and not path.lower().endswith(".c") and _LOOKS_CPP.search(src):
+        lang = "cpp"  # a C++ header named .h (see FunctionIndex._order)
     return _tree_sitter_functions(src, lang)
 
 

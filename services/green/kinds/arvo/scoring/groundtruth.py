@@ -109,6 +109,8 @@ class _FileAcc:
     headers: dict[int, str] = field(default_factory=dict)
     hunks: list[_HunkLines] = field(default_factory=list)
     commits: int = 0
+    length: int | None = None
+    """Lines of the file as the current commit finds it (None: the source is unknown)."""
 
 
 def ground_truth_from_patch(
@@ -217,8 +219,10 @@ class _Builder:
         return acc
 
     def _add_hunks(self, acc: _FileAcc, pf) -> None:
-        src = self.source_of(acc.path) if acc.commits == 0 else None
-        old_len = _count_lines(src) if src is not None else None
+        if acc.commits == 0:
+            src = self.source_of(acc.path)
+            acc.length = _count_lines(src) if src is not None else None
+        old_len = acc.length  # later commits: the length after the earlier ones
         earlier = self.history.get(acc.path, [])
         this_commit: list[_HunkLines] = []
         for hunk in pf:
@@ -234,6 +238,8 @@ class _Builder:
                 acc.headers.setdefault(line, hl.header)
         self.history.setdefault(acc.path, []).append(this_commit)
         acc.commits += 1
+        if acc.length is not None:
+            acc.length += sum(h.target_length - h.source_length for h in this_commit)
 
     def finish(self) -> GroundTruth:
         gt, accs, ignored = self.gt, self.accs, self.ignored

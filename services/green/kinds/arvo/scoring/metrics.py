@@ -17,17 +17,18 @@ A missing submission scores 0 everywhere; a task whose ground truth is empty is 
 
 from __future__ import annotations
 
-import re
-
 from pydantic import BaseModel
 
-from services.green.kinds.arvo.scoring.functions import name_from_declaration, split_name
+from services.green.kinds.arvo.scoring.cppnames import split_parts
 from services.green.kinds.arvo.scoring.groundtruth import GroundTruth, GTFile, GTFunction, GTRegion
+from services.green.kinds.arvo.scoring.names import is_macro_form, split_names, submitted_name
 from services.shared.loc import ROOT_PREFIXES, Location, LocJson, normalize_path
 from services.shared.scores import METRIC_FIELDS, METRICS, ScoreSummary
 
 TOP_K = 5
 MAX_SPAN_LINES = 50
+MAX_NAME_CHARS = 4096
+"""Only this much of a submitted ``function`` field is read (long C++ trace signatures fit)."""
 
 
 # --- matching helpers -----------------------------------------------------------------------
@@ -57,37 +58,17 @@ def match_file(path: str, gt: GroundTruth, project: str | None) -> GTFile | None
     return None
 
 
-_MACRO_FORM = re.compile(r"^\s*[A-Z_][A-Z0-9_]*\s*\(\s*([A-Za-z_]\w*)\s*\)\s*$")
-_WRAPPERS = re.compile(r"^[`'\"]+|[`'\"]+$")
-
-
 def function_names(text: str) -> list[tuple[str, str]]:
-    """(unqualified, qualified) names a submitted ``function`` field may mean.
-
-    Accepts ``foo``, ``foo()``, ``static int foo(int a)``, ``Foo::bar``, ``ns::Foo<T>::bar``,
-    ``PHP_FUNCTION(strlen)`` and several names separated by ``,`` / ``/`` / `` or ``.
-    """
+    """(unqualified, qualified) names a submitted ``function`` field may mean, read by
+    :func:`.names.submitted_name`: ``foo``, ``foo()``, ``static int foo(int a)``, ``Foo::bar``,
+    ``ns::Foo<T>::bar``, ``operator()``, ``Widget::operator bool() const``,
+    ``PHP_FUNCTION(strlen)``; several names separated by ``,`` / ``/`` / ``or`` / ``and``."""
     out: list[tuple[str, str]] = []
-    for part in re.split(r"\s*(?:,|/|\bor\b|\band\b)\s*", text.strip()):
-        part = _WRAPPERS.sub("", part.strip())
-        if not part:
-            continue
-        macro = _MACRO_FORM.match(part)
-        if macro:
-            out.append((macro.group(1), part.replace(" ", "")))
-            continue
-        named = name_from_declaration(part) if "(" in part else None
-        if named is None:
-            token = re.split(r"[\s*&]+", part.split("(")[0].strip())[-1] if part else ""
-            if not token:
-                continue
-            named = split_name(token)
-        out.append(named)
+    for part in split_names(text[:MAX_NAME_CHARS]):
+        named = submitted_name(part)
+        if named is not None:
+            out.append(named)
     return out
-
-
-def _scopes(qualified: str) -> list[str]:
-    return [p for p in qualified.split("::") if p]
 
 
 def names_match(pred: tuple[str, str], gt: GTFunction) -> bool:
@@ -97,9 +78,9 @@ def names_match(pred: tuple[str, str], gt: GTFunction) -> bool:
     p_name, p_qual = pred
     if p_name != gt.name:
         return False
-    if "(" in gt.qualified:  # macro-made function: the inner name is what counts
+    if is_macro_form(gt.qualified):  # macro-made function: the inner name is what counts
         return True
-    a, b = _scopes(p_qual), _scopes(gt.qualified)
+    a, b = split_parts(p_qual), split_parts(gt.qualified)
     n = min(len(a), len(b))
     return a[len(a) - n :] == b[len(b) - n :]
 
