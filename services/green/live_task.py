@@ -154,6 +154,14 @@ class LiveTask:
             scores=scores,
         )
 
+    @property
+    def told_purple_it_ended(self) -> bool:
+        """Purple was told, in the reply to its own request, that the task is over (an accepted
+        submission, or a refusal that ended the task): it ends its A2A task by itself."""
+        return self.submission is not None or bool(
+            self.sandbox_error or self.agent_fault or self.green_fault
+        )
+
     def sandbox_spec(self, s: GreenSettings) -> SandboxSpec:
         """The container this task gets, from its plan and green's limits."""
         assert self.plan is not None

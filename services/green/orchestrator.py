@@ -411,7 +411,9 @@ class Orchestrator:
                 await link.start(assignment, live.plan.describe(assignment))
                 return await self._wait_for_end(live, link)
             finally:  # whatever ended the task, purple's task ends too (and says why)
-                grace = 3.0 if live.submission is not None else 0.0  # purple ends by itself
+                # A reply told purple the task is over: let it end by itself (and say so) before
+                # a cancel could overtake that reply.
+                grace = 3.0 if live.told_purple_it_ended else 0.0
                 live.agent_report = await through_cancels(link.stop(grace))
                 await link.aclose()
 
