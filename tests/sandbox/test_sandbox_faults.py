@@ -27,6 +27,7 @@ from services.sandbox.base import AgentFault, EngineUnreachable, SandboxError, S
 from services.sandbox.blocking import BlockingProvider
 from services.sandbox.blocking import BlockingSandbox as DockerSandbox
 from services.sandbox.docker import DockerSandboxProvider
+from services.sandbox.docker.diagnosis import SessionKilled, diagnose
 from services.sandbox.janitor import Janitor
 from tests.support.docker_proxy import DockerProxy
 
@@ -154,6 +155,21 @@ def test_engine_killing_the_container_is_infra(
     worker.join(30)
     assert len(errors) == 1 and type(errors[0]) is SandboxError, errors
     assert "through the engine" in str(errors[0])
+
+
+def test_a_session_lost_while_the_engine_kills_the_container_is_infra(
+    client: docker.DockerClient, make: Callable[..., DockerSandbox]
+) -> None:
+    """The container's state lags behind ``docker kill``: a session lost in that moment finds it
+    still running. The engine's kill event decides (here a signal the keeper ignores, so the
+    container does run on: without the event the loss would look like the agent's doing)."""
+    sandbox = make()
+    since = int(time.time()) - 5
+    client.api.kill(sandbox.id, signal="SIGWINCH")
+    assert client.api.inspect_container(sandbox.id)["State"]["Running"]
+    lost = SessionKilled("the shell session ended before the command started, twice")
+    verdict = diagnose(client.api, sandbox.id, sandbox.name, lost, memory="256m", since=since)
+    assert type(verdict) is SandboxError, verdict
 
 
 def _exec_into(sandbox: DockerSandbox, command: str, errors: list[BaseException]) -> None:

@@ -7,8 +7,9 @@ commands runs inside, and its pid 1 (the keeper) cannot be signalled from there.
 the engine was asked to kill or stop it (``docker kill``/``stop``, the engine shutting down:
 its events say so), or the engine cannot be asked.
 
-A shell session lost while the container runs (unpaused, no engine error) and the engine
-answers (:class:`SessionKilled`) is the agent's too (``session_killed``): after each command
+A shell session lost while the container runs (unpaused, no engine error, nobody asked the
+engine to kill or stop it, still running a moment later) and the engine answers
+(:class:`SessionKilled`) is the agent's too (``session_killed``): after each command
 nothing but pid 1 is left running, so only the agent's commands, or what they changed in the
 container (its shell, say), can have ended the session or stopped a new one from starting.
 """
@@ -53,11 +54,22 @@ def diagnose(
     except ENGINE_ERRORS as e:
         return engine_error(e, f"{error}; the engine cannot be asked why")
     if isinstance(error, SessionKilled) and _running_quietly(state):
-        return AgentFault(
-            "session_killed",
-            "the task's shell session was killed and no new one could be started, while the "
-            "container kept running: the agent's commands killed it or broke its shell",
-        )
+        # The session may have ended because the engine is stopping the container: its state
+        # lags behind a kill, so the engine's events and a short wait decide first.
+        if not killed_through_engine(api, container_id, since) and _keeps_running(
+            api, container_id
+        ):
+            return AgentFault(
+                "session_killed",
+                "the task's shell session was killed and no new one could be started, while the "
+                "container kept running: the agent's commands killed it or broke its shell",
+            )
+        try:
+            state = api.inspect_container(container_id)["State"]
+        except docker.errors.NotFound:
+            return SandboxError(f"{name} was removed from outside: {error}")
+        except ENGINE_ERRORS as e:
+            return engine_error(e, f"{error}; the engine cannot be asked why")
     if state.get("Running") or state.get("Error"):
         return SandboxError(f"{error} (engine: {state.get('Error') or 'still running'})")
     if killed_through_engine(api, container_id, since):
@@ -72,6 +84,17 @@ def diagnose(
         f"the task container stopped during the agent's command "
         f"(exit code {state.get('ExitCode')})",
     )
+
+
+def _keeps_running(api: APIClient, container_id: str, wait_s: float = 1.0) -> bool:
+    """Still running ``wait_s`` later (a container being stopped is not)."""
+    try:
+        api.wait(container_id, timeout=wait_s, condition="not-running")
+    except docker.errors.NotFound:
+        return False
+    except ENGINE_ERRORS:
+        return True  # the wait timed out: it runs on
+    return False
 
 
 def _running_quietly(state: dict) -> bool:
