@@ -132,6 +132,15 @@ def compare_pair(a: RunView, b: RunView) -> dict[str, Any]:
     }
 
 
+def decisive_of(provenance: dict[str, Any] | None) -> dict[str, Any]:
+    """The keys of green's task provenance that must agree (``DECISIVE``)."""
+    p = provenance or {}
+    return {
+        "scoring_version": (p.get("scoring") or {}).get("version"),
+        "image_id": (p.get("image") or {}).get("id"),
+    }
+
+
 def decisive_conflicts(
     runs: Iterable[tuple[str, Iterable[tuple[str, dict[str, Any] | None]]]],
 ) -> list[str]:
