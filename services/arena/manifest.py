@@ -18,12 +18,12 @@ from typing import Any
 
 from services.arena.results import RunResults, now_iso
 from services.arena.splits import SPLIT_FILE
+from services.shared import paired
 from services.shared.audit import audit
 from services.shared.files import write_json_atomic
 
 MANIFEST_FILE = "manifest.json"
-DECISIVE = ("scoring_version", "image_id")
-"""Provenance keys that must agree for a task before two runs are compared."""
+DECISIVE = paired.DECISIVE
 
 
 def _version() -> str | None:
@@ -65,35 +65,12 @@ def write_manifest(results: RunResults, run_dir: Path) -> Path:
     return path
 
 
-def _decisive_by_task(results: RunResults) -> dict[str, dict[str, set[str]]]:
-    out: dict[str, dict[str, set[str]]] = {}
-    for o in results.tasks:
-        p = o.provenance or {}
-        for key in DECISIVE:
-            if p.get(key):
-                out.setdefault(o.arvo_id, {}).setdefault(key, set()).add(str(p[key]))
-    return out
-
-
 def provenance_conflicts(runs: Iterable[tuple[Path, RunResults]]) -> list[str]:
     """One sentence per task whose scoring rule or image digest differs between the runs (or
     between the trials of one run)."""
-    runs = list(runs)
-    seen: dict[str, dict[str, dict[str, set[str]]]] = {}
-    for _, r in runs:
-        for task, keys in _decisive_by_task(r).items():
-            for key, values in keys.items():
-                seen.setdefault(task, {}).setdefault(key, {})[r.run] = values
-    problems = []
-    for task, keys in sorted(seen.items()):
-        for key, per_run in keys.items():
-            if len(set().union(*per_run.values())) > 1:
-                what = "image digest" if key == "image_id" else "scoring rule version"
-                detail = "; ".join(
-                    f"{run}: {', '.join(sorted(v))}" for run, v in sorted(per_run.items())
-                )
-                problems.append(f"task arvo:{task} was scored with a different {what} ({detail})")
-    return problems
+    return paired.decisive_conflicts(
+        (r.run, [(f"arvo:{o.arvo_id}", o.provenance) for o in r.tasks]) for _, r in runs
+    )
 
 
 def refresh_audit(results: RunResults, run_dir: Path) -> None:

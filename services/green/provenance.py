@@ -3,7 +3,8 @@
 Green's version and commit, the scoring rule's version, the task image by digest (``docker image
 inspect``'s ``Id``; a tag can be moved), the sha256 of each asset and of the ground truth (the
 hashes only: the ground truth itself never reaches the agent), the engine's version, purple's
-card (name, version, URL) and the settings that change limits or scores. ``arena`` copies it
+card (name, version, URL, and what its model extension reports: model id, request settings,
+context window, limits; never a key or URL) and the settings that change limits or scores. ``arena`` copies it
 into each run's ``manifest.json`` and refuses to compare runs whose scoring rule or image digest
 differs for a task.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import re
 import subprocess
 from functools import cache
 from importlib import metadata
@@ -27,6 +29,36 @@ SCORING_VERSIONS = {"arvo": "arvo-loc-1", "swebench": "swebench-resolved-1"}
 """The version of each kind's scoring rule: bump it whenever ``docs/scoring.md`` changes what a
 submission scores (runs of different versions are not compared)."""
 CARD_TIMEOUT_S = 5.0
+MODEL_EXTENSION = "urn:arvo-arena:purple:model:v1"
+"""Purple's card extension whose ``params`` name its model and request settings (docs/models.md;
+the URI is repeated here: green never imports purple)."""
+_SECRET_KEY = re.compile(
+    r"(^|[_-])(api_?key|key|token|secret|password|passwd|auth|authorization|credentials?|"
+    r"url|uri|endpoint|headers?|cookie)$",
+    re.I,
+)
+
+
+def _clean(value: Any) -> Any:
+    """``value`` without keys that could hold credentials or endpoints and without URLs."""
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items() if not _SECRET_KEY.search(str(k))}
+    if isinstance(value, list):
+        return [_clean(v) for v in value if not (isinstance(v, str) and "://" in v)]
+    if isinstance(value, str) and "://" in value:
+        return None
+    return value
+
+
+def model_of(card: dict[str, Any]) -> dict[str, Any] | None:
+    """The params of the card's model extension (model id, temperature, top_p, seed, max_tokens,
+    context window, limits...), with nothing that could be a key or a URL; None without it."""
+    caps = card.get("capabilities") if isinstance(card, dict) else None
+    for ext in (caps or {}).get("extensions") or []:
+        if isinstance(ext, dict) and ext.get("uri") == MODEL_EXTENSION:
+            params = ext.get("params")
+            return _clean(params) if isinstance(params, dict) else {}
+    return None
 
 
 @cache
@@ -70,8 +102,9 @@ _cards: dict[str, dict[str, Any]] = {}
 
 
 async def purple_card(url: str) -> dict[str, Any]:
-    """Name, version and URL from purple's agent card (fetched once per URL; the error when it
-    cannot be read)."""
+    """Name, version, URL and the model extension's params (``model``: None when the card has
+    none, e.g. the offline analyst) from purple's agent card (fetched once per URL; the error
+    when it cannot be read)."""
     if url in _cards:
         return _cards[url]
     card_url = url.rstrip("/") + "/.well-known/agent-card.json"
@@ -85,6 +118,7 @@ async def purple_card(url: str) -> dict[str, Any]:
             "version": data.get("version"),
             "url": url,
             "description": data.get("description"),
+            "model": model_of(data),
         }
     except (httpx.HTTPError, ValueError, AttributeError) as exc:
         return {"url": url, "error": f"agent card unreadable: {type(exc).__name__}"}

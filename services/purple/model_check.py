@@ -78,6 +78,12 @@ def model_extension(settings: PurpleSettings) -> AgentExtension:
             "llm_timeout_s": settings.llm_timeout_s,
             "llm_timeout_retries": settings.llm_timeout_retries,
             **config.llm.model_dump(),
+            "limits": {
+                "step_limit": config.step_limit,
+                "cost_limit": config.cost_limit,
+                "wall_time_limit_s": config.wall_time_limit_s,
+                "context_budget_tokens": config.context_budget_tokens,
+            },
         }
     )
     return ext

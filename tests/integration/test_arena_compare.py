@@ -89,6 +89,7 @@ def test_compare_analyst_against_a_weaker_purple(
             assert set(prov["assets_sha256"]) >= {"error.txt", "repo-vul.tar.gz", "patch.diff"}
             assert prov["engine"]["version"] == docker_client.version()["Version"]
             assert prov["purple"]["name"] and prov["purple"]["version"]
+            assert "model" in prov["purple"]  # the card's model extension (None: no LLM)
 
     cmp_dir = tmp_path / "cmp"
     res = CliRunner().invoke(

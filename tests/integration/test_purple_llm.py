@@ -117,3 +117,7 @@ def test_agent_stops_at_its_step_limit_and_green_fails_the_task(start_green, llm
     assert done["end_reason"] == "purple_failed" and "loc.json does not exist" in done["error"]
     assert len(llm.requests) == 3
     assert httpx.get(f"{purple.url}/tasks/{task['id']}").json()["status"] == "failed"
+    # the task's provenance records what purple's card says of its model and limits
+    model = done["provenance"]["purple"]["model"]
+    assert model["model"] == "fake-model" and model["limits"]["step_limit"] == 3
+    assert llm.base_url not in json.dumps(done["provenance"])

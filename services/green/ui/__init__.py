@@ -12,7 +12,7 @@ from fastapi.responses import RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from services.green.ui import live, login, pages, purple_view, runs
+from services.green.ui import compare, live, login, pages, purple_view, runs
 from services.green.ui.auth import LoginRequired, Sessions, login_url
 from services.green.ui.facts import TaskFacts
 from services.green.ui.headers import SecurityHeaders
@@ -44,5 +44,5 @@ def mount_ui(app: FastAPI) -> None:
     app.add_exception_handler(LoginRequired, _to_login)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.mount("/ui/static", StaticFiles(directory=HERE / "static"), name="ui-static")
-    for module in (login, live, runs, pages, purple_view):
+    for module in (login, live, runs, compare, pages, purple_view):
         app.include_router(module.router)

@@ -1,0 +1,92 @@
+"""The comparison page ``/ui/compare?runs=A,B[,C...]``: the first assessment against each other
+one on the tasks both scored, with the same paired logic as ``arena compare``
+(:mod:`services.shared.paired`): per metric the difference with its paired cluster-bootstrap 95%
+interval, McNemar's exact p for hit/miss metrics, win/loss/tie; tasks lost to infra (or not
+ended, or not in a run) listed apart. Refused, with a sentence per task, when a task's scoring
+rule version or image digest differs between the runs, unless ``force=1``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
+from fastapi.responses import HTMLResponse, Response
+
+from services.green.store.models import Task
+from services.green.ui.auth import require_page
+from services.green.ui.runs import _record, _tasks
+from services.green.ui.templating import render
+from services.green.ui.views import NO_RUN
+from services.shared import paired, stats
+from services.shared.scores import METRICS
+
+router = APIRouter(prefix="/ui", include_in_schema=False, dependencies=[Depends(require_page)])
+MAX_RUNS = 6
+
+
+def _attempt(t: Task) -> paired.Attempt:
+    ended = t.status.terminal
+    return paired.Attempt(
+        task=str(t.ref),
+        status=t.status.value,
+        failure_kind=t.failure_kind.value if t.failure_kind else None,
+        end_reason=t.end_reason if ended else "not ended yet",
+        scores=t.scores,
+    )
+
+
+def parse_runs(runs: list[str]) -> list[str]:
+    """The assessment ids, from ``runs=A,B`` or ``runs=A&runs=B`` (the runs page's checkboxes)."""
+    ids = [r.strip() for value in runs for r in value.split(",") if r.strip()]
+    if len(ids) < 2:
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT,
+            "a comparison needs at least two assessment ids: ?runs=<id>,<id>",
+        )
+    if len(ids) > MAX_RUNS:
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT, f"at most {MAX_RUNS} runs are compared at once"
+        )
+    if len(set(ids)) != len(ids):
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT, "the same run is named twice; name two runs"
+        )
+    return ids
+
+
+@router.get("/compare", response_class=HTMLResponse)
+async def compare(
+    request: Request,
+    runs: Annotated[list[str], Query(max_length=400)] = [],  # noqa: B006 (FastAPI copies it)
+    force: Annotated[bool, Query()] = False,
+) -> Response:
+    ids = parse_runs(runs)
+    records = {run_id: _record(request, run_id) for run_id in ids}  # 404 for an unknown run
+    tasks = {run_id: _tasks(request, run_id) for run_id in ids}
+    conflicts = paired.decisive_conflicts(
+        (r, [(str(t.ref), paired.decisive_of(t.provenance)) for t in tasks[r]]) for r in ids
+    )
+    context = {
+        "ids": ids,
+        "labels": {r: _label(r) for r in ids},
+        "records": records,
+        "conflicts": conflicts,
+        "forced": force and bool(conflicts),
+        "metrics": METRICS,
+        "binary": paired.BINARY,
+        "method": stats.method_info(),
+        "pairs": [],
+    }
+    if conflicts and not force:
+        return render(request, "compare.html", status.HTTP_409_CONFLICT, **context)
+    views = [
+        paired.run_view(r, dict.fromkeys(str(t.ref) for t in tasks[r]), map(_attempt, tasks[r]))
+        for r in ids
+    ]
+    context["pairs"] = [paired.compare_pair(views[0], v) for v in views[1:]]
+    return render(request, "compare.html", **context)
+
+
+def _label(run_id: str) -> str:
+    return "single tasks" if run_id == NO_RUN else run_id[:8]

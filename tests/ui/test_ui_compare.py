@@ -1,0 +1,107 @@
+"""The dashboard's comparison page: /ui/compare?runs=A,B gives per metric the paired difference
+with its interval, McNemar's p, win/loss/tie, lists tasks lost to infra apart, and refuses runs
+scored with another scoring rule or image unless force=1."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+import httpx
+import pytest
+
+from services.green.store.crud import AssessmentStore, TaskStore
+from services.green.store.db import make_engine
+from services.green.store.models import AssessmentRecord, FailureKind, Task, TaskStatus, utcnow
+
+pytestmark = pytest.mark.docker
+
+TOKEN = "s3cret-operator-token"
+METRICS = ("file@1", "file@5", "func@1", "func@5", "line@1", "line@5", "iou")
+
+
+def _prov(image: str = "sha256:aaa", rule: str = "arvo-loc-1") -> dict:
+    return {"scoring": {"kind": "arvo", "version": rule}, "image": {"id": image}}
+
+
+def _run(engine, store: TaskStore, tasks: list[tuple[str, float | None, dict]]) -> str:
+    """An assessment with one task per (ref, hit or None for an infra failure, provenance)."""
+    run = str(uuid.uuid4())
+    AssessmentStore(engine).add(
+        AssessmentRecord(id=run, purple_url="http://127.0.0.1:9", request={}, owner="someone-else")
+    )
+    for ref, hit, prov in tasks:
+        failed = hit is None
+        store.add(
+            Task(
+                id=str(uuid.uuid4()),
+                ref_id=ref,
+                purple_url="http://127.0.0.1:9",
+                max_steps=10,
+                task_timeout_s=60,
+                command_timeout_s=10,
+                status=TaskStatus.failed if failed else TaskStatus.completed,
+                failure_kind=FailureKind.infra if failed else None,
+                end_reason="container_error" if failed else "submitted",
+                owner="someone-else",
+                assessment_id=run,
+                scores=None
+                if failed
+                else {**dict.fromkeys(METRICS, hit), "submitted": True, "project": f"p{ref}"},
+                provenance=prov,
+                finished_at=utcnow(),
+            )
+        )
+    return run
+
+
+def test_compare_page_paired_difference_mcnemar_lost_tasks_and_refusal(start_green, green_settings):
+    green = start_green(api_token=TOKEN)
+    engine = make_engine(green_settings.database_url)
+    store = TaskStore(engine)
+    refs = ["910001", "910002", "910003", "910004", "910005"]
+    a = _run(engine, store, [(r, 1.0, _prov()) for r in refs])
+    b_tasks = [("910001", 1.0, _prov())] + [(r, 0.0, _prov()) for r in refs[1:4]]
+    b = _run(engine, store, [*b_tasks, ("910005", None, _prov())])
+    moved = _run(
+        engine,
+        store,
+        [(r, 1.0, _prov("sha256:bbb" if r == "910002" else "sha256:aaa")) for r in refs],
+    )
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    with httpx.Client(base_url=green.url, timeout=30, headers=auth) as c:
+        runs_page = c.get("/ui").text
+        assert 'action="/ui/compare"' in runs_page and f'name="runs" value="{a}"' in runs_page
+
+        resp = c.get("/ui/compare", params={"runs": f"{a},{b}"})
+        assert resp.status_code == 200, resp.text
+        page = resp.text
+        # 4 tasks both scored: A hits all, B hits one -> +0.75; McNemar 3 vs 0 discordant: p 0.25
+        assert "4 task(s) scored by both" in page
+        row = re.search(r"<th scope=\"row\">file@1</th>(.*?)</tr>", page, re.S).group(1)
+        assert "+0.750 [" in row and "0.25 (3 / 0)" in row and "3 / 0 / 1" in row
+        iou = re.search(r"<th scope=\"row\">iou</th>(.*?)</tr>", page, re.S).group(1)
+        assert "continuous" in iou
+        lost = page.split("Not compared", 1)[1]
+        assert "arvo:910005" in lost and "failed (infra)" in lost and "scored" in lost
+        assert "2000 resamples" in page
+        assert "<script>" not in page and "style=" not in page and "<style" not in page
+        # the checkboxes' form sends runs=A&runs=B
+        assert c.get("/ui/compare", params=[("runs", a), ("runs", b)]).status_code == 200
+
+        refused = c.get("/ui/compare", params={"runs": f"{a},{moved}"})
+        assert refused.status_code == 409
+        assert (
+            "Refused" in refused.text
+            and "task arvo:910002 was scored with a different image digest" in refused.text
+        )
+        assert '<table class="compare">' not in refused.text
+        forced = c.get("/ui/compare", params={"runs": f"{a},{moved}", "force": "1"})
+        assert forced.status_code == 200 and "Compared anyway" in forced.text
+        assert "5 task(s) scored by both" in forced.text
+
+        one = c.get("/ui/compare", params={"runs": a})
+        assert one.status_code == 422 and "at least two assessment ids" in one.text
+        unknown = c.get("/ui/compare", params={"runs": f"{a},{uuid.uuid4()}"})
+        assert unknown.status_code == 404 and "no run" in unknown.text
+        assert c.get("/ui/compare", params={"runs": f"{a},{a}"}).status_code == 422
