@@ -473,3 +473,27 @@ def test_hunk_header_of_a_moved_insertion_names_a_function_outside_the_source():
     f = gt.files[0]
     assert f.lines == [4, 5] and "hunk-offset" in gt.flags
     assert [(x.qualified, x.source) for x in f.functions] == [("mystery", "hunk-header")]
+
+
+@pytest.mark.parametrize(
+    ("insertion", "lines"),
+    [
+        ("@@ -8,0 +9 @@\n+  y();\n", [3, 7, 8]),  # before the last line: both anchors
+        ("@@ -9,0 +10 @@\n+int z;\n", [3, 8]),  # after the last line: no line after it
+    ],
+)
+def test_a_later_insertion_knows_the_length_the_earlier_commit_left(insertion, lines):
+    """Commit 1 turns one line into two (8 -> 9 lines); commit 2's zero-context insertion has
+    an "after" anchor only if that line exists in the 9-line file."""
+    body = "diff --git a/m.c b/m.c\n--- a/m.c\n+++ b/m.c\n"
+    series = _mail(1, body + "@@ -3 +3,2 @@\n-  return 1;\n+  return 1;\n+  x();\n") + _mail(
+        2, body + insertion
+    )
+    gt = ground_truth_from_patch(series, sources={"m.c": SRC})
+    assert gt.files[0].lines == lines
+
+
+def test_the_score_names_the_project_it_was_scored_with():
+    gt = ground_truth_from_patch(TWO_HUNKS, sources={"m.c": SRC})
+    result = score(_sub("/src/proj/m.c", "alpha", 3), gt, project="proj")
+    assert result.project == "proj" and result.metrics()["file@1"] == 1
