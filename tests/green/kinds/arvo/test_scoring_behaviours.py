@@ -497,3 +497,27 @@ def test_the_score_names_the_project_it_was_scored_with():
     gt = ground_truth_from_patch(TWO_HUNKS, sources={"m.c": SRC})
     result = score(_sub("/src/proj/m.c", "alpha", 3), gt, project="proj")
     assert result.project == "proj" and result.metrics()["file@1"] == 1
+
+
+def test_series_rename_then_two_more_commits_on_the_new_path():
+    """m.c -> n.c in commit 1; commits 2 and 3 both edit n.c: every line is m.c's (the third
+    commit once lost the rename and made n.c a second file without a source)."""
+    series = (
+        _mail(
+            1,
+            "diff --git a/m.c b/n.c\nsimilarity index 90%\nrename from m.c\nrename to n.c\n"
+            "--- a/m.c\n+++ b/n.c\n@@ -3 +3 @@\n-  return 1;\n+  return 2;\n",
+        )
+        + _mail(
+            2, "diff --git a/n.c b/n.c\n--- a/n.c\n+++ b/n.c\n@@ -7 +7 @@\n-  return 3;\n+  x;\n"
+        )
+        + _mail(
+            3,
+            "diff --git a/n.c b/n.c\n--- a/n.c\n+++ b/n.c\n@@ -1 +1 @@\n-int alpha(void)\n+int a;\n",
+        )
+    )
+    gt = ground_truth_from_patch(series, sources={"m.c": SRC})
+    assert [(f.path, f.new_path, f.status, f.lines) for f in gt.files] == [
+        ("m.c", "n.c", "renamed", [1, 3, 7])
+    ]
+    assert "source-missing" not in gt.flags
