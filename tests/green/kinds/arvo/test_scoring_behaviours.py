@@ -424,3 +424,100 @@ def test_series_of_three_commits_maps_through_both_earlier_ones():
     gt = ground_truth_from_patch(series, sources={"m.c": SRC})
     assert gt.files[0].lines == [1, 2, 3, 7]  # commit 3's line 9 is the old line 7
     assert any("changes line 4, which an earlier commit" in w for w in gt.warnings)
+
+
+# --- source loading and moved insertions (survivors of the second mutation run) ---------------
+
+
+def test_a_text_source_with_escaped_bytes_reads_like_the_bytes():
+    """A source handed over as text decoded with ``surrogateescape`` (a byte that is not UTF-8)
+    gives the same ground truth as the bytes themselves, and does not crash."""
+    raw = b"int alpha(void)\n{\n  /* \xff */\n  return 1;\n}\n"
+    patch = "--- a/a.c\n+++ b/a.c\n@@ -4 +4 @@\n-  return 1;\n+  return 2;\n"
+    as_text = ground_truth_from_patch(
+        patch, sources={"a.c": raw.decode("utf-8", "surrogateescape")}
+    )
+    as_bytes = ground_truth_from_patch(patch, sources={"a.c": raw})
+    for gt in (as_text, as_bytes):
+        f = gt.files[0]
+        assert f.source_available and f.lines == [4] and gt.flags == []
+        assert [x.qualified for x in f.functions] == ["alpha"]
+
+
+def test_a_dotdot_path_is_not_read_even_when_it_leads_back_into_the_root(tmp_path):
+    """``../root/m.c`` names a file inside the root, but a patch path that climbs out is refused
+    before the file system is asked (absolute paths never get here: the patch reader strips the
+    leading ``/``)."""
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "m.c").write_bytes(SRC)
+    patch = "--- a/../root/m.c\n+++ b/../root/m.c\n@@ -3 +3 @@\n-  return 1;\n+  return 2;\n"
+    gt = ground_truth_from_patch(patch, source_root=root)
+    assert [f.path for f in gt.files] == ["../root/m.c"] and not gt.files[0].source_available
+
+
+def test_a_source_of_exactly_the_size_limit_is_read(tmp_path, monkeypatch):
+    import services.green.kinds.arvo.scoring.groundtruth as groundtruth
+
+    (tmp_path / "m.c").write_bytes(SRC)
+    monkeypatch.setattr(groundtruth, "MAX_SOURCE_BYTES", len(SRC))
+    assert ground_truth_from_patch(TWO_HUNKS, source_root=tmp_path).files[0].source_available
+
+
+def test_hunk_header_of_a_moved_insertion_names_a_function_outside_the_source():
+    """An insertion (anchor lines only) outside every function, in a hunk found 2 lines lower:
+    the header's function follows the moved anchors."""
+    src = b"/* a */\n/* b */\nstatic const int table[] = {\n  1,\n  2,\n};\n"
+    patch = "--- a/t.c\n+++ b/t.c\n@@ -2,2 +2,3 @@ int mystery(void)\n   1,\n+  5,\n   2,\n"
+    gt = ground_truth_from_patch(patch, sources={"t.c": src})
+    f = gt.files[0]
+    assert f.lines == [4, 5] and "hunk-offset" in gt.flags
+    assert [(x.qualified, x.source) for x in f.functions] == [("mystery", "hunk-header")]
+
+
+@pytest.mark.parametrize(
+    ("insertion", "lines"),
+    [
+        ("@@ -8,0 +9 @@\n+  y();\n", [3, 7, 8]),  # before the last line: both anchors
+        ("@@ -9,0 +10 @@\n+int z;\n", [3, 8]),  # after the last line: no line after it
+    ],
+)
+def test_a_later_insertion_knows_the_length_the_earlier_commit_left(insertion, lines):
+    """Commit 1 turns one line into two (8 -> 9 lines); commit 2's zero-context insertion has
+    an "after" anchor only if that line exists in the 9-line file."""
+    body = "diff --git a/m.c b/m.c\n--- a/m.c\n+++ b/m.c\n"
+    series = _mail(1, body + "@@ -3 +3,2 @@\n-  return 1;\n+  return 1;\n+  x();\n") + _mail(
+        2, body + insertion
+    )
+    gt = ground_truth_from_patch(series, sources={"m.c": SRC})
+    assert gt.files[0].lines == lines
+
+
+def test_the_score_names_the_project_it_was_scored_with():
+    gt = ground_truth_from_patch(TWO_HUNKS, sources={"m.c": SRC})
+    result = score(_sub("/src/proj/m.c", "alpha", 3), gt, project="proj")
+    assert result.project == "proj" and result.metrics()["file@1"] == 1
+
+
+def test_series_rename_then_two_more_commits_on_the_new_path():
+    """m.c -> n.c in commit 1; commits 2 and 3 both edit n.c: every line is m.c's (the third
+    commit once lost the rename and made n.c a second file without a source)."""
+    series = (
+        _mail(
+            1,
+            "diff --git a/m.c b/n.c\nsimilarity index 90%\nrename from m.c\nrename to n.c\n"
+            "--- a/m.c\n+++ b/n.c\n@@ -3 +3 @@\n-  return 1;\n+  return 2;\n",
+        )
+        + _mail(
+            2, "diff --git a/n.c b/n.c\n--- a/n.c\n+++ b/n.c\n@@ -7 +7 @@\n-  return 3;\n+  x;\n"
+        )
+        + _mail(
+            3,
+            "diff --git a/n.c b/n.c\n--- a/n.c\n+++ b/n.c\n@@ -1 +1 @@\n-int alpha(void)\n+int a;\n",
+        )
+    )
+    gt = ground_truth_from_patch(series, sources={"m.c": SRC})
+    assert [(f.path, f.new_path, f.status, f.lines) for f in gt.files] == [
+        ("m.c", "n.c", "renamed", [1, 3, 7])
+    ]
+    assert "source-missing" not in gt.flags

@@ -194,7 +194,7 @@ class _Builder:
             self.ignored[new or shown] = "new file: it has no lines in the vulnerable version"
             return None
         original = self.renamed_to.pop(old, old)
-        if new is not None and new != old:
+        if new is not None and new != original:  # later commits name the file by ``new``
             self.renamed_to[new] = original
         if not (is_code_file(original) or (new is not None and is_code_file(new))):
             self.ignored[original] = "not a code file"
