@@ -500,3 +500,33 @@ def test_scopes_around_operator_names(pred, gt, matches):
 
     fn = GTFunction(name=split_name(gt)[0], qualified=gt)
     assert any(names_match(p, fn) for p in function_names(pred)) is matches
+
+
+# ---- the token-level reader: where each qualified name starts, ends and how deep it is ----------
+
+
+def _names(text: str) -> list[tuple[str, int, int, int]]:
+    from services.green.kinds.arvo.scoring.cppnames import qualified_names, tokenize
+
+    return [(q.qualified, q.first, q.last, q.depth) for q in qualified_names(tokenize(text))]
+
+
+def test_qualified_names_count_parenthesis_depth() -> None:
+    # f ( g ( h ) ): each name one level deeper; the token after "(" is a name of its own
+    assert _names("f(g(h))") == [("f", 0, 0, 0), ("g", 2, 2, 1), ("h", 4, 4, 2)]
+    # f ( ( a ) b ): closing one level leaves b one deep, not at the top
+    assert _names("f((a) b)") == [("f", 0, 0, 0), ("a", 3, 3, 2), ("b", 5, 5, 1)]
+    assert _names("f(a::b)") == [("f", 0, 0, 0), ("a::b", 2, 4, 1)]
+
+
+def test_a_leading_scope_operator_belongs_to_its_name() -> None:
+    # f ( :: ns :: g ): the name starts at the "::" (token 2) and keeps both components
+    assert _names("f(::ns::g)") == [("f", 0, 0, 0), ("ns::g", 2, 5, 1)]
+
+
+def test_an_operator_name_ends_its_qualified_name() -> None:
+    # after operator() a "::" starts a new name (a local entity of the operator), not a component
+    assert _names("Less::operator()::Local") == [
+        ("Less::operator()", 0, 2, 0),
+        ("Local", 3, 4, 0),
+    ]
