@@ -182,6 +182,8 @@ def test_ground_truth_is_for_the_operator_and_only_when_the_bug_is_done(
     done = wait_terminal(green.url, anon["id"])
     anon_view = httpx.get(f"{green.url}/tasks/{anon['id']}").json()
     assert anon_view["ground_truth"] is None
+    # nor its fingerprint: a hash of the answer lets a guess be checked offline
+    assert "ground_truth_sha256" not in (anon_view["provenance"] or {})
     assert set(anon_view["scores"]) <= {
         *("file@1", "file@5", "func@1", "func@5", "line@1", "line@5", "iou"),
         *("scorable", "submitted", "n_locations", "resolved"),
@@ -196,6 +198,7 @@ def test_ground_truth_is_for_the_operator_and_only_when_the_bug_is_done(
     wait_status(green.url, running["id"], "running")
     during = httpx.get(f"{green.url}/tasks/{anon['id']}", headers=OPERATOR).json()
     assert during["ground_truth"] is None and "regions" not in during["scores"]
+    assert "ground_truth_sha256" not in (during["provenance"] or {})
     listed = httpx.get(f"{green.url}/tasks", headers=OPERATOR).json()["items"]
     assert all(t["ground_truth"] is None for t in listed)
     a2a = rpc(green.url, "message/send", {"message": text_message("Task ID: arvo:900001")})
@@ -203,6 +206,7 @@ def test_ground_truth_is_for_the_operator_and_only_when_the_bug_is_done(
     wait_terminal(green.url, running["id"])
     after = httpx.get(f"{green.url}/tasks/{anon['id']}", headers=OPERATOR).json()
     assert after["ground_truth"] and after["scores"]["regions"]
+    assert len(after["provenance"]["ground_truth_sha256"]) == 64
 
 
 def test_intake_is_bounded(start_green, scripted_purple):
