@@ -108,9 +108,9 @@ class PostgresCluster:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
-def postgres() -> Iterator[PostgresCluster]:
-    """The session's PostgreSQL cluster (skips without the package; fails under ARENA_STRICT)."""
+def _started_cluster() -> Iterator[PostgresCluster]:
+    """A started cluster, stopped afterwards (skips without the package; fails under
+    ARENA_STRICT)."""
     cluster = PostgresCluster()
     try:
         cluster.start()
@@ -122,23 +122,19 @@ def postgres() -> Iterator[PostgresCluster]:
         pytest.skip(message)
     yield cluster
     cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresCluster]:
+    """The session's PostgreSQL cluster."""
+    yield from _started_cluster()
 
 
 @pytest.fixture
 def own_postgres() -> Iterator[PostgresCluster]:
     """A cluster of this test's own, for tests that stop and restart the server (an outage must
     not reach the other tests' databases)."""
-    cluster = PostgresCluster()
-    try:
-        cluster.start()
-    except Exception as exc:
-        cluster.stop()
-        message = f"PostgreSQL could not start ({exc}); run scripts/ensure-postgres.sh"
-        if STRICT:
-            pytest.fail(f"ARENA_STRICT: {message}")
-        pytest.skip(message)
-    yield cluster
-    cluster.stop()
+    yield from _started_cluster()
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
