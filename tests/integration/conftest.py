@@ -133,6 +133,21 @@ def scripted_purple(tmp_path: Path) -> Iterator[Callable[..., tuple[str, Observe
         cm.__exit__(None, None, None)
 
 
+@pytest.fixture
+def analyst_url(tmp_path: Path) -> Iterator[str]:
+    """A real purple running the offline stack-trace analyst, in this process."""
+    port = free_port()
+    settings = PurpleSettings(
+        port=port,
+        policy="stacktrace",
+        database_url=f"sqlite:///{tmp_path}/analyst.db",
+        log_dir=tmp_path / "logs",
+        trajectory_dir=tmp_path / "traj-analyst",
+    )
+    with serve(create_purple(settings), port) as srv:
+        yield srv.url
+
+
 @pytest.fixture(autouse=True)
 def shared_log_run(monkeypatch: pytest.MonkeyPatch) -> None:
     """Green and purple of one test share a log run folder, as docker compose makes them."""

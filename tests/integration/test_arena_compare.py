@@ -12,31 +12,15 @@ import pytest
 from typer.testing import CliRunner
 
 from services.arena.app import app
-from services.purple.app import create_app as create_purple
-from services.purple.config import PurpleSettings
 from tests.integration.helpers import OPERATOR_TOKEN
 from tests.support.scripted_purple import Script
-from tests.support.servers import free_port, serve
+from tests.support.servers import free_port
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 TASKS = ["900001", "900002", "900003", "900004", "900005", "900006"]
 WRONG = ["src/lexer.c", "src/colormap.c", "lib/header.c"]  # valid files, never the fix
 RETAG = "arena-test-i24-retag/arvo:{id}-vul"
-
-
-@pytest.fixture
-def analyst_url(tmp_path):
-    port = free_port()
-    settings = PurpleSettings(
-        port=port,
-        policy="stacktrace",
-        database_url=f"sqlite:///{tmp_path}/analyst.db",
-        log_dir=tmp_path / "logs",
-        trajectory_dir=tmp_path / "traj-analyst",
-    )
-    with serve(create_purple(settings), port) as srv:
-        yield srv.url
 
 
 def _run(green_url: str, purple: str, out: Path, name: str, ids=TASKS) -> Path:

@@ -14,29 +14,12 @@ import pytest
 from a2a.helpers import get_data_parts
 
 from fixtures.catalog import REPO_ROOT
-from services.purple.app import create_app as create_purple
-from services.purple.config import PurpleSettings
 from tests.integration.helpers import OPERATOR, stream_message
-from tests.support.servers import free_port, serve
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 AGENT_ID = "019b0000-0000-7000-8000-000000000001"
 QUERIES = REPO_ROOT / "docs" / "leaderboard" / "queries.json"
-
-
-@pytest.fixture
-def analyst_url(tmp_path):
-    port = free_port()
-    settings = PurpleSettings(
-        port=port,
-        policy="stacktrace",
-        database_url=f"sqlite:///{tmp_path}/analyst.db",
-        log_dir=tmp_path / "logs",
-        trajectory_dir=tmp_path / "traj",
-    )
-    with serve(create_purple(settings), port) as srv:
-        yield srv.url
 
 
 def test_leaderboard_queries_over_a_real_result(tmp_path, start_green, analyst_url):
