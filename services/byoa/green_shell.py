@@ -21,7 +21,6 @@ from services.shared.commands import CommandResult
 from services.shared.protocol import (
     ErrorReply,
     Execute,
-    Result,
     Submit,
     SubmitResult,
     TaskAssignment,
@@ -64,10 +63,10 @@ class GreenShell:
         """Run ``command`` (``bash -c``, cwd = the task's workspace); blocks until green answers."""
         req = Execute(command=command, timeout=timeout, token=self.task.token, usage=self.usage)
         reply = self._ask(execute_text(command), req.model_dump(exclude_none=True))
-        if not isinstance(reply, Result):
+        if not isinstance(reply, CommandResult):
             raise TaskOver(f"unexpected reply to execute: {type(reply).__name__}")
         self.commands += 1
-        return CommandResult(**reply.model_dump(exclude={"kind"}))
+        return reply
 
     def submit(self) -> SubmitResult:
         """Ask green to judge the answer the agent left (loc.json, or the repository's diff)."""

@@ -32,7 +32,7 @@ from services.sandbox.base import AgentFault, Sandbox, SandboxError, SandboxSpec
 from services.shared.commands import CommandResult
 from services.shared.logging import get_logger, task_log_context
 from services.shared.outcome import TaskOutcome
-from services.shared.protocol import AgentReport, Result, Submit, SubmitResult, Usage
+from services.shared.protocol import AgentReport, Submit, SubmitResult, Usage
 from services.shared.task_ref import TaskRef
 from services.shared.text import clip_middle
 
@@ -280,8 +280,9 @@ class LiveTasks:
         command: str,
         timeout: float | None = None,
         usage: Usage | None = None,
-    ) -> Result:
-        """Run one of purple's commands in the task's container; its result as sent back.
+    ) -> CommandResult:
+        """Run one of purple's commands in the task's container; its result (also what is sent
+        back: the one command result type, never rebuilt).
         ``usage``: the agent's running totals, recorded as they accrue."""
         live = self.running(task_id, token)
         self._check_size(command)
@@ -304,7 +305,7 @@ class LiveTasks:
         finally:
             live.requests_in_flight -= 1
 
-    async def _execute(self, live: LiveTask, command: str, timeout: float | None) -> Result:
+    async def _execute(self, live: LiveTask, command: str, timeout: float | None) -> CommandResult:
         if live.commands >= live.max_steps:
             raise RequestRefused(STEP_LIMIT.format(live.max_steps))
         live.last_activity = time.monotonic()
@@ -331,7 +332,7 @@ class LiveTasks:
             self._record(live, command, result, started)
         except STORAGE_ERRORS as exc:
             raise live.storage_broke(exc, "execute") from None
-        return Result.model_validate(result.model_dump())
+        return result
 
     async def _run(self, live: LiveTask, command: str, limit: float) -> CommandResult:
         assert live.sandbox is not None and live.plan is not None

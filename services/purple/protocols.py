@@ -1,10 +1,12 @@
 """The seams inside purple: where commands run, what a policy is, what a run returns, and what
-the ReAct loop needs from a kind of task.
+the ReAct loop needs from a kind of task (a run's commands are recorded by
+:mod:`services.purple.commands`).
 
 A policy (the ReAct agent, the stack-trace analyst) only sees a :class:`TaskEnvironment`; the
 A2A implementation sends ``execute``/``submit`` to green, tests use a local shell. A
 :class:`Toolset` (root-cause analysis, SWE-bench) gives the loop its tools. This module is at
-the bottom of purple: it imports only ``services.shared``.
+the bottom of purple: it imports only ``services.shared`` and
+:mod:`services.purple.commands`.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
+from services.purple.commands import CommandLog, CommandRecord
 from services.shared.commands import CommandResult
 from services.shared.loc import LocJson
 from services.shared.protocol import SubmitResult, TaskPaths
@@ -25,9 +28,9 @@ class RunStats(BaseModel):
     """Usage so far; sent with every command and the submission (green records it)."""
 
     steps: int = 0
-    """LLM turns (the offline analyst takes none). Sent to green as ``Submit.steps``."""
+    """Turns: LLM calls (the offline analyst takes none). Sent to green as ``Submit.steps``."""
     commands: int = 0
-    """Commands sent through :meth:`TaskEnvironment.execute`."""
+    """Commands run through green (counted by :class:`~services.purple.commands.CommandLog`)."""
     tokens_in: int = 0
     tokens_out: int = 0
     cost: float = 0.0
@@ -66,20 +69,12 @@ class TaskContext:
     usage: RunStats = field(default_factory=RunStats)
     """The run's usage as it accrues: the policy counts into it, the environment reports it
     with each command, and it survives a cancelled run."""
+    commands: CommandLog = field(default_factory=CommandLog)
+    """Where the run's tools record each command once (history, trajectory, store)."""
 
-
-class CommandRecord(BaseModel):
-    """One executed command, as kept in the command history (never compacted away)."""
-
-    step: int
-    command: str
-    tool: str | None = None
-    """The tool call that ran the command, when it was not run_bash_cmd (short form)."""
-    exit_code: int
-    timed_out: bool = False
-    truncated: bool = False
-    duration_s: float = 0.0
-    output_chars: int = 0
+    def __post_init__(self) -> None:
+        if self.commands.usage is None:
+            self.commands.usage = self.usage
 
 
 RunStatus = Literal["submitted", "limits", "format_errors", "error"]
@@ -109,10 +104,6 @@ class Policy(Protocol):
     name: str
 
     async def run(self, task: TaskContext) -> RunResult: ...
-
-
-CommandHook = Callable[[CommandRecord, CommandResult], None]
-"""Called after each command a tool ran (the loop counts it and writes it to the trajectory)."""
 
 
 @runtime_checkable
@@ -161,7 +152,7 @@ class Toolset(Protocol):
         env: TaskEnvironment,
         paths: TaskPaths,
         *,
-        on_command: CommandHook | None,
+        commands: CommandLog | None,
         stats: Callable[[], RunStats] | None,
         max_commands: int | None,
     ) -> Tools: ...

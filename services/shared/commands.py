@@ -1,13 +1,19 @@
-"""The result of one shell command run in a task container."""
+"""The result of one shell command run in a task container: one type from the sandbox to the
+agent (the sandbox builds it, green records and sends it, purple reads it back)."""
 
 from __future__ import annotations
+
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
 
 class CommandResult(BaseModel):
-    """What a sandbox returns for one command (and what green sends back to purple)."""
+    """What a sandbox returns for one command, and the data part green sends back to purple as
+    the reply to ``execute`` (docs/protocol.md: ``kind`` is ``"result"``)."""
 
+    kind: Literal["result"] = "result"
+    """The protocol's tag of this data part (the reply to :class:`~services.shared.protocol.Execute`)."""
     exit_code: int
     """Exit status of the command; -1 when it did not finish (timeout, lost container)."""
     output: str

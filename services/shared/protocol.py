@@ -108,10 +108,9 @@ class Execute(BaseModel):
     usage: Usage | None = None
 
 
-class Result(CommandResult):
-    """green -> purple: the reply to :class:`Execute`."""
-
-    kind: Literal["result"] = "result"
+Result = CommandResult
+"""green -> purple: the reply to :class:`Execute` is the command's result itself (deprecated
+alias: the name of the one type is :class:`~services.shared.commands.CommandResult`)."""
 
 
 class Submit(BaseModel):
@@ -174,7 +173,7 @@ class ErrorReply(BaseModel):
 
 
 ProtocolData = Annotated[
-    RcaTask | SweTask | Execute | Result | Submit | SubmitResult | ErrorReply,
+    RcaTask | SweTask | Execute | CommandResult | Submit | SubmitResult | ErrorReply,
     Field(discriminator="kind"),
 ]
 _adapter: TypeAdapter[Any] = TypeAdapter(ProtocolData)

@@ -228,7 +228,7 @@ def test_toolset_registry_and_prompt(repo) -> None:
     tools = toolset.make_tools(
         SweLocalEnvironment(swe_paths(str(repo))),
         swe_paths(str(repo)),
-        on_command=None,
+        commands=None,
         stats=None,
         max_commands=None,
     )

@@ -11,6 +11,7 @@ import contextlib
 import json
 import re
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from a2a.helpers import new_text_part
@@ -21,6 +22,7 @@ from a2a.types import Message, Task, TaskState, TaskStatus
 from pydantic import ValidationError
 
 from services.purple.a2a.green_env import GreenEnvironment, usage_of
+from services.purple.commands import CommandLog, CommandRecord
 from services.purple.config import PurpleSettings
 from services.purple.protocols import Policy, RunResult, RunStats, TaskContext
 from services.purple.store.crud import PurpleStore
@@ -28,7 +30,6 @@ from services.purple.store.models import PurpleTask, utcnow
 from services.shared.a2a import A2APeer, Payload, message_parts, new_protocol_message
 from services.shared.a2a_numbers import data_part
 from services.shared.aio import cancel_and_wait
-from services.shared.commands import CommandResult
 from services.shared.logging import get_logger, task_log_context
 from services.shared.protocol import RCA_PATHS, AgentReport, TaskAssignment, parse_data
 
@@ -67,10 +68,12 @@ class Incoming:
     def kind(self) -> str:
         return self.assignment.kind if self.assignment else "rca_task"
 
-    def context(self, task_id: str, env: GreenEnvironment, usage: RunStats) -> TaskContext:
+    def context(self, task_id: str, env: GreenEnvironment, commands: CommandLog) -> TaskContext:
         a = self.assignment
+        assert commands.usage is not None
         return TaskContext(
-            usage=usage,
+            usage=commands.usage,
+            commands=commands,
             task_id=task_id,
             description=self.description,
             env=env,
@@ -93,6 +96,29 @@ def read_task(payload: Payload, default_green: str | None) -> Incoming:
     return Incoming(default_green, m.group(1) if m else None, payload.text, None)
 
 
+class CommandWriter:
+    """The store's copy of a task's commands, written behind the run (the agent does not wait
+    for the database) on the executor's one writer thread, in order; :meth:`flush` waits for
+    what is queued (before the task's end is recorded)."""
+
+    def __init__(self, store: PurpleStore, task_id: str, pool: ThreadPoolExecutor) -> None:
+        self.store, self.task_id, self.pool = store, task_id, pool
+        self._last: Future[None] | None = None
+
+    def __call__(self, record: CommandRecord) -> None:
+        self._last = self.pool.submit(self._write, record)
+
+    def _write(self, record: CommandRecord) -> None:
+        try:
+            self.store.append_command(self.task_id, record)
+        except Exception as exc:  # purple's own record; the run goes on (green keeps its own)
+            log.error("command.store_failed", task_id=self.task_id, error=str(exc))
+
+    async def flush(self) -> None:
+        if self._last is not None:
+            await asyncio.shield(asyncio.wrap_future(self._last))
+
+
 class PurpleExecutor(AgentExecutor):
     def __init__(
         self, settings: PurpleSettings, store: PurpleStore, make_policy: Callable[[str], Policy]
@@ -105,6 +131,8 @@ class PurpleExecutor(AgentExecutor):
         self._usage: dict[str, RunStats] = {}
         """Each task's usage as it accrues (read when a task is cancelled)."""
         self._stop_reason: str | None = None
+        self._writes = ThreadPoolExecutor(1, thread_name_prefix="purple-store")
+        """One thread writes every task's command records, in the order they ran."""
 
     async def shutdown(self) -> None:
         """Stop every task in progress (each records why) before the process exits."""
@@ -168,23 +196,17 @@ class PurpleExecutor(AgentExecutor):
         with task_log_context(task_id, log_key):
             green = A2APeer(incoming.green_url, timeout=self.settings.green_timeout_s)
 
-            async def record(command: str, result: CommandResult) -> None:
-                await asyncio.to_thread(
-                    self.store.append_command,
-                    task_id,
-                    command=command,
-                    exit_code=result.exit_code,
-                    duration_s=round(result.duration_s, 4),
-                    timed_out=result.timed_out,
-                )
-
             usage = self._usage[task_id] = RunStats()
-            env = GreenEnvironment(green, task_id, incoming.token, on_command=record, usage=usage)
-            ctx = incoming.context(task_id, env, usage)
+            writer = CommandWriter(self.store, task_id, self._writes)
+            env = GreenEnvironment(green, task_id, incoming.token, usage=usage)
+            ctx = incoming.context(task_id, env, CommandLog(usage, store=writer))
             log.info("task.accepted", policy=policy.name, green_url=incoming.green_url)
             try:
                 async with self._slots:
-                    result = await policy.run(ctx)
+                    try:
+                        result = await policy.run(ctx)
+                    finally:  # the store's copy of every command, before the task's end
+                        await writer.flush()
             except asyncio.CancelledError:
                 reason = self._stop_reason or CANCELLED
                 self.store.update(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable
 
 from a2a.types import Message, Role
 
@@ -16,15 +15,12 @@ from services.shared.protocol import (
     MAX_COUNT,
     ErrorReply,
     Execute,
-    Result,
     Submit,
     SubmitResult,
     Usage,
     execute_text,
     parse_data,
 )
-
-OnCommand = Callable[[str, CommandResult], Awaitable[None]]
 
 
 class GreenEnvironment:
@@ -33,6 +29,8 @@ class GreenEnvironment:
     Each request has the text form and the data form (docs/protocol.md); replies are read from the
     data part. A refusal (task over, step limit, wrong token) raises :class:`TaskEnded`. Each
     ``execute`` carries ``usage``, the run's running totals, so green records them as they accrue.
+    The reply to ``execute`` is read once into the :class:`CommandResult` it is; recording it is
+    the caller's (the run's :class:`~services.purple.commands.CommandLog`).
     """
 
     def __init__(
@@ -40,13 +38,11 @@ class GreenEnvironment:
         green: A2APeer,
         task_id: str,
         token: str | None,
-        on_command: OnCommand | None = None,
         usage: RunStats | None = None,
     ) -> None:
         self.green = green
         self.task_id = task_id
         self.token = token
-        self.on_command = on_command
         self.usage = usage
 
     async def _ask(self, text: str, data: dict) -> object:
@@ -67,12 +63,9 @@ class GreenEnvironment:
             command=command, timeout=timeout, token=self.token, usage=usage_of(self.usage)
         )
         reply = await self._ask(execute_text(command), req.model_dump(exclude_none=True))
-        if not isinstance(reply, Result):
+        if not isinstance(reply, CommandResult):
             raise TaskEnded(f"unexpected reply to execute: {type(reply).__name__}")
-        result = CommandResult(**reply.model_dump(exclude={"kind"}))
-        if self.on_command:
-            await self.on_command(command, result)
-        return result
+        return reply
 
     async def submit(self, stats: RunStats | None = None) -> SubmitResult:
         usage = usage_of(stats or self.usage or RunStats())

@@ -63,7 +63,7 @@ class _Run:
         self.tools = self.toolset.make_tools(
             task.env,
             task.paths,
-            on_command=self.record.command,
+            commands=task.commands,
             stats=self.stats.model_copy,
             max_commands=task.max_commands,
         )

@@ -1,5 +1,6 @@
 """What an agent run records: its usage (:class:`RunStats`), its trajectory events (the prompts
-it rendered, each model call and command, the end) and the final :class:`RunResult`."""
+it rendered, each model call, the end; each command is written by the run's
+:class:`~services.purple.commands.CommandLog`) and the final :class:`RunResult`."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from services.purple.llm.base import LLM, LLMError, LLMReply
 from services.purple.protocols import CommandRecord, RunResult, TaskContext
 from services.purple.signals import Terminating, ending
 from services.purple.trajectory import Trajectory
-from services.shared.commands import CommandResult
 from services.shared.logging import get_logger
 
 if TYPE_CHECKING:
@@ -43,6 +43,7 @@ class RunRecord:
         self.stats = task.usage
         self.begin = time.monotonic()
         self.traj = Trajectory(trajectory_dir, task.task_id, policy)
+        task.commands.trajectory = self.traj  # each command goes in through the run's log
         self.log = log.bind(task_id=task.task_id, policy=policy)
         self.prompts: dict[str, str] = {}
 
@@ -90,12 +91,6 @@ class RunRecord:
             duration_s=reply.duration_s,
             finish_reason=reply.finish_reason,
             **({"retries": reply.retries} if reply.retries else {}),
-        )
-
-    def command(self, record: CommandRecord, result: CommandResult) -> None:
-        self.stats.commands += 1
-        self.traj.event(
-            "command", **record.model_dump(), output=result.output, bytes_cut=result.bytes_cut
         )
 
     def finish(

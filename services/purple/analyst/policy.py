@@ -54,11 +54,10 @@ from services.purple.analyst.resolve import (
 )
 from services.purple.analyst.sanitizer import Frame, SanitizerReport, parse_report
 from services.purple.analyst.shortsize import promote_short_size
-from services.purple.protocols import CommandRecord, RunResult, TaskContext
+from services.purple.protocols import RunResult, TaskContext
 from services.purple.signals import TaskEnded, Terminating, ending
 from services.purple.tools.rca import RcaTools
 from services.purple.trajectory import Trajectory
-from services.shared.commands import CommandResult
 from services.shared.loc import Location
 from services.shared.logging import get_logger
 
@@ -107,16 +106,12 @@ class StackTraceAnalyst:
         start = time.monotonic()
         stats = task.usage
         traj = Trajectory(self.trajectory_dir, task.task_id, self.name)
-
-        def on_command(record: CommandRecord, result: CommandResult) -> None:
-            stats.commands += 1  # no LLM turns: steps stay 0
-            traj.event("command", **record.model_dump(), output=result.output)
-
+        task.commands.trajectory = traj  # no LLM turns: steps stay 0
         tools = RcaTools(
             task.env,
             task.paths,
             command_timeout=task.command_timeout_s,
-            on_command=on_command,
+            commands=task.commands,
             stats=lambda: stats.model_copy(),
         )
         traj.event("start", policy=self.name, task_id=task.task_id, paths=task.paths.model_dump())

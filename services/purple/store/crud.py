@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select, update
 
+from services.purple.commands import CommandRecord
 from services.purple.store.models import PurpleCommand, PurpleTask, utcnow
 from services.shared.migrate import make_engine as _make_engine
 
@@ -43,10 +44,9 @@ class PurpleStore:
             s.add(row)
             s.commit()
 
-    def append_command(
-        self, task_id: str, *, command: str, exit_code: int, duration_s: float, timed_out: bool
-    ) -> None:
-        """One insert and one counter update, in one transaction: O(1) per command."""
+    def append_command(self, task_id: str, record: CommandRecord) -> None:
+        """The store's copy of a run's command record: one insert and one counter update, in
+        one transaction (O(1) per command)."""
         with Session(self.engine) as s:
             count = s.exec(select(PurpleTask.command_count).where(PurpleTask.id == task_id)).first()
             if count is None:
@@ -55,10 +55,10 @@ class PurpleStore:
                 PurpleCommand(
                     task_id=task_id,
                     seq=count + 1,
-                    command=command,
-                    exit_code=exit_code,
-                    duration_s=duration_s,
-                    timed_out=timed_out,
+                    command=record.command,
+                    exit_code=record.exit_code,
+                    duration_s=round(record.duration_s, 4),
+                    timed_out=record.timed_out,
                 )
             )
             s.exec(

@@ -13,14 +13,15 @@ import shlex
 import time
 from collections.abc import Callable
 
-from services.purple.protocols import CommandHook, CommandRecord, RunStats, TaskEnvironment
+from services.purple.commands import CommandLog, CommandRecord
+from services.purple.protocols import RunStats, TaskEnvironment
 from services.shared.commands import CommandResult
 from services.shared.protocol import TaskPaths, result_text
 
 
 class CommandTools:
-    """Tools that work through a :class:`TaskEnvironment`, every command recorded in
-    :attr:`history`."""
+    """Tools that work through a :class:`TaskEnvironment`, every command recorded once in
+    :attr:`commands` (its :attr:`history` is the run's)."""
 
     budget_kept_for = ""
     """What the last command of the budget is kept for, told when the budget runs out
@@ -34,7 +35,7 @@ class CommandTools:
         paths: TaskPaths,
         *,
         command_timeout: float | None = None,
-        on_command: CommandHook | None = None,
+        commands: CommandLog | None = None,
         stats: Callable[[], RunStats] | None = None,
         max_commands: int | None = None,
         show_file_max_lines: int,
@@ -45,7 +46,8 @@ class CommandTools:
         self.paths = paths
         self.command_timeout = command_timeout
         """Timeout sent with each command (the loop or policy lowers it as the deadline nears)."""
-        self.on_command = on_command
+        self.commands = commands if commands is not None else CommandLog()
+        """The run's command log (the policy's trajectory and the executor's store hang on it)."""
         self.stats = stats
         self.max_commands = max_commands
         """Most commands for the run (None: no limit); the last one is kept for the final tool."""
@@ -53,8 +55,7 @@ class CommandTools:
         self.search_max_matches = search_max_matches
         self.line_width = line_width
         self.step = 0
-        """Set by the loop or policy before each step; recorded with every command."""
-        self.history: list[CommandRecord] = []
+        """Set by the loop or policy before each turn; recorded with every command."""
         self.budget_refusals = 0
         """Tool calls refused because only the final tool's command was left."""
 
@@ -74,10 +75,13 @@ class CommandTools:
             duration_s=result.duration_s or (time.monotonic() - start),
             output_chars=len(result.output),
         )
-        self.history.append(record)
-        if self.on_command is not None:
-            self.on_command(record, result)
+        self.commands.record(record, result)
         return result
+
+    @property
+    def history(self) -> list[CommandRecord]:
+        """Every command run so far, in order (never compacted away)."""
+        return self.commands.history
 
     def budget_exhausted(self) -> str | None:
         """An observation when only the final tool's command is left, else None."""

@@ -36,7 +36,7 @@ class RcaTools(CommandTools):
         show_file_max_lines: int = 250,
         **options: Any,
     ) -> None:
-        """``options``: those of :class:`CommandTools` (``command_timeout``, ``on_command``,
+        """``options``: those of :class:`CommandTools` (``command_timeout``, ``commands``,
         ``stats``, ``max_commands`` (green's limit: the last command is kept for writing
         loc.json), ``search_max_matches``, ``line_width``)."""
         super().__init__(env, paths, show_file_max_lines=show_file_max_lines, **options)

@@ -52,7 +52,7 @@ class SweTools(CommandTools):
         context_lines: int = 4,
         **options: Any,
     ) -> None:
-        """``options``: those of :class:`CommandTools` (``command_timeout``, ``on_command``,
+        """``options``: those of :class:`CommandTools` (``command_timeout``, ``commands``,
         ``stats``, ``max_commands`` (the last command is kept for finish),
         ``search_max_matches``, ``line_width``)."""
         super().__init__(env, paths, show_file_max_lines=show_file_max_lines, **options)

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from services.purple.protocols import CommandHook, RunStats, TaskEnvironment, Tools
+from services.purple.commands import CommandLog
+from services.purple.protocols import RunStats, TaskEnvironment, Tools
 from services.purple.tools.base import CommandTools
 from services.purple.tools.rca import RcaTools
 from services.purple.tools.swe import SweTools
@@ -38,14 +39,14 @@ class CommandToolset(Generic[ToolsT]):
         env: TaskEnvironment,
         paths: TaskPaths,
         *,
-        on_command: CommandHook | None = None,
+        commands: CommandLog | None = None,
         stats: Callable[[], RunStats] | None = None,
         max_commands: int | None = None,
     ) -> ToolsT:
         return self.tools_class(
             env,
             paths,
-            on_command=on_command,
+            commands=commands,
             stats=stats,
             max_commands=max_commands,
             **self.tool_options(),
