@@ -15,7 +15,7 @@ from a2a.helpers import new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
-from a2a.types import Task, TaskState, TaskStatus
+from a2a.types import Message, Task, TaskState, TaskStatus
 
 from services.green.a2a.gate import INTAKE, VERDICT, caller_of
 from services.green.a2a.requests import Assessment, ProtocolRequest, StartTask, Unknown
@@ -70,7 +70,14 @@ class GreenExecutor(AgentExecutor):
     async def _serve(
         self, context: RequestContext, queue: EventQueue, req: ProtocolRequest
     ) -> None:
-        task_id = context.context_id or ""
+        await queue.enqueue_event(await self.answer(context.context_id, req))
+
+    async def answer(self, context_id: str | None, req: ProtocolRequest) -> Message:
+        """The reply to purple's execute/submit in the task ``context_id``: the command's
+        :class:`CommandResult` (or the submission's verdict, or a refusal) as one Message.
+        The gate calls it directly for ``message/send``; a streamed request comes through
+        :meth:`execute`."""
+        task_id = context_id or ""
         try:
             if isinstance(req.request, Execute):
                 result = await self.orchestrator.live.execute(
@@ -80,22 +87,27 @@ class GreenExecutor(AgentExecutor):
                     req.request.timeout,
                     req.request.usage,
                 )
-                await self._reply(context, queue, result_text(result), result.model_dump())
-            else:
-                reply = await self.orchestrator.live.submit(task_id, req.token, req.request)
-                await self._reply(context, queue, submit_result_text(reply), reply.model_dump())
+                return new_protocol_message(
+                    result_text(result), result.model_dump(), context_id=context_id
+                )
+            reply = await self.orchestrator.live.submit(task_id, req.token, req.request)
+            return new_protocol_message(
+                submit_result_text(reply), reply.model_dump(), context_id=context_id
+            )
         except (RequestRefused, TaskNotFound) as exc:
             why = f"unknown task {task_id}" if isinstance(exc, TaskNotFound) else str(exc)
             log.info("request.refused", context_id=task_id, reason=why)
-            await self._refuse(context, queue, why)
         except STORAGE_ERRORS as exc:  # e.g. reading an ended task: infra, never the agent's
             log.error("request.storage_failed", context_id=task_id, error=str(exc))
             if (live := self.orchestrator.live.get(task_id)) is not None:
                 live.storage_broke(exc, "request")
-            await self._refuse(context, queue, AGENT_SENTENCE)
+            why = AGENT_SENTENCE
         except Exception:  # green's own bug: the agent learns nothing of green's internals
             log.exception("request.failed", context_id=task_id)
-            await self._refuse(context, queue, AGENT_SENTENCE)
+            why = AGENT_SENTENCE
+        return new_protocol_message(
+            f"Refused: {why}", ErrorReply(message=why).model_dump(), context_id=context_id
+        )
 
     async def _assess(
         self,

@@ -162,6 +162,12 @@ class GreenRequestHandler(DefaultRequestHandler):
     async def on_message_send(self, params: Any, context: ServerCallContext) -> Any:
         try:
             self._admit_message(params, context)
+            verdict = context.state[VERDICT]
+            answer = getattr(self.agent_executor, "answer", None)
+            if isinstance(verdict, ProtocolRequest) and answer is not None:
+                # the agent plane's one reply Message, without the SDK's task machinery (an
+                # execute/submit never becomes an A2A task): the command's shortest path
+                return await answer(params.message.context_id, verdict)
             return await super().on_message_send(params, context)
         except A2AError:
             raise

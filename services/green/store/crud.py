@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from sqlalchemy import Row
+from sqlalchemy import Row, bindparam, insert
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import defer
 from sqlmodel import Session, col, func, select, update
@@ -25,6 +25,14 @@ UNFINISHED = (TaskStatus.queued, TaskStatus.preparing, TaskStatus.running, TaskS
 
 _HELD = (TaskStatus.preparing, TaskStatus.running, TaskStatus.evaluating)
 """What a task's owner may still write over (a claim makes it ``preparing``)."""
+
+
+_INSERT_COMMAND = insert(Command)
+_COUNT_STEPS = (
+    update(Task)
+    .where(col(Task.id) == bindparam("task_id"))
+    .values(steps=bindparam("steps"), updated_at=bindparam("now"))
+)
 
 
 class TaskStore:
@@ -210,15 +218,15 @@ class TaskStore:
             return s.exec(q.order_by(Command.seq).limit(limit)).all()
 
     def add_command(self, command: Command) -> None:
-        """Record a command and the task's step count in one transaction (the inner loop)."""
-        with Session(self.engine) as s:
-            s.add(command)
-            s.exec(
-                update(Task)
-                .where(Task.id == command.task_id)
-                .values(steps=command.seq, updated_at=utcnow())
+        """Record a command and the task's step count in one transaction (the inner loop: two
+        cached Core statements, no ORM unit of work; ``command`` is left as it was given)."""
+        row = command.model_dump(exclude={"id"} if command.id is None else set())
+        with self.engine.begin() as conn:
+            conn.execute(_INSERT_COMMAND, row)
+            conn.execute(
+                _COUNT_STEPS,
+                {"task_id": command.task_id, "steps": command.seq, "now": utcnow()},
             )
-            s.commit()
 
     def commands(self, task_id: str, offset: int = 0, limit: int = 500) -> Sequence[Command]:
         with Session(self.engine) as s:

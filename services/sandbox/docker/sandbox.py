@@ -141,8 +141,11 @@ class DockerSandbox:
         reopened transparently when it died). Raises AgentFault when the container stopped
         (see :meth:`_diagnose`), SandboxError when it is gone for another reason."""
         async with self._lock:
-            if self._disk:
-                await self._io(self._disk.start)
+            if self._disk:  # only its first start measures (the baseline): off the loop
+                if self._disk.baseline is None:
+                    await self._io(self._disk.start)
+                else:
+                    self._disk.start()
             try:
                 result = await self._exec(command, timeout)
             except SandboxError as e:
