@@ -14,6 +14,7 @@ from services.purple.agent.loop import OBSERVATION_CUT, ReactAgent
 from services.purple.agent.parser import FORMAT_HELP, format_text_call
 from services.purple.llm.base import LLMError, LLMReply, ToolCall
 from services.purple.llm.scripted import ScriptedLLM
+from services.purple.commands import CommandLog, CommandRecord
 from services.purple.protocols import Policy, TaskContext
 from services.purple.signals import TaskEnded
 from services.shared.text import clip_middle
@@ -110,6 +111,28 @@ async def test_trajectory_is_written_incrementally_and_finally(task, tmp_path: P
     assert final["config"]["step_limit"] == 7 and final["result"]["status"] == "submitted"
     assert final["model"]["class"] == "ScriptedLLM"
     assert len(final["result"]["command_history"]) == 2 and final["messages"][0]["role"] == "system"
+
+
+async def test_each_command_is_recorded_once_from_one_record(task, tmp_path: Path) -> None:
+    """History, usage, trajectory and store are fed by one call per command with one record
+    (before, the store had its own callback in the environment and the trajectory another)."""
+    stored: list[CommandRecord] = []
+    task.commands = CommandLog(task.usage, store=stored.append)
+    llm = ScriptedLLM(
+        [
+            tc("run_bash_cmd", command="echo one"),
+            tc("show_file", path="lib/a.c", start_line=1, end_line=2),
+            tc("submit_localization", locations=LOC, reasoning="r"),
+        ]
+    )
+    result = await run(llm, task, tmp_path / "traj")
+    events = (tmp_path / "traj" / "t-1.react.events.jsonl").read_text().splitlines()
+    traced = [e for e in map(json.loads, events) if e["type"] == "command"]
+    assert result.command_history == task.commands.history == stored
+    assert all(a is b for a, b in zip(task.commands.history, stored, strict=True))
+    assert [e["command"] for e in traced] == [r.command for r in stored]
+    assert result.stats.commands == len(stored) == 3  # two tools + writing loc.json
+    assert stored[1].tool and stored[1].tool.startswith("show_file") and stored[0].step == 1
 
 
 async def test_prompts_come_from_the_config_templates_and_are_recorded(task, tmp_path) -> None:

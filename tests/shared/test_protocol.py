@@ -4,6 +4,7 @@ import pytest
 
 from services.green.a2a.requests import Assessment, ProtocolRequest, StartTask, Unknown, classify
 from services.shared.a2a import Payload
+from services.shared.commands import CommandResult
 from services.shared.protocol import (
     Execute,
     Result,
@@ -114,3 +115,22 @@ def test_start_task_collects_unique_ids():
     assert classify(Payload(text="Task ID: swebench:arena__ini-1")).task_ids == [
         "swebench:arena__ini-1"
     ]
+
+
+def test_the_reply_to_execute_is_the_command_result_itself() -> None:
+    """One type from the sandbox to purple: what a sandbox returns is the data part green sends
+    (same field names as ever, ``kind`` "result") and what purple reads back."""
+    result = CommandResult(exit_code=0, output="hi\n", duration_s=0.01)
+    wire = result.model_dump()
+    assert wire == {
+        "kind": "result",
+        "exit_code": 0,
+        "output": "hi\n",
+        "truncated": False,
+        "bytes_cut": 0,
+        "timed_out": False,
+        "duration_s": 0.01,
+    }
+    back = parse_data(wire)
+    assert type(back) is CommandResult and back == result
+    assert Result is CommandResult  # the deprecated name
