@@ -305,8 +305,8 @@ class VerificationStore:
             s.refresh(row)
             return row
 
-    def latest(self, refs: set[str], kind: str = "arvo") -> dict[str, TaskVerification]:
-        """The newest result of each ref that has one (whatever the image digest)."""
+    def latest(self, refs: set[str], kind: str) -> dict[str, TaskVerification]:
+        """The newest result of each id of ``kind`` that has one (whatever the image digest)."""
         if not refs:
             return {}
         with Session(self.engine) as s:
@@ -318,7 +318,7 @@ class VerificationStore:
                 out[row.ref] = row
             return out
 
-    def get(self, ref: str, image_digest: str, kind: str = "arvo") -> TaskVerification | None:
+    def get(self, ref: str, image_digest: str, kind: str) -> TaskVerification | None:
         with Session(self.engine) as s:
             return s.get(TaskVerification, (kind, ref, image_digest))
 

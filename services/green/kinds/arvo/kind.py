@@ -10,9 +10,11 @@ from typing import Any
 
 from services.green.config import GreenSettings
 from services.green.kinds.arvo.assets import AssetSource, make_asset_source, parse_arvo_id
+from services.green.kinds.arvo.datasets.service import ArvoDatasets
 from services.green.kinds.arvo.floors import bug_class, floors
 from services.green.kinds.arvo.judge import Judge, PreparedTask
 from services.green.kinds.arvo.prompt import describe_task
+from services.green.kinds.datasets import DatasetContext
 from services.sandbox.base import Sandbox, SandboxProvider, UnreadableFile
 from services.shared.outcome import TaskOutcome
 from services.shared.protocol import RCA_PATHS, RcaTask, TaskAssignment, TaskPaths
@@ -159,3 +161,7 @@ class ArvoKind:
 
     def aggregate(self, outcomes: Iterable[TaskOutcome]) -> dict[str, Any]:
         return aggregate(outcomes).to_dict()
+
+    def datasets(self, context: DatasetContext) -> ArvoDatasets:
+        """List, prefetch, verify and the task images' disk budget (needs a Docker engine)."""
+        return ArvoDatasets.build(context, self.assets)
