@@ -5,7 +5,9 @@ container; the agent writes ``{"line": <number>}`` to ``/workspace/answer.json``
 the score is ``found`` 1.0 or 0.0. It is what a new kind needs and nothing more: an id check, a
 plan (image, paths, workspace, prompt, reading and scoring the answer, the ground truth) and an
 aggregate. Copied to ``services/green/kinds/needle/`` and registered with one line in
-``services/green/kinds/registry.py``, green serves it.
+``services/green/kinds/registry.py``, green serves it. It also offers dataset tools (list,
+prefetch, verify: :mod:`.datasets`) through ``services/green/kinds/datasets.py``, so
+``/datasets/*`` and ``verified_only`` work for it too.
 """
 
 from __future__ import annotations
@@ -16,11 +18,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.green.config import GreenSettings
+from services.green.kinds.datasets import DatasetContext
+from services.green.kinds.errors import UnknownTask
 from services.sandbox.base import Sandbox, SandboxProvider
 from services.shared.outcome import TaskOutcome, TaskStatus
 from services.shared.protocol import RcaTask, TaskAssignment, TaskPaths
 
+from .datasets import NeedleDatasets  # relative: the folder works wherever it is copied
+
 LINES = 1000
+COUNT = 1000
+"""The tasks there are: ``needle:0`` .. ``needle:999``."""
+BROKEN = "999"
+"""The deliberately broken task: its haystack has no needle (verification catches it)."""
 PATHS = TaskPaths(workspace="/workspace", submission="/workspace/answer.json")
 
 
@@ -42,7 +52,8 @@ class NeedlePlan:
 
     async def populate(self, sandbox: Sandbox) -> None:
         lines = ["hay"] * LINES
-        lines[needle_line(self.ref_id) - 1] = "NEEDLE"
+        if self.ref_id != BROKEN:
+            lines[needle_line(self.ref_id) - 1] = "NEEDLE"
         await sandbox.put_files(self.workdir, {"haystack.txt": "\n".join(lines).encode()})
 
     def wrap(self, command: str) -> str:
@@ -88,8 +99,14 @@ class NeedleKind:
     def from_settings(cls, settings: GreenSettings, sandboxes: SandboxProvider) -> NeedleKind:
         return cls()
 
+    def datasets(self, context: DatasetContext) -> NeedleDatasets:
+        """The optional dataset tools (services/green/kinds/datasets.py)."""
+        return NeedleDatasets(self, context.sandboxes, COUNT)
+
     def check(self, ref_id: str) -> None:
-        """Every number is a task."""
+        """Every number below COUNT is a task."""
+        if int(ref_id) >= COUNT:
+            raise UnknownTask(f"there are {COUNT} needle tasks (0 to {COUNT - 1})")
 
     def prepare(self, ref_id: str) -> NeedlePlan:
         return NeedlePlan(ref_id, self.image)
