@@ -1,7 +1,8 @@
 """A third task kind plugs in with one registration line: the example of docs/architecture.md
 (tests/green/kinds/needle/kind.py) runs through the real green, a scripted purple and a real
 container, and is judged by its own rule; its optional dataset tools (list, prefetch, verify)
-reach green's ``/datasets/*`` routes and ``verified_only`` through the kind protocol alone."""
+reach green's ``/datasets/*`` routes and ``verified_only``, and its report the dashboard,
+through the kind protocols alone."""
 
 from __future__ import annotations
 
@@ -104,3 +105,10 @@ def test_a_third_kind_gets_datasets_and_verify_through_the_protocol(
     done = wait_terminal(green.url, task_id)
     assert done["ref"] == "needle:42" and done["verified"] is True
     assert done["scores"] == {"found": 1.0, "submitted": True}
+
+    # the dashboard shows the kind's report and groups the task by the kind's own class
+    page = get(f"/ui/tasks/{task_id}").text
+    assert '<h2 id="report-h">Haystack</h2>' in page and "haystack.txt: one line is NEEDLE" in page
+    assert '<span class="pill">top half</span>' in page
+    assert task_id in get("/ui/tasks", bug_class="top half").text
+    assert task_id not in get("/ui/tasks", bug_class="bottom half").text

@@ -7,7 +7,8 @@ plan (image, paths, workspace, prompt, reading and scoring the answer, the groun
 aggregate. Copied to ``services/green/kinds/needle/`` and registered with one line in
 ``services/green/kinds/registry.py``, green serves it. It also offers dataset tools (list,
 prefetch, verify: :mod:`.datasets`) through ``services/green/kinds/datasets.py``, so
-``/datasets/*`` and ``verified_only`` work for it too.
+``/datasets/*`` and ``verified_only`` work for it too, and a report for the dashboard (the
+haystack, grouped by the half the needle is in: ``services/green/kinds/report.py``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 from services.green.config import GreenSettings
 from services.green.kinds.datasets import DatasetContext
 from services.green.kinds.errors import UnknownTask
+from services.green.kinds.report import TaskReport
 from services.sandbox.base import Sandbox, SandboxProvider
 from services.shared.outcome import TaskOutcome, TaskStatus
 from services.shared.protocol import RcaTask, TaskAssignment, TaskPaths
@@ -39,6 +41,14 @@ def needle_line(ref_id: str) -> int:
     return int(ref_id) % LINES + 1
 
 
+def haystack(ref_id: str) -> str:
+    """The task's ``haystack.txt`` (the broken task's has no needle)."""
+    lines = ["hay"] * LINES
+    if ref_id != BROKEN:
+        lines[needle_line(ref_id) - 1] = "NEEDLE"
+    return "\n".join(lines)
+
+
 @dataclass
 class NeedlePlan:
     ref_id: str
@@ -51,10 +61,7 @@ class NeedlePlan:
         return f"needle_{self.ref_id}"
 
     async def populate(self, sandbox: Sandbox) -> None:
-        lines = ["hay"] * LINES
-        if self.ref_id != BROKEN:
-            lines[needle_line(self.ref_id) - 1] = "NEEDLE"
-        await sandbox.put_files(self.workdir, {"haystack.txt": "\n".join(lines).encode()})
+        await sandbox.put_files(self.workdir, {"haystack.txt": haystack(self.ref_id).encode()})
 
     def wrap(self, command: str) -> str:
         return command
@@ -102,6 +109,17 @@ class NeedleKind:
     def datasets(self, context: DatasetContext) -> NeedleDatasets:
         """The optional dataset tools (services/green/kinds/datasets.py)."""
         return NeedleDatasets(self, context.sandboxes, COUNT)
+
+    def report(self, ref_id: str) -> TaskReport:
+        """The optional report (services/green/kinds/report.py): the haystack."""
+        half = "top half" if needle_line(ref_id) <= LINES // 2 else "bottom half"
+        return TaskReport("Haystack", "haystack.txt", haystack(ref_id), half, "one line is NEEDLE")
+
+    def position(self, report: TaskReport, ground_truth: dict[str, Any] | None) -> str:
+        return f"line {ground_truth['line']}" if ground_truth else "unknown"
+
+    def sources(self, ref_id: str, paths: frozenset[str]) -> dict[str, bytes]:
+        return {"haystack.txt": haystack(ref_id).encode()} if "haystack.txt" in paths else {}
 
     def check(self, ref_id: str) -> None:
         """Every number below COUNT is a task."""
