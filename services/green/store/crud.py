@@ -346,8 +346,9 @@ class ImageUseStore:
                 s.delete(row)
                 s.commit()
 
-    def unfinished_images(self, template: str) -> set[str]:
-        """Images of the ARVO tasks queued or running (any replica's): never removed."""
+    def unfinished_images(self, kind: str, template: str) -> set[str]:
+        """Images (``template`` with each id) of the tasks of ``kind`` queued or running (any
+        replica's): never removed."""
         with Session(self.engine) as s:
-            q = select(Task.ref_id).where(Task.status.in_(UNFINISHED), Task.kind == "arvo")
+            q = select(Task.ref_id).where(Task.status.in_(UNFINISHED), Task.kind == kind)
             return {template.format(id=ref) for ref in s.exec(q.distinct()).all()}
