@@ -12,9 +12,9 @@ from services.purple.agent.compaction import SUMMARY_HEADER, estimate_tokens
 from services.purple.agent.config import AgentConfig
 from services.purple.agent.loop import OBSERVATION_CUT, ReactAgent
 from services.purple.agent.parser import FORMAT_HELP, format_text_call
+from services.purple.commands import CommandLog, CommandRecord
 from services.purple.llm.base import LLMError, LLMReply, ToolCall
 from services.purple.llm.scripted import ScriptedLLM
-from services.purple.commands import CommandLog, CommandRecord
 from services.purple.protocols import Policy, TaskContext
 from services.purple.signals import TaskEnded
 from services.shared.text import clip_middle
