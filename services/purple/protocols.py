@@ -125,8 +125,8 @@ class Tools(Protocol):
 
     history: list[CommandRecord]
     """Every command run so far (never compacted away)."""
-    step: int
-    """Set by the loop before each step; recorded with every command."""
+    turn: int
+    """Set by the loop before each turn (LLM call); recorded with every command as ``step``."""
     command_timeout: float | None
     """Set by the loop before each call (lowered as the deadline nears)."""
     budget_refusals: int

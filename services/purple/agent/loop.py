@@ -81,17 +81,18 @@ class _Run:
         ended = None  # stays None when the run is cancelled
         try:
             while True:
-                await self.step()
+                await self.turn()
         except Exception as exc:  # a run never crashes the service; LLMError lands here too
             ended = exc
         finally:
             result = self.record.finish(ended, self.tools.history, self.chat)
         return result
 
-    async def step(self) -> None:
+    async def turn(self) -> None:
+        """One turn: ask the model, run the tools it calls, show it what they gave."""
         self.limits.check(self.stats, self.tools)
         self.stats.steps += 1
-        self.tools.step = self.stats.steps
+        self.tools.turn = self.stats.steps
         self.chat.compact_if_needed(
             self.tools.history, lambda: self.toolset.compaction_notes(self.tools)
         )

@@ -54,7 +54,7 @@ class CommandTools:
         self.show_file_max_lines = show_file_max_lines
         self.search_max_matches = search_max_matches
         self.line_width = line_width
-        self.step = 0
+        self.turn = 0
         """Set by the loop or policy before each turn; recorded with every command."""
         self.budget_refusals = 0
         """Tool calls refused because only the final tool's command was left."""
@@ -66,7 +66,7 @@ class CommandTools:
         start = time.monotonic()
         result = await self.env.execute(command, timeout=timeout or self.command_timeout)
         record = CommandRecord(
-            step=self.step,
+            step=self.turn,
             command=command,
             tool=tool,
             exit_code=result.exit_code,
