@@ -38,6 +38,7 @@ from tests.support.servers import free_port, serve
 
 TOKEN = "trace-operator-token"
 ROOT = str(Path(__file__).resolve().parents[1] / "services")
+SDK = f"site-packages{os.sep}a2a{os.sep}"
 
 
 class Tracer:
@@ -47,12 +48,18 @@ class Tracer:
         self.on = False
         self.order: list[str] = []
         self.counts: dict[str, int] = {}
+        self.sdk: set[str] = set()
+        """The A2A SDK's functions entered (``a2a`` package), for the library's share."""
         self._lock = threading.Lock()
 
     def __call__(self, frame: FrameType, event: str, arg: Any) -> None:
         if not self.on or event != "call":
             return
         code = frame.f_code
+        if SDK in code.co_filename:
+            with self._lock:
+                self.sdk.add(f"{code.co_filename}:{code.co_qualname}")
+            return
         if not code.co_filename.startswith(ROOT) or code.co_name.startswith("<"):
             return
         if "disk-watch" in threading.current_thread().name:  # the disk watch, not the command
@@ -138,6 +145,7 @@ def main() -> None:
         print(f"{i:3d}  {name}{repeat}")
     files = {n.split(":")[0] for n in tracer.order}
     print(f"one command entered {len(tracer.order)} functions of services/ in {len(files)} files")
+    print(f"  and {len(tracer.sdk)} functions of the A2A SDK (a2a-sdk)")
     for part, prefixes in PARTS.items():
         n = sum(1 for name in tracer.order if name.startswith(prefixes))
         print(f"  {part:<44}{n:>4}")
