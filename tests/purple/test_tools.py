@@ -1,52 +1,63 @@
-"""Tool registry (schemas and descriptions from signatures/docstrings) and the RCA tools."""
+"""Tool registry (schemas, descriptions and validation from a pydantic model of the signature)
+and the RCA tools."""
 
+import inspect
 import json
 from pathlib import Path
+from typing import Annotated
 
 import pytest
+from pydantic import Field
 
 from services.purple.signals import Submitted
 from services.purple.tools.rca import RcaTools
-from services.purple.tools.registry import ToolCallError, ToolRegistry, parse_docstring
+from services.purple.tools.registry import ToolCallError, ToolRegistry
 from services.shared.loc import Location
 from tests.support.local_env import LocalShellEnvironment, make_workspace
 
 
-async def show(path: str, start_line: int = 1, end_line: int | None = None) -> str:
+async def show(
+    path: Annotated[str, Field(description="Where the file is.")],
+    start_line: Annotated[int, Field(description="First line to show (continued).")] = 1,
+    end_line: Annotated[int | None, Field(description="Last line.")] = None,
+) -> str:
     """Show part of a file.
 
     Second paragraph of the description.
-
-    Args:
-        path: Where the file is.
-        start_line: First line
-            to show (continued).
-        end_line: Last line.
-
-    Returns:
-        The lines.
     """
     return f"{path}:{start_line}:{end_line}"
 
 
-def submit(locations: list[Location], reasoning: str) -> str:
-    """Submit.
-
-    Args:
-        locations: Ranked locations.
-        reasoning: Why.
-    """
+def submit(
+    locations: Annotated[list[Location], Field(description="Ranked locations.")],
+    reasoning: Annotated[str, Field(description="Why.")],
+) -> str:
+    """Submit."""
     return f"{len(locations)} {locations[0].file} {reasoning}"
 
 
-def test_docstring_parsing() -> None:
-    description, args = parse_docstring(show.__doc__ or "")
-    assert description == "Show part of a file.\n\nSecond paragraph of the description."
-    assert args == {
-        "path": "Where the file is.",
-        "start_line": "First line to show (continued).",
-        "end_line": "Last line.",
-    }
+def plain(count: int, label: str = "x") -> str:
+    """A tool without argument texts.
+
+    Args:
+        count: This section is not parsed: the docstring is the description as it is.
+    """
+    return label * count
+
+
+def test_description_is_the_docstring_and_argument_texts_come_from_field() -> None:
+    tool = ToolRegistry([show]).tools["show"]
+    assert tool.description == "Show part of a file.\n\nSecond paragraph of the description."
+    assert [(p.name, p.doc) for p in tool.params] == [
+        ("path", "Where the file is."),
+        ("start_line", "First line to show (continued)."),
+        ("end_line", "Last line."),
+    ]
+    bare = ToolRegistry([plain]).tools["plain"]
+    assert bare.description == inspect.getdoc(plain)
+    assert [p.doc for p in bare.params] == ["", ""]
+    props = bare.openai_schema()["function"]["parameters"]["properties"]
+    assert "description" not in props["count"] and props["label"]["default"] == "x"
 
 
 def test_openai_schema_from_signature_and_docstring() -> None:

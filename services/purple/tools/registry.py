@@ -1,10 +1,15 @@
 """Register plain (async) functions as tools.
 
-One source of truth: a function's signature, type hints and Google-style docstring give both
-the JSON schema for native tool calling and the textual description in the system prompt, and
-a pydantic model built from the signature validates the arguments of every call. An invalid call
-(unknown tool, missing or unexpected argument, bad type) raises :class:`ToolCallError`, which
-the agent shows to the model as an observation.
+One source of truth, read by pydantic: a pydantic model built from the function's signature
+(``pydantic.create_model``; each argument's text from ``Annotated[T, Field(description=...)]``)
+gives the JSON schema for native tool calling, the textual tool list of the system prompt, and
+the validation of every call; the function's docstring, as it is, is the tool's description.
+No docstring is parsed. An invalid call (unknown tool, missing or unexpected argument, bad
+type) raises :class:`ToolCallError`, which the agent shows to the model as an observation.
+
+What is still written here: the schema's ``$ref``s are inlined and titles dropped (local model
+servers handle a flat schema best; pydantic has no option for it), and text-mode arguments
+(always strings) are decoded as JSON for non-string parameters before validation.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from services.purple.signals import FormatError
 
@@ -132,63 +137,33 @@ class ToolRegistry:
 
 
 def make_tool(fn: ToolFn) -> Tool:
+    """A :class:`Tool` from a function: pydantic builds the arguments model from the signature
+    (``Annotated[..., Field(description=...)]`` carries each argument's text); the docstring is
+    the tool's description, as it is."""
     sig = inspect.signature(fn)
-    hints = typing.get_type_hints(fn)
-    description, arg_docs = parse_docstring(inspect.getdoc(fn) or "")
-    params: list[ToolParam] = []
+    hints = typing.get_type_hints(fn, include_extras=True)
+    plain = typing.get_type_hints(fn)  # without Annotated's extras: the type the prompt shows
     fields: dict[str, Any] = {}
     for p in sig.parameters.values():
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             continue
-        ann = hints.get(p.name, str)
-        required = p.default is inspect.Parameter.empty
-        default = None if required else p.default
-        doc = arg_docs.get(p.name, "")
-        params.append(ToolParam(p.name, ann, type_text(ann), required, default, doc))
-        fields[p.name] = (ann, Field(... if required else default, description=doc or None))
+        default = ... if p.default is inspect.Parameter.empty else p.default
+        fields[p.name] = (hints.get(p.name, str), default)
     model = create_model(  # type: ignore[call-overload]
         f"{fn.__name__}_arguments", __config__=ConfigDict(extra="forbid"), **fields
     )
-    return Tool(fn.__name__, fn, description, params, model)
-
-
-_SECTION_RE = re.compile(
-    r"^(Args|Arguments|Parameters|Returns|Return|Raises|Yields|Examples?|Notes?):\s*$"
-)
-_ARG_RE = re.compile(r"^(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
-
-
-def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
-    """Split a Google-style docstring into the description and ``{arg: text}``.
-
-    ``Args:`` entries may span several (more deeply indented) lines; ``Returns:``/``Raises:``
-    sections are dropped from the description.
-    """
-    description: list[str] = []
-    args: dict[str, str] = {}
-    section: str | None = None
-    current: str | None = None
-    base_indent: int | None = None
-    for line in inspect.cleandoc(doc).splitlines():
-        stripped = line.strip()
-        if (m := _SECTION_RE.match(stripped)) and not line.startswith((" ", "\t")):
-            section, current, base_indent = m.group(1), None, None
-            continue
-        if section is None:
-            description.append(line)
-            continue
-        if section not in ("Args", "Arguments", "Parameters") or not stripped:
-            continue
-        indent = len(line) - len(line.lstrip())
-        if base_indent is None:
-            base_indent = indent
-        m = _ARG_RE.match(stripped)
-        if m and indent <= base_indent:
-            current = m.group(1)
-            args[current] = m.group(2).strip()
-        elif current is not None:
-            args[current] = (args[current] + " " + stripped).strip()
-    return "\n".join(description).strip(), args
+    params = [
+        ToolParam(
+            name,
+            plain.get(name, str),
+            type_text(plain.get(name, str)),
+            info.is_required(),
+            None if info.is_required() else info.default,
+            info.description or "",
+        )
+        for name, info in model.model_fields.items()
+    ]
+    return Tool(fn.__name__, fn, inspect.getdoc(fn) or "", params, model)
 
 
 def type_text(ann: Any) -> str:
