@@ -15,6 +15,7 @@ from services.purple.analyst.cfunc import (
     parse_numbered,
     parsed_function,
 )
+from services.purple.analyst.clex import clean
 from tests.purple.test_analyst import C_SOURCE
 
 CPP_HEADER = """\
@@ -95,3 +96,26 @@ def test_a_name_that_disagrees_or_an_unclosed_body_is_not_taken() -> None:
     assert parsed_function(lines, 12, "a.c", "other") is not None
     cut = {10: "", 11: "int f(void) {", 12: "  return 1;", 13: ""}
     assert parsed_function(cut, 12, "a.c") is None  # its closing brace was not fetched
+
+
+# ---- comments and literals (clex.clean, by tree-sitter) -----------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, cleaned",
+    [
+        # a comment opener inside a string is no comment (the regexes blanked the rest)
+        ('n = strlen("/*"); buf[n] = 0;', "n = strlen(0   ); buf[n] = 0;"),
+        ('url = "http://x"; a[i] = 1;', "url = 0         ; a[i] = 1;"),
+        # a quote inside a comment opens no string
+        ("a[i] = 1; /* it's */ b[j] = 2;", "a[i] = 1;            b[j] = 2;"),
+        ("x = y; // don't\nz[k] = 0;", "x = y; \nz[k] = 0;"),
+        ("c = '\"'; d[c] = 1;", "c = 0  ; d[c] = 1;"),
+        # a fragment that ends inside a block comment: blanked to the end
+        ("p[i] = 0; /* the rest", "p[i] = 0;            "),
+        # a macro's body is cleaned too (tree-sitter keeps it as one opaque argument)
+        ('#define NAME(x) f(x, "a(b")', "#define NAME(x) f(x, 0    )"),
+    ],
+)
+def test_clean_reads_comments_and_literals_like_a_compiler(text: str, cleaned: str) -> None:
+    assert clean(text) == cleaned

@@ -27,11 +27,10 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass
-from functools import lru_cache
 
-import tree_sitter_c
-import tree_sitter_cpp
-from tree_sitter import Language, Node, Parser
+from tree_sitter import Node
+
+from services.purple.analyst.clex import ts_parser
 
 _KEYWORDS = (
     "if",
@@ -194,12 +193,6 @@ _NAME_TYPES = frozenset(
 )
 
 
-@lru_cache(maxsize=2)
-def _parser(grammar: str) -> Parser:
-    module = tree_sitter_cpp if grammar == "cpp" else tree_sitter_c
-    return Parser(Language(module.language()))
-
-
 def _grammars(path: str) -> tuple[str, ...]:
     lower = path.lower()
     if lower.endswith(".c"):
@@ -226,7 +219,7 @@ def parsed_function(
     text = "\n".join(lines[n] for n in range(first, last + 1)).encode("utf-8", "surrogateescape")
     want = name.rsplit("::", 1)[-1] if name else None
     for grammar in _grammars(path):
-        for node in _around(_parser(grammar).parse(text).root_node, line - first):
+        for node in _around(ts_parser(grammar).parse(text).root_node, line - first):
             start, end = node.start_point.row + first, node.end_point.row + first
             body = node.child_by_field_name("body")
             found = _declared_name(node)
