@@ -16,8 +16,8 @@ it parses are single lines, a statement or a few lines out of a function.
   (``#include`` and ``<stdio.h>`` as one token, a sign taken into a number, ``-5``), and the
   dataflow reads ``#``, ``-`` and ``include`` as the separate tokens they are. Casts
   (:func:`strip_casts`) need to know which names are types, which a parser without the
-  project's typedefs cannot know (``(size_t)(a + b)`` parses as a call): they are told by the
-  heuristic below (C type words, ``_t`` names, what follows the parentheses).
+  project's typedefs cannot know (tree-sitter reads ``(u8_t)(a + b)`` as a call to ``u8_t``):
+  the heuristic below tells them (C type words, ``_t`` names, what follows the parentheses).
 """
 
 from __future__ import annotations
