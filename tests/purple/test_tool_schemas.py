@@ -1,8 +1,8 @@
 """The tool schemas and the prompt's tool list each toolset produces, pinned.
 
 The files in data/tool_schemas/ are what the hand-written docstring parser produced before the
-registry read everything from the signature (pydantic ``Field`` descriptions): the model must see
-the same tools, byte for byte. A deliberate change to a tool regenerates them (see below).
+registry read docstrings with ``docstring_parser``: the model must see the same tools, byte for
+byte. A deliberate change to a tool regenerates them (see below).
 """
 
 import json

@@ -1,7 +1,6 @@
-"""Tool registry (schemas, descriptions and validation from a pydantic model of the signature)
-and the RCA tools."""
+"""Tool registry (a pydantic model of the signature; docstrings read by docstring_parser) and
+the RCA tools."""
 
-import inspect
 import json
 from pathlib import Path
 from typing import Annotated
@@ -16,48 +15,65 @@ from services.shared.loc import Location
 from tests.support.local_env import LocalShellEnvironment, make_workspace
 
 
-async def show(
-    path: Annotated[str, Field(description="Where the file is.")],
-    start_line: Annotated[int, Field(description="First line to show (continued).")] = 1,
-    end_line: Annotated[int | None, Field(description="Last line.")] = None,
-) -> str:
+async def show(path: str, start_line: int = 1, end_line: int | None = None) -> str:
     """Show part of a file.
 
     Second paragraph of the description.
+
+    Args:
+        path: Where the file is.
+        start_line: First line
+            to show (continued).
+        end_line: Last line.
+
+    Returns:
+        The lines.
     """
     return f"{path}:{start_line}:{end_line}"
 
 
-def submit(
-    locations: Annotated[list[Location], Field(description="Ranked locations.")],
-    reasoning: Annotated[str, Field(description="Why.")],
-) -> str:
-    """Submit."""
+def submit(locations: list[Location], reasoning: str) -> str:
+    """Submit.
+
+    Args:
+        locations: Ranked locations.
+        reasoning: Why.
+    """
     return f"{len(locations)} {locations[0].file} {reasoning}"
 
 
-def plain(count: int, label: str = "x") -> str:
-    """A tool without argument texts.
+def annotated(
+    count: Annotated[int, Field(description="How many (from the signature).")],
+    label: str = "x",
+) -> str:
+    """Repeat a label.
 
     Args:
-        count: This section is not parsed: the docstring is the description as it is.
+        count: Loses to the signature's text.
+        label: What to repeat.
     """
     return label * count
 
 
-def test_description_is_the_docstring_and_argument_texts_come_from_field() -> None:
+def test_docstring_read_by_docstring_parser() -> None:
     tool = ToolRegistry([show]).tools["show"]
     assert tool.description == "Show part of a file.\n\nSecond paragraph of the description."
-    assert [(p.name, p.doc) for p in tool.params] == [
-        ("path", "Where the file is."),
-        ("start_line", "First line to show (continued)."),
-        ("end_line", "Last line."),
-    ]
-    bare = ToolRegistry([plain]).tools["plain"]
-    assert bare.description == inspect.getdoc(plain)
-    assert [p.doc for p in bare.params] == ["", ""]
-    props = bare.openai_schema()["function"]["parameters"]["properties"]
-    assert "description" not in props["count"] and props["label"]["default"] == "x"
+    assert {p.name: p.doc for p in tool.params} == {
+        "path": "Where the file is.",
+        "start_line": "First line to show (continued).",
+        "end_line": "Last line.",
+    }
+
+
+def test_a_field_description_in_the_signature_wins() -> None:
+    tool = ToolRegistry([annotated]).tools["annotated"]
+    assert {p.name: p.doc for p in tool.params} == {
+        "count": "How many (from the signature).",
+        "label": "What to repeat.",
+    }
+    props = tool.openai_schema()["function"]["parameters"]["properties"]
+    assert props["count"]["description"] == "How many (from the signature)."
+    assert tool.signature() == "annotated(count: int, label: str = 'x')"
 
 
 def test_openai_schema_from_signature_and_docstring() -> None:

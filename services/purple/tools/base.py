@@ -4,7 +4,7 @@ the command budget, and the shell plumbing of ``run_bash_cmd``, ``show_file`` an
 ``search_code``.
 
 The tools themselves (the methods the registry lists) stay in the subclasses: their docstrings
-and their arguments' ``Field`` descriptions are what the model reads.
+are what the model reads.
 """
 
 from __future__ import annotations

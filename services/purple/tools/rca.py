@@ -1,9 +1,8 @@
 """The root-cause-analysis tools. Every one works through a :class:`TaskEnvironment` (a shell in
 green's container), and every command is recorded in :attr:`RcaTools.history`.
 
-The docstrings and the arguments' ``Field`` descriptions are what the model reads (the
-registry turns them into schemas and the tool list of the system prompt), so they are written
-for the model; tests/purple/data/tool_schemas/ pins what it sees.
+The docstrings are what the model reads (the registry turns them into schemas and the tool list
+of the system prompt), so they are written for the model.
 """
 
 from __future__ import annotations
@@ -11,9 +10,9 @@ from __future__ import annotations
 import posixpath
 import shlex
 import uuid
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import Field, ValidationError
+from pydantic import ValidationError
 
 from services.purple.protocols import TaskEnvironment
 from services.purple.signals import Submitted
@@ -50,43 +49,27 @@ class RcaTools(CommandTools):
 
     # ---- the tools ---------------------------------------------------------------------------
 
-    async def run_bash_cmd(
-        self,
-        command: Annotated[
-            str,
-            Field(
-                description=(
-                    "The command line, e.g. \"grep -rn 'foo(' src-vul --include=*.c | head\"."
-                )
-            ),
-        ],
-    ) -> str:
+    async def run_bash_cmd(self, command: str) -> str:
         """Run a shell command (bash) in the task container and return its exit code and output.
 
         The working directory is the workspace: error.txt (the sanitizer report) and src-vul/
         (the vulnerable source) are there. Long outputs are cut in the middle, so prefer
         targeted commands (grep -n, sed -n 'A,Bp', head). Do not start interactive programs.
+
+        Args:
+            command: The command line, e.g. "grep -rn 'foo(' src-vul --include=*.c | head".
         """
         return await self._run_bash(command)
 
-    async def show_file(
-        self,
-        path: Annotated[
-            str,
-            Field(
-                description=(
-                    "The file: relative to src-vul/ or to the project folder in it, a path from "
-                    "the stack trace such as /src/<project>/lib/x.c, or an absolute path."
-                )
-            ),
-        ],
-        start_line: Annotated[int, Field(description="First line to show (1-based).")] = 1,
-        end_line: Annotated[
-            int | None,
-            Field(description="Last line to show (inclusive); default: start_line + 249."),
-        ] = None,
-    ) -> str:
-        """Show a range of a source file with line numbers."""
+    async def show_file(self, path: str, start_line: int = 1, end_line: int | None = None) -> str:
+        """Show a range of a source file with line numbers.
+
+        Args:
+            path: The file: relative to src-vul/ or to the project folder in it, a path from
+                the stack trace such as /src/<project>/lib/x.c, or an absolute path.
+            start_line: First line to show (1-based).
+            end_line: Last line to show (inclusive); default: start_line + 249.
+        """
         src = self.paths.source_dir.rstrip("/")
 
         def script(start: int, end: int) -> str:
@@ -98,36 +81,16 @@ class RcaTools(CommandTools):
 
         return await self._show_range(path, start_line, end_line, script)
 
-    async def search_code(
-        self,
-        pattern: Annotated[
-            str,
-            Field(
-                description=(
-                    'Extended regex, e.g. "ass_shaper_new|shaper->ctx". Quote nothing: it is '
-                    "passed to grep as is."
-                )
-            ),
-        ],
-        file_pattern: Annotated[
-            str,
-            Field(
-                description=(
-                    'File name glob(s) to search, comma-separated, e.g. "*.c,*.h" or '
-                    '"*.cc,*.cpp,*.h"; "*" searches every file.'
-                )
-            ),
-        ] = "*.c",
-        path: Annotated[
-            str,
-            Field(
-                description=(
-                    "File or folder to search, relative to src-vul/ (default: all of src-vul/)."
-                )
-            ),
-        ] = "",
-    ) -> str:
-        """Search the source for an extended regular expression (grep -rnE); prints file:line:text."""
+    async def search_code(self, pattern: str, file_pattern: str = "*.c", path: str = "") -> str:
+        """Search the source for an extended regular expression (grep -rnE); prints file:line:text.
+
+        Args:
+            pattern: Extended regex, e.g. "ass_shaper_new|shaper->ctx". Quote nothing: it is
+                passed to grep as is.
+            file_pattern: File name glob(s) to search, comma-separated, e.g. "*.c,*.h" or
+                "*.cc,*.cpp,*.h"; "*" searches every file.
+            path: File or folder to search, relative to src-vul/ (default: all of src-vul/).
+        """
         src = self.paths.source_dir.rstrip("/")
         return await self._grep(
             pattern,
@@ -138,28 +101,19 @@ class RcaTools(CommandTools):
             awk_rewrite="if (index($0, p) == 1) $0 = substr($0, length(p) + 1);",
         )
 
-    async def submit_localization(
-        self,
-        locations: Annotated[
-            list[Location],
-            Field(
-                description=(
-                    'Ranked list of objects {"file": path relative to the project root (e.g. '
-                    '"lib/parser.c"), "function": enclosing function name, "line_start": int, '
-                    '"line_end": int (inclusive), "description": why this location}.'
-                )
-            ),
-        ],
-        reasoning: Annotated[
-            str, Field(description="Your root-cause explanation: what goes wrong, where, and why.")
-        ],
-    ) -> str:
+    async def submit_localization(self, locations: list[Location], reasoning: str) -> str:
         """Submit your answer: the code locations of the root cause, most likely first.
 
         This writes /workspace/shared/loc.json and asks the judge to check it. If it is
         refused you get the errors and can call this tool again. Only the first 5 locations
         are scored; a location scores at line level when its span (at most 50 lines) holds a
         line that the real fix changes, so keep spans tight.
+
+        Args:
+            locations: Ranked list of objects {"file": path relative to the project root
+                (e.g. "lib/parser.c"), "function": enclosing function name, "line_start": int,
+                "line_end": int (inclusive), "description": why this location}.
+            reasoning: Your root-cause explanation: what goes wrong, where, and why.
         """
         try:
             loc = LocJson(reasoning=reasoning, locations=locations)

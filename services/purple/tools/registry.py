@@ -1,11 +1,12 @@
 """Register plain (async) functions as tools.
 
-One source of truth, read by pydantic: a pydantic model built from the function's signature
-(``pydantic.create_model``; each argument's text from ``Annotated[T, Field(description=...)]``)
-gives the JSON schema for native tool calling, the textual tool list of the system prompt, and
-the validation of every call; the function's docstring, as it is, is the tool's description.
-No docstring is parsed. An invalid call (unknown tool, missing or unexpected argument, bad
-type) raises :class:`ToolCallError`, which the agent shows to the model as an observation.
+One source of truth, read by libraries: pydantic builds a model from the function's signature
+(``pydantic.create_model``), and the function's Google-style docstring, read by
+``docstring_parser``, gives the tool's description and each argument's text (or an
+``Annotated[T, Field(description=...)]`` in the signature does). That one model gives the JSON
+schema for native tool calling, the textual tool list of the system prompt, and the validation
+of every call. An invalid call (unknown tool, missing or unexpected argument, bad type) raises
+:class:`ToolCallError`, which the agent shows to the model as an observation.
 
 What is still written here: the schema's ``$ref``s are inlined and titles dropped (local model
 servers handle a flat schema best; pydantic has no option for it), and text-mode arguments
@@ -22,7 +23,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+import docstring_parser
+from docstring_parser import DocstringStyle
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from services.purple.signals import FormatError
 
@@ -137,10 +140,12 @@ class ToolRegistry:
 
 
 def make_tool(fn: ToolFn) -> Tool:
-    """A :class:`Tool` from a function: pydantic builds the arguments model from the signature
-    (``Annotated[..., Field(description=...)]`` carries each argument's text); the docstring is
-    the tool's description, as it is."""
+    """A :class:`Tool` from a function: pydantic builds the arguments model from the signature;
+    the docstring (Google style, read by ``docstring_parser``) gives the tool's description and
+    each argument's text (an ``Annotated[T, Field(description=...)]`` in the signature wins)."""
     sig = inspect.signature(fn)
+    doc = docstring_parser.parse(inspect.getdoc(fn) or "", style=DocstringStyle.GOOGLE)
+    arg_docs = {p.arg_name: " ".join((p.description or "").split()) for p in doc.params}
     hints = typing.get_type_hints(fn, include_extras=True)
     plain = typing.get_type_hints(fn)  # without Annotated's extras: the type the prompt shows
     fields: dict[str, Any] = {}
@@ -148,7 +153,10 @@ def make_tool(fn: ToolFn) -> Tool:
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             continue
         default = ... if p.default is inspect.Parameter.empty else p.default
-        fields[p.name] = (hints.get(p.name, str), default)
+        hint = hints.get(p.name, str)
+        own = any(getattr(m, "description", None) for m in getattr(hint, "__metadata__", ()))
+        text = {"description": arg_docs[p.name]} if arg_docs.get(p.name) and not own else {}
+        fields[p.name] = (hint, Field(default, **text))
     model = create_model(  # type: ignore[call-overload]
         f"{fn.__name__}_arguments", __config__=ConfigDict(extra="forbid"), **fields
     )
@@ -163,7 +171,7 @@ def make_tool(fn: ToolFn) -> Tool:
         )
         for name, info in model.model_fields.items()
     ]
-    return Tool(fn.__name__, fn, inspect.getdoc(fn) or "", params, model)
+    return Tool(fn.__name__, fn, (doc.description or "").strip(), params, model)
 
 
 def type_text(ann: Any) -> str:

@@ -3,9 +3,8 @@
 every command is recorded in :attr:`SweTools.history`.
 
 The tools only edit files; the runner extracts the patch (``git diff``) after :meth:`finish`.
-The docstrings and the arguments' ``Field`` descriptions are what the model reads (the
-registry turns them into schemas and the tool list of the system prompt), so they are written
-for the model; tests/purple/data/tool_schemas/ pins what it sees.
+The docstrings are what the model reads (the registry turns them into schemas and the tool
+list of the system prompt), so they are written for the model.
 """
 
 from __future__ import annotations
@@ -14,9 +13,7 @@ import base64
 import re
 import shlex
 import uuid
-from typing import Annotated, Any
-
-from pydantic import Field
+from typing import Any
 
 from services.purple.protocols import TaskEnvironment
 from services.purple.signals import Submitted
@@ -79,36 +76,27 @@ class SweTools(CommandTools):
 
     # ---- the tools ---------------------------------------------------------------------------
 
-    async def run_bash_cmd(
-        self,
-        command: Annotated[
-            str,
-            Field(
-                description='The command line, e.g. "python -m pytest -q tests/test_parser.py -x".'
-            ),
-        ],
-    ) -> str:
+    async def run_bash_cmd(self, command: str) -> str:
         """Run a shell command (bash) in the repository and return its exit code and output.
 
         Every command starts in the repository root (a `cd` does not carry over to the next
         command; chain with `&&`). Long outputs are cut in the middle, so prefer targeted
         commands (grep -n, sed -n 'A,Bp', head, python -m pytest -x -q path::test). Do not
         start interactive programs or servers; there is no network.
+
+        Args:
+            command: The command line, e.g. "python -m pytest -q tests/test_parser.py -x".
         """
         return await self._run_bash(command)
 
-    async def show_file(
-        self,
-        path: Annotated[
-            str, Field(description="The file, relative to the repository root (or absolute).")
-        ],
-        start_line: Annotated[int, Field(description="First line to show (1-based).")] = 1,
-        end_line: Annotated[
-            int | None,
-            Field(description="Last line to show (inclusive); default: start_line + 199."),
-        ] = None,
-    ) -> str:
-        """Show a range of a file with line numbers (use them with replace_in_file)."""
+    async def show_file(self, path: str, start_line: int = 1, end_line: int | None = None) -> str:
+        """Show a range of a file with line numbers (use them with replace_in_file).
+
+        Args:
+            path: The file, relative to the repository root (or absolute).
+            start_line: First line to show (1-based).
+            end_line: Last line to show (inclusive); default: start_line + 199.
+        """
 
         def script(start: int, end: int) -> str:
             return (
@@ -119,23 +107,7 @@ class SweTools(CommandTools):
 
         return await self._show_range(path, start_line, end_line, script)
 
-    async def replace_in_file(
-        self,
-        path: Annotated[
-            str, Field(description="The file, relative to the repository root (or absolute).")
-        ],
-        from_line: Annotated[int, Field(description="First line to replace (1-based).")],
-        to_line: Annotated[
-            int,
-            Field(description="Last line to replace (inclusive); from_line - 1 to insert only."),
-        ],
-        content: Annotated[
-            str,
-            Field(
-                description="The new lines (any characters; a final newline is added if missing)."
-            ),
-        ],
-    ) -> str:
+    async def replace_in_file(self, path: str, from_line: int, to_line: int, content: str) -> str:
         """Replace lines from_line..to_line (inclusive, 1-based) of a file with new text.
 
         The text replaces the whole lines, so give it with its full indentation; it may have
@@ -144,6 +116,12 @@ class SweTools(CommandTools):
         last line + 1 appends). Empty content deletes the lines. A new file is created with
         from_line=1, to_line=0. Line numbers shift after an edit: the numbered lines around the
         edit are shown back, use them (or show_file) before the next edit.
+
+        Args:
+            path: The file, relative to the repository root (or absolute).
+            from_line: First line to replace (1-based).
+            to_line: Last line to replace (inclusive); from_line - 1 to insert only.
+            content: The new lines (any characters; a final newline is added if missing).
         """
         if exhausted := self.budget_exhausted():
             return exhausted
@@ -190,32 +168,16 @@ echo {shlex.quote(done)}
         tool = f"replace_in_file {path} {from_line}-{to_line} ({added} lines)"
         return output_text(await self.execute(script, tool=tool))
 
-    async def search_code(
-        self,
-        pattern: Annotated[
-            str,
-            Field(
-                description=(
-                    'Extended regex, e.g. "def parse_line|class Parser". Quote nothing: it is '
-                    "passed to grep as is."
-                )
-            ),
-        ],
-        file_pattern: Annotated[
-            str,
-            Field(
-                description=(
-                    'File name glob(s), comma-separated, e.g. "*.py" or "*.py,*.cfg"; "*" '
-                    "searches every file."
-                )
-            ),
-        ] = "*.py",
-        path: Annotated[
-            str, Field(description="File or folder to search, relative to the repository root.")
-        ] = ".",
-    ) -> str:
+    async def search_code(self, pattern: str, file_pattern: str = "*.py", path: str = ".") -> str:
         """Search the repository for an extended regular expression (grep -rnE); prints
         file:line:text (the .git folder is skipped).
+
+        Args:
+            pattern: Extended regex, e.g. "def parse_line|class Parser". Quote nothing: it is
+                passed to grep as is.
+            file_pattern: File name glob(s), comma-separated, e.g. "*.py" or "*.py,*.cfg";
+                "*" searches every file.
+            path: File or folder to search, relative to the repository root.
         """
         target = path.strip() or "."
         return await self._grep(
@@ -227,20 +189,14 @@ echo {shlex.quote(done)}
             awk_rewrite='sub(/^\\.\\//, "");',
         )
 
-    async def find_test_files(
-        self,
-        name_or_module: Annotated[
-            str,
-            Field(
-                description=(
-                    'A module, file, class or function name, e.g. "parser", "semver.version", '
-                    '"src/pkg/wrap.py" or "TextWrapper"; empty lists all test files.'
-                )
-            ),
-        ] = "",
-    ) -> str:
+    async def find_test_files(self, name_or_module: str = "") -> str:
         """List the repository's test files, or those related to a name: test files whose path
         contains it, and test files that mention it.
+
+        Args:
+            name_or_module: A module, file, class or function name, e.g. "parser",
+                "semver.version", "src/pkg/wrap.py" or "TextWrapper"; empty lists all test
+                files.
         """
         if exhausted := self.budget_exhausted():
             return exhausted
@@ -271,17 +227,15 @@ echo {shlex.quote(done)}
         cmd = f't=$(mktemp) || exit 1; {listing}; {report}; rm -f "$t"'
         return output_text(await self.execute(cmd, tool=f"find_test_files {name_or_module!r}"))
 
-    async def finish(
-        self,
-        summary: Annotated[
-            str, Field(description="What was wrong and what you changed, in a few sentences.")
-        ],
-    ) -> str:
+    async def finish(self, summary: str) -> str:
         """End the task: your changes to the repository (as they are now) are the fix.
 
         Call it once the issue is fixed and checked. Do not revert your source changes
         before; delete scratch files you created inside the repository (every file there
         is part of the patch).
+
+        Args:
+            summary: What was wrong and what you changed, in a few sentences.
         """
         if not self.finish_warned:
             result = await self.execute(
