@@ -9,6 +9,7 @@ import pytest
 from services.purple.analyst.cfunc import (
     WINDOW_AFTER,
     WINDOW_BEFORE,
+    WINDOW_BYTES,
     awk_outline,
     awk_window,
     enclosing_function,
@@ -88,6 +89,21 @@ def test_a_function_longer_than_the_window_falls_back_to_the_outline(tmp_path: P
     fn = enclosing_function(lines, line, path="long.c", name="long_one")
     assert (fn.start, fn.body_start, fn.name) == (1, 3, "long_one")
     assert fn.end == source.count("\n")
+
+
+def test_the_window_grows_around_the_line_within_its_byte_budget(tmp_path: Path) -> None:
+    """Ten candidates and their outlines must fit green's 64 KiB output cap: in a file of long
+    lines the window shrinks around the target line instead of growing past the budget."""
+    path = tmp_path / "long_lines.c"
+    path.write_text("".join(f"int v{i} = {'1 + ' * 60}1;\n" for i in range(1, 201)))
+    out = subprocess.run(
+        ["bash", "-c", awk_window(str(path), 100)], capture_output=True, text=True, check=True
+    ).stdout
+    lines = parse_numbered(out)
+    assert 100 in lines and len(out) <= WINDOW_BYTES
+    assert sorted(lines) == list(range(min(lines), max(lines) + 1))  # contiguous
+    assert abs((100 - min(lines)) - (max(lines) - 100)) <= 1  # centred on the line
+    assert all(len(text) <= 120 for text in lines.values())
 
 
 def test_a_name_that_disagrees_or_an_unclosed_body_is_not_taken() -> None:

@@ -85,17 +85,24 @@ def awk_outline(path_expr: str, line: int | str, max_lines: int = 60) -> str:
 
 WINDOW_BEFORE = 30
 WINDOW_AFTER = 20
-"""Lines fetched around a target line for tree-sitter (at most 120 characters each: a handful
-of candidates stay far below green's output cap)."""
+WINDOW_BYTES = 2400
+"""Lines fetched around a target line for tree-sitter: at most ``WINDOW_BEFORE`` above and
+``WINDOW_AFTER`` below, each cut at 120 characters, grown from the line outwards while they fit
+in ``WINDOW_BYTES`` (so ten candidates in one command, with their outlines, stay below green's
+64 KiB output cap even in a file of long lines)."""
 
 
 def awk_window(path_expr: str, line: int | str) -> str:
-    """Shell printing ``N: text`` for the lines from ``WINDOW_BEFORE`` above ``line`` to
-    ``WINDOW_AFTER`` below it (``path_expr`` and a string ``line`` inserted verbatim, as in
-    :func:`awk_outline`)."""
+    """Shell printing ``N: text`` for the lines around ``line`` (see ``WINDOW_BYTES``;
+    ``path_expr`` and a string ``line`` inserted verbatim, as in :func:`awk_outline`)."""
     prog = (
-        f'NR>=t-{WINDOW_BEFORE} && NR<=t+{WINDOW_AFTER} {{print NR": "substr($0,1,120)}} '
-        f"NR>t+{WINDOW_AFTER} {{exit}}"
+        f"NR>=t-{WINDOW_BEFORE} && NR<=t+{WINDOW_AFTER} {{l[NR]=substr($0,1,120)}} "
+        f"NR>t+{WINDOW_AFTER} {{exit}} "
+        "END {lo=t; hi=t-1; b=0; g=1; while (g) {g=0; "
+        f"if ((hi+1) in l && b+length(l[hi+1])+8 <= {WINDOW_BYTES}) {{hi++; b+=length(l[hi])+8; g=1}} "
+        f"if ((lo-1) in l && lo<=hi && b+length(l[lo-1])+8 <= {WINDOW_BYTES}) "
+        "{lo--; b+=length(l[lo])+8; g=1}} "
+        'for (i=lo; i<=hi; i++) print i": "l[i]}'
     )
     return f"awk -v t={line} {shlex.quote(prog)} {path_expr}"
 
