@@ -181,27 +181,25 @@ def tokenize(text: str) -> list[Tok]:
     return out
 
 
+_PAIRS = {"(": ")", "[": "]", "{": "}", ")": "(", "]": "[", "}": "{"}
+
+
 def match_bracket(toks: list[Tok], i: int) -> int | None:
     """Index of the bracket closing ``toks[i]`` (``(``, ``[``, ``{``), or None."""
-    pairs = {"(": ")", "[": "]", "{": "}"}
-    opener, closer, depth = toks[i].text, pairs[toks[i].text], 0
-    for j in range(i, len(toks)):
-        if toks[j].text == opener:
-            depth += 1
-        elif toks[j].text == closer:
-            depth -= 1
-            if depth == 0:
-                return j
-    return None
+    return _match(toks, i, 1)
 
 
 def match_back(toks: list[Tok], i: int) -> int | None:
-    pairs = {")": "(", "]": "[", "}": "{"}
-    closer, opener, depth = toks[i].text, pairs[toks[i].text], 0
-    for j in range(i, -1, -1):
-        if toks[j].text == closer:
+    """Index of the bracket opening ``toks[i]`` (``)``, ``]``, ``}``), or None."""
+    return _match(toks, i, -1)
+
+
+def _match(toks: list[Tok], i: int, step: int) -> int | None:
+    here, partner, depth = toks[i].text, _PAIRS[toks[i].text], 0
+    for j in range(i, len(toks) if step > 0 else -1, step):
+        if toks[j].text == here:
             depth += 1
-        elif toks[j].text == opener:
+        elif toks[j].text == partner:
             depth -= 1
             if depth == 0:
                 return j
