@@ -379,3 +379,32 @@ def test_11_a_refusal_to_a_caller_without_the_token_does_not_tell_the_status(
     assert NOT_SERVED in while_running
     for word in ("completed", "running", "evaluating", "failed", "cancelled"):
         assert word not in after_the_end.replace("not running here", ""), after_the_end
+
+
+# ---- the agent plane's two routes: message/send (answered directly) and message/stream -------
+
+
+def test_an_execute_gets_the_same_reply_sent_or_streamed(green_process, flooding_purple):
+    """``message/send`` is answered by the gate without the SDK's task machinery; the streamed
+    form still goes through it. Both carry the one CommandResult, same fields, no A2A task."""
+    flood = Flood(size=1, command="true")
+    green, _, task = _task_under_attack(green_process, flooding_purple, flood)
+    assert flood.done.wait(60)
+    wait_status(green.url, task["id"], "running")
+    sent = execute_rpc(flood.task_id, "echo same", flood.token)
+    reply = httpx.post(f"{green.url}/", json=sent, timeout=30).json()["result"]
+    streamed = {**sent, "method": "message/stream", "id": str(uuid.uuid4())}
+    with httpx.stream("POST", f"{green.url}/", json=streamed, timeout=30) as r:
+        events = [json.loads(line[5:]) for line in r.iter_lines() if line.startswith("data:")]
+    flood.release.set()
+    assert wait_terminal(green.url, task["id"])["status"] == "completed"
+    assert len(events) == 1, events
+    for message in (reply, events[0]["result"]):
+        assert message["kind"] == "message" and "taskId" not in message, message
+        data = next(p["data"] for p in message["parts"] if p["kind"] == "data")
+        assert data["kind"] == "result" and data["output"] == "same\n" and data["exit_code"] == 0
+        assert set(data) == {
+            "kind", "exit_code", "output", "truncated", "bytes_cut", "timed_out", "duration_s"
+        }  # fmt: skip
+    commands = httpx.get(f"{green.url}/tasks/{task['id']}/commands", headers=OPERATOR).json()
+    assert [c["command"] for c in commands].count("echo same") == 2
