@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from services.arena.results import TERMINAL
+from services.shared.outcome import TaskStatus
 
 COMMANDS_PAGE = 5000
 """Green's largest page of ``GET /tasks/{id}/commands``."""
@@ -22,6 +22,12 @@ RETRY_STATUS = {429, 502, 503, 504}
 UNREACHABLE = "_unreachable"
 """Key set on a task whose cancel green never confirmed: its verdict is unknown."""
 
+
+
+def _ended(task: dict[str, Any]) -> bool:
+    """Whether green's view of a task says it ended (the one terminal set: ``TaskStatus``)."""
+    status = task.get("status")
+    return status in TaskStatus.__members__ and TaskStatus(status).terminal
 
 class GreenUnreachable(Exception):
     """Green did not answer for longer than the grace period."""
@@ -138,7 +144,7 @@ class GreenClient:
         the cancel. ``on_update`` sees every state polled."""
         while True:
             on_update(task)
-            if task.get("status") in TERMINAL:
+            if _ended(task):
                 return task
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(interval_s):
@@ -155,7 +161,7 @@ class GreenClient:
             await self.request("POST", f"/tasks/{task_id}/cancel", retry=False)
             for _ in range(20):
                 task = (await self.request("GET", f"/tasks/{task_id}", retry=False)).json()
-                if task.get("status") in TERMINAL:
+                if _ended(task):
                     break
                 await asyncio.sleep(0.25)
         except (httpx.HTTPError, ValueError) as exc:

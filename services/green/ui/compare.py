@@ -1,5 +1,6 @@
 """The comparison page ``/ui/compare?runs=A,B[,C...]``: the first assessment against each other
-one on the tasks both scored, with the same paired logic as ``arena compare``
+one on the tasks both scored (per metric found in their scores, any kind), with the same paired
+logic as ``arena compare``
 (:mod:`services.shared.paired`): per metric the difference with its paired cluster-bootstrap 95%
 interval, McNemar's exact p for hit/miss metrics, win/loss/tie; tasks lost to infra (or not
 ended, or not in a run) listed apart. Refused, with a sentence per task, when a task's scoring
@@ -19,7 +20,6 @@ from services.green.ui.runs import _record, _tasks
 from services.green.ui.templating import render
 from services.green.ui.views import NO_RUN
 from services.shared import paired, stats
-from services.shared.scores import METRICS
 
 router = APIRouter(prefix="/ui", include_in_schema=False, dependencies=[Depends(require_page)])
 MAX_RUNS = 6
@@ -73,8 +73,6 @@ async def compare(
         "records": records,
         "conflicts": conflicts,
         "forced": force and bool(conflicts),
-        "metrics": METRICS,
-        "binary": paired.BINARY,
         "method": stats.method_info(),
         "pairs": [],
     }

@@ -13,6 +13,7 @@ from services.green.config import GreenSettings
 from services.green.kinds.arvo.floors import bug_class, floors
 from services.green.kinds.arvo.judge import Judge, PreparedTask
 from services.green.kinds.arvo.prompt import describe_task
+from services.green.kinds.arvo.scoring.metrics import METRICS
 from services.sandbox.base import Sandbox, SandboxProvider, UnreadableFile
 from services.shared.outcome import TaskOutcome
 from services.shared.protocol import RCA_PATHS, RcaTask, TaskAssignment, TaskPaths
@@ -158,4 +159,4 @@ class ArvoKind:
         )
 
     def aggregate(self, outcomes: Iterable[TaskOutcome]) -> dict[str, Any]:
-        return aggregate(outcomes).to_dict()
+        return aggregate(outcomes, METRICS).to_dict()
