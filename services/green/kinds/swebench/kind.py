@@ -16,8 +16,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from services.green.assets.base import UnknownTask
 from services.green.config import GreenSettings
+from services.green.kinds.errors import UnknownTask
 from services.sandbox.base import Sandbox, SandboxError, SandboxProvider, UnreadableFile
 from services.shared.outcome import TaskOutcome
 from services.shared.protocol import SweTask, TaskAssignment, TaskPaths
