@@ -23,11 +23,11 @@ UNREACHABLE = "_unreachable"
 """Key set on a task whose cancel green never confirmed: its verdict is unknown."""
 
 
-
 def _ended(task: dict[str, Any]) -> bool:
     """Whether green's view of a task says it ended (the one terminal set: ``TaskStatus``)."""
     status = task.get("status")
     return status in TaskStatus.__members__ and TaskStatus(status).terminal
+
 
 class GreenUnreachable(Exception):
     """Green did not answer for longer than the grace period."""

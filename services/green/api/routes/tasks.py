@@ -79,14 +79,19 @@ async def list_tasks(
     show: DisclosureDep,
     status_: Annotated[TaskStatus | None, Query(alias="status")] = None,
     ref: Annotated[str | None, Query(description="A task reference, e.g. arvo:10055")] = None,
-    arvo_id: Annotated[
-        str | None, Query(description="Deprecated: the id within its kind (use ref)")
+    legacy_id: Annotated[
+        str | None,
+        Query(
+            alias="arvo_id",
+            deprecated=True,
+            description="Deprecated alias: the id within its kind (use ref)",
+        ),
     ] = None,
     assessment_id: str | None = None,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> Any:
-    kind, ref_id = None, arvo_id
+    kind, ref_id = None, legacy_id
     if ref is not None:
         try:
             parsed = parse_ref(ref)
