@@ -74,12 +74,24 @@ class RunView:
     unscorable: set[str] = field(default_factory=set)
 
 
-def run_view(name: str, task_ids: Iterable[str], attempts: Iterable[Attempt]) -> RunView:
-    """Average each task's answerable trials (``task_ids``: every task the run meant to do)."""
+def run_view(
+    name: str,
+    task_ids: Iterable[str],
+    attempts: Iterable[Attempt],
+    metrics: Iterable[str] | None = None,
+    continuous: Iterable[str] | None = None,
+) -> RunView:
+    """Average each task's answerable trials (``task_ids``: every task the run meant to do).
+    ``metrics`` / ``continuous``: what the tasks' kind declares (default: found in the scores,
+    hit/miss when every value is 0 or 1)."""
     attempts = list(attempts)
     scores = [a.scores for a in attempts]
-    names = metric_names(scores)
-    view = RunView(name, names, {m for m in names if hit_or_miss(scores, m)})
+    names = list(metrics) if metrics is not None else metric_names(scores)
+    if continuous is not None:
+        binary = set(names) - set(continuous)
+    else:
+        binary = {m for m in names if hit_or_miss(scores, m)}
+    view = RunView(name, names, binary)
     by_task: dict[str, list[Attempt]] = {}
     for a in attempts:
         by_task.setdefault(a.task, []).append(a)

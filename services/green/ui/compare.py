@@ -14,6 +14,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from fastapi.responses import HTMLResponse, Response
 
+from services.green.kinds.metrics import continuous_metrics, declared_metrics
 from services.green.store.models import Task
 from services.green.ui.auth import require_page
 from services.green.ui.runs import _record, _tasks
@@ -78,12 +79,26 @@ async def compare(
     }
     if conflicts and not force:
         return render(request, "compare.html", status.HTTP_409_CONFLICT, **context)
+    kinds = _kinds(request, {t.kind for r in ids for t in tasks[r]})
+    metrics, continuous = declared_metrics(kinds), continuous_metrics(kinds)
     views = [
-        paired.run_view(r, dict.fromkeys(str(t.ref) for t in tasks[r]), map(_attempt, tasks[r]))
+        paired.run_view(
+            r,
+            dict.fromkeys(str(t.ref) for t in tasks[r]),
+            map(_attempt, tasks[r]),
+            metrics,
+            continuous,
+        )
         for r in ids
     ]
     context["pairs"] = [paired.compare_pair(views[0], v) for v in views[1:]]
     return render(request, "compare.html", **context)
+
+
+def _kinds(request: Request, names: set[str]) -> list[object]:
+    """The kinds of the compared tasks that this green serves (their metric declarations)."""
+    served = request.app.state.orchestrator.kinds
+    return [served[n] for n in sorted(names) if n in served]
 
 
 def _label(run_id: str) -> str:

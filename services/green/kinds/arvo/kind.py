@@ -102,6 +102,10 @@ class ArvoPlan:
 class ArvoKind:
     name = "arvo"
     assignment = RcaTask
+    metrics = METRICS
+    """The metrics of its scores, in report order (:class:`services.green.kinds.base.TaskKind`)."""
+    continuous = frozenset({"iou"})
+    """Those that are not hit/miss (no McNemar test in comparisons)."""
 
     def __init__(
         self,

@@ -148,6 +148,9 @@ At most {lim.max_steps} commands; the task ends at {lim.deadline.isoformat()} (U
 
 class SweBenchKind:
     name = "swebench"
+    metrics = ("resolved",)
+    """The metrics of its scores (:class:`services.green.kinds.base.TaskKind`)."""
+    continuous: frozenset[str] = frozenset()
     assignment = SweTask
 
     def __init__(
