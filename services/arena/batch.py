@@ -271,6 +271,7 @@ async def run_batch(
         if warning:
             console.print(f"[yellow]warning:[/] {escape(warning)}")
         green = GreenClient(client, cfg.green, cfg.green_grace_s)
+        results.kinds |= await green.kinds()
         batch = Batch(cfg, results, run_dir, session, view, console, green)
         with _interrupts(batch, session, console):
             try:

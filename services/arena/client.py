@@ -128,6 +128,19 @@ class GreenClient:
             await asyncio.sleep(delay)
             delay = min(delay * 2, 5.0)
 
+    async def kinds(self) -> dict[str, dict[str, Any]]:
+        """What green declares of each kind's metrics (``GET /kinds``: names in report order,
+        which are continuous); empty from a green without the route."""
+        try:
+            resp = await self.request("GET", "/kinds", retry=False)
+            rows = resp.json()["kinds"] if resp.status_code == 200 else []
+            return {
+                str(k["name"]): {"metrics": k.get("metrics"), "continuous": k.get("continuous")}
+                for k in rows
+            }
+        except (httpx.HTTPError, ValueError, KeyError, TypeError):
+            return {}
+
     async def get_task(self, task_id: str) -> dict[str, Any]:
         resp = await self.request("GET", f"/tasks/{task_id}")
         resp.raise_for_status()

@@ -27,7 +27,13 @@ def _attempt(o: RunOutcome) -> paired.Attempt:
 
 def run_view(results: RunResults) -> RunView:
     """Average each task's answerable trials (completed, or failed by the agent: 0)."""
-    return paired.run_view(results.run, results.task_ids, map(_attempt, results.tasks))
+    return paired.run_view(
+        results.run,
+        results.task_ids,
+        map(_attempt, results.tasks),
+        results.metrics(),
+        results.continuous(),
+    )
 
 
 def cost_per_hit(results: RunResults) -> dict[str, Any]:

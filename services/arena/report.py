@@ -13,7 +13,7 @@ from matplotlib.ticker import MaxNLocator
 from services.arena.breakdown import Labels, breakdown_markdown, known_labels
 from services.arena.results import RunOutcome, RunResults, slot_label
 from services.shared.audit import FLAGS, count_flags
-from services.shared.scores import headline, hit_or_miss
+from services.shared.scores import headline
 
 REPORT_FILE = "report.md"
 PLOT_FILE = "scores.png"
@@ -229,8 +229,8 @@ def render_markdown(
     head = [_ref_column(results), "task", "status", "steps", *metrics, "cost", "time", "why"]
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|---|---|---|---:|" + "---:|" * (len(metrics) + 2) + "---|")
-    scores = [o.scores for o in results.tasks]
-    binary = {m: hit_or_miss(scores, m) for m in metrics}
+    hits = results.binary()
+    binary = {m: m in hits for m in metrics}
     for o in results.tasks:
         task = f"[{o.task_id[:8]}]({o.dir}/task.json)" if o.task_id and o.dir else "-"
         row = [

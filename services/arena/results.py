@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 from services.shared.files import write_json_atomic
 from services.shared.outcome import TaskOutcome
-from services.shared.scores import aggregate_records, metric_names
+from services.shared.scores import aggregate_records, hit_or_miss, metric_names
 from services.shared.task_ref import TaskRef
 
 RESULTS_FILE = "results.json"
@@ -149,6 +149,9 @@ class RunResults(BaseModel):
     tasks: list[RunOutcome] = []
     """One outcome per (reference, trial) that has ended, in the order of ``task_ids`` then
     trial."""
+    kinds: dict[str, dict[str, Any]] = {}
+    """What green declared of each kind's metrics (``GET /kinds``): ``metrics`` (names in report
+    order) and ``continuous`` (not hit/miss); None or absent: found in the records."""
     aggregate: dict[str, Any] = {}
 
     @field_validator("task_ids", mode="before")
@@ -216,13 +219,36 @@ class RunResults(BaseModel):
         ended = {o.slot for o in self.tasks}
         return [s for s in self.slots() if s not in ended]
 
+    def _declared(self, key: str) -> list[list[str] | None]:
+        """Per kind of the run (in order): what green declared under ``key``."""
+        kinds = dict.fromkeys(r.kind for r in self.refs())
+        return [(self.kinds.get(k) or {}).get(key) for k in kinds]
+
     def metrics(self) -> list[str]:
-        """The metrics of the run: those of its aggregate, else the names found in the
-        recorded scores."""
-        return list(self.aggregate.get("metrics") or metric_names(o.scores for o in self.tasks))
+        """The metrics of the run: those green declared for its kinds, then any other found in
+        the recorded scores."""
+        declared = [m for names in self._declared("metrics") for m in names or ()]
+        found = metric_names(o.scores for o in self.tasks)
+        return list(dict.fromkeys([*declared, *found]))
+
+    def continuous(self) -> set[str] | None:
+        """The metrics green declared continuous for the run's kinds; None when a kind did not
+        say (then a metric whose every recorded value is 0 or 1 is hit/miss)."""
+        said = self._declared("continuous")
+        if not said or any(c is None for c in said):
+            return None
+        return set().union(*said)  # type: ignore[arg-type]
+
+    def binary(self) -> set[str]:
+        """The hit/miss metrics of the run (McNemar applies; cells print ``1``/``0``)."""
+        continuous = self.continuous()
+        if continuous is not None:
+            return set(self.metrics()) - continuous
+        scores = [o.scores for o in self.tasks]
+        return {m for m in self.metrics() if hit_or_miss(scores, m)}
 
     def refresh_aggregate(self) -> None:
-        self.aggregate = aggregate_outcomes(self.tasks)
+        self.aggregate = aggregate_outcomes(self.tasks, self.metrics())
 
     # ---- files ---------------------------------------------------------------------------
 
@@ -305,12 +331,14 @@ def decisive(provenance: dict[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
-def aggregate_outcomes(outcomes: list[RunOutcome]) -> dict[str, Any]:
-    """The run aggregate (``Aggregate.to_dict()``) of the outcomes, over the metrics found in
-    their scores: failed and cancelled tasks count 0, infra failures are reported apart,
-    unscorable tasks stay out of the means. A failed outcome without a failure kind counts as an
-    infra failure (as in green)."""
-    return aggregate_records(
+def aggregate_outcomes(
+    outcomes: list[RunOutcome], metrics: list[str] | None = None
+) -> dict[str, Any]:
+    """The run aggregate (``Aggregate.to_dict()``) of the outcomes, over ``metrics`` (default:
+    those found in their scores): failed and cancelled tasks count 0, infra failures are
+    reported apart, unscorable tasks stay out of the means. A failed outcome without a failure
+    kind counts as an infra failure (as in green)."""
+    records = [
         {
             "task_id": o.task_id,
             "kind": o.kind,
@@ -322,4 +350,5 @@ def aggregate_outcomes(outcomes: list[RunOutcome]) -> dict[str, Any]:
             "error": o.error,
         }
         for o in outcomes
-    ).to_dict()
+    ]
+    return aggregate_records(records, metrics).to_dict()

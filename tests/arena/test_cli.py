@@ -179,6 +179,15 @@ class FakeGreen:
         def healthz() -> dict[str, Any]:
             return {"status": "ok", "docker": True, "database": True}
 
+        @api.get("/kinds")
+        def kinds() -> dict[str, Any]:
+            return {
+                "kinds": [
+                    {"name": "arvo", "metrics": METRIC_NAMES, "continuous": ["iou"]},
+                    {"name": "swebench", "metrics": ["resolved"], "continuous": []},
+                ]
+            }
+
         @api.post("/tasks", status_code=202)
         def create(body: dict[str, Any]) -> Any:
             ref = TaskRef.parse(str(body["task"]))
@@ -411,6 +420,11 @@ def test_run_writes_results_tasks_and_report(fake, tmp_path: Path) -> None:
     )
     assert agg == aggregate_outcomes(RunResults.model_validate(data).tasks)
 
+    # green declared ARVO's metrics: iou is continuous although every iou here is 0 or 1
+    assert data["kinds"]["arvo"] == {"metrics": METRIC_NAMES, "continuous": ["iou"]}
+    assert {t["scores"]["iou"] for t in data["tasks"] if t["scores"]} == {0.0, 1.0}
+    assert RunResults.model_validate(data).binary() == set(METRIC_NAMES) - {"iou"}
+
     # per-task folders: green's view with the full score and explanation, commands, trajectory
     d1 = tmp_path / "r1" / t1["dir"]
     assert d1.name == f"arvo_1001-{t1['task_id'][:8]}"
@@ -434,6 +448,7 @@ def test_run_writes_results_tasks_and_report(fake, tmp_path: Path) -> None:
     assert "![per-task scores, cost and steps](scores.png)" in report
     assert f"[{t1['task_id'][:8]}]({t1['dir']}/task.json)" in report
     assert "| arvo:9999 | - | failed |" in report and "HTTP 404" in report
+    assert "| completed | 4 | 1 | 1 | 1 | 1 | 1 | 1 | 1.00 | 0.0125 |" in report  # iou: 1.00
     png = tmp_path / "r1" / "scores.png"
     assert png.read_bytes()[:8] == PNG_MAGIC
     assert mpimg.imread(png).shape[0] > 100

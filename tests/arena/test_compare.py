@@ -115,3 +115,28 @@ def test_resume_with_trials_reruns_only_unscored_attempts():
     assert r.pending(retry_failed=True) == [(one, 2), (one, 3), (two, 1), (two, 3)]
     assert [o.label for o in r.tasks] == ["arvo:1", "arvo:1#2", "arvo:1#3", "arvo:2#2"]
     assert r.aggregate["n_tasks"] == 2 and r.aggregate["n_attempts"] == 4
+
+
+def test_what_green_declares_decides_the_hit_or_miss_metrics(tmp_path):
+    """Every iou here is 0 or 1: from the records alone it looks hit/miss; green's declaration
+    (``GET /kinds``, kept in results.json) says it is continuous, and so no McNemar for it."""
+    strong = {str(i): True for i in range(6)}
+    weak = {str(i): i < 2 for i in range(6)}
+    a, b = _run(tmp_path, "a", strong), _run(tmp_path, "b", weak)
+    for d in (a, b):  # the records alone: iou (0 or 0.5 here) ...
+        r = RunResults.load(d / RESULTS_FILE)
+        for o in r.tasks:
+            o.scores = {**(o.scores or {}), "iou": o.scores["file@1"]}  # ... now 0 or 1
+        r.save(d / RESULTS_FILE)
+    out = tmp_path / "undeclared"
+    assert CliRunner().invoke(app, ["compare", str(a), str(b), "--out", str(out)]).exit_code == 0
+    assert "mcnemar" in json.loads((out / "compare.json").read_text())["pairs"][0]["metrics"]["iou"]
+    for d in (a, b):
+        r = RunResults.load(d / RESULTS_FILE)
+        r.kinds = {"arvo": {"metrics": ["file@1", "iou"], "continuous": ["iou"]}}
+        r.save(d / RESULTS_FILE)
+    out = tmp_path / "declared"
+    assert CliRunner().invoke(app, ["compare", str(a), str(b), "--out", str(out)]).exit_code == 0
+    pair = json.loads((out / "compare.json").read_text())["pairs"][0]
+    assert "mcnemar" not in pair["metrics"]["iou"] and "mcnemar" in pair["metrics"]["file@1"]
+    assert list(pair["metrics"])[:2] == ["file@1", "iou"]  # the declared order first
