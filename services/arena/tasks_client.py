@@ -13,9 +13,10 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from services.arena.refs import read_refs, task_refs
+from services.arena.refs import read_refs, task_ref, task_refs
 from services.arena.splits import sample
 from services.shared.operator_token import find_local_token
+from services.shared.task_ref import TaskRef
 
 console = Console(highlight=False)
 EXIT_USAGE = 2
@@ -91,8 +92,8 @@ def verified_subset(green: Green, ids: list[str]) -> list[str]:
     for i in range(0, len(ids), 500):
         chunk = ids[i : i + 500]
         rows = green.call("GET", "/datasets/verifications", params={"task": chunk})
-        ok |= {f"{row['kind']}:{row['ref']}" for row in rows if row["verified"]}
-    return [r for r in ids if r in ok]
+        ok |= {TaskRef(row["kind"], row["ref"]) for row in rows if row["verified"]}
+    return [r for r in ids if task_ref(r) in ok]
 
 
 def narrow_run_ids(
