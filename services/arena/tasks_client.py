@@ -74,8 +74,7 @@ def select_refs(
         raise GreenError("; ".join(bad))
     ids = [str(r) for r in parsed]
     if n is not None:
-        listed, bad = task_refs(green.call("GET", "/datasets/ids")["ids"]) if not ids else ([], [])
-        population = ids or [str(r) for r in listed]
+        population = ids or _listed(green)
         try:
             ids = sample(population, n, seed)
         except ValueError as exc:
@@ -85,10 +84,21 @@ def select_refs(
     return ids
 
 
+def _listed(green: Green) -> list[str]:
+    """Every task green's source holds, as references (``GET /datasets/ids`` answers the ids
+    within its ``kind``)."""
+    listed = green.call("GET", "/datasets/ids")
+    kind = listed.get("kind")  # None from a green before kinds: bare ids, the default kind
+    refs, bad = task_refs(f"{kind}:{i}" if kind else str(i) for i in listed["ids"])
+    if bad:
+        raise GreenError("; ".join(bad))
+    return [str(r) for r in refs]
+
+
 def verified_subset(green: Green, ids: list[str]) -> list[str]:
     """The references whose newest verification says verified (order kept). Green's rows name
     the task by ``kind`` and its id within the kind (``ref``)."""
-    ok: set[str] = set()
+    ok: set[TaskRef] = set()
     for i in range(0, len(ids), 500):
         chunk = ids[i : i + 500]
         rows = green.call("GET", "/datasets/verifications", params={"task": chunk})
