@@ -18,6 +18,7 @@ from services.green.assets.ids import parse_arvo_id
 from services.green.datasets.service import Datasets
 from services.green.store.models import TaskVerification
 from services.sandbox.base import SandboxError
+from services.shared.task_ref import TaskRef
 
 router = APIRouter(prefix="/datasets", tags=["datasets"])
 MAX_REFS = 2000
@@ -33,11 +34,11 @@ def _datasets(request: Request) -> Datasets:
     return datasets
 
 
-def keep_verified(request: Request, body: AssessmentRequest) -> list[str]:
+def keep_verified(request: Request, body: AssessmentRequest) -> list[TaskRef]:
     """Drop from ``body.task_ids`` the tasks not verified; return the ones left out (422 when
     none is left)."""
     datasets = _datasets(request)
-    arvo = {ref: ref.split(":", 1)[1] for ref in body.task_ids if ref.startswith("arvo:")}
+    arvo = {ref: ref.id for ref in body.task_ids if ref.kind == "arvo"}
     found = datasets.verifications.latest(set(arvo.values()))
     ok = {ref for ref, n in arvo.items() if n in found and found[n].verified}
     left_out = [ref for ref in body.task_ids if ref not in ok]

@@ -11,9 +11,11 @@ from typing import Any
 from services.green.assets import AssetSource, make_asset_source, parse_arvo_id
 from services.green.config import GreenSettings
 from services.green.kinds.arvo.floors import bug_class, floors
-from services.green.kinds.arvo.judge import Judge, PreparedTask
+from services.green.kinds.arvo.judge import ArvoScore, Judge, PreparedTask
 from services.green.kinds.arvo.prompt import describe_task
+from services.green.kinds.arvo.scoring.groundtruth import GroundTruth
 from services.sandbox.base import Sandbox, SandboxProvider, UnreadableFile
+from services.shared.loc import LocJson
 from services.shared.outcome import TaskOutcome
 from services.shared.protocol import RCA_PATHS, RcaTask, TaskAssignment, TaskPaths
 from services.shared.scores import aggregate
@@ -23,10 +25,15 @@ WORKSPACE = "/workspace"
 
 @dataclass
 class ArvoPlan:
+    """An ARVO task's plan: a :class:`~services.green.kinds.base.TaskPlan` of a ``loc.json``
+    (:class:`LocJson`), an :class:`ArvoScore` and a :class:`GroundTruth`."""
+
     arvo_id: str
     image: str
     assets: dict[str, Path]
     prepared: PreparedTask
+    judge: Judge
+    """The kind's one judge."""
     strip_git: bool
     hide_poc: bool
     mask_arvo_id: bool
@@ -73,7 +80,7 @@ class ArvoPlan:
             task, self.prepared.project, None if self.mask_arvo_id else self.arvo_id
         )
 
-    async def read_submission(self, sandbox: Sandbox) -> tuple[dict[str, Any] | None, list[str]]:
+    async def read_submission(self, sandbox: Sandbox) -> tuple[LocJson | None, list[str]]:
         path = self.paths.submission
         try:
             raw = await sandbox.read_file(path, max_bytes=1 << 20)
@@ -83,19 +90,19 @@ class ArvoPlan:
             return None, [f"could not read {path}: {exc}"]
         return self.prepared.check_submission(raw)
 
-    async def score(self, submission: dict[str, Any] | None) -> dict[str, Any]:
+    async def score(self, submission: LocJson | None) -> ArvoScore:
         return await asyncio.to_thread(self._score, submission)  # parses sources: CPU work
 
-    def _score(self, submission: dict[str, Any] | None) -> dict[str, Any]:
-        loc = self.prepared.validated(submission) if submission else None
-        judge = Judge()
-        scores = judge.score(loc, self.prepared).to_dict()
-        scores["floors"] = floors(self.assets["error.txt"], self.prepared, judge)
-        scores["bug_class"] = bug_class(self.assets["error.txt"])
-        return scores
+    def _score(self, submission: LocJson | None) -> ArvoScore:
+        judged = self.judge.score(submission, self.prepared)
+        return ArvoScore(
+            **dict(judged),
+            floors=floors(self.assets["error.txt"], self.prepared, self.judge),
+            bug_class=bug_class(self.assets["error.txt"]),
+        )
 
-    def ground_truth(self) -> dict[str, Any]:
-        return self.prepared.ground_truth_dict()
+    def ground_truth(self) -> GroundTruth:
+        return self.prepared.ground_truth
 
 
 class ArvoKind:
@@ -152,6 +159,7 @@ class ArvoKind:
             image=self.image_template.format(id=ref),
             assets=files,
             prepared=prepared,
+            judge=self.judge,
             strip_git=self.strip_git,
             hide_poc=self.hide_poc,
             mask_arvo_id=self.mask_arvo_id,

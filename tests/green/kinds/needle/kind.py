@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel
+
 from services.green.config import GreenSettings
 from services.sandbox.base import Sandbox, SandboxProvider
 from services.shared.outcome import TaskOutcome, TaskStatus
@@ -29,8 +31,29 @@ def needle_line(ref_id: str) -> int:
     return int(ref_id) % LINES + 1
 
 
+class Answer(BaseModel):
+    """The submission: the line the agent names."""
+
+    line: int
+
+
+class Found(BaseModel):
+    """The score."""
+
+    found: float
+    submitted: bool
+
+
+class Needle(BaseModel):
+    """The ground truth: where the needle is."""
+
+    line: int
+
+
 @dataclass
 class NeedlePlan:
+    """A ``TaskPlan[Answer, Found, Needle]``."""
+
     ref_id: str
     image: str
     paths: TaskPaths = field(default_factory=PATHS.model_copy)
@@ -56,21 +79,21 @@ class NeedlePlan:
             f"a last line `token: {task.token}`. At most {task.limits.max_steps} commands."
         )
 
-    async def read_submission(self, sandbox: Sandbox) -> tuple[dict[str, Any] | None, list[str]]:
+    async def read_submission(self, sandbox: Sandbox) -> tuple[Answer | None, list[str]]:
         try:
             answer = json.loads(await sandbox.read_file(PATHS.submission, max_bytes=4096))
-            return {"line": int(answer["line"])}, []
+            return Answer(line=int(answer["line"])), []
         except FileNotFoundError:
             return None, [f"{PATHS.submission} does not exist"]
         except (ValueError, TypeError, KeyError) as exc:
             return None, [f'{PATHS.submission} must hold {{"line": <number>}}: {exc}']
 
-    async def score(self, submission: dict[str, Any] | None) -> dict[str, Any]:
-        found = submission is not None and submission["line"] == needle_line(self.ref_id)
-        return {"found": 1.0 if found else 0.0, "submitted": submission is not None}
+    async def score(self, submission: Answer | None) -> Found:
+        found = submission is not None and submission.line == needle_line(self.ref_id)
+        return Found(found=1.0 if found else 0.0, submitted=submission is not None)
 
-    def ground_truth(self) -> dict[str, Any]:
-        return {"line": needle_line(self.ref_id)}
+    def ground_truth(self) -> Needle:
+        return Needle(line=needle_line(self.ref_id))
 
 
 class NeedleKind:
