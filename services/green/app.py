@@ -19,9 +19,9 @@ from services.green.api.routes import assessments, datasets, health, tasks
 from services.green.assessment import AssessmentRunner
 from services.green.auth import OperatorAuth, load_operator_token
 from services.green.config import GreenSettings
-from services.green.datasets.service import make_datasets
 from services.green.http_limits import Bounds, RequestLimits, Verifier
 from services.green.intake_limits import IntakeLimits, allowed_purple
+from services.green.kinds.arvo.datasets.service import make_datasets
 from services.green.kinds.registry import build_kinds
 from services.green.orchestrator import Orchestrator
 from services.green.replicas import InstanceClash, Replica

@@ -18,8 +18,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from services.green.assets.base import UnknownTask
 from services.green.kinds.arvo.scoring.metrics import METRICS
+from services.green.kinds.errors import UnknownTask
 from services.green.kinds.registry import CheckedRef
 from services.green.orchestrator import Orchestrator, TaskOptions
 from services.green.store.crud import AssessmentStore

@@ -17,7 +17,7 @@ non-terminating ones):
 
 from __future__ import annotations
 
-from services.green.assets.base import AssetError
+from services.green.kinds.errors import AssetError
 from services.green.store.errors import STORAGE_ERRORS, brief
 from services.green.store.models import FailureKind, TaskStatus
 from services.sandbox.base import AgentFault, SandboxError

@@ -16,7 +16,7 @@ from services.arena.app import app as cli
 from services.arena.refs import read_refs
 from services.arena.splits import sample
 from services.arena.tasks import _size
-from services.green.datasets.splits import local_ids
+from services.green.kinds.arvo.datasets.splits import local_ids
 from tests.integration.helpers import OPERATOR, OPERATOR_TOKEN
 
 pytestmark = pytest.mark.docker

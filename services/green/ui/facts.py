@@ -11,7 +11,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from services.green.assets import check_archive
+from services.green.kinds.arvo.assets import check_archive
 from services.green.kinds.arvo.crash import CrashInfo, parse_report
 from services.green.orchestrator import Orchestrator
 from services.shared.logging import get_logger

@@ -8,8 +8,8 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from services.green.api.query_bounds import MAX_PAGE
-from services.green.assets.base import UnknownTask
 from services.green.intake_limits import TooBusy
+from services.green.kinds.errors import UnknownTask
 from services.green.kinds.registry import parse_ref
 from services.green.live_task import TaskNotFound
 from services.green.orchestrator import Orchestrator, TaskOptions

@@ -13,9 +13,9 @@ from fastapi import APIRouter, HTTPException, Query, Request, status
 from pydantic import BaseModel, Field, field_validator
 
 from services.green.assessment import AssessmentRequest
-from services.green.assets import AssetError, UnknownTask
-from services.green.assets.ids import parse_arvo_id
-from services.green.datasets.service import Datasets
+from services.green.kinds.arvo.assets.ids import parse_arvo_id
+from services.green.kinds.arvo.datasets.service import Datasets
+from services.green.kinds.errors import AssetError, UnknownTask
 from services.green.store.models import TaskVerification
 from services.sandbox.base import SandboxError
 from services.shared.task_ref import TaskRef

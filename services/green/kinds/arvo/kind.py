@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from services.green.assets import AssetSource, make_asset_source, parse_arvo_id
 from services.green.config import GreenSettings
+from services.green.kinds.arvo.assets import AssetSource, make_asset_source, parse_arvo_id
 from services.green.kinds.arvo.floors import bug_class, floors
 from services.green.kinds.arvo.judge import ArvoScore, Judge, PreparedTask
 from services.green.kinds.arvo.prompt import describe_task

@@ -18,8 +18,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from services.green.assets.base import UnknownTask
 from services.green.config import GreenSettings
+from services.green.kinds.errors import UnknownTask
 from services.sandbox.base import Sandbox, SandboxError, SandboxProvider, UnreadableFile
 from services.shared.outcome import TaskOutcome
 from services.shared.protocol import SweTask, TaskAssignment, TaskPaths

@@ -126,7 +126,7 @@ def ground_truth_from_patch(
     """Build the ground truth of a task from its ``patch.diff``.
 
     ``source_root`` is the extracted vulnerable project root (what
-    :func:`services.green.assets.safe_extract` returns); ``sources`` maps repo-relative paths to
+    :func:`services.green.kinds.arvo.assets.safe_extract` returns); ``sources`` maps repo-relative paths to
     file contents instead, or is a function called once with the paths the patch changes that
     returns that map (e.g. ``lambda paths: check_archive(..., read=paths).sources``: the archive
     is read once the patch is parsed). Without either, functions come from the hunk headers

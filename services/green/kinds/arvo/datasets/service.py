@@ -14,12 +14,12 @@ import docker
 import structlog
 from sqlalchemy.engine import Engine
 
-from services.green.assets import AssetSource, LocalAssetSource
 from services.green.config import GreenSettings
-from services.green.datasets import prefetch
-from services.green.datasets.images import Engines, ImageBudget, image_digest
-from services.green.datasets.splits import local_ids
-from services.green.datasets.verify import TaskVerifier
+from services.green.kinds.arvo.assets import AssetSource, LocalAssetSource
+from services.green.kinds.arvo.datasets import prefetch
+from services.green.kinds.arvo.datasets.images import Engines, ImageBudget, image_digest
+from services.green.kinds.arvo.datasets.splits import local_ids
+from services.green.kinds.arvo.datasets.verify import TaskVerifier
 from services.green.store.crud import ImageUseStore, VerificationStore
 from services.green.store.models import TaskVerification
 from services.sandbox.base import SandboxProvider
