@@ -3,8 +3,8 @@
 ``needle:<n>`` puts ``/workspace/haystack.txt`` (1,000 lines, one of them ``NEEDLE``) into a
 container; the agent writes ``{"line": <number>}`` to ``/workspace/answer.json`` and submits;
 the score is ``found`` 1.0 or 0.0. It is what a new kind needs and nothing more: an id check, a
-plan (image, paths, workspace, prompt, reading and scoring the answer, the ground truth) and an
-aggregate. Copied to ``services/green/kinds/needle/`` and registered with one line in
+plan (image, paths, workspace, prompt, reading and scoring the answer, the ground truth: a
+``TaskPlan[Answer, Found, Needle]`` over its own three pydantic models) and an aggregate. Copied to ``services/green/kinds/needle/`` and registered with one line in
 ``services/green/kinds/registry.py``, green serves it.
 """
 
