@@ -19,9 +19,9 @@ from services.green.api.routes import assessments, datasets, health, tasks
 from services.green.assessment import AssessmentRunner
 from services.green.auth import OperatorAuth, load_operator_token
 from services.green.config import GreenSettings
+from services.green.dataset_tools import make_dataset_tools
 from services.green.http_limits import Bounds, RequestLimits, Verifier
 from services.green.intake_limits import IntakeLimits, allowed_purple
-from services.green.kinds.arvo.datasets.service import make_datasets
 from services.green.kinds.registry import build_kinds
 from services.green.orchestrator import Orchestrator
 from services.green.replicas import InstanceClash, Replica
@@ -163,7 +163,8 @@ def create_app(
         orch, heartbeat_s=settings.assessment_heartbeat_s, store=assessment_store
     )
     app.state.assessment_store = assessment_store
-    app.state.datasets = make_datasets(settings, orch, engine)
+    app.state.datasets = tools = make_dataset_tools(settings, orch.kinds, orch.sandboxes, engine)
+    orch.task_end_hooks.extend(tools.task_end_hooks())  # each kind's image budget
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:

@@ -12,7 +12,6 @@ from fastapi.responses import HTMLResponse, Response
 from services.green.api.query_bounds import MAX_PAGE
 from services.green.assessment import AssessmentRunner
 from services.green.disclosure import Disclosure
-from services.green.kinds.arvo.crash import fix_position
 from services.green.store.models import AssessmentRecord, Task
 from services.green.ui import plots
 from services.green.ui.auth import disclosure, require_page
@@ -114,7 +113,6 @@ async def points(facts: TaskFacts, tasks: list[Task], show: Disclosure) -> list[
         if not t.status.terminal:
             continue
         view = show.task(t, t.id in allowed)
-        crash = await facts.crash(t.kind, t.ref_id)
         scores = view.scores or {}
         scorable = scores.get("scorable", True) and scores
         out.append(
@@ -123,8 +121,8 @@ async def points(facts: TaskFacts, tasks: list[Task], show: Disclosure) -> list[
                 if scorable
                 else {},
                 cost=t.cost,
-                bug_class=crash.bug_class if crash else t.kind,
-                fix_position=fix_position(crash, view.ground_truth) if crash else "unknown",
+                bug_class=await facts.group(t.kind, t.ref_id),
+                fix_position=await facts.position(t.kind, t.ref_id, view.ground_truth),
                 status=t.status.value,
             )
         )

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from services.green.api.deps import DisclosureDep, IntakeDep, OperatorDep, OrchestratorDep, admit
 from services.green.api.query_bounds import MAX_OFFSET
-from services.green.api.routes.datasets import annotate_verified
+from services.green.api.verification import annotate_verified
 from services.green.kinds.errors import UnknownTask
 from services.green.kinds.registry import CheckedRef, parse_ref
 from services.green.live_task import TaskNotFound

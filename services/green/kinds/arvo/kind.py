@@ -10,10 +10,14 @@ from typing import Any
 
 from services.green.config import GreenSettings
 from services.green.kinds.arvo.assets import AssetSource, make_asset_source, parse_arvo_id
+from services.green.kinds.arvo.datasets.service import ArvoDatasets
 from services.green.kinds.arvo.floors import bug_class, floors
 from services.green.kinds.arvo.judge import ArvoScore, Judge, PreparedTask
 from services.green.kinds.arvo.prompt import describe_task
+from services.green.kinds.arvo.report import arvo_position, arvo_report, arvo_sources
 from services.green.kinds.arvo.scoring.groundtruth import GroundTruth
+from services.green.kinds.datasets import DatasetContext
+from services.green.kinds.report import TaskReport
 from services.sandbox.base import Sandbox, SandboxProvider, UnreadableFile
 from services.shared.loc import LocJson
 from services.shared.outcome import TaskOutcome
@@ -167,3 +171,17 @@ class ArvoKind:
 
     def aggregate(self, outcomes: Iterable[TaskOutcome]) -> dict[str, Any]:
         return aggregate(outcomes).to_dict()
+
+    def datasets(self, context: DatasetContext) -> ArvoDatasets:
+        """List, prefetch, verify and the task images' disk budget (needs a Docker engine)."""
+        return ArvoDatasets.build(context, self.assets, self.judge)
+
+    def report(self, ref_id: str) -> TaskReport:
+        """``error.txt`` for the dashboard, grouped by its bug class."""
+        return arvo_report(self.assets, ref_id)
+
+    def position(self, report: TaskReport, ground_truth: dict[str, Any] | None) -> str:
+        return arvo_position(report, ground_truth)
+
+    def sources(self, ref_id: str, paths: frozenset[str]) -> dict[str, bytes]:
+        return arvo_sources(self.assets, ref_id, paths)

@@ -19,7 +19,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from services.green.config import GreenSettings
+from services.green.kinds.datasets import DatasetContext
 from services.green.kinds.errors import UnknownTask
+from services.green.kinds.swebench.datasets import SweDatasets
 from services.sandbox.base import Sandbox, SandboxError, SandboxProvider, UnreadableFile
 from services.shared.outcome import TaskOutcome
 from services.shared.protocol import SweTask, TaskAssignment, TaskPaths
@@ -247,6 +249,10 @@ class SweBenchKind:
             activate_setting=self.activate,
             eval_timeout_s=self.eval_timeout_s,
         )
+
+    def datasets(self, context: DatasetContext) -> SweDatasets:
+        """List the instances, prefetch an image, verify an instance by its gold patch."""
+        return SweDatasets(self)
 
     def aggregate(self, outcomes: Iterable[TaskOutcome]) -> dict[str, Any]:
         """Resolved rate over all tasks (failures count 0) and over non-infra tasks."""

@@ -5,7 +5,10 @@ container; the agent writes ``{"line": <number>}`` to ``/workspace/answer.json``
 the score is ``found`` 1.0 or 0.0. It is what a new kind needs and nothing more: an id check, a
 plan (image, paths, workspace, prompt, reading and scoring the answer, the ground truth: a
 ``TaskPlan[Answer, Found, Needle]`` over its own three pydantic models) and an aggregate. Copied to ``services/green/kinds/needle/`` and registered with one line in
-``services/green/kinds/registry.py``, green serves it.
+``services/green/kinds/registry.py``, green serves it. It also offers dataset tools (list,
+prefetch, verify: :mod:`.datasets`) through ``services/green/kinds/datasets.py``, so
+``/datasets/*`` and ``verified_only`` work for it too, and a report for the dashboard (the
+haystack, grouped by the half the needle is in: ``services/green/kinds/report.py``).
 """
 
 from __future__ import annotations
@@ -18,11 +21,20 @@ from typing import Any
 from pydantic import BaseModel
 
 from services.green.config import GreenSettings
+from services.green.kinds.datasets import DatasetContext
+from services.green.kinds.errors import UnknownTask
+from services.green.kinds.report import TaskReport
 from services.sandbox.base import Sandbox, SandboxProvider
 from services.shared.outcome import TaskOutcome, TaskStatus
 from services.shared.protocol import RcaTask, TaskAssignment, TaskPaths
 
+from .datasets import NeedleDatasets  # relative: the folder works wherever it is copied
+
 LINES = 1000
+COUNT = 1000
+"""The tasks there are: ``needle:0`` .. ``needle:999``."""
+BROKEN = "999"
+"""The deliberately broken task: its haystack has no needle (verification catches it)."""
 PATHS = TaskPaths(workspace="/workspace", submission="/workspace/answer.json")
 
 
@@ -50,6 +62,14 @@ class Needle(BaseModel):
     line: int
 
 
+def haystack(ref_id: str) -> str:
+    """The task's ``haystack.txt`` (the broken task's has no needle)."""
+    lines = ["hay"] * LINES
+    if ref_id != BROKEN:
+        lines[needle_line(ref_id) - 1] = "NEEDLE"
+    return "\n".join(lines)
+
+
 @dataclass
 class NeedlePlan:
     """A ``TaskPlan[Answer, Found, Needle]``."""
@@ -64,9 +84,7 @@ class NeedlePlan:
         return f"needle_{self.ref_id}"
 
     async def populate(self, sandbox: Sandbox) -> None:
-        lines = ["hay"] * LINES
-        lines[needle_line(self.ref_id) - 1] = "NEEDLE"
-        await sandbox.put_files(self.workdir, {"haystack.txt": "\n".join(lines).encode()})
+        await sandbox.put_files(self.workdir, {"haystack.txt": haystack(self.ref_id).encode()})
 
     def wrap(self, command: str) -> str:
         return command
@@ -111,8 +129,25 @@ class NeedleKind:
     def from_settings(cls, settings: GreenSettings, sandboxes: SandboxProvider) -> NeedleKind:
         return cls()
 
+    def datasets(self, context: DatasetContext) -> NeedleDatasets:
+        """The optional dataset tools (services/green/kinds/datasets.py)."""
+        return NeedleDatasets(self, context.sandboxes, COUNT)
+
+    def report(self, ref_id: str) -> TaskReport:
+        """The optional report (services/green/kinds/report.py): the haystack."""
+        half = "top half" if needle_line(ref_id) <= LINES // 2 else "bottom half"
+        return TaskReport("Haystack", "haystack.txt", haystack(ref_id), half, "one line is NEEDLE")
+
+    def position(self, report: TaskReport, ground_truth: dict[str, Any] | None) -> str:
+        return f"line {ground_truth['line']}" if ground_truth else "unknown"
+
+    def sources(self, ref_id: str, paths: frozenset[str]) -> dict[str, bytes]:
+        return {"haystack.txt": haystack(ref_id).encode()} if "haystack.txt" in paths else {}
+
     def check(self, ref_id: str) -> None:
-        """Every number is a task."""
+        """Every number below COUNT is a task."""
+        if int(ref_id) >= COUNT:
+            raise UnknownTask(f"there are {COUNT} needle tasks (0 to {COUNT - 1})")
 
     def prepare(self, ref_id: str) -> NeedlePlan:
         return NeedlePlan(ref_id, self.image)
