@@ -37,7 +37,6 @@ from services.shared.commands import CommandResult
 from services.shared.logging import get_logger, task_log_context
 from services.shared.outcome import TaskOutcome
 from services.shared.protocol import AgentReport, Result, Submit, SubmitResult, Usage
-from services.shared.task_ref import TaskRef
 from services.shared.text import clip_middle
 
 log = get_logger("services.green.live_task")
@@ -83,6 +82,11 @@ class TaskEvent:
     """The command just recorded, when the event is about one (the dashboard's live view)."""
 
 
+def _of_row(name: str) -> Any:
+    """A read-only attribute of a LiveTask that is its row's (the row holds it, not a copy)."""
+    return property(lambda live: getattr(live.row, name), doc=f"The task row's ``{name}``.")
+
+
 @dataclass
 class LiveTask:
     """What green knows of a task it is working on beyond its row: the row as claimed (what the
@@ -126,30 +130,13 @@ class LiveTask:
     usage: Usage | None = None
     """The agent's own running usage, as last reported (with a command, a submit or its end)."""
 
-    @property
-    def id(self) -> str:
-        return self.row.id
-
-    @property
-    def ref(self) -> TaskRef:
-        """The task reference (``arvo:10055``, ``swebench:<instance id>``)."""
-        return self.row.ref
-
-    @property
-    def purple_url(self) -> str:
-        return self.row.purple_url
-
-    @property
-    def max_steps(self) -> int:
-        return self.row.max_steps
-
-    @property
-    def task_timeout_s(self) -> float:
-        return self.row.task_timeout_s
-
-    @property
-    def command_timeout_s(self) -> float:
-        return self.row.command_timeout_s
+    id = _of_row("id")
+    purple_url = _of_row("purple_url")
+    max_steps = _of_row("max_steps")
+    task_timeout_s = _of_row("task_timeout_s")
+    command_timeout_s = _of_row("command_timeout_s")
+    ref = _of_row("ref")
+    """The task reference (a :class:`TaskRef`: ``arvo:10055``, ``swebench:<instance id>``)."""
 
     @property
     def log_key(self) -> str:
