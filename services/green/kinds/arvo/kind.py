@@ -117,6 +117,8 @@ class ArvoKind:
     """The metrics of its scores, in report order (:class:`services.green.kinds.base.TaskKind`)."""
     continuous = frozenset({"iou"})
     """Those that are not hit/miss (no McNemar test in comparisons)."""
+    public_scores = frozenset({"scorable", "submitted", "n_locations", "bug_class"})
+    """Score fields besides the metrics that name nothing of the answer (shown to anyone)."""
 
     def __init__(
         self,

@@ -195,6 +195,8 @@ class SweBenchKind:
     metrics = ("resolved",)
     """The metrics of its scores (:class:`services.green.kinds.base.TaskKind`)."""
     continuous: frozenset[str] = frozenset()
+    public_scores = frozenset({"submitted"})
+    """Shown to anyone besides ``resolved`` (the test report names the tests: not shown)."""
     assignment = SweTask
 
     def __init__(
