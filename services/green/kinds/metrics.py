@@ -9,6 +9,8 @@
   the right answer was (ARVO: ``scorable``, ``n_locations``...). A caller who may not see the
   ground truth sees a task's metrics and these, nothing else (:mod:`services.green.disclosure`).
 
+(A kind's ``scoring_version``, recorded in each task's provenance, is a class attribute too.)
+
 A kind that declares none of them still works (the third-kind test's needle kind does not); its
 scores are then shown only with the ground truth.
 """

@@ -119,6 +119,10 @@ class ArvoKind:
     """Those that are not hit/miss (no McNemar test in comparisons)."""
     public_scores = frozenset({"scorable", "submitted", "n_locations", "bug_class"})
     """Score fields besides the metrics that name nothing of the answer (shown to anyone)."""
+    scoring_version = "arvo-loc-1"
+    """The version of its scoring rule, recorded in each task's provenance: bump it whenever
+    ``docs/scoring.md`` changes what a submission scores (runs of different versions are not
+    compared)."""
 
     def __init__(
         self,

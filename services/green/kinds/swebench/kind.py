@@ -197,6 +197,10 @@ class SweBenchKind:
     continuous: frozenset[str] = frozenset()
     public_scores = frozenset({"submitted"})
     """Shown to anyone besides ``resolved`` (the test report names the tests: not shown)."""
+    scoring_version = "swebench-resolved-1"
+    """The version of its scoring rule, recorded in each task's provenance: bump it whenever
+    ``docs/scoring.md`` changes what a submission scores (runs of different versions are not
+    compared)."""
     assignment = SweTask
 
     def __init__(
