@@ -16,8 +16,8 @@ Rules (docs/architecture.md, "The rules the layout keeps"):
   services/shared/aio.py);
 - a task kind's own modules (``services/green/kinds/<name>/``) are imported only by that kind
   and by the registry (``kinds/registry.py``): the rest of green reaches a kind through the
-  protocols beside them (``kinds/base.py``, ``kinds/datasets.py``, ``kinds/errors.py``);
-  KIND_IMPORTS_ALLOWED lists the known exceptions still to remove;
+  protocols beside them (``kinds/base.py``, ``kinds/datasets.py``, ``kinds/errors.py``,
+  ``kinds/metrics.py``), with no exception;
 - the identifier ``arvo_id`` (a name or a string, not a comment) appears only in the ARVO kind,
   in past migrations, and in the modules of ARVO_ID_ALLOWED (the documented deprecated alias):
   elsewhere a task is a ``TaskRef`` and the id within its kind is ``ref_id``.
@@ -57,17 +57,6 @@ NEVER_REACHES: dict[str, str] = {"green": "purple", "purple": "green"}
 KINDS_PACKAGE = "services.green.kinds"
 KIND_REGISTRY = "services.green.kinds.registry"
 """The one module outside a kind that names every kind (one registration line each)."""
-KIND_IMPORTS_ALLOWED: frozenset[str] = frozenset(
-    {
-        # ARVO's metric names (kinds/arvo/scoring/metrics.py METRICS), until they come from the
-        # kind or the records:
-        "services.green.assessment",
-        "services.green.disclosure",
-        "services.green.ui.plots",
-    }
-)
-"""Modules outside a kind that still import a kind's own modules: known, to be removed. The
-rule holds for every other module; take a module out once it no longer needs to be here."""
 
 ARVO_ID = "arvo_id"
 ARVO_ID_HOME = "services.green.kinds.arvo"
@@ -75,18 +64,8 @@ ARVO_ID_ALLOWED: frozenset[str] = frozenset(
     {
         "services/green/api/routes/tasks.py",  # the deprecated request/query alias
         "services/green/store/models.py",  # the deprecated alias of ref_id in the task view
-        "services/shared/outcome.py",
-        "services/shared/scores.py",
-        "services/arena/app.py",
-        "services/arena/batch.py",
-        "services/arena/breakdown.py",
-        "services/arena/compare.py",
-        "services/arena/live.py",
-        "services/arena/manifest.py",
-        "services/arena/refs.py",
-        "services/arena/report.py",
-        "services/arena/results.py",
-        "services/arena/tasks_client.py",
+        "services/shared/outcome.py",  # the deprecated alias in an outcome record (and read back)
+        "services/arena/results.py",  # results.json written before task kinds (schema 1)
     }
 )
 """Files outside the ARVO kind and past migrations that may still name ``arvo_id``. Meant to
@@ -250,7 +229,7 @@ def kind_of(mod: Module) -> str | None:
 
 def kind_errors(modules: dict[str, Module]) -> Iterator[str]:
     for mod in modules.values():
-        if mod.name == KIND_REGISTRY or mod.name in KIND_IMPORTS_ALLOWED:
+        if mod.name == KIND_REGISTRY:
             continue
         own = kind_of(mod)
         named: dict[str, list[str]] = {}

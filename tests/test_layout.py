@@ -165,17 +165,6 @@ def test_only_a_kind_itself_and_the_registry_import_its_own_modules(tmp_path):
     assert "imports services.green.kinds.arvo.crash, the arvo kind's own module" in errors[1]
 
 
-def test_the_known_exceptions_to_the_kind_rule_are_one_list(tmp_path, monkeypatch):
-    files = {
-        "green/kinds/arvo/__init__.py": DOC,
-        "green/plots.py": DOC + "import services.green.kinds.arvo\n",
-    }
-    root = _tree(tmp_path, files)
-    assert len(check_layout.check(root)) == 1
-    monkeypatch.setattr(check_layout, "KIND_IMPORTS_ALLOWED", frozenset({"services.green.plots"}))
-    assert check_layout.check(root) == []
-
-
 def test_arvo_id_is_named_only_in_the_arvo_kind_past_migrations_and_the_allow_list(
     tmp_path, monkeypatch
 ):

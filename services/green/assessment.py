@@ -18,15 +18,14 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from services.green.kinds.arvo.scoring.metrics import METRICS
 from services.green.kinds.errors import UnknownTask
-from services.green.kinds.registry import parse_ref
+from services.green.kinds.registry import CheckedRef
 from services.green.orchestrator import Orchestrator, TaskOptions
 from services.green.store.crud import AssessmentStore
 from services.green.store.models import AssessmentRecord, Task, utcnow
 from services.shared.logging import get_logger
 from services.shared.outcome import TaskOutcome, TaskStatus
-from services.shared.scores import flat_scores
+from services.shared.scores import flat_scores, metric_names
 
 log = get_logger("services.green.assessment")
 
@@ -34,7 +33,7 @@ PURPLE_ROLES = ("purple", "agent", "participant", "solver", "rca_agent", "analys
 
 
 class AssessmentRequest(BaseModel):
-    task_ids: list[str] = Field(min_length=1, max_length=100_000)
+    task_ids: list[CheckedRef] = Field(min_length=1, max_length=100_000)
     """At most GREEN_MAX_ASSESSMENT_TASKS (checked at intake)."""
     purple_url: str | None = None
     max_steps: int | None = Field(None, ge=1, le=10_000)
@@ -47,13 +46,13 @@ class AssessmentRequest(BaseModel):
 
     @field_validator("task_ids", mode="before")
     @classmethod
-    def _ids(cls, v: Any) -> list[str]:
-        """Normalize to ``<kind>:<id>`` (a bare id is an ARVO id)."""
+    def _ids(cls, v: Any) -> list[Any]:
+        """One id or a list of them (each read by ``parse_ref``: a bare id is an ARVO id)."""
         if isinstance(v, str | int):
             v = [v]
         if not isinstance(v, list):
             raise ValueError("task_ids must be a list of task ids")
-        return [str(parse_ref(x)) for x in v]
+        return v
 
     @classmethod
     def from_agentbeats(
@@ -101,7 +100,8 @@ class AssessmentResult(BaseModel):
         ]
 
         def figures(d: dict[str, Any]) -> str:
-            return " ".join(f"{k}={float(d[k]):.3f}" for k in (*METRICS, "resolved") if k in d)
+            """The metrics of a score or of means: the kind's, as found in the record."""
+            return " ".join(f"{k}={float(d[k]):.3f}" for k in metric_names([d]))
 
         lines += [f"  {t.ref} {t.status.value:<9} {figures(t.scores or {})}" for t in self.tasks]
         if means := agg.get("mean_all"):
@@ -150,7 +150,7 @@ class AssessmentRunner:
             command_timeout_s=request.command_timeout_s,
             assessment_id=aid,
         )
-        refs = [parse_ref(r) for r in request.task_ids]
+        refs = request.task_ids
         for ref in dict.fromkeys(refs):  # ValueError for a kind this green does not serve
             try:
                 await asyncio.to_thread(self.orchestrator.kind(ref.kind).check, ref.id)

@@ -13,21 +13,19 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from services.green.auth import Caller
-from services.green.kinds.arvo.scoring.metrics import METRICS
+from services.green.kinds.metrics import public_score_keys
+from services.green.kinds.registry import KINDS
 from services.green.store.crud import TaskStore
 from services.green.store.models import Task, TaskPublic
 
-PUBLIC_SCORE_KEYS = frozenset(
-    {*METRICS, "resolved", "scorable", "submitted", "n_locations", "bug_class"}
-)
-"""Score fields that say how well the agent did without saying what the right answer was."""
 
-
-def public_scores(scores: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """A task's scores without anything that names the ground truth."""
+def public_scores(kind: str, scores: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A task's scores without anything that names the ground truth: the fields its kind
+    declares harmless (:func:`services.green.kinds.metrics.public_score_keys`)."""
     if scores is None:
         return None
-    return {k: v for k, v in scores.items() if k in PUBLIC_SCORE_KEYS}
+    keys = public_score_keys(KINDS.get(kind))
+    return {k: v for k, v in scores.items() if k in keys}
 
 
 class Disclosure:
@@ -53,7 +51,7 @@ class Disclosure:
         if not task.status.terminal:
             view.scores = None
         elif not reveal:
-            view.scores = public_scores(task.scores)
+            view.scores = public_scores(task.kind, task.scores)
         if not reveal:
             view.ground_truth = None
             if view.provenance:  # its hash would let a guessed answer be checked offline
@@ -68,8 +66,12 @@ class Disclosure:
 
     def outcomes(self, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Stored assessment outcomes (``task_id``, ``scores``...), redacted where needed."""
-        allowed = self.revealable(self.store.get_many([o["task_id"] for o in tasks]))
+        stored = self.store.get_many([o["task_id"] for o in tasks])
+        allowed = self.revealable(stored)
+        kinds = {t.id: t.kind for t in stored}
         return [
-            o if o["task_id"] in allowed else {**o, "scores": public_scores(o.get("scores"))}
+            o
+            if o["task_id"] in allowed
+            else {**o, "scores": public_scores(kinds.get(o["task_id"], ""), o.get("scores"))}
             for o in tasks
         ]

@@ -25,7 +25,7 @@ from services.green.store.models import TaskStatus, utcnow
 from services.shared.logging import get_logger
 from services.shared.outcome import TaskOutcome
 
-log = get_logger("services.green.orchestrator")
+log = get_logger("services.green.endings")
 
 RETRY_FIRST_S = 0.2
 RETRY_MAX_S = 2.0

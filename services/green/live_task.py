@@ -17,26 +17,29 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel
+
 from services.green.config import GreenSettings
-from services.green.kinds.base import TaskKind, TaskPlan
+from services.green.kinds.base import TaskKind, TaskPlan, stored
 from services.green.store.crud import TaskStore
 from services.green.store.errors import AGENT_SENTENCE, STORAGE_ERRORS, brief
 from services.green.store.models import (
     Command,
     CommandPublic,
     FailureKind,
+    Task,
     TaskStatus,
     utcnow,
 )
+from services.green.task_end import GreenFault
 from services.sandbox.base import AgentFault, Sandbox, SandboxError, SandboxSpec
 from services.shared.commands import CommandResult
 from services.shared.logging import get_logger, task_log_context
 from services.shared.outcome import TaskOutcome
 from services.shared.protocol import AgentReport, Submit, SubmitResult, Usage
-from services.shared.task_ref import TaskRef
 from services.shared.text import clip_middle
 
-log = get_logger("services.green.orchestrator")
+log = get_logger("services.green.live_task")
 
 STORED_OUTPUT_CHARS = 8 * 1024
 """How much of each command's output the commands table keeps (head and tail)."""
@@ -63,14 +66,6 @@ class RequestRefused(Exception):
     """An execute/submit that green will not serve (bad token, task not running, limits)."""
 
 
-class GreenFault(Exception):
-    """Green itself failed while serving the agent (its database): the task ends as infra."""
-
-    def __init__(self, end_reason: str, error: str) -> None:
-        super().__init__(error)
-        self.end_reason = end_reason
-
-
 class TaskLost(Exception):
     """The task is no longer this replica's: another one took it over after the lease ran out
     (this replica was frozen or cut off from the database). Its runner stops, writing nothing."""
@@ -87,52 +82,79 @@ class TaskEvent:
     """The command just recorded, when the event is about one (the dashboard's live view)."""
 
 
+def _of_row(name: str) -> Any:
+    """A read-only attribute of a LiveTask that is its row's (the row holds it, not a copy)."""
+    return property(lambda live: getattr(live.row, name), doc=f"The task row's ``{name}``.")
+
+
 @dataclass
 class LiveTask:
-    """In-memory state of a task this process is working on."""
+    """What green knows of a task it is working on beyond its row: the row as claimed (what the
+    task is: id, reference, purple's URL, limits; never written through), the kind that serves
+    it, its token, and the state of its life in this process."""
 
-    id: str
+    row: Task
     kind: TaskKind
-    ref: TaskRef
-    """The task reference (``arvo:10055``, ``swebench:<instance id>``)."""
     token: str
-    purple_url: str
-    max_steps: int
-    task_timeout_s: float
-    command_timeout_s: float
-    log_key: str
-    sandbox: Sandbox | None = None
-    plan: TaskPlan | None = None
+    # the life of the task (orchestrator, task_run)
     status: TaskStatus = TaskStatus.queued
-    commands: int = 0
-    """Commands run so far (the store's ``steps`` counter)."""
-    deadline: float = 0.0
-    last_activity: float = field(default_factory=time.monotonic)
-    submission: dict[str, Any] | None = None
-    ended: asyncio.Event = field(default_factory=asyncio.Event)
-    """Set when the task must stop waiting: a submission was accepted, or the sandbox broke."""
-    sandbox_error: str | None = None
-    green_fault: GreenFault | None = None
-    """Set when green failed while serving the agent (its database): ends the task as infra."""
-    agent_fault: AgentFault | None = None
-    """Set when the agent's command ended the container (it stopped, a limit): ends the task."""
-    end_detail: str | None = None
-    """Why the task ended, when more than its end reason says (e.g. how purple was lost)."""
+    plan: TaskPlan[Any, Any, Any] | None = None
     creating: asyncio.Future[Sandbox] | None = None
     """The container being created; cleanup waits for it, so a cancel never orphans it."""
-    exec_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    sandbox: Sandbox | None = None
     runner: asyncio.Task[None] | None = None
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set when the task must stop waiting: a submission was accepted, or :attr:`fault`."""
+    fault: Exception | None = None
+    """What ended the task while it served the agent (its container broke, the agent's command
+    ended it, green's database failed): raised by the runner, read by :mod:`.task_end`."""
+    submission: BaseModel | None = None
+    """The accepted submission: the kind's own model (a plan's ``S``)."""
+    end_detail: str | None = None
+    """Why the task ended, when more than its end reason says (e.g. how purple was lost)."""
+    agent_report: AgentReport | None = None
+    """How purple said it ended (its A2A task's final status), when it said so."""
     cancel_reason: str | None = None
     lost: bool = False
     """Its lease was not renewed (another replica ended it): stop without writing its end."""
+    subscribers: list[asyncio.Queue[TaskEvent]] = field(default_factory=list)
+    # serving purple's requests (the command path: LiveTasks)
+    commands: int = 0
+    """Commands run so far (the store's ``steps`` counter)."""
     submissions: int = 0
+    deadline: float = 0.0
+    last_activity: float = field(default_factory=time.monotonic)
+    exec_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     requests_in_flight: int = 0
     """execute/submit requests admitted and not yet answered (at most one)."""
     usage: Usage | None = None
     """The agent's own running usage, as last reported (with a command, a submit or its end)."""
-    agent_report: AgentReport | None = None
-    """How purple said it ended (its A2A task's final status), when it said so."""
-    subscribers: list[asyncio.Queue[TaskEvent]] = field(default_factory=list)
+
+    id = _of_row("id")
+    purple_url = _of_row("purple_url")
+    max_steps = _of_row("max_steps")
+    task_timeout_s = _of_row("task_timeout_s")
+    command_timeout_s = _of_row("command_timeout_s")
+    ref = _of_row("ref")
+    """The task reference (a :class:`TaskRef`: ``arvo:10055``, ``swebench:<instance id>``)."""
+
+    @property
+    def log_key(self) -> str:
+        return f"{self.row.kind}_{self.row.ref_id}"
+
+    @property
+    def agent_fault(self) -> AgentFault | None:
+        return self.fault if isinstance(self.fault, AgentFault) else None
+
+    @agent_fault.setter
+    def agent_fault(self, exc: AgentFault) -> None:
+        """The agent's command ended the container (it stopped, a limit): ends the task."""
+        self.fault = self.fault or exc
+
+    @property
+    def sandbox_error(self) -> str | None:
+        """Why the container broke, when that ended the task (the agent is told this)."""
+        return str(self.fault) if isinstance(self.fault, SandboxError) else None
 
     def outcome(
         self,
@@ -140,7 +162,7 @@ class LiveTask:
         end_reason: str,
         error: str | None = None,
         failure_kind: FailureKind | None = None,
-        scores: dict[str, Any] | None = None,
+        scores: BaseModel | None = None,
     ) -> TaskOutcome:
         """How this task ended (the counters are the store's)."""
         return TaskOutcome(
@@ -151,16 +173,14 @@ class LiveTask:
             end_reason=end_reason,
             error=error,
             failure_kind=failure_kind,
-            scores=scores,
+            scores=stored(scores),
         )
 
     @property
     def told_purple_it_ended(self) -> bool:
         """Purple was told, in the reply to its own request, that the task is over (an accepted
         submission, or a refusal that ended the task): it ends its A2A task by itself."""
-        return self.submission is not None or bool(
-            self.sandbox_error or self.agent_fault or self.green_fault
-        )
+        return self.submission is not None or self.fault is not None
 
     def sandbox_spec(self, s: GreenSettings) -> SandboxSpec:
         """The container this task gets, from its plan and green's limits."""
@@ -203,7 +223,7 @@ class LiveTask:
     def sandbox_broke(self, exc: SandboxError) -> None:
         """The container or the engine failed (not the agent): end the task as infra."""
         log.error("sandbox.broken", error=str(exc))
-        self.sandbox_error = f"the task container broke: {exc}"
+        self.fault = self.fault or SandboxError(f"the task container broke: {exc}")
         self.ended.set()
 
     def storage_broke(self, exc: BaseException, while_: str) -> RequestRefused:
@@ -211,10 +231,8 @@ class LiveTask:
         goes to the log only). Returns the refusal the agent gets: one generic sentence."""
         with self.log_context():
             log.error("storage.failed_serving_agent", request=while_, error=str(exc))
-        if self.green_fault is None:
-            self.green_fault = GreenFault(
-                "storage", f"{brief(exc)} while serving the agent's {while_}"
-            )
+        if self.fault is None:
+            self.fault = GreenFault("storage", f"{brief(exc)} while serving the agent's {while_}")
         self.ended.set()
         return RequestRefused(AGENT_SENTENCE)
 

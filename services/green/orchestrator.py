@@ -1,9 +1,11 @@
-"""The task lifecycle: queued -> preparing -> running -> evaluating -> completed | failed | cancelled.
+"""Green's tasks in this process: intake, the claim, cancels, waiting, and the process's own life.
 
+A task goes queued -> preparing -> running -> evaluating -> completed | failed | cancelled.
 One :class:`Orchestrator` per green process. A task's id is a fresh UUID and is also the A2A
 context id of every message of that task. Intake writes a ``queued`` row; the replica's
 dispatcher (:mod:`services.green.replicas`) claims queued rows while it has free slots, on this
-replica or any other sharing the database, and hands them to :meth:`Orchestrator.adopt`. Each
+replica or any other sharing the database, and hands them to :meth:`Orchestrator.adopt`, which starts the task's
+runner (:class:`services.green.task_run.TaskRun`: one task's life, its stages and its end). Each
 task gets its own container (which holds its workspace), token, log file and counters. The store
 is written at every transition, so ``GET /tasks/{id}`` and a SQLite shell show the truth
 mid-task. Cleanup (the container) runs on every exit path.
@@ -14,12 +16,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
-import time
 import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from services.green.config import GreenSettings
@@ -27,27 +27,18 @@ from services.green.endings import Endings
 from services.green.intake_limits import allowed_purple
 from services.green.kinds.base import TaskKind
 from services.green.kinds.errors import AssetError, UnknownTask
-from services.green.live_task import (
-    GreenFault,
-    LiveTask,
-    LiveTasks,
-    TaskEvent,
-    TaskLost,
-    TaskNotFound,
-)
-from services.green.provenance import provenance_of
-from services.green.purple_link import PurpleLink, PurpleUnreachable
+from services.green.live_task import LiveTask, LiveTasks, TaskEvent, TaskNotFound
+from services.green.purple_link import PurpleLink
 from services.green.store.crud import TaskStore
-from services.green.store.errors import STORAGE_ERRORS, brief
-from services.green.store.models import FailureKind, Task, TaskStatus, utcnow
+from services.green.store.errors import STORAGE_ERRORS
+from services.green.store.models import Task
 from services.green.store.queue import HELD, TaskQueue
+from services.green.task_run import TaskRun
 from services.green.watch import RemoteWatch, subscribe, unsubscribe
-from services.sandbox.base import AgentFault, SandboxError, SandboxProvider
+from services.sandbox.base import SandboxProvider
 from services.sandbox.janitor import Janitor
-from services.shared.aio import cancel_and_wait, through_cancels
+from services.shared.aio import cancel_and_wait
 from services.shared.logging import get_logger, router, task_log_context
-from services.shared.outcome import TaskOutcome
-from services.shared.protocol import TaskLimits
 from services.shared.task_ref import TaskRef
 
 log = get_logger("services.green.orchestrator")
@@ -81,7 +72,8 @@ class Orchestrator:
         self.store = store
         self.sandboxes = sandboxes
         self.kinds = dict(kinds)
-        self._purple_link = purple_link or self._default_link
+        self.purple_link = purple_link or self._default_link
+        """Purple's A2A endpoint for one task, by URL."""
         self.live = LiveTasks(settings, store)
         """The tasks this process is working on; purple's execute/submit are served there."""
         self.endings = Endings(store, settings.instance_name)
@@ -137,7 +129,8 @@ class Orchestrator:
         self._pool.shutdown(wait=True, cancel_futures=True)
         log.info("green.stopped", stopped_tasks=[t.id for t in live])
 
-    async def _io(self, fn: Callable[..., Any], *args: Any) -> Any:
+    async def io(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run a blocking call (Docker, files) in green's thread pool."""
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
 
     # ---- intake ------------------------------------------------------------------------
@@ -148,19 +141,18 @@ class Orchestrator:
         return self.kinds[name]
 
     async def create_task(
-        self, ref: TaskRef | str, options: TaskOptions | None = None, *, record: bool = True
+        self, ref: TaskRef, options: TaskOptions | None = None, *, record: bool = True
     ) -> Task:
-        """Validate and record as queued (any replica's dispatcher may claim it; ``record=False``:
-        :meth:`record` does). Raises ValueError for a malformed reference or a kind this green
-        does not serve, UnknownTask for an id the source lacks."""
+        """Check and record as queued (any replica's dispatcher may claim it; ``record=False``:
+        :meth:`record` does). ``ref`` was read at the edge (``kinds.registry.parse_ref``).
+        Raises ValueError for a kind this green does not serve or a purple URL it may not use,
+        UnknownTask for an id the source lacks."""
         opts = options or TaskOptions()
         s = self.settings
         purple_url = allowed_purple(self.settings, opts.purple_url)
-        parsed = TaskRef.parse(ref)
-        task_kind = self.kind(parsed.kind)
-        ref = TaskRef(parsed.kind, task_kind.canonical(parsed.id))
+        task_kind = self.kind(ref.kind)
         try:  # cheap existence check; also warms the cache for preparation
-            await self._io(task_kind.check, ref.id)
+            await self.io(task_kind.check, ref.id)
         except UnknownTask:
             raise
         except AssetError as exc:  # the source is slow or broken: let preparation retry and report
@@ -195,22 +187,12 @@ class Orchestrator:
 
     def adopt(self, task: Task) -> LiveTask:
         """Run a task this replica claimed from the queue (a fresh token: only we know it)."""
-        live = LiveTask(
-            id=task.id,
-            kind=self.kind(task.kind),
-            ref=task.ref,
-            token=secrets.token_urlsafe(24),
-            purple_url=task.purple_url,
-            max_steps=task.max_steps,
-            task_timeout_s=task.task_timeout_s,
-            command_timeout_s=task.command_timeout_s,
-            log_key=f"{task.kind}_{task.ref_id}",
-        )
+        live = LiveTask(row=task, kind=self.kind(task.kind), token=secrets.token_urlsafe(24))
         live.subscribers.extend(self.remote.hand_over(task.id))
         self.live.add(live)
         with live.log_context():
             log.info("task.claimed", instance=self.settings.instance_name)
-            live.runner = asyncio.create_task(self._run(live), name=f"task-{task.id}")
+            live.runner = asyncio.create_task(TaskRun(self, live).run(), name=f"task-{task.id}")
         return live
 
     def get(self, task_id: str) -> Task:
@@ -264,234 +246,20 @@ class Orchestrator:
         await cancel_and_wait(live.runner)  # cancelled again if a first cancel is swallowed
         return self.get(task_id)
 
-    # ---- the lifecycle -----------------------------------------------------------------
+    # ---- a task's end on this replica --------------------------------------------------
 
-    async def _run(self, live: LiveTask) -> None:
-        """The whole life of one task. The terminal status is written only after cleanup, so a
-        client that sees ``completed`` also sees the container gone."""
-        outcome = live.outcome(
-            TaskStatus.failed, "harness_error", "green stopped unexpectedly", FailureKind.infra
-        )
-        engine_failed = False
-        try:
-            await self._prepare(live)
-            end_reason = await self._serve(live)
-            outcome = await self._evaluate(live, end_reason)
-        except asyncio.CancelledError:  # a cancel request (a shutdown is recorded below)
-            outcome = live.outcome(
-                TaskStatus.cancelled, "cancelled", live.cancel_reason or "cancelled"
-            )
-        except TaskLost:
-            pass  # another replica ended it: nothing of ours is written (live.lost)
-        except GreenFault as exc:  # green failed while serving the agent: not the agent's
-            outcome = live.outcome(TaskStatus.failed, exc.end_reason, str(exc), FailureKind.infra)
-        except STORAGE_ERRORS as exc:  # the database failed: the detail to the log only
-            with live.log_context():
-                log.error("task.storage_failed", status=live.status.value, error=str(exc))
-            outcome = live.outcome(TaskStatus.failed, "storage", brief(exc), FailureKind.infra)
-        except PurpleUnreachable as exc:
-            outcome = live.outcome(TaskStatus.failed, exc.reason, str(exc), FailureKind.agent)
-        except AgentFault as exc:  # the agent's commands ended the container; not in preparation
-            kind = FailureKind.agent if live.status is TaskStatus.running else FailureKind.infra
-            outcome = live.outcome(TaskStatus.failed, exc.reason, str(exc), kind)
-        except AssetError as exc:
-            outcome = live.outcome(TaskStatus.failed, "assets", str(exc), FailureKind.infra)
-        except SandboxError as exc:
-            engine_failed = True  # it may have left a container behind: sweep once forgotten
-            outcome = live.outcome(TaskStatus.failed, "sandbox", str(exc), FailureKind.infra)
-        except Exception as exc:  # a harness bug or a Docker failure: recorded, never swallowed
-            with live.log_context():
-                log.exception("task.crashed")
-            error = f"{type(exc).__name__}: {exc}"
-            outcome = live.outcome(TaskStatus.failed, "harness_error", error, FailureKind.infra)
-        finally:
-            # Cleanup and the final record must happen even if this runner is cancelled again
-            # (e.g. a cancel request racing with shutdown): wait for them through any cancel.
-            await through_cancels(self._cleanup(live))
-            if self._stopping and outcome.status is not TaskStatus.completed:
-                outcome = live.outcome(
-                    TaskStatus.failed, "interrupted", "green shut down", FailureKind.infra
-                )
-            try:
-                if not live.lost:  # else another replica ended it (its lease had expired)
-                    await through_cancels(self._finish(live, outcome))
-            finally:  # written or not (then retried by self.endings): the slot is free
-                self._forget(live)
-                self.wakeup.set()
-                if engine_failed:
-                    self.janitor.sweep_soon()
-                if live.plan is not None:
-                    for hook in self.task_end_hooks:
-                        with contextlib.suppress(RuntimeError):  # the pool is shut down
-                            self._pool.submit(hook, live.plan.image)
-
-    def _transition(self, live: LiveTask, status: TaskStatus, message: str, **fields: Any) -> None:
-        """Record a step of the lifecycle (not its end: :mod:`.endings`), only while this replica
-        still holds the task: one that was taken over (its lease ran out) raises TaskLost."""
-        if not self.store.update_held(
-            live.id, self.settings.instance_name, status=status, **fields
-        ):
-            live.lost = True
-            with live.log_context():
-                log.warning(
-                    "task.lease_lost", detail=f"not {status.value}: another replica ended it"
-                )
-            raise TaskLost(live.id)
-        live.status = status
-        with live.log_context():
-            log.info(f"task.{status.value}", detail=message)
-        live.publish(TaskEvent(live.id, status, message))
-
-    def _write(self, live: LiveTask, **fields: Any) -> None:
-        if not self.store.update_held(live.id, self.settings.instance_name, **fields):
-            live.lost = True
-            raise TaskLost(live.id)
-
-    def _progress(self, live: LiveTask, line: str) -> None:
-        """A line of the sandbox provider's progress (an image pull): logged, and an event."""
-        with live.log_context():
-            log.info("sandbox.progress", detail=line)
-        live.publish(TaskEvent(live.id, live.status, line))
-
-    async def _finish(self, live: LiveTask, outcome: TaskOutcome) -> None:
-        fields: dict[str, Any] = {}
-        if outcome.scores is not None:
-            fields["scores"] = outcome.scores
-        elif live.plan:  # no valid submission: zeros, explained
-            fields["scores"] = await live.plan.score(None)
-        if outcome.status is TaskStatus.completed:
-            fields["submission"] = live.submission
-        fields.update(live.report_fields())  # the agent's own words and final usage
-        await self.endings.end(live, outcome, {"finished_at": utcnow(), **fields})
-
-    async def _prepare(self, live: LiveTask) -> None:
-        with live.log_context():
-            self._transition(live, TaskStatus.preparing, "fetching assets")
-            live.plan = plan = await self._io(live.kind.prepare, live.ref.id)
-            self._write(live, workspace_dir=plan.paths.workspace, ground_truth=plan.ground_truth())
-            spec = live.sandbox_spec(self.settings)
-            # Shielded: a cancel must not lose a container the thread is still creating.
-            live.creating = asyncio.ensure_future(
-                self.sandboxes.create(spec, lambda line: self._progress(live, line))
-            )
-            live.sandbox = await asyncio.shield(live.creating)
-            self._write(live, container_name=live.sandbox.name)
-            log.info(
-                "sandbox.created",
-                container=live.sandbox.name,
-                image=spec.image,
-                engine=live.sandbox.engine,
-            )
-            await plan.populate(live.sandbox)
-            prov = await provenance_of(live, self.settings, self.get(live.id), self._io)
-            self._write(live, provenance=prov)
-
-    async def _serve(self, live: LiveTask) -> str:
-        """Hand the task to purple, then wait for a submission or an ending. Returns why it ended."""
-        with live.log_context():
-            now = time.monotonic()
-            live.deadline = now + live.task_timeout_s
-            live.last_activity = now
-            deadline_at = datetime.now(UTC) + timedelta(seconds=live.task_timeout_s)
-            self._transition(live, TaskStatus.running, "sent to purple", started_at=utcnow())
-            assert live.plan is not None
-            assignment = live.kind.assignment(
-                task_id=live.id,
-                token=live.token,
-                green_url=self.settings.reachable_url(),
-                paths=live.plan.paths,
-                limits=TaskLimits(
-                    max_steps=live.max_steps,
-                    command_timeout_s=live.command_timeout_s,
-                    deadline=deadline_at,
-                ),
-            )
-            link = self._purple_link(live.purple_url)
-            try:
-                await link.start(assignment, live.plan.describe(assignment))
-                return await self._wait_for_end(live, link)
-            finally:  # whatever ended the task, purple's task ends too (and says why)
-                # A reply told purple the task is over: let it end by itself (and say so) before
-                # a cancel could overtake that reply.
-                grace = 3.0 if live.told_purple_it_ended else 0.0
-                live.agent_report = await through_cancels(link.stop(grace))
-                await link.aclose()
-
-    async def _wait_for_end(self, live: LiveTask, link: PurpleLink) -> str:
-        poll = self.settings.purple_poll_s
-        while True:
-            now = time.monotonic()
-            idle_left = live.last_activity + self.settings.idle_timeout_s - now
-            deadline_left = live.deadline - now
-            if deadline_left <= 0:
-                return "deadline"
-            if idle_left <= 0:
-                return "idle_timeout"
-            try:
-                async with asyncio.timeout(min(poll, idle_left, deadline_left)):
-                    await live.ended.wait()
-            except TimeoutError:
-                pass
-            else:
-                if live.agent_fault:
-                    raise live.agent_fault
-                if live.green_fault:
-                    raise live.green_fault
-                if live.sandbox_error:
-                    raise SandboxError(live.sandbox_error)
-                return "submitted"
-            if live.sandbox is not None and live.sandbox.lost:  # e.g. its engine went down
-                raise SandboxError(live.sandbox.lost)
-            ended = await link.ended()
-            if ended and not live.ended.is_set():
-                live.end_detail = getattr(link, "lost_reason", None)
-                return f"purple_{ended}"
-
-    async def _evaluate(self, live: LiveTask, end_reason: str) -> TaskOutcome:
-        with live.log_context():
-            self._transition(live, TaskStatus.evaluating, f"ended: {end_reason}")
-            plan, sandbox = live.plan, live.sandbox
-            assert plan is not None and sandbox is not None
-            submission = live.submission
-            errors: list[str] = []
-            if submission is None:  # no accepted submit: judge whatever the agent left
-                submission, errors = await plan.read_submission(sandbox)
-            score = await plan.score(submission)
-            if submission is None:
-                why = "; ".join(errors) or "nothing was submitted"
-                lead = f"{live.end_detail}; " if live.end_detail else ""
-                return live.outcome(
-                    TaskStatus.failed,
-                    end_reason,
-                    f"{lead}no valid submission ({end_reason}): {why}",
-                    FailureKind.agent,
-                    score,
-                )
-            live.submission = submission
-            return live.outcome(TaskStatus.completed, end_reason, scores=score)
-
-    async def _cleanup(self, live: LiveTask) -> None:
-        with live.log_context():
-            if live.sandbox is None and live.creating is not None:
-                # cancelled while the container was being created: wait for it (if it was
-                # never created, its error is already the task's outcome)
-                with contextlib.suppress(Exception):
-                    live.sandbox = await live.creating
-            if live.sandbox is not None and live.sandbox.lost:  # its engine is down: the
-                self.janitor.remove_later(live.sandbox)  # removal waits for it, the task not
-            elif live.sandbox is not None:
-                try:
-                    await live.sandbox.remove()
-                    log.info("sandbox.removed", container=live.sandbox.name)
-                except Exception as exc:  # the engine is unreachable: retried in the background
-                    log.warning(
-                        "sandbox.remove_failed", container=live.sandbox.name, error=str(exc)
-                    )
-                    self.janitor.remove_later(live.sandbox)
-
-    def _forget(self, live: LiveTask) -> None:
+    def forget(self, live: LiveTask, *, sweep: bool = False) -> None:
+        """A runner has ended (its end written or pending in :attr:`endings`): free its slot;
+        ``sweep``: its engine failed, look for a container it may have left."""
         self.live.pop(live.id)
         self._close_log(live.log_key)
+        self.wakeup.set()
+        if sweep:
+            self.janitor.sweep_soon()
+        if live.plan is not None:
+            for hook in self.task_end_hooks:
+                with contextlib.suppress(RuntimeError):  # the pool is shut down
+                    self._pool.submit(hook, live.plan.image)
 
     def _close_log(self, log_key: str) -> None:
         if not any(t.log_key == log_key for t in self.live) and (r := router()):

@@ -25,9 +25,6 @@ import httpx
 
 from services.green.config import GreenSettings
 
-SCORING_VERSIONS = {"arvo": "arvo-loc-1", "swebench": "swebench-resolved-1"}
-"""The version of each kind's scoring rule: bump it whenever ``docs/scoring.md`` changes what a
-submission scores (runs of different versions are not compared)."""
 CARD_TIMEOUT_S = 5.0
 MODEL_EXTENSION = "urn:arvo-arena:purple:model:v1"
 """Purple's card extension whose ``params`` name its model and request settings (docs/models.md;
@@ -149,6 +146,7 @@ def task_provenance(
     settings: GreenSettings,
     task: Any,
     kind: str,
+    scoring_version: str | None,
     image_name: str,
     image_facts: dict[str, Any] | None,
     assets: dict[str, Path],
@@ -160,7 +158,7 @@ def task_provenance(
     engine_version = facts.pop("engine_version", None)
     return {
         "green": green_version(),
-        "scoring": {"kind": kind, "version": SCORING_VERSIONS.get(kind)},
+        "scoring": {"kind": kind, "version": scoring_version},
         "image": {"name": image_name, **facts},
         "engine": {"name": engine, "version": engine_version},
         "assets_sha256": {name: sha256_file(p) for name, p in sorted(assets.items())},
@@ -187,6 +185,7 @@ async def provenance_of(live: Any, settings: GreenSettings, task: Any, io: Any) 
         settings=settings,
         task=task,
         kind=live.ref.kind,
+        scoring_version=getattr(live.kind, "scoring_version", None),
         image_name=plan.image,
         image_facts=facts,
         assets=dict(getattr(plan, "assets", {}) or {}),

@@ -20,6 +20,8 @@ from a2a.types import Role, Task, TaskState
 from a2a.utils.errors import TaskNotFoundError
 from pydantic import ValidationError
 
+from services.green.store.models import FailureKind
+from services.green.task_end import TaskEnd
 from services.shared.a2a import A2APeer, message_parts, new_protocol_message
 from services.shared.logging import get_logger
 from services.shared.protocol import AgentReport, TaskAssignment, clip_reason
@@ -34,12 +36,13 @@ _ENDED = {
 }
 
 
-class PurpleUnreachable(RuntimeError):
-    """Purple could not be reached or refused the task. ``reason``: ``purple_unreachable``
-    (never reached: the task never started, a resumed run retries it) or ``purple_refused``."""
+class PurpleUnreachable(TaskEnd):
+    """Purple could not be reached or refused the task: the agent's failure. ``reason``:
+    ``purple_unreachable`` (never reached: the task never started, a resumed run retries it) or
+    ``purple_refused``."""
 
     def __init__(self, message: str, reason: str = "purple_unreachable") -> None:
-        super().__init__(message)
+        super().__init__(reason, message, FailureKind.agent)
         self.reason = reason
 
 

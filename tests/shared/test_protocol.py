@@ -108,13 +108,10 @@ def test_a_command_that_names_an_arvo_id_is_still_a_command():
 
 
 def test_start_task_collects_unique_ids():
-    assert classify(Payload(text="Task ID: arvo:1 and arvo:2, again arvo:1")).task_ids == [
-        "arvo:1",
-        "arvo:2",
-    ]
-    assert classify(Payload(text="Task ID: swebench:arena__ini-1")).task_ids == [
-        "swebench:arena__ini-1"
-    ]
+    ids = classify(Payload(text="Task ID: arvo:1 and arvo:2, again arvo:1")).task_ids
+    assert list(map(str, ids)) == ["arvo:1", "arvo:2"]
+    ids = classify(Payload(text="Task ID: swebench:arena__ini-1")).task_ids
+    assert list(map(str, ids)) == ["swebench:arena__ini-1"]
 
 
 def test_the_reply_to_execute_is_the_command_result_itself() -> None:

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from services.green.kinds.registry import KINDS
 from services.shared.a2a import Payload
 from services.shared.protocol import Execute, Submit, parse_data, parse_text_request
-from services.shared.task_ref import find_refs
+from services.shared.task_ref import TaskRef, find_refs
 
 _TOKEN_LINE_RE = re.compile(r"\n?[ \t]*token:[ \t]*(\S+)[ \t]*\Z", re.IGNORECASE)
 
@@ -27,7 +27,7 @@ class ProtocolRequest:
 
 @dataclass
 class StartTask:
-    task_ids: list[str]
+    task_ids: list[TaskRef]
     """``arvo:<n>`` / ``swebench:<instance>``: the references of registered kinds in the text."""
     purple_url: str | None = None
     """From the message's ``metadata.purple_url``."""
@@ -91,7 +91,7 @@ def classify(payload: Payload) -> Classified:
             return Assessment(dict(participants), dict(config))
     # 4. "Task ID: arvo:<n>" / "swebench:<id>" (or any text naming task ids)
     if refs := find_refs(payload.text, KINDS):
-        return StartTask([str(r) for r in refs], _text_field(payload.metadata, "purple_url"))
+        return StartTask(refs, _text_field(payload.metadata, "purple_url"))
     return Unknown(
         "send 'Task ID: arvo:<n>' (or swebench:<instance>) to start a task, an AgentBeats assessment request as JSON, "
         "or, inside a running task, 'execute: <command>' / 'submit'"

@@ -16,12 +16,11 @@ def dataset_tools(request: Request) -> DatasetTools:
     return request.app.state.datasets
 
 
-def keep_verified(request: Request, body: AssessmentRequest) -> list[str]:
+def keep_verified(request: Request, body: AssessmentRequest) -> list[TaskRef]:
     """Drop from ``body.task_ids`` the tasks not verified; return the ones left out (422 when
     none is left)."""
-    refs = {ref: TaskRef.parse(ref) for ref in body.task_ids}
-    found = dataset_tools(request).latest(refs.values())
-    ok = {ref for ref, parsed in refs.items() if parsed in found and found[parsed].verified}
+    found = dataset_tools(request).latest(set(body.task_ids))
+    ok = {ref for ref in body.task_ids if ref in found and found[ref].verified}
     left_out = [ref for ref in body.task_ids if ref not in ok]
     body.task_ids = [ref for ref in body.task_ids if ref in ok]
     if not body.task_ids:

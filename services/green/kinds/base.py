@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+
+from pydantic import BaseModel
 
 from services.sandbox.base import Sandbox, SandboxProvider
 from services.shared.protocol import TaskAssignment, TaskPaths
@@ -13,9 +15,28 @@ if TYPE_CHECKING:
     from services.shared.outcome import TaskOutcome
 
 
+S = TypeVar("S", bound=BaseModel)
+"""The kind's submission (ARVO: ``LocJson``)."""
+R = TypeVar("R", bound=BaseModel)
+"""The kind's score of one task (ARVO: ``ArvoScore``)."""
+G = TypeVar("G", bound=BaseModel)
+"""The kind's ground truth (ARVO: ``GroundTruth``)."""
+
+
+def stored(value: BaseModel | None) -> dict[str, Any] | None:
+    """A plan's submission, score or ground truth as the store and the API keep it (JSON, the
+    models' aliases as keys): the one place they become dicts."""
+    return None if value is None else value.model_dump(mode="json", by_alias=True)
+
+
 @runtime_checkable
-class TaskPlan(Protocol):
-    """What a kind prepared for one task on green's side (never sent to the agent as such)."""
+class TaskPlan(Protocol[S, R, G]):
+    """What a kind prepared for one task on green's side (never sent to the agent as such).
+
+    Typed by the kind's own pydantic models of a submission (``S``), a score (``R``) and the
+    ground truth (``G``); green's lifecycle passes them along as they are and only the store's
+    edge turns them into JSON (:func:`stored`).
+    """
 
     image: str
     """The task container's image."""
@@ -39,16 +60,16 @@ class TaskPlan(Protocol):
         """The task description the agent reads first."""
         ...
 
-    async def read_submission(self, sandbox: Sandbox) -> tuple[dict[str, Any] | None, list[str]]:
+    async def read_submission(self, sandbox: Sandbox) -> tuple[S | None, list[str]]:
         """Read and validate what the agent submitted: (submission, []) or (None, errors)."""
         ...
 
-    async def score(self, submission: dict[str, Any] | None) -> dict[str, Any]:
+    async def score(self, submission: S | None) -> R:
         """Score a valid submission (None: no valid submission, every metric 0). May take
         long (e.g. run tests in a fresh container); CPU work goes to a thread, not the loop."""
         ...
 
-    def ground_truth(self) -> dict[str, Any] | None:
+    def ground_truth(self) -> G | None:
         """What the answer is judged against, stored with the task (hidden until it ends)."""
         ...
 
@@ -73,7 +94,7 @@ class TaskKind(Protocol):
         """Raise UnknownTask when the source has no such task. May block (downloads)."""
         ...
 
-    def prepare(self, ref_id: str) -> TaskPlan:
+    def prepare(self, ref_id: str) -> TaskPlan[Any, Any, Any]:
         """Fetch and check everything the task needs. May block."""
         ...
 

@@ -3,6 +3,10 @@ task reference (``arvo:10055``) into a checked :class:`TaskRef`."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
+from pydantic import PlainSerializer, PlainValidator, WithJsonSchema
+
 from services.green.config import GreenSettings
 from services.green.kinds.arvo import ArvoKind
 from services.green.kinds.base import KindClass, TaskKind
@@ -33,3 +37,13 @@ def parse_ref(value: str | int | TaskRef) -> TaskRef:
     if cls is None:
         raise ValueError(f"unknown task kind {ref.kind!r} in {ref} (known: {', '.join(KINDS)})")
     return TaskRef(ref.kind, cls.canonical(ref.id))
+
+
+CheckedRef = Annotated[
+    TaskRef,
+    PlainValidator(parse_ref),
+    PlainSerializer(str, return_type=str),
+    WithJsonSchema({"type": "string", "examples": ["arvo:10055"]}),
+]
+"""A request model's task reference: read by :func:`parse_ref` when the request is (so a bad one
+is a 422 with its sentence), a :class:`TaskRef` from then on, ``"kind:id"`` in JSON."""

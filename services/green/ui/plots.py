@@ -14,9 +14,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-from services.green.kinds.arvo.scoring.metrics import METRICS
+from services.shared.scores import headline, metric_names
 
-GROUP_METRICS = ("file@1", "func@1", "line@1", "line@5")
 PLOTS = ("metrics", "bug_class", "fix_position", "cost")
 """The plot names of a run page."""
 
@@ -56,13 +55,19 @@ def _empty(fig: Figure, ax, text: str) -> bytes:
     return _svg(fig)
 
 
+def _metrics(points: list[Point]) -> list[str]:
+    """The metrics of the run's scores, in the order its kind reports them."""
+    return metric_names(p.metrics for p in points)
+
+
 def metric_means(points: list[Point]) -> bytes:
     scored = [p for p in points if p.metrics]
     fig, ax = _figure(f"Mean score per metric (n={len(scored)})")
     if not scored:
         return _empty(fig, ax, "no scored task yet")
-    means = [sum(p.metrics.get(m, 0.0) for p in scored) / len(scored) for m in METRICS]
-    bars = ax.bar(METRICS, means, color="tab:blue")
+    names = _metrics(scored)
+    means = [sum(p.metrics.get(m, 0.0) for p in scored) / len(scored) for m in names]
+    bars = ax.bar(names, means, color="tab:blue")
     ax.bar_label(bars, fmt="%.2f", fontsize=8)
     return _svg(fig)
 
@@ -76,17 +81,21 @@ def by_group(points: list[Point], attr: str, title: str) -> bytes:
     fig, ax = _figure(title, width=max(6.4, 1.4 * len(names) + 2))
     if not names:
         return _empty(fig, ax, "no scored task yet")
-    width = 0.8 / len(GROUP_METRICS)
-    for i, metric in enumerate(GROUP_METRICS):
-        xs = [j + (i - (len(GROUP_METRICS) - 1) / 2) * width for j in range(len(names))]
+    shown = headline(_metrics([p for n in names for p in groups[n]]))
+    width = 0.8 / len(shown)
+    for i, metric in enumerate(shown):
+        xs = [j + (i - (len(shown) - 1) / 2) * width for j in range(len(names))]
         ys = [sum(p.metrics.get(metric, 0.0) for p in groups[n]) / len(groups[n]) for n in names]
         ax.bar(xs, ys, width, label=metric)
     ax.set_xticks(range(len(names)), [f"{n}\n(n={len(groups[n])})" for n in names], fontsize=8)
-    ax.legend(fontsize=8, ncols=len(GROUP_METRICS), loc="upper center", bbox_to_anchor=(0.5, -0.2))
+    ax.legend(fontsize=8, ncols=len(shown), loc="upper center", bbox_to_anchor=(0.5, -0.2))
     return _svg(fig)
 
 
-def cost_vs_score(points: list[Point], metric: str = "line@5") -> bytes:
+def cost_vs_score(points: list[Point], metric: str | None = None) -> bytes:
+    """Cost against one metric (by default the last of the headline ones: ARVO's ``iou``)."""
+    shown = headline(_metrics(points))
+    metric = metric or (shown[-1] if shown else "score")
     fig, ax = _figure(f"Cost against {metric} (one dot per task)")
     ax.set_xlabel("cost (USD)")
     ax.set_ylabel(metric)

@@ -20,6 +20,7 @@ from services.green.ui.templating import render
 from services.green.ui.views import NO_RUN
 from services.shared.logging import get_logger
 from services.shared.outcome import TaskOutcome
+from services.shared.scores import metric_names
 
 log = get_logger("services.green.ui")
 router = APIRouter(prefix="/ui", include_in_schema=False, dependencies=[Depends(require_page)])
@@ -117,9 +118,7 @@ async def points(facts: TaskFacts, tasks: list[Task], show: Disclosure) -> list[
         scorable = scores.get("scorable", True) and scores
         out.append(
             plots.Point(
-                metrics={k: float(v) for k, v in scores.items() if ("@" in k or k == "iou")}
-                if scorable
-                else {},
+                metrics={k: float(scores[k]) for k in metric_names([scores])} if scorable else {},
                 cost=t.cost,
                 bug_class=await facts.group(t.kind, t.ref_id),
                 fix_position=await facts.position(t.kind, t.ref_id, view.ground_truth),

@@ -62,7 +62,7 @@ def test_build_kinds_follows_the_settings(tmp_path: Path):
 def test_a2a_text_names_tasks_of_registered_kinds_only():
     verdict = classify(Payload(text="Task ID: arvo:010055 and swebench:a__b-1; other:7"))
     assert isinstance(verdict, StartTask)
-    assert verdict.task_ids == ["arvo:10055", "swebench:a__b-1"]
+    assert verdict.task_ids == [TaskRef("arvo", "10055"), TaskRef("swebench", "a__b-1")]
 
 
 def test_kind_aggregates_read_task_outcomes():

@@ -53,7 +53,7 @@ async def create_assessment(
         "id": aid,
         "status": "running",
         "task_ids": [t.id for t in tasks],
-        **({"left_out": left_out} if body.verified_only else {}),
+        **({"left_out": [str(ref) for ref in left_out]} if body.verified_only else {}),
     }
 
 

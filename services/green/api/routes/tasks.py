@@ -12,7 +12,7 @@ from services.green.api.deps import DisclosureDep, IntakeDep, OperatorDep, Orche
 from services.green.api.query_bounds import MAX_OFFSET
 from services.green.api.verification import annotate_verified
 from services.green.kinds.errors import UnknownTask
-from services.green.kinds.registry import parse_ref
+from services.green.kinds.registry import CheckedRef, parse_ref
 from services.green.live_task import TaskNotFound
 from services.green.orchestrator import TaskOptions
 from services.green.store.models import CommandPublic, Task, TaskList, TaskPublic, TaskStatus
@@ -21,10 +21,10 @@ router = APIRouter(prefix="/tasks", tags=["tasks"])
 
 
 class TaskCreate(BaseModel):
-    task: str | None = Field(
+    task: CheckedRef | None = Field(
         None, examples=["arvo:10055"], description="'arvo:<n>', '<n>' or 'swebench:<instance id>'"
     )
-    arvo_id: int | str | None = Field(
+    arvo_id: CheckedRef | None = Field(
         None, examples=[10055], description="Deprecated: an ARVO id (use task)"
     )
     purple_url: str | None = Field(
@@ -37,10 +37,10 @@ class TaskCreate(BaseModel):
 
     @model_validator(mode="after")
     def _one_id(self) -> TaskCreate:
-        raw = self.task if self.task is not None else self.arvo_id
-        if raw is None:
+        if self.task is None:
+            self.task = self.arvo_id
+        if self.task is None:
             raise ValueError("give 'task' (e.g. \"arvo:10055\") or 'arvo_id' (e.g. 10055)")
-        self.task = str(parse_ref(raw))
         return self
 
 
@@ -62,7 +62,8 @@ async def create_task(
         trial=body.trial,
     )
     try:
-        task = await orch.create_task(body.task or "", opts)
+        assert body.task is not None  # the model's validator saw to it
+        task = await orch.create_task(body.task, opts)
     except UnknownTask as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown task {body.task}: {exc}") from exc
     except ValueError as exc:
@@ -79,14 +80,19 @@ async def list_tasks(
     show: DisclosureDep,
     status_: Annotated[TaskStatus | None, Query(alias="status")] = None,
     ref: Annotated[str | None, Query(description="A task reference, e.g. arvo:10055")] = None,
-    arvo_id: Annotated[
-        str | None, Query(description="Deprecated: the id within its kind (use ref)")
+    legacy_id: Annotated[
+        str | None,
+        Query(
+            alias="arvo_id",
+            deprecated=True,
+            description="Deprecated alias: the id within its kind (use ref)",
+        ),
     ] = None,
     assessment_id: str | None = None,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> Any:
-    kind, ref_id = None, arvo_id
+    kind, ref_id = None, legacy_id
     if ref is not None:
         try:
             parsed = parse_ref(ref)

@@ -16,6 +16,15 @@ from services.green.kinds.arvo.scoring.metrics import TaskScore, path_candidates
 from services.shared.loc import LocJson, parse_loc_json
 
 
+class ArvoScore(TaskScore):
+    """An ARVO task's stored score: the judge's :class:`TaskScore` and what every report shows
+    beside it (the floors, the bug class)."""
+
+    floors: dict[str, Any] | None = None
+    """``empty`` and ``crash_frame`` metrics (:func:`services.green.kinds.arvo.floors.floors`)."""
+    bug_class: str | None = None
+
+
 @dataclass(frozen=True)
 class PreparedTask:
     """What green knows about a task's source and answer before the agent starts."""
@@ -29,10 +38,7 @@ class PreparedTask:
     workspace_bytes: int = 0
     """Uncompressed bytes of repo-vul.tar.gz's regular files (copied into the container)."""
 
-    def ground_truth_dict(self) -> dict[str, Any]:
-        return self.ground_truth.to_dict()
-
-    def check_submission(self, raw: bytes) -> tuple[dict[str, Any] | None, list[str]]:
+    def check_submission(self, raw: bytes) -> tuple[LocJson | None, list[str]]:
         """Validate loc.json: schema, and every file must exist in the project."""
         loc, errors = parse_loc_json(raw)
         if loc is None:
@@ -45,28 +51,33 @@ class PreparedTask:
                     f"locations.{i}.file: {location.file!r} is not a file of the project "
                     "(give a path relative to the project root, e.g. 'src/x.c')"
                 )
-        return (loc.model_dump(), []) if not errors else (None, errors)
-
-    def validated(self, submission: dict[str, Any]) -> LocJson:
-        return LocJson.model_validate(submission)
+        return (loc, []) if not errors else (None, errors)
 
 
 class Judge:
+    """Holds no state: one per kind (:class:`~services.green.kinds.arvo.kind.ArvoKind`), shared
+    by its plans."""
+
     def prepare(self, patch_path: Path, archive_path: Path) -> PreparedTask:
         """Check the archive, read the patched files' vulnerable versions, build the ground truth.
 
         One pass over the archive (a real repo-vul.tar.gz is 100+ MB) does the checks, lists the
         project's files and reads the patched ones.
         """
-        patch = patch_path.read_bytes()
-        patched = [f.path for f in ground_truth_from_patch(patch).files]  # parsing only: cheap
-        # Links that point outside the archive are skipped, not fatal: green never extracts the
-        # archive, and inside the container (the boundary) such a link is harmless.
-        info = check_archive(archive_path, escaping_symlinks="skip", read=patched)
+        read: list[Any] = []
+
+        def sources(paths: list[str]) -> dict[str, bytes]:
+            # Links that point outside the archive are skipped, not fatal: green never extracts
+            # the archive, and inside the container (the boundary) such a link is harmless.
+            read.append(check_archive(archive_path, escaping_symlinks="skip", read=paths))
+            return read[0].sources
+
+        truth = ground_truth_from_patch(patch_path.read_bytes(), sources=sources)
+        info = read[0] if read else check_archive(archive_path, escaping_symlinks="skip")
         return PreparedTask(
             project=info.project,
             archive_top=info.top_dir,
-            ground_truth=ground_truth_from_patch(patch, sources=info.sources),
+            ground_truth=truth,
             project_files=info.files,
             workspace_bytes=info.size,
         )

@@ -12,12 +12,15 @@ from services.green.config import GreenSettings
 from services.green.kinds.arvo.assets import AssetSource, make_asset_source, parse_arvo_id
 from services.green.kinds.arvo.datasets.service import ArvoDatasets
 from services.green.kinds.arvo.floors import bug_class, floors
-from services.green.kinds.arvo.judge import Judge, PreparedTask
+from services.green.kinds.arvo.judge import ArvoScore, Judge, PreparedTask
 from services.green.kinds.arvo.prompt import describe_task
 from services.green.kinds.arvo.report import arvo_position, arvo_report, arvo_sources
+from services.green.kinds.arvo.scoring.groundtruth import GroundTruth
+from services.green.kinds.arvo.scoring.metrics import METRICS
 from services.green.kinds.datasets import DatasetContext
 from services.green.kinds.report import TaskReport
 from services.sandbox.base import Sandbox, SandboxProvider, UnreadableFile
+from services.shared.loc import LocJson
 from services.shared.outcome import TaskOutcome
 from services.shared.protocol import RCA_PATHS, RcaTask, TaskAssignment, TaskPaths
 from services.shared.scores import aggregate
@@ -27,10 +30,15 @@ WORKSPACE = "/workspace"
 
 @dataclass
 class ArvoPlan:
+    """An ARVO task's plan: a :class:`~services.green.kinds.base.TaskPlan` of a ``loc.json``
+    (:class:`LocJson`), an :class:`ArvoScore` and a :class:`GroundTruth`."""
+
     arvo_id: str
     image: str
     assets: dict[str, Path]
     prepared: PreparedTask
+    judge: Judge
+    """The kind's one judge."""
     strip_git: bool
     hide_poc: bool
     mask_arvo_id: bool
@@ -77,7 +85,7 @@ class ArvoPlan:
             task, self.prepared.project, None if self.mask_arvo_id else self.arvo_id
         )
 
-    async def read_submission(self, sandbox: Sandbox) -> tuple[dict[str, Any] | None, list[str]]:
+    async def read_submission(self, sandbox: Sandbox) -> tuple[LocJson | None, list[str]]:
         path = self.paths.submission
         try:
             raw = await sandbox.read_file(path, max_bytes=1 << 20)
@@ -87,24 +95,34 @@ class ArvoPlan:
             return None, [f"could not read {path}: {exc}"]
         return self.prepared.check_submission(raw)
 
-    async def score(self, submission: dict[str, Any] | None) -> dict[str, Any]:
+    async def score(self, submission: LocJson | None) -> ArvoScore:
         return await asyncio.to_thread(self._score, submission)  # parses sources: CPU work
 
-    def _score(self, submission: dict[str, Any] | None) -> dict[str, Any]:
-        loc = self.prepared.validated(submission) if submission else None
-        judge = Judge()
-        scores = judge.score(loc, self.prepared).to_dict()
-        scores["floors"] = floors(self.assets["error.txt"], self.prepared, judge)
-        scores["bug_class"] = bug_class(self.assets["error.txt"])
-        return scores
+    def _score(self, submission: LocJson | None) -> ArvoScore:
+        judged = self.judge.score(submission, self.prepared)
+        return ArvoScore(
+            **dict(judged),
+            floors=floors(self.assets["error.txt"], self.prepared, self.judge),
+            bug_class=bug_class(self.assets["error.txt"]),
+        )
 
-    def ground_truth(self) -> dict[str, Any]:
-        return self.prepared.ground_truth_dict()
+    def ground_truth(self) -> GroundTruth:
+        return self.prepared.ground_truth
 
 
 class ArvoKind:
     name = "arvo"
     assignment = RcaTask
+    metrics = METRICS
+    """The metrics of its scores, in report order (:class:`services.green.kinds.base.TaskKind`)."""
+    continuous = frozenset({"iou"})
+    """Those that are not hit/miss (no McNemar test in comparisons)."""
+    public_scores = frozenset({"scorable", "submitted", "n_locations", "bug_class"})
+    """Score fields besides the metrics that name nothing of the answer (shown to anyone)."""
+    scoring_version = "arvo-loc-1"
+    """The version of its scoring rule, recorded in each task's provenance: bump it whenever
+    ``docs/scoring.md`` changes what a submission scores (runs of different versions are not
+    compared)."""
 
     def __init__(
         self,
@@ -156,17 +174,18 @@ class ArvoKind:
             image=self.image_template.format(id=ref),
             assets=files,
             prepared=prepared,
+            judge=self.judge,
             strip_git=self.strip_git,
             hide_poc=self.hide_poc,
             mask_arvo_id=self.mask_arvo_id,
         )
 
     def aggregate(self, outcomes: Iterable[TaskOutcome]) -> dict[str, Any]:
-        return aggregate(outcomes).to_dict()
+        return aggregate(outcomes, METRICS).to_dict()
 
     def datasets(self, context: DatasetContext) -> ArvoDatasets:
         """List, prefetch, verify and the task images' disk budget (needs a Docker engine)."""
-        return ArvoDatasets.build(context, self.assets)
+        return ArvoDatasets.build(context, self.assets, self.judge)
 
     def report(self, ref_id: str) -> TaskReport:
         """``error.txt`` for the dashboard, grouped by its bug class."""

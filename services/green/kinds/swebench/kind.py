@@ -16,6 +16,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from services.green.config import GreenSettings
 from services.green.kinds.datasets import DatasetContext
 from services.green.kinds.errors import UnknownTask
@@ -37,8 +39,48 @@ LOG_KEEP = 4000
 """Characters of the judge's test log stored with the scores."""
 
 
+class SwePatch(BaseModel):
+    """A SWE-bench submission: the agent's ``git diff`` (test files excluded)."""
+
+    model_patch: str
+    files: list[str]
+
+
+def _absent(value: Any) -> bool:
+    return value is None
+
+
+class SweScore(BaseModel):
+    """A SWE-bench task's score: resolved or not, and the test report behind it (absent when
+    nothing was submitted)."""
+
+    resolved: float
+    submitted: bool
+    patch_applied: bool
+    fail_to_pass: dict[str, str] | None = Field(None, exclude_if=_absent)
+    pass_to_pass: dict[str, str] | None = Field(None, exclude_if=_absent)
+    error: str | None = None
+    duration_s: float | None = Field(None, exclude_if=_absent)
+    log_tail: str | None = Field(None, exclude_if=_absent)
+    explanation: list[str]
+
+
+class SweTruth(BaseModel):
+    """What a SWE-bench answer is judged against (the tests, and which files the fix touched)."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    fail_to_pass: list[str] = Field(alias="FAIL_TO_PASS")
+    pass_to_pass: list[str] = Field(alias="PASS_TO_PASS")
+    gold_patch_files: list[str]
+    test_patch_files: list[str]
+
+
 @dataclass
 class SwePlan:
+    """A SWE-bench task's plan: a :class:`~services.green.kinds.base.TaskPlan` of a
+    :class:`SwePatch`, a :class:`SweScore` and a :class:`SweTruth`."""
+
     instance: SweInstance
     image: str
     provider: SandboxProvider
@@ -86,7 +128,7 @@ Every request must carry the task token: the `token` field of a data part, or a 
 At most {lim.max_steps} commands; the task ends at {lim.deadline.isoformat()} (UTC).
 """
 
-    async def read_submission(self, sandbox: Sandbox) -> tuple[dict[str, Any] | None, list[str]]:
+    async def read_submission(self, sandbox: Sandbox) -> tuple[SwePatch | None, list[str]]:
         try:
             patch = await extract_patch(sandbox, self.instance, workdir=self.workdir)
         except UnreadableFile as exc:  # too large: what the agent left
@@ -99,21 +141,21 @@ At most {lim.max_steps} commands; the task ends at {lim.deadline.isoformat()} (U
             return None, [
                 f"{self.workdir} has no changes (besides test files): edit the code, then submit"
             ]
-        return {"model_patch": patch, "files": patch_files(patch)}, []
+        return SwePatch(model_patch=patch, files=patch_files(patch)), []
 
-    async def score(self, submission: dict[str, Any] | None) -> dict[str, Any]:
-        if not submission:
-            return {
-                "resolved": 0.0,
-                "submitted": False,
-                "patch_applied": False,
-                "explanation": ["no patch was submitted: not resolved"],
-            }
+    async def score(self, submission: SwePatch | None) -> SweScore:
+        if submission is None:
+            return SweScore(
+                resolved=0.0,
+                submitted=False,
+                patch_applied=False,
+                explanation=["no patch was submitted: not resolved"],
+            )
         report = await evaluate(
             self.provider,
             self.instance,
             self.image,
-            submission["model_patch"],
+            submission.model_patch,
             activate=self.activate_setting,
             timeout=self.eval_timeout_s,
         )
@@ -127,29 +169,38 @@ At most {lim.max_steps} commands; the task ends at {lim.deadline.isoformat()} (U
             if not report.patch_applied
             else f"not resolved: {len(failing)} test(s) do not pass: {', '.join(failing[:5])}"
         )
-        return {
-            "resolved": 1.0 if report.resolved else 0.0,
-            "submitted": True,
-            "patch_applied": report.patch_applied,
-            "fail_to_pass": report.fail_to_pass,
-            "pass_to_pass": report.pass_to_pass,
-            "error": report.error,
-            "duration_s": report.duration_s,
-            "log_tail": report.log[-LOG_KEEP:],
-            "explanation": [why] + ([report.error] if report.error else []),
-        }
+        return SweScore(
+            resolved=1.0 if report.resolved else 0.0,
+            submitted=True,
+            patch_applied=report.patch_applied,
+            fail_to_pass=report.fail_to_pass,
+            pass_to_pass=report.pass_to_pass,
+            error=report.error,
+            duration_s=report.duration_s,
+            log_tail=report.log[-LOG_KEEP:],
+            explanation=[why] + ([report.error] if report.error else []),
+        )
 
-    def ground_truth(self) -> dict[str, Any]:
-        return {
-            "FAIL_TO_PASS": self.instance.FAIL_TO_PASS,
-            "PASS_TO_PASS": self.instance.PASS_TO_PASS,
-            "gold_patch_files": patch_files(self.instance.patch),
-            "test_patch_files": patch_files(self.instance.test_patch),
-        }
+    def ground_truth(self) -> SweTruth:
+        return SweTruth(
+            fail_to_pass=self.instance.FAIL_TO_PASS,
+            pass_to_pass=self.instance.PASS_TO_PASS,
+            gold_patch_files=patch_files(self.instance.patch),
+            test_patch_files=patch_files(self.instance.test_patch),
+        )
 
 
 class SweBenchKind:
     name = "swebench"
+    metrics = ("resolved",)
+    """The metrics of its scores (:class:`services.green.kinds.base.TaskKind`)."""
+    continuous: frozenset[str] = frozenset()
+    public_scores = frozenset({"submitted"})
+    """Shown to anyone besides ``resolved`` (the test report names the tests: not shown)."""
+    scoring_version = "swebench-resolved-1"
+    """The version of its scoring rule, recorded in each task's provenance: bump it whenever
+    ``docs/scoring.md`` changes what a submission scores (runs of different versions are not
+    compared)."""
     assignment = SweTask
 
     def __init__(

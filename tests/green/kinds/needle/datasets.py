@@ -68,7 +68,7 @@ class NeedleDatasets:
         finally:
             await sandbox.remove()
         found = [line.split(":", 1)[0] for line in ran.output.splitlines() if ":" in line]
-        want = str((plan.ground_truth() or {})["line"])
+        want = str(plan.ground_truth().line)
         if found == [want]:
             return True, f"the needle is on line {want}"
         return False, f"the ground truth says line {want}, the haystack has it on {found or 'none'}"

@@ -3,8 +3,8 @@
 ``needle:<n>`` puts ``/workspace/haystack.txt`` (1,000 lines, one of them ``NEEDLE``) into a
 container; the agent writes ``{"line": <number>}`` to ``/workspace/answer.json`` and submits;
 the score is ``found`` 1.0 or 0.0. It is what a new kind needs and nothing more: an id check, a
-plan (image, paths, workspace, prompt, reading and scoring the answer, the ground truth) and an
-aggregate. Copied to ``services/green/kinds/needle/`` and registered with one line in
+plan (image, paths, workspace, prompt, reading and scoring the answer, the ground truth: a
+``TaskPlan[Answer, Found, Needle]`` over its own three pydantic models) and an aggregate. Copied to ``services/green/kinds/needle/`` and registered with one line in
 ``services/green/kinds/registry.py``, green serves it. It also offers dataset tools (list,
 prefetch, verify: :mod:`.datasets`) through ``services/green/kinds/datasets.py``, so
 ``/datasets/*`` and ``verified_only`` work for it too, and a report for the dashboard (the
@@ -17,6 +17,8 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from pydantic import BaseModel
 
 from services.green.config import GreenSettings
 from services.green.kinds.datasets import DatasetContext
@@ -41,6 +43,25 @@ def needle_line(ref_id: str) -> int:
     return int(ref_id) % LINES + 1
 
 
+class Answer(BaseModel):
+    """The submission: the line the agent names."""
+
+    line: int
+
+
+class Found(BaseModel):
+    """The score."""
+
+    found: float
+    submitted: bool
+
+
+class Needle(BaseModel):
+    """The ground truth: where the needle is."""
+
+    line: int
+
+
 def haystack(ref_id: str) -> str:
     """The task's ``haystack.txt`` (the broken task's has no needle)."""
     lines = ["hay"] * LINES
@@ -51,6 +72,8 @@ def haystack(ref_id: str) -> str:
 
 @dataclass
 class NeedlePlan:
+    """A ``TaskPlan[Answer, Found, Needle]``."""
+
     ref_id: str
     image: str
     paths: TaskPaths = field(default_factory=PATHS.model_copy)
@@ -74,21 +97,21 @@ class NeedlePlan:
             f"a last line `token: {task.token}`. At most {task.limits.max_steps} commands."
         )
 
-    async def read_submission(self, sandbox: Sandbox) -> tuple[dict[str, Any] | None, list[str]]:
+    async def read_submission(self, sandbox: Sandbox) -> tuple[Answer | None, list[str]]:
         try:
             answer = json.loads(await sandbox.read_file(PATHS.submission, max_bytes=4096))
-            return {"line": int(answer["line"])}, []
+            return Answer(line=int(answer["line"])), []
         except FileNotFoundError:
             return None, [f"{PATHS.submission} does not exist"]
         except (ValueError, TypeError, KeyError) as exc:
             return None, [f'{PATHS.submission} must hold {{"line": <number>}}: {exc}']
 
-    async def score(self, submission: dict[str, Any] | None) -> dict[str, Any]:
-        found = submission is not None and submission["line"] == needle_line(self.ref_id)
-        return {"found": 1.0 if found else 0.0, "submitted": submission is not None}
+    async def score(self, submission: Answer | None) -> Found:
+        found = submission is not None and submission.line == needle_line(self.ref_id)
+        return Found(found=1.0 if found else 0.0, submitted=submission is not None)
 
-    def ground_truth(self) -> dict[str, Any]:
-        return {"line": needle_line(self.ref_id)}
+    def ground_truth(self) -> Needle:
+        return Needle(line=needle_line(self.ref_id))
 
 
 class NeedleKind:

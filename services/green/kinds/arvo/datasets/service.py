@@ -20,6 +20,7 @@ from services.green.kinds.arvo.datasets import prefetch
 from services.green.kinds.arvo.datasets.images import Engines, ImageBudget, image_digest
 from services.green.kinds.arvo.datasets.splits import local_ids
 from services.green.kinds.arvo.datasets.verify import TaskVerifier
+from services.green.kinds.arvo.judge import Judge
 from services.green.kinds.datasets import DatasetContext, DatasetsUnavailable, Verification
 from services.green.store.crud import ImageUseStore
 
@@ -33,9 +34,10 @@ class ArvoDatasets:
         assets: AssetSource,
         client: docker.DockerClient,
         engines: Engines | None = None,
+        judge: Judge | None = None,
     ) -> None:
         """``client``: the engine prefetch and verification use; ``engines``: every engine the
-        image budget keeps (default: that one)."""
+        image budget keeps (default: that one); ``judge``: the kind's."""
         settings = context.settings
         self.assets = assets
         self.client = client
@@ -55,17 +57,20 @@ class ArvoDatasets:
             cpus=settings.container_cpus,
             pids_limit=settings.container_pids,
             step_timeout_s=settings.verify_step_timeout_s,
+            judge=judge,
         )
         self._busy_lock = threading.Lock()
         self._busy: dict[str, int] = {}
 
     @classmethod
-    def build(cls, context: DatasetContext, assets: AssetSource) -> ArvoDatasets:
+    def build(
+        cls, context: DatasetContext, assets: AssetSource, judge: Judge | None = None
+    ) -> ArvoDatasets:
         """On green's Docker engine (a pool: the budget keeps each engine)."""
         client = getattr(context.sandboxes, "client", None)
         if client is None:
             raise DatasetsUnavailable("they need green's Docker engine (GREEN_SANDBOX_PROVIDER)")
-        return cls(context, assets, client, getattr(context.sandboxes, "clients", None))
+        return cls(context, assets, client, getattr(context.sandboxes, "clients", None), judge)
 
     def image(self, ref: str) -> str:
         return self.template.format(id=ref)

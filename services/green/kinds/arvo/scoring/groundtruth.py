@@ -113,19 +113,24 @@ class _FileAcc:
     """Lines of the file as the current commit finds it (None: the source is unknown)."""
 
 
+SourcesFor = Callable[[list[str]], Mapping[str, bytes | str]]
+"""Given the repo-relative paths a patch changes, their vulnerable versions (read in one go)."""
+
+
 def ground_truth_from_patch(
     patch_text: str | bytes,
     source_root: Path | None = None,
     *,
-    sources: Mapping[str, bytes | str] | None = None,
+    sources: Mapping[str, bytes | str] | SourcesFor | None = None,
 ) -> GroundTruth:
     """Build the ground truth of a task from its ``patch.diff``.
 
     ``source_root`` is the extracted vulnerable project root (what
     :func:`services.green.kinds.arvo.assets.safe_extract` returns); ``sources`` maps repo-relative paths to
-    file contents instead (e.g. ``check_archive(..., read=paths).sources``). Without
-    either, functions come from the hunk headers only and hunks are not checked against the
-    source.
+    file contents instead, or is a function called once with the paths the patch changes that
+    returns that map (e.g. ``lambda paths: check_archive(..., read=paths).sources``: the archive
+    is read once the patch is parsed). Without either, functions come from the hunk headers
+    only and hunks are not checked against the source.
     """
     gt = GroundTruth()
     text = _normalize_text(patch_text)
@@ -140,14 +145,32 @@ def ground_truth_from_patch(
             f"patch is a series of {len(commits)} commits; later commits' lines are mapped back "
             "to the vulnerable version"
         )
-    builder = _Builder(gt, _loader(source_root, sources))
     problems: list[str] = []
-    for commit in commits:
-        builder.add_commit(commit, problems)
+    unparsed: dict[str, str] = {}
+    parsed = [_parse(commit, problems, unparsed) for commit in commits]
+    if callable(sources):
+        sources = sources(_changed_paths(parsed))
+    builder = _Builder(gt, _loader(source_root, sources))
+    builder.ignored.update(unparsed)
+    for files in parsed:
+        builder.add_commit(files)
     if problems:
         gt.flags.append("parse-error")
         gt.warnings.extend(problems)
     return builder.finish()
+
+
+def _changed_paths(parsed: list[list]) -> list[str]:
+    """The vulnerable-version paths of the code files a parsed patch changes (every path the
+    builder may load the source of)."""
+    paths: dict[str, None] = {}
+    for files in parsed:
+        for pf in files:
+            old = _strip_prefix(pf.source_file, "a/")
+            new = _strip_prefix(pf.target_file, "b/")
+            if old is not None and (is_code_file(old) or (new is not None and is_code_file(new))):
+                paths[old] = None
+    return list(paths)
 
 
 class _Builder:
@@ -169,10 +192,7 @@ class _Builder:
             self._sources[path] = self._load(path)
         return self._sources[path]
 
-    def add_commit(self, commit: str, problems: list[str]) -> None:
-        unparsed: dict[str, str] = {}
-        files = _parse(commit, problems, unparsed)
-        self.ignored.update(unparsed)
+    def add_commit(self, files: list) -> None:
         for pf in files:
             self.saw_files = True
             target = self._target(pf)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, computed_field
 
 from services.green.kinds.arvo.scoring.spans import FunctionSpan
 
@@ -98,8 +98,10 @@ class GroundTruth(BaseModel):
     warnings: list[str] = []
     """Human-readable details of the flags."""
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def empty(self) -> bool:
+        """No line to score against (stored with the ground truth)."""
         return not any(f.lines for f in self.files)
 
     @property
@@ -110,9 +112,7 @@ class GroundTruth(BaseModel):
         return next((f for f in self.files if f.path == path), None)
 
     def to_dict(self) -> dict:
-        data = self.model_dump(mode="json")
-        data["empty"] = self.empty
-        return data
+        return self.model_dump(mode="json")
 
 
 def is_code_file(path: str) -> bool:

@@ -1,0 +1,42 @@
+"""What a kind says of its metrics: two optional class attributes, read here.
+
+- ``metrics``: its metric names in report order (ARVO: ``file@1`` ... ``iou``; SWE-bench:
+  ``resolved``); without it, the names found in its score records
+  (:func:`services.shared.scores.metric_names`);
+- ``continuous``: those of them that are not hit/miss (ARVO: ``iou``): no McNemar test in a
+  comparison; without it, a metric whose every recorded value is 0 or 1 is hit/miss;
+- ``public_scores``: the other score fields that say how well the agent did without saying what
+  the right answer was (ARVO: ``scorable``, ``n_locations``...). A caller who may not see the
+  ground truth sees a task's metrics and these, nothing else (:mod:`services.green.disclosure`).
+
+(A kind's ``scoring_version``, recorded in each task's provenance, is a class attribute too.)
+
+A kind that declares none of them still works (the third-kind test's needle kind does not); its
+scores are then shown only with the ground truth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+def declared_metrics(kinds: Iterable[object]) -> list[str] | None:
+    """The metrics the kinds declare, in order (None when none declares any)."""
+    names = [m for k in kinds for m in (getattr(k, "metrics", None) or ())]
+    return list(dict.fromkeys(names)) or None
+
+
+def continuous_metrics(kinds: Iterable[object]) -> set[str] | None:
+    """The metrics the kinds declare continuous (None when none says)."""
+    sets = [c for k in kinds if (c := getattr(k, "continuous", None)) is not None]
+    return set().union(*sets) if sets else None
+
+
+def public_score_keys(kind: object | None) -> frozenset[str]:
+    """The score fields of a kind's tasks shown to a caller who may not see the ground truth:
+    its declared metrics and ``public_scores`` (none for an unknown kind or one that declares
+    nothing: what a kind has not declared harmless is not shown)."""
+    if kind is None:
+        return frozenset()
+    metrics = getattr(kind, "metrics", None) or ()
+    return frozenset(metrics) | frozenset(getattr(kind, "public_scores", None) or ())

@@ -1,0 +1,255 @@
+"""One task's life on this replica: preparing -> running -> evaluating -> its end, then cleanup.
+
+:meth:`TaskRun.run` is the whole of it on one screen. Each stage is a method; whatever ends the
+task early is an exception that carries its outcome (:mod:`services.green.task_end`), so the run
+has three endings: the task ran to its evaluation, it was cancelled, or an exception said how it
+ended. Cleanup (the container) runs on every path, and the terminal status is written only after
+it, so a client that sees ``completed`` also sees the container gone. The claim, the queue and
+the process around it are :mod:`services.green.orchestrator`; purple's requests to the running
+task are :mod:`services.green.live_task`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from services.green.kinds.base import stored
+from services.green.live_task import LiveTask, TaskEvent, TaskLost
+from services.green.provenance import provenance_of
+from services.green.purple_link import PurpleLink
+from services.green.store.models import FailureKind, TaskStatus, utcnow
+from services.green.task_end import TaskEnd, task_end
+from services.sandbox.base import SandboxError
+from services.shared.aio import through_cancels
+from services.shared.logging import get_logger
+from services.shared.outcome import TaskOutcome
+from services.shared.protocol import TaskLimits
+
+if TYPE_CHECKING:
+    from services.green.orchestrator import Orchestrator
+
+log = get_logger("services.green.task_run")
+
+
+class TaskRun:
+    """The runner of one claimed task (``asyncio`` task ``task-<id>``)."""
+
+    def __init__(self, orch: Orchestrator, live: LiveTask) -> None:
+        self.orch = orch
+        self.live = live
+        self.settings = orch.settings
+
+    async def run(self) -> None:
+        """The whole life of the task."""
+        live, sweep = self.live, False
+        outcome: TaskOutcome | None = live.outcome(
+            TaskStatus.failed, "harness_error", "green stopped unexpectedly", FailureKind.infra
+        )
+        try:
+            await self.prepare()
+            outcome = await self.evaluate(await self.serve())
+        except asyncio.CancelledError:  # a cancel request (a shutdown is recorded below)
+            reason = live.cancel_reason or "cancelled"
+            outcome = live.outcome(TaskStatus.cancelled, "cancelled", reason)
+        except TaskLost:  # another replica ended it: nothing of ours is written
+            outcome = None
+        except Exception as exc:  # it says how the task ended (task_end: whose failure)
+            end = self._ended_by(exc)
+            sweep = end.sweep
+            outcome = live.outcome(end.status, end.end_reason, str(end), end.failure_kind)
+        finally:
+            # Cleanup and the final record must happen even if this runner is cancelled again
+            # (e.g. a cancel request racing with shutdown): wait for them through any cancel.
+            await through_cancels(self.cleanup())
+            try:
+                if outcome is not None and not live.lost:
+                    await through_cancels(self.finish(outcome))
+            finally:  # written or not (then retried by the orchestrator's endings): slot free
+                self.orch.forget(live, sweep=sweep)
+
+    def _ended_by(self, exc: Exception) -> TaskEnd:
+        end = task_end(exc, self.live.status)
+        with self.live.log_context():
+            if end.end_reason == "harness_error":
+                log.exception("task.crashed")
+            elif end.end_reason == "storage":
+                log.error("task.storage_failed", status=self.live.status.value, error=str(exc))
+        return end
+
+    # ---- recording the stages ------------------------------------------------------------
+
+    def _transition(self, status: TaskStatus, message: str, **fields: Any) -> None:
+        """Record a stage (not its end: :mod:`.endings`), only while this replica still holds
+        the task: one that was taken over (its lease ran out) raises TaskLost."""
+        live = self.live
+        if not self.orch.store.update_held(
+            live.id, self.settings.instance_name, status=status, **fields
+        ):
+            live.lost = True
+            with live.log_context():
+                log.warning(
+                    "task.lease_lost", detail=f"not {status.value}: another replica ended it"
+                )
+            raise TaskLost(live.id)
+        live.status = status
+        with live.log_context():
+            log.info(f"task.{status.value}", detail=message)
+        live.publish(TaskEvent(live.id, status, message))
+
+    def _write(self, **fields: Any) -> None:
+        if not self.orch.store.update_held(self.live.id, self.settings.instance_name, **fields):
+            self.live.lost = True
+            raise TaskLost(self.live.id)
+
+    def _progress(self, line: str) -> None:
+        """A line of the sandbox provider's progress (an image pull): logged, and an event."""
+        with self.live.log_context():
+            log.info("sandbox.progress", detail=line)
+        self.live.publish(TaskEvent(self.live.id, self.live.status, line))
+
+    # ---- the stages ------------------------------------------------------------------------
+
+    async def prepare(self) -> None:
+        live, io = self.live, self.orch.io
+        with live.log_context():
+            self._transition(TaskStatus.preparing, "fetching assets")
+            live.plan = plan = await io(live.kind.prepare, live.ref.id)
+            self._write(
+                workspace_dir=plan.paths.workspace, ground_truth=stored(plan.ground_truth())
+            )
+            spec = live.sandbox_spec(self.settings)
+            # Shielded: a cancel must not lose a container the thread is still creating.
+            live.creating = asyncio.ensure_future(self.orch.sandboxes.create(spec, self._progress))
+            live.sandbox = await asyncio.shield(live.creating)
+            self._write(container_name=live.sandbox.name)
+            log.info(
+                "sandbox.created",
+                container=live.sandbox.name,
+                image=spec.image,
+                engine=live.sandbox.engine,
+            )
+            await plan.populate(live.sandbox)
+            prov = await provenance_of(live, self.settings, self.orch.get(live.id), io)
+            self._write(provenance=prov)
+
+    async def serve(self) -> str:
+        """Hand the task to purple, then wait for a submission or an ending. Returns why it ended."""
+        live = self.live
+        with live.log_context():
+            now = time.monotonic()
+            live.deadline = now + live.task_timeout_s
+            live.last_activity = now
+            deadline_at = datetime.now(UTC) + timedelta(seconds=live.task_timeout_s)
+            self._transition(TaskStatus.running, "sent to purple", started_at=utcnow())
+            assert live.plan is not None
+            assignment = live.kind.assignment(
+                task_id=live.id,
+                token=live.token,
+                green_url=self.settings.reachable_url(),
+                paths=live.plan.paths,
+                limits=TaskLimits(
+                    max_steps=live.max_steps,
+                    command_timeout_s=live.command_timeout_s,
+                    deadline=deadline_at,
+                ),
+            )
+            link = self.orch.purple_link(live.purple_url)
+            try:
+                await link.start(assignment, live.plan.describe(assignment))
+                return await self._wait_for_end(link)
+            finally:  # whatever ended the task, purple's task ends too (and says why)
+                # A reply told purple the task is over: let it end by itself (and say so) before
+                # a cancel could overtake that reply.
+                grace = 3.0 if live.told_purple_it_ended else 0.0
+                live.agent_report = await through_cancels(link.stop(grace))
+                await link.aclose()
+
+    async def _wait_for_end(self, link: PurpleLink) -> str:
+        live, poll = self.live, self.settings.purple_poll_s
+        while True:
+            now = time.monotonic()
+            idle_left = live.last_activity + self.settings.idle_timeout_s - now
+            deadline_left = live.deadline - now
+            if deadline_left <= 0:
+                return "deadline"
+            if idle_left <= 0:
+                return "idle_timeout"
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(min(poll, idle_left, deadline_left)):
+                    await live.ended.wait()
+            if live.fault is not None:  # it ended the task while serving the agent
+                raise live.fault
+            if live.ended.is_set():
+                return "submitted"
+            if live.sandbox is not None and live.sandbox.lost:  # e.g. its engine went down
+                raise SandboxError(live.sandbox.lost)
+            ended = await link.ended()
+            if ended and not live.ended.is_set():
+                live.end_detail = getattr(link, "lost_reason", None)
+                return f"purple_{ended}"
+
+    async def evaluate(self, end_reason: str) -> TaskOutcome:
+        live = self.live
+        with live.log_context():
+            self._transition(TaskStatus.evaluating, f"ended: {end_reason}")
+            plan, sandbox = live.plan, live.sandbox
+            assert plan is not None and sandbox is not None
+            submission = live.submission
+            errors: list[str] = []
+            if submission is None:  # no accepted submit: judge whatever the agent left
+                submission, errors = await plan.read_submission(sandbox)
+            score = await plan.score(submission)
+            if submission is None:
+                why = "; ".join(errors) or "nothing was submitted"
+                lead = f"{live.end_detail}; " if live.end_detail else ""
+                return live.outcome(
+                    TaskStatus.failed,
+                    end_reason,
+                    f"{lead}no valid submission ({end_reason}): {why}",
+                    FailureKind.agent,
+                    score,
+                )
+            live.submission = submission
+            return live.outcome(TaskStatus.completed, end_reason, scores=score)
+
+    async def finish(self, outcome: TaskOutcome) -> None:
+        """Write the end: the outcome, the scores (zeros, explained, when there were none), the
+        submission of a completed task, purple's own words and final usage."""
+        live = self.live
+        if self.orch.stopping and outcome.status is not TaskStatus.completed:
+            outcome = live.outcome(
+                TaskStatus.failed, "interrupted", "green shut down", FailureKind.infra
+            )
+        fields: dict[str, Any] = {}
+        if outcome.scores is not None:
+            fields["scores"] = outcome.scores
+        elif live.plan:  # no valid submission: zeros, explained
+            fields["scores"] = stored(await live.plan.score(None))
+        if outcome.status is TaskStatus.completed:
+            fields["submission"] = stored(live.submission)
+        fields.update(live.report_fields())
+        await self.orch.endings.end(live, outcome, {"finished_at": utcnow(), **fields})
+
+    async def cleanup(self) -> None:
+        live, janitor = self.live, self.orch.janitor
+        with live.log_context():
+            if live.sandbox is None and live.creating is not None:
+                # cancelled while the container was being created: wait for it (if it was
+                # never created, its error is already the task's outcome)
+                with contextlib.suppress(Exception):
+                    live.sandbox = await live.creating
+            if live.sandbox is not None and live.sandbox.lost:  # its engine is down: the
+                janitor.remove_later(live.sandbox)  # removal waits for it, the task not
+            elif live.sandbox is not None:
+                try:
+                    await live.sandbox.remove()
+                    log.info("sandbox.removed", container=live.sandbox.name)
+                except Exception as exc:  # the engine is unreachable: retried in the background
+                    log.warning(
+                        "sandbox.remove_failed", container=live.sandbox.name, error=str(exc)
+                    )
+                    janitor.remove_later(live.sandbox)
