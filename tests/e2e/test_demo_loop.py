@@ -19,7 +19,8 @@ import pytest
 from fixtures.catalog import REPO_ROOT
 from tests.e2e.compose import compose_available, free_port
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
+# the compose tests share one worker (-n): their image builds do not run at once
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.xdist_group("e2e")]
 RUNS = int(os.environ.get("ARENA_DEMO_LOOP_RUNS", "3"))
 
 
