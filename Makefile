@@ -7,7 +7,7 @@ demo:            ## build the demo task, start green + purple with docker compos
 TEST_WORKERS ?= 4  # pytest-xdist workers: the suite mostly waits (containers, HTTP), 2 cores suffice
 
 test: setup      ## the full test suite (unit + integration with real containers and services; SQLite and PostgreSQL)
-	uv run --frozen --extra postgres pytest -n $(TEST_WORKERS) --dist loadgroup
+	uv run --frozen --extra postgres pytest -n $(TEST_WORKERS) --dist loadscope
 
 test-llm: setup  ## opt-in: purple through green against a real model server (see README: minutes, not seconds)
 	ARENA_TEST_LLM=1 uv run --frozen --extra postgres pytest tests/integration/test_real_model_server.py -s -v

@@ -35,8 +35,7 @@ from tests.e2e.compose import (
     wait_task,
 )
 
-# the compose tests share one worker (-n): their image builds do not run at once
-pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.xdist_group("e2e")]
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 METRICS = ("file@1", "file@5", "func@1", "func@5", "line@1", "line@5", "iou")
 TASKS = ("900001", "900006")

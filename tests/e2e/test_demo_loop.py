@@ -19,8 +19,7 @@ import pytest
 from fixtures.catalog import REPO_ROOT
 from tests.e2e.compose import compose_available, free_port
 
-# the compose tests share one worker (-n): their image builds do not run at once
-pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.xdist_group("e2e")]
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
 RUNS = int(os.environ.get("ARENA_DEMO_LOOP_RUNS", "3"))
 
 

@@ -34,8 +34,7 @@ from tests.support.scripted_purple import Script
 from tests.support.second_dockerd import SecondEngine, second_dockerd  # noqa: F401
 from tests.support.task_images import copy_image, present, remove_all
 
-# the second-engine tests share one worker (-n): one extra dockerd at a time
-pytestmark = [pytest.mark.docker, pytest.mark.xdist_group("second-dockerd")]
+pytestmark = pytest.mark.docker
 
 ARVO = "900001"
 

@@ -27,8 +27,7 @@ from services.sandbox.blocking import BlockingProvider
 from services.sandbox.docker import DockerSandboxProvider
 from tests.support.second_dockerd import SecondEngine, btrfs_dockerd  # noqa: F401
 
-# the second-engine tests share one worker (-n): one extra dockerd at a time
-pytestmark = [pytest.mark.docker, pytest.mark.xdist_group("second-dockerd")]
+pytestmark = pytest.mark.docker
 
 IMAGE = os.environ.get("ARENA_QUOTA_IMAGE", "arena/python-base:3.11-bookworm")
 PREFIX = f"arenaquota{secrets.token_hex(3)}"

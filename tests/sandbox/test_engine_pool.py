@@ -26,8 +26,7 @@ from tests.support.engine_tls import stranger_dir
 from tests.support.local_registry import LocalRegistry, local_registry  # noqa: F401
 from tests.support.second_dockerd import SecondEngine, second_dockerd  # noqa: F401
 
-# the second-engine tests share one worker (-n): one extra dockerd at a time
-pytestmark = [pytest.mark.docker, pytest.mark.xdist_group("second-dockerd")]
+pytestmark = pytest.mark.docker
 
 IMAGE = os.environ.get("ARENA_POOL_IMAGE", "arena/arvo:900001-vul")
 PREFIX = f"arenapool{secrets.token_hex(3)}"
