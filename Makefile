@@ -4,7 +4,7 @@
 demo:            ## build the demo task, start green + purple with docker compose, run one task
 	bash scripts/demo.sh
 
-TEST_WORKERS ?= 4  # pytest-xdist workers: the suite mostly waits (containers, HTTP), 2 cores suffice
+TEST_WORKERS ?= 0  # pytest-xdist workers (0: one process); see README "Development"
 
 test: setup      ## the full test suite (unit + integration with real containers and services; SQLite and PostgreSQL)
 	uv run --frozen --extra postgres pytest -n $(TEST_WORKERS) --dist loadscope

@@ -15,7 +15,7 @@ import pytest
 STRICT = os.environ.get("ARENA_STRICT") == "1"
 pytest_plugins = [
     "tests.support.postgres",  # the PostgreSQL cluster and ``database_url``
-    "tests.support.parallel",  # several workers (make test: -n 4): a module per worker
+    "tests.support.parallel",  # several workers (pytest -n 4 --dist loadscope): by module
 ]
 
 

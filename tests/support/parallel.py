@@ -1,4 +1,5 @@
-"""The suite on several workers (pytest-xdist: ``make test`` runs ``-n 4 --dist loadscope``).
+"""The suite on several workers (pytest-xdist: ``make test TEST_WORKERS=4`` runs ``-n 4 --dist
+loadscope``; the default, 0, is one process).
 
 Most of the suite's time is waiting (containers, HTTP, timeouts), not CPU, so a few workers
 overlap that waiting on two cores. Two rules keep the tests' meaning under it:
