@@ -22,8 +22,8 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from services.green.kinds.arvo.scoring.metrics import METRICS
 from services.shared.operator_token import find_local_token
-from services.shared.scores import METRICS
 
 TERMINAL = {"completed", "failed", "cancelled"}
 STATUS_STYLE = {

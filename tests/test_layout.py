@@ -138,3 +138,64 @@ def test_an_unknown_package_is_reported(tmp_path):
 
 def test_the_repository_keeps_the_rules():
     assert check_layout.check(ROOT) == []
+
+
+def test_only_a_kind_itself_and_the_registry_import_its_own_modules(tmp_path):
+    root = _tree(
+        tmp_path,
+        {
+            "green/kinds/__init__.py": DOC,
+            "green/kinds/base.py": DOC,
+            "green/kinds/arvo/__init__.py": DOC,
+            "green/kinds/arvo/crash.py": DOC,
+            "green/kinds/arvo/kind.py": DOC + "from . import crash\nfrom ..base import x\n",
+            "green/kinds/registry.py": DOC + "from services.green.kinds.arvo import kind\n",
+            "green/kinds/needle/__init__.py": DOC + "from services.green.kinds.arvo import crash\n",
+            "green/app.py": DOC + "from services.green.kinds import base\n",
+            "green/ui/facts.py": DOC + "from services.green.kinds.arvo.crash import parse\n",
+            "green/ui/runs.py": DOC + "def f():\n    from services.green.kinds import arvo\n",
+        },
+    )
+    errors = check_layout.check(root)
+    assert sorted(e.split(":")[0] for e in errors) == [
+        "services/green/kinds/needle/__init__.py",  # another kind's modules: no either
+        "services/green/ui/facts.py",
+        "services/green/ui/runs.py",
+    ], errors
+    assert "imports services.green.kinds.arvo.crash, the arvo kind's own module" in errors[1]
+
+
+def test_the_known_exceptions_to_the_kind_rule_are_one_list(tmp_path, monkeypatch):
+    files = {
+        "green/kinds/arvo/__init__.py": DOC,
+        "green/plots.py": DOC + "import services.green.kinds.arvo\n",
+    }
+    root = _tree(tmp_path, files)
+    assert len(check_layout.check(root)) == 1
+    monkeypatch.setattr(check_layout, "KIND_IMPORTS_ALLOWED", frozenset({"services.green.plots"}))
+    assert check_layout.check(root) == []
+
+
+def test_arvo_id_is_named_only_in_the_arvo_kind_past_migrations_and_the_allow_list(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(check_layout, "ARVO_ID_ALLOWED", frozenset({"services/green/alias.py"}))
+    root = _tree(
+        tmp_path,
+        {
+            "arena/results.py": DOC + "def f(o):\n    return o.arvo_id\n",
+            "arena/batch.py": DOC + 'REF = f"arvo:{x}"\nKEY = "arvo_id"\n',
+            "shared/outcome.py": DOC + "def f(arvo_id):\n    pass\n",
+            "shared/fine.py": DOC + "mask_arvo_id = 1  # arvo_id in a comment is no use of it\n",
+            "green/kinds/arvo/kind.py": DOC + "arvo_id = 1\n",
+            "green/store/migrations/versions/0001_init.py": DOC + "arvo_id = 1\n",
+            "green/alias.py": DOC + "arvo_id = 1\n",
+        },
+    )
+    errors = check_layout.check(root)
+    assert sorted(e.split(":")[0:2] for e in errors) == [
+        ["services/arena/batch.py", "3"],
+        ["services/arena/results.py", "3"],
+        ["services/shared/outcome.py", "2"],
+    ], errors
+    assert all("names arvo_id outside the ARVO kind" in e for e in errors)

@@ -1,7 +1,11 @@
 """``arena``: the typer app — ``arena run`` (a batch on green), ``arena report``, ``arena tasks``.
 
     arena run 10055 arvo:10096 --green http://127.0.0.1:9009 --run demo
+    arena run swebench:django__django-11099 --green http://127.0.0.1:9009
     arena report results/demo
+
+Tasks are named by reference, of any kind green offers (``services.arena.refs``: a bare number
+is an ARVO id).
 
 ``run`` keeps ``results/<run>/results.json`` up to date after every task (an interrupted run
 resumes where it stopped) and writes ``report.md`` with a ``scores.png`` at the end. See
@@ -31,18 +35,19 @@ from services.arena.client import GreenUnreachable
 from services.arena.compare import compare_runs
 from services.arena.compare_report import write_comparison
 from services.arena.manifest import provenance_conflicts, refresh_audit, write_manifest
-from services.arena.refs import canonical_id, split_ids
+from services.arena.refs import split_refs, task_refs
 from services.arena.report import render_report, with_interval
 from services.arena.results import RESULTS_FILE, RunResults, Session, Slot, now_iso
 from services.arena.splits import write_split
 from services.arena.tasks import tasks_app
 from services.arena.tasks_client import narrow_run_ids
 from services.shared.operator_token import find_local_token
-from services.shared.scores import METRICS
+from services.shared.task_ref import TaskRef
 
 app = typer.Typer(
     name="arena",
-    help="Batch runs of ARVO root-cause-analysis tasks against a running green, and their reports.",
+    help="Batch runs of tasks (ARVO, SWE-bench, any kind green offers) against a running green, "
+    "and their reports.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -52,15 +57,16 @@ app.add_typer(tasks_app, name="tasks")
 
 def _summary(results: RunResults, console: Console) -> None:
     agg = results.aggregate
+    metrics = results.metrics()
     table = Table(title=f"run {results.run}: {len(results.tasks)}/{len(results.slots())} ended")
     table.add_column("mean over")
     table.add_column("n", justify="right")
-    for m in METRICS:
+    for m in metrics:
         table.add_column(m, justify="right")
     for label, key in (("all tasks", "mean_all"), ("non-infra", "mean_non_infra")):
         means = agg.get(key) or {}
         table.add_row(
-            label, str(means.get("n", 0)), *(f"{float(means.get(m, 0)):.3f}" for m in METRICS)
+            label, str(means.get("n", 0)), *(f"{float(means.get(m, 0)):.3f}" for m in metrics)
         )
     console.print(table)
     ivs = (agg.get("uncertainty") or {}).get("mean_all") or {}
@@ -69,7 +75,7 @@ def _summary(results: RunResults, console: Console) -> None:
             "  95% intervals (all tasks): "
             + ", ".join(
                 f"{m} {with_interval(float((agg.get('mean_all') or {}).get(m, 0)), ivs.get(m))}"
-                for m in METRICS
+                for m in metrics
             ),
             highlight=False,
         )
@@ -132,10 +138,10 @@ def _config(args: dict[str, Any], api_token: str | None) -> RunConfig:
 def _start_session(
     results: RunResults, run_dir: Path, args: dict[str, Any], retry_failed: bool, console: Console
 ) -> tuple[list[Slot], Session]:
-    """Add the wanted ids, write the run's split, open a session; the ids to run now."""
-    for arvo_id in args["ids"]:
-        if arvo_id not in results.task_ids:
-            results.task_ids.append(arvo_id)
+    """Add the wanted references, write the run's split, open a session; the attempts to run
+    now."""
+    for ref in args["ids"]:
+        results.add(TaskRef.parse(ref))
     if not results.task_ids:
         console.print(
             "[red]error:[/] no task ids: give ids, --ids-file, or --run of an existing run"
@@ -230,8 +236,10 @@ def run(
     verified_only: opt.VerifiedOnly = False,
     trials: opt.Trials = 1,
 ) -> None:
-    """Run ARVO tasks on green, follow them live, save results.json, the task logs and report.md.
+    """Run tasks on green, follow them live, save results.json, the task logs and report.md.
 
+    Tasks are references of any kind green offers (arvo:10055, swebench:<instance>; a bare
+    number is an ARVO id); green's answer gives the canonical form the run records.
     Ids already completed in an existing run folder are kept (--resume, the default); failed
     ids run again only with --retry-failed; cancelled (interrupted) ids and ids that never started
     because purple was unreachable always run again.
@@ -242,7 +250,12 @@ def run(
     """
     console = Console(highlight=False)
     given = [*(ids or []), *([ids_file.read_text(encoding="utf-8")] if ids_file else [])]
-    wanted = list(dict.fromkeys(canonical_id(i)[0] for i in split_ids(given)))
+    refs, bad = task_refs(split_refs(given))
+    if bad:
+        for why in bad:
+            console.print(f"[red]error:[/] {escape(why)}", soft_wrap=True)
+        raise typer.Exit(2)
+    wanted = [str(r) for r in refs]
     wanted = narrow_run_ids(green, api_token, wanted, sample_n, seed, verified_only)
     name, run_dir = _run_dir(out, run_name)
     args = {
@@ -348,13 +361,15 @@ def compare(
         cmp["forced_despite"] = problems
     target = out or runs[0][0].parent / ("compare-" + "-vs-".join(r.run for _, r in runs))
     md = write_comparison(cmp, target)
+    top = (cmp["metrics"] or ["-"])[0]
     for pair in cmp["pairs"]:
-        m = pair["metrics"]["file@1"]
+        m = pair["metrics"].get(top) or {"difference": {"mean": None}}
         d = m["difference"]
+        mcnemar = f", McNemar p {m['mcnemar']['p_value']:.4g}" if m.get("mcnemar") else ""
         console.print(
-            f"{pair['a']} - {pair['b']} on {pair['n_common']} task(s): file@1 "
-            f"{d['mean']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}], McNemar p "
-            f"{m['mcnemar']['p_value']:.4g}, win/loss/tie {m['win']}/{m['loss']}/{m['tie']}"
+            f"{pair['a']} - {pair['b']} on {pair['n_common']} task(s): {top} "
+            f"{d['mean']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}]{mcnemar}, "
+            f"win/loss/tie {m['win']}/{m['loss']}/{m['tie']}"
             if d["mean"] is not None
             else f"{pair['a']} - {pair['b']}: no task scored by both"
         )

@@ -1,8 +1,8 @@
 """A batch on green: send each task, follow it, save its logs and record its outcome.
 
-Per id: ``POST /tasks`` (at most ``concurrency`` in flight), poll ``GET /tasks/{id}`` until the
-task ends, save green's view, its command log and purple's trajectory under
-``<run>/tasks/<arvo_id>-<task8>/``, and record the outcome in ``results.json`` at once (so an
+Per task reference, of any kind green offers: ``POST /tasks`` (at most ``concurrency`` in
+flight), poll ``GET /tasks/{id}`` until the task ends, save green's view, its command log and
+purple's trajectory under ``<run>/tasks/<kind>_<id>-<task8>/``, and record the outcome in ``results.json`` at once (so an
 interrupted run resumes where it stopped). Ctrl-C once cancels the tasks in flight on green;
 twice stops at once.
 """
@@ -30,10 +30,9 @@ from services.arena.client import (
     detail,
 )
 from services.arena.live import LiveView
-from services.arena.refs import canonical_id
 from services.arena.results import (
     RESULTS_FILE,
-    Outcome,
+    RunOutcome,
     RunResults,
     Session,
     Slot,
@@ -43,6 +42,7 @@ from services.arena.results import (
 )
 from services.shared.audit import audit
 from services.shared.files import write_json_atomic
+from services.shared.task_ref import TaskRef
 
 EXIT_GREEN_UNREACHABLE = 2
 EXIT_INTERRUPTED = 130
@@ -64,10 +64,10 @@ class RunConfig:
     api_token: str | None = field(default=None, repr=False)
     """Green's GREEN_API_TOKEN, sent to green only (never recorded in results.json)."""
 
-    def task_body(self, arvo_id: str, trial: int = 1) -> dict[str, Any]:
-        """The ``POST /tasks`` body for an id (green's defaults where nothing is given)."""
+    def task_body(self, ref: TaskRef, trial: int = 1) -> dict[str, Any]:
+        """The ``POST /tasks`` body for a reference (green's defaults where nothing is given)."""
         body = {
-            "task": f"arvo:{arvo_id}",
+            "task": str(ref),
             "trial": trial,
             "purple_url": self.purple,
             "max_steps": self.max_steps,
@@ -77,10 +77,11 @@ class RunConfig:
         return {k: v for k, v in body.items() if v is not None}
 
 
-def _failure(slot: Slot, error: str, end_reason: str, task_id: str | None = None) -> Outcome:
+def _failure(slot: Slot, error: str, end_reason: str, task_id: str | None = None) -> RunOutcome:
     """An infra failure recorded by the CLI itself (green refused, lost, or the CLI broke)."""
-    return Outcome(
-        arvo_id=slot[0],
+    return RunOutcome(
+        kind=slot[0].kind,
+        ref_id=slot[0].id,
         trial=slot[1],
         task_id=task_id,
         status="failed",
@@ -101,20 +102,18 @@ class Batch:
     green: GreenClient
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     in_flight: dict[str, str] = field(default_factory=dict)
-    """slot label (``10055``, ``10055#2``) → green task id."""
+    """slot label (``arvo:10055``, ``arvo:10055#2``) → green task id."""
     abort: GreenUnreachable | None = None
 
-    def _record(self, outcome: Outcome) -> None:
+    def _record(self, outcome: RunOutcome) -> None:
         self.results.record(outcome)
         self.results.save(self.run_dir / RESULTS_FILE)
         self.view.ended(outcome)
         s = outcome.scores or {}
-        score = " ".join(
-            f"{k}={float(s.get(k, 0)):.2f}" for k in ("file@1", "func@1", "line@1", "iou")
-        )
+        score = " ".join(f"{k}={float(s[k]):.2f}" for k in self.view.metrics(s))
         why = f" — {outcome.error}" if outcome.error and outcome.status != "completed" else ""
         line = (
-            f"arvo:{outcome.label} [{(outcome.task_id or '-')[:8]}] {outcome.status}"
+            f"{outcome.label} [{(outcome.task_id or '-')[:8]}] {outcome.status}"
             f" steps={outcome.steps} {score if s else ''}{why}"
         )
         self.console.print(escape(line.rstrip()), highlight=False, soft_wrap=True)
@@ -133,13 +132,9 @@ class Batch:
             return None
         return resp.json()
 
-    async def one(self, raw_id: str, trial: int = 1) -> None:
-        arvo_id, bad = canonical_id(raw_id)
-        slot = (arvo_id, trial)
+    async def one(self, ref: TaskRef, trial: int = 1) -> None:
+        slot = (ref, trial)
         label = slot_label(*slot)
-        if bad:
-            self._record(_failure(slot, bad, "rejected"))
-            return
         if self.stop.is_set():
             return
         self.view.update(label, status="submitting")
@@ -147,6 +142,8 @@ class Batch:
         if task is None:
             return
         task_id = task["id"]
+        slot = self._canonical(slot, task)
+        label = slot_label(*slot)
         self.in_flight[label] = task_id
         self.session.submitted.append(label)
         try:
@@ -160,6 +157,17 @@ class Batch:
         finally:
             self.in_flight.pop(label, None)
 
+    def _canonical(self, slot: Slot, task: dict[str, Any]) -> Slot:
+        """The slot under green's canonical reference (its answer's ``ref``): a reference the
+        client wrote another way is renamed in the run."""
+        try:
+            ref = TaskRef.parse(task.get("ref") or slot[0])
+        except ValueError:
+            return slot
+        if ref != slot[0]:
+            self.results.rename(slot[0], ref)
+        return (ref, slot[1])
+
     def _polled(self, label: str, task: dict[str, Any]) -> None:
         self.view.update(
             label,
@@ -172,8 +180,8 @@ class Batch:
     async def _finish(self, slot: Slot, task: dict[str, Any]) -> None:
         if task.pop(UNREACHABLE, False):
             return  # green's verdict is unknown: leave the id pending, a resume runs it again
-        arvo_id, trial = slot
-        name = task_dir_name(arvo_id, task["id"])
+        ref, trial = slot
+        name = task_dir_name(ref, task["id"])
         tdir = self.run_dir / "tasks" / name
         write_json_atomic(tdir / "task.json", task)
         commands, note_c = await self.green.commands(task["id"])
@@ -184,7 +192,7 @@ class Batch:
         if trajectory is not None:
             write_json_atomic(tdir / "trajectory.json", trajectory)
         outcome = outcome_from_task(task, task_dir=f"tasks/{name}")
-        outcome.arvo_id, outcome.trial = arvo_id, trial
+        outcome.kind, outcome.ref_id, outcome.trial = ref.kind, ref.id, trial
         outcome.audit = audit(
             [str(c.get("command", "")) for c in commands or [] if isinstance(c, dict)],
             task.get("submission"),
@@ -199,18 +207,18 @@ class Batch:
     async def run(self, slots: list[Slot]) -> None:
         sem = asyncio.Semaphore(self.cfg.concurrency)
 
-        async def worker(raw_id: str, trial: int) -> None:
+        async def worker(ref: TaskRef, trial: int) -> None:
             async with sem:
                 if self.stop.is_set():
                     return
                 try:
-                    await self.one(raw_id, trial)
+                    await self.one(ref, trial)
                 except GreenUnreachable as exc:
                     self.abort = self.abort or exc
                     self.stop.set()
                 except Exception as exc:  # an unexpected answer: record it, the run goes on
                     error = f"CLI error: {type(exc).__name__}: {exc}"
-                    self._record(_failure((canonical_id(raw_id)[0], trial), error, "error"))
+                    self._record(_failure((ref, trial), error, "error"))
 
         await asyncio.gather(*(worker(i, t) for i, t in slots))
 
@@ -253,7 +261,7 @@ async def run_batch(
     console: Console,
     done: int,
 ) -> int:
-    """Run the ids in ``todo``; returns the exit code. Ctrl-C once: cancel the tasks in flight
+    """Run the attempts in ``todo``; returns the exit code. Ctrl-C once: cancel the tasks in flight
     on green and record them; twice: stop at once (what was recorded stays)."""
     view = LiveView(total=len(results.slots()), done=done)
     timeout = httpx.Timeout(30.0, connect=10.0)
@@ -263,6 +271,7 @@ async def run_batch(
         if warning:
             console.print(f"[yellow]warning:[/] {escape(warning)}")
         green = GreenClient(client, cfg.green, cfg.green_grace_s)
+        results.kinds |= await green.kinds()
         batch = Batch(cfg, results, run_dir, session, view, console, green)
         with _interrupts(batch, session, console):
             try:

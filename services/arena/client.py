@@ -14,13 +14,19 @@ from typing import Any
 
 import httpx
 
-from services.arena.results import TERMINAL
+from services.shared.outcome import TaskStatus
 
 COMMANDS_PAGE = 5000
 """Green's largest page of ``GET /tasks/{id}/commands``."""
 RETRY_STATUS = {429, 502, 503, 504}
 UNREACHABLE = "_unreachable"
 """Key set on a task whose cancel green never confirmed: its verdict is unknown."""
+
+
+def _ended(task: dict[str, Any]) -> bool:
+    """Whether green's view of a task says it ended (the one terminal set: ``TaskStatus``)."""
+    status = task.get("status")
+    return status in TaskStatus.__members__ and TaskStatus(status).terminal
 
 
 class GreenUnreachable(Exception):
@@ -122,6 +128,19 @@ class GreenClient:
             await asyncio.sleep(delay)
             delay = min(delay * 2, 5.0)
 
+    async def kinds(self) -> dict[str, dict[str, Any]]:
+        """What green declares of each kind's metrics (``GET /kinds``: names in report order,
+        which are continuous); empty from a green without the route."""
+        try:
+            resp = await self.request("GET", "/kinds", retry=False)
+            rows = resp.json()["kinds"] if resp.status_code == 200 else []
+            return {
+                str(k["name"]): {"metrics": k.get("metrics"), "continuous": k.get("continuous")}
+                for k in rows
+            }
+        except (httpx.HTTPError, ValueError, KeyError, TypeError):
+            return {}
+
     async def get_task(self, task_id: str) -> dict[str, Any]:
         resp = await self.request("GET", f"/tasks/{task_id}")
         resp.raise_for_status()
@@ -138,7 +157,7 @@ class GreenClient:
         the cancel. ``on_update`` sees every state polled."""
         while True:
             on_update(task)
-            if task.get("status") in TERMINAL:
+            if _ended(task):
                 return task
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(interval_s):
@@ -155,7 +174,7 @@ class GreenClient:
             await self.request("POST", f"/tasks/{task_id}/cancel", retry=False)
             for _ in range(20):
                 task = (await self.request("GET", f"/tasks/{task_id}", retry=False)).json()
-                if task.get("status") in TERMINAL:
+                if _ended(task):
                     break
                 await asyncio.sleep(0.25)
         except (httpx.HTTPError, ValueError) as exc:

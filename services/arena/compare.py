@@ -13,37 +13,39 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.arena.results import Outcome, RunResults
+from services.arena.results import RunOutcome, RunResults
 from services.shared import paired, stats
-from services.shared.scores import METRICS
 
-BINARY = paired.BINARY
 TaskView = paired.TaskView
 RunView = paired.RunView
 compare_pair = paired.compare_pair
 
 
-def _attempt(o: Outcome) -> paired.Attempt:
-    return paired.Attempt(o.arvo_id, o.status, o.failure_kind, o.end_reason, o.scores)
+def _attempt(o: RunOutcome) -> paired.Attempt:
+    return paired.Attempt(o.ref or "", o.status, o.failure_kind, o.end_reason, o.scores)
 
 
 def run_view(results: RunResults) -> RunView:
     """Average each task's answerable trials (completed, or failed by the agent: 0)."""
-    return paired.run_view(results.run, results.task_ids, map(_attempt, results.tasks))
-
-
-def _row(o: Outcome) -> dict[str, float]:
-    return _attempt(o).row()
+    return paired.run_view(
+        results.run,
+        results.task_ids,
+        map(_attempt, results.tasks),
+        results.metrics(),
+        results.continuous(),
+    )
 
 
 def cost_per_hit(results: RunResults) -> dict[str, Any]:
-    """Total cost and tokens of the run over its hits per metric (None when no hit); iou is
-    summed as partial hits."""
+    """Total cost and tokens of the run over its hits per metric (None when no hit); a
+    continuous metric (iou) is summed as partial hits."""
     cost = sum(o.cost for o in results.tasks)
     tokens = sum(o.tokens_in + o.tokens_out for o in results.tasks)
     out: dict[str, Any] = {"cost": round(cost, 6), "tokens": tokens}
-    for m in METRICS:
-        hits = sum(_row(o)[m] for o in results.tasks)
+    metrics = results.metrics()
+    rows = [_attempt(o).row(metrics) for o in results.tasks]
+    for m in metrics:
+        hits = sum(r[m] for r in rows)
         out[m] = {
             "hits": round(hits, 6),
             "cost_per_hit": round(cost / hits, 6) if hits else None,
@@ -59,9 +61,13 @@ def compare_runs(runs: list[RunResults]) -> dict[str, Any]:
     names = [r.run for r in runs]
     if len(set(names)) != len(names):
         raise ValueError(f"two runs have the same name: {names}")
+    metrics = list(dict.fromkeys(m for r in runs for m in r.metrics()))
     views = [run_view(r) for r in runs]
+    for v in views:  # every pair reports every metric of the comparison
+        v.metrics = metrics
     return {
         **stats.method_info(),
+        "metrics": metrics,
         "runs": [
             {
                 "run": r.run,
@@ -70,6 +76,7 @@ def compare_runs(runs: list[RunResults]) -> dict[str, Any]:
                 "uncertainty": (r.aggregate.get("uncertainty") or {}).get("mean_all"),
                 "cost": cost_per_hit(r),
                 "n_tasks": len(r.task_ids),
+                "metrics": r.metrics(),
             }
             for r in runs
         ],

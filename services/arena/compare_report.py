@@ -1,5 +1,9 @@
 """``compare.md``, ``compare.json`` and ``compare.png`` of ``arena compare`` (from
-:func:`services.arena.compare.compare_runs`)."""
+:func:`services.arena.compare.compare_runs`).
+
+The metrics are the comparison's (``cmp["metrics"]``: those found in the runs); the first one
+(ARVO: ``file@1``, SWE-bench: ``resolved``) is the headline of the cost columns and the
+cost-accuracy plot."""
 
 from __future__ import annotations
 
@@ -11,7 +15,6 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from services.shared.files import write_json_atomic
-from services.shared.scores import METRICS
 
 MD_FILE, JSON_FILE, PLOT_FILE = "compare.md", "compare.json", "compare.png"
 
@@ -24,7 +27,7 @@ def _signed(x: float | None) -> str:
     return "n/a" if x is None else f"{x:+.3f}"
 
 
-def _pair_lines(pair: dict[str, Any]) -> list[str]:
+def _pair_lines(pair: dict[str, Any], metrics: list[str]) -> list[str]:
     lines = [
         f"## `{pair['a']}` against `{pair['b']}`",
         "",
@@ -35,7 +38,7 @@ def _pair_lines(pair: dict[str, Any]) -> list[str]:
         "only B hit | McNemar p |",
         "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for m in METRICS:
+    for m in metrics:
         e = pair["metrics"][m]
         d = e["difference"]
         mc = e.get("mcnemar")
@@ -48,20 +51,22 @@ def _pair_lines(pair: dict[str, Any]) -> list[str]:
     if pair["lost"]:
         lines += ["", "Left out (lost to infra, cancelled or not run on a side; never a loss):", ""]
         lines += ["| task | A | B |", "|---|---|---|"]
-        lines += [f"| arvo:{t} | {w['a']} | {w['b']} |" for t, w in pair["lost"].items()]
+        lines += [f"| {t} | {w['a']} | {w['b']} |" for t, w in pair["lost"].items()]
     if pair["unscorable"]:
         lines += ["", "Empty ground truth (left out): " + ", ".join(pair["unscorable"])]
     return [*lines, ""]
 
 
 def render_markdown(cmp: dict[str, Any], plot: str | None = PLOT_FILE) -> str:
+    metrics = list(cmp["metrics"])
+    top = metrics[0] if metrics else None
     lines = ["# Comparison of runs", ""]
-    lines += ["| run | purple | tasks | " + " | ".join(METRICS) + " | cost | cost per file@1 hit |"]
-    lines.append("|---|---|---:|" + "---:|" * (len(METRICS) + 2))
+    lines += ["| run | purple | tasks | " + " | ".join(metrics) + f" | cost | cost per {top} hit |"]
+    lines.append("|---|---|---:|" + "---:|" * (len(metrics) + 2))
     for r in cmp["runs"]:
         means, unc = r.get("mean_all") or {}, r.get("uncertainty") or {}
         cells = []
-        for m in METRICS:
+        for m in metrics:
             iv = unc.get(m) or {}
             band = (
                 f" [{_f(iv['ci_low'], 2)}, {_f(iv['ci_high'], 2)}]"
@@ -73,7 +78,7 @@ def render_markdown(cmp: dict[str, Any], plot: str | None = PLOT_FILE) -> str:
         lines.append(
             f"| `{r['run']}` | `{r['purple'] or '(green default)'}` | {r['n_tasks']} | "
             + " | ".join(cells)
-            + f" | {cost['cost']:.4f} | {_f(cost['file@1']['cost_per_hit'], 4)} |"
+            + f" | {cost['cost']:.4f} | {_f((cost.get(top) or {}).get('cost_per_hit'), 4)} |"
         )
     lines += [
         "",
@@ -82,16 +87,17 @@ def render_markdown(cmp: dict[str, Any], plot: str | None = PLOT_FILE) -> str:
         "",
     ]
     for pair in cmp["pairs"]:
-        lines += _pair_lines(pair)
-    lines += ["## Cost per hit", "", "| run | " + " | ".join(METRICS) + " |"]
-    lines.append("|---|" + "---:|" * len(METRICS))
+        lines += _pair_lines(pair, metrics)
+    lines += ["## Cost per hit", "", "| run | " + " | ".join(metrics) + " |"]
+    lines.append("|---|" + "---:|" * len(metrics))
     for r in cmp["runs"]:
         c = r["cost"]
         lines.append(
             f"| `{r['run']}` | "
             + " | ".join(
-                f"{_f(c[m]['cost_per_hit'], 4)} / {_f(c[m]['tokens_per_hit'], 0)} tok"
-                for m in METRICS
+                f"{_f(c.get(m, {}).get('cost_per_hit'), 4)} / "
+                f"{_f(c.get(m, {}).get('tokens_per_hit'), 0)} tok"
+                for m in metrics
             )
             + " |"
         )
@@ -102,13 +108,15 @@ def render_markdown(cmp: dict[str, Any], plot: str | None = PLOT_FILE) -> str:
 
 def render_plot(cmp: dict[str, Any], path: Path) -> Path:
     """Left: each pair's differences with their intervals; right: cost against accuracy."""
+    metrics = list(cmp["metrics"])
+    top = metrics[0] if metrics else ""
     fig = Figure(figsize=(12, 4.8), dpi=100, layout="constrained")
     ax_d, ax_c = fig.subplots(1, 2, width_ratios=(3, 2))
     colors = matplotlib.colormaps["tab10"]
     n = max(len(cmp["pairs"]), 1)
     for i, pair in enumerate(cmp["pairs"]):
-        xs = [j + (i - (n - 1) / 2) * 0.8 / n for j in range(len(METRICS))]
-        d = [pair["metrics"][m]["difference"] for m in METRICS]
+        xs = [j + (i - (n - 1) / 2) * 0.8 / n for j in range(len(metrics))]
+        d = [pair["metrics"][m]["difference"] for m in metrics]
         ys = [x["mean"] or 0.0 for x in d]
         lo = [
             y - (x["ci_low"] if x["ci_low"] is not None else y) for x, y in zip(d, ys, strict=True)
@@ -127,12 +135,12 @@ def render_plot(cmp: dict[str, Any], path: Path) -> Path:
             label=f"{pair['a']} - {pair['b']}",
         )
     ax_d.axhline(0, color="gray", lw=0.8)
-    ax_d.set_xticks(range(len(METRICS)), METRICS)
+    ax_d.set_xticks(range(len(metrics)), metrics)
     ax_d.set_ylabel("difference (95% interval)")
     ax_d.legend(fontsize=8)
     ax_d.grid(axis="y", alpha=0.3)
     for i, r in enumerate(cmp["runs"]):
-        acc = (r.get("mean_all") or {}).get("file@1", 0.0)
+        acc = (r.get("mean_all") or {}).get(top, 0.0)
         ax_c.scatter([r["cost"]["cost"]], [acc], color=colors(i), s=40)
         ax_c.annotate(
             r["run"],
@@ -144,7 +152,7 @@ def render_plot(cmp: dict[str, Any], path: Path) -> Path:
     top = max((r["cost"]["cost"] for r in cmp["runs"]), default=0.0)
     ax_c.set_xlim(0, top * 1.15 if top > 0 else 1.0)
     ax_c.set_xlabel("total cost")
-    ax_c.set_ylabel("file@1 (mean over all tasks)")
+    ax_c.set_ylabel(f"{top} (mean over all tasks)")
     ax_c.set_title("cost-accuracy", fontsize=10)
     ax_c.grid(alpha=0.3)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,5 +1,9 @@
 """The live view of a batch: a progress bar over a table of the tasks in flight and the last
-ones that ended (rich)."""
+ones that ended (rich).
+
+The metric columns are those found in the scores so far (any kind), without the ``@k`` ones
+for k > 1 so the table fits a terminal (ARVO: ``file@1 func@1 line@1 iou``); ``report.md`` has
+them all."""
 
 from __future__ import annotations
 
@@ -10,15 +14,15 @@ from rich.console import Group
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from services.arena.results import Outcome
+from services.arena.results import RunOutcome
+from services.shared.scores import headline, metric_names
 
-COLUMNS = ("arvo", "task", "status", "steps", "file@1", "func@1", "line@1", "iou", "cost")
 STATUS_STYLE = {"completed": "green", "failed": "red", "cancelled": "yellow"}
 
 
 @dataclass
 class Row:
-    arvo_id: str
+    label: str
     status: str = "waiting"
     task_id: str = ""
     steps: int = 0
@@ -31,7 +35,8 @@ class Row:
 def _metric(scores: dict[str, Any], name: str) -> str:
     if name not in scores:
         return "·"
-    return f"{float(scores[name]):.2f}" if name == "iou" else f"{float(scores[name]):g}"
+    v = float(scores[name])
+    return f"{v:g}" if v in (0.0, 1.0) else f"{v:.2f}"
 
 
 class LiveView:
@@ -50,15 +55,23 @@ class LiveView:
         self.rows: dict[str, Row] = {}
         self.max_rows = max_rows
         self._seq = 0
+        self.names: dict[str, None] = {}
+        """The metric columns, in the order they were first seen."""
 
-    def update(self, arvo_id: str, **changes: Any) -> None:
-        row = self.rows.setdefault(arvo_id, Row(arvo_id))
+    def metrics(self, scores: dict[str, Any] | None = None) -> list[str]:
+        """The metric columns (after adding those of ``scores``)."""
+        for name in headline(metric_names([scores])):
+            self.names.setdefault(name, None)
+        return [n for n in self.names if n in (scores if scores is not None else self.names)]
+
+    def update(self, label: str, **changes: Any) -> None:
+        row = self.rows.setdefault(label, Row(label))
         for k, v in changes.items():
             setattr(row, k, v)
         self._seq += 1
         row.seq = self._seq
 
-    def ended(self, outcome: Outcome) -> None:
+    def ended(self, outcome: RunOutcome) -> None:
         self.update(
             outcome.label,
             status=outcome.status,
@@ -72,9 +85,10 @@ class LiveView:
 
     def table(self) -> Table:
         table = Table(expand=False, show_edge=False, pad_edge=False)
-        for col in COLUMNS:
+        names = self.metrics()
+        for col in ("task", "id", "status", "steps", *names, "cost"):
             table.add_column(
-                col, justify="right" if col not in ("arvo", "task", "status") else "left"
+                col, justify="right" if col not in ("task", "id", "status") else "left"
             )
         active = sorted((r for r in self.rows.values() if not r.ended), key=lambda r: r.seq)
         ended = sorted((r for r in self.rows.values() if r.ended), key=lambda r: -r.seq)
@@ -83,11 +97,11 @@ class LiveView:
             s = r.scores or {}
             style = STATUS_STYLE.get(r.status)
             table.add_row(
-                f"arvo:{r.arvo_id}",
+                r.label,
                 r.task_id[:8],
                 f"[{style}]{r.status}[/]" if style else r.status,
                 str(r.steps),
-                *(_metric(s, m) for m in ("file@1", "func@1", "line@1", "iou")),
+                *(_metric(s, m) for m in names),
                 f"{r.cost:.4f}",
             )
         hidden = len(self.rows) - len(shown)

@@ -40,7 +40,7 @@ def build_manifest(results: RunResults, run_dir: Path) -> dict[str, Any]:
         if o.dir and (run_dir / o.dir / "task.json").exists():
             task = json.loads((run_dir / o.dir / "task.json").read_text(encoding="utf-8"))
             full = task.get("provenance")
-        tasks.setdefault(o.arvo_id, {})[str(o.trial)] = full or o.provenance
+        tasks.setdefault(o.ref or "", {})[str(o.trial)] = full or o.provenance
     split = run_dir / SPLIT_FILE
     return {
         "run": results.run,
@@ -69,7 +69,7 @@ def provenance_conflicts(runs: Iterable[tuple[Path, RunResults]]) -> list[str]:
     """One sentence per task whose scoring rule or image digest differs between the runs (or
     between the trials of one run)."""
     return paired.decisive_conflicts(
-        (r.run, [(f"arvo:{o.arvo_id}", o.provenance) for o in r.tasks]) for _, r in runs
+        (r.run, [(o.ref or "", o.provenance) for o in r.tasks]) for _, r in runs
     )
 
 

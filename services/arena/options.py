@@ -10,7 +10,9 @@ import typer
 Ids = Annotated[
     list[str] | None,
     typer.Argument(
-        help="ARVO ids: 10055, arvo:10055 (space or comma separated).", show_default=False
+        help="Task references: arvo:10055 (or 10055), swebench:<instance id>... (space or "
+        "comma separated).",
+        show_default=False,
     ),
 ]
 IdsFile = Annotated[
@@ -20,7 +22,7 @@ IdsFile = Annotated[
         exists=True,
         dir_okay=False,
         readable=True,
-        help="File of ids (whitespace/comma separated, '#' comments).",
+        help="File of task references (whitespace/comma separated, '#' comments).",
     ),
 ]
 Green = Annotated[str, typer.Option(envvar="ARENA_GREEN_URL", help="Green's base URL.")]

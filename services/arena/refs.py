@@ -1,7 +1,13 @@
-"""The batch's task references: ids from arguments and files, and their canonical ARVO form.
+"""The batch's task references: from arguments, ids files and splits, read by the one parser.
 
-The batch runs ARVO tasks (its results and report are keyed by the ARVO id); references are
-parsed by the one parser of task references (:class:`services.shared.task_ref.TaskRef`).
+A reference is ``kind:id`` (``arvo:10055``, ``swebench:django__django-11099``), read by
+:class:`services.shared.task_ref.TaskRef` with its kind-neutral syntax (letters, digits,
+``_ . -``; an all-digit id without leading zeros). A bare id belongs to the default kind
+(``10055`` is ``arvo:10055``): a convenience kept for the ARVO runs written that way.
+
+The client does not know a kind's own id rules (it cannot import green): green checks a
+reference when the task is created, refuses an unknown kind or a bad id (recorded as
+``rejected``), and the ``ref`` of its answer is the canonical reference the run records.
 """
 
 from __future__ import annotations
@@ -11,41 +17,36 @@ from collections.abc import Iterable
 
 from services.shared.task_ref import TaskRef
 
-ARVO = "arvo"
-
 
 def read_refs(text: str) -> list[str]:
-    """Ids from a split or ids file: whitespace or comma separated, ``#`` starts a comment."""
+    """References from a split or ids file: whitespace or comma separated, ``#`` starts a
+    comment."""
     refs = []
     for line in text.splitlines():
         refs += [t for t in re.split(r"[\s,]+", line.split("#", 1)[0]) if t]
     return refs
 
 
-def split_ids(values: Iterable[str]) -> list[str]:
-    """Ids from arguments or an ids file (as :func:`read_refs`); order kept, duplicates
+def split_refs(values: Iterable[str]) -> list[str]:
+    """References from arguments or an ids file (as :func:`read_refs`); order kept, duplicates
     dropped."""
     return list(dict.fromkeys(ref for value in values for ref in read_refs(value)))
 
 
-def arvo_id(raw: str | int) -> str:
-    """The canonical ARVO id of a reference (``arvo:010055`` / ``10055`` → ``10055``).
-
-    Raises ValueError for a reference of another kind or an id that is not a number."""
-    try:
-        ref = TaskRef.parse(raw)
-    except ValueError:
-        ref = None
-    if ref is None or ref.kind != ARVO or not ref.id.isdigit():
-        raise ValueError(
-            f"not an ARVO id: {str(raw)[:80]!r} (expected digits, e.g. 10055 or arvo:10055)"
-        )
-    return ref.id
+def task_ref(raw: str | int | TaskRef) -> TaskRef:
+    """The reference as the client reads it (``10055`` / ``arvo:010055`` -> ``arvo:10055``).
+    ValueError, with a sentence, for what is not a reference."""
+    return TaskRef.parse(raw)
 
 
-def canonical_id(raw: str) -> tuple[str, str | None]:
-    """(canonical id, None) or (the id as given, why it is not an ARVO id)."""
-    try:
-        return arvo_id(raw), None
-    except ValueError as exc:
-        return raw, str(exc)
+def task_refs(values: Iterable[str]) -> tuple[list[TaskRef], list[str]]:
+    """The references of ``values`` (order kept, duplicates dropped) and one sentence per
+    value that is not a reference."""
+    refs: dict[TaskRef, None] = {}
+    bad = []
+    for raw in values:
+        try:
+            refs.setdefault(task_ref(raw), None)
+        except ValueError as exc:
+            bad.append(str(exc))
+    return list(refs), bad

@@ -11,9 +11,9 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from services.arena.breakdown import Labels, breakdown_markdown, known_labels
-from services.arena.results import Outcome, RunResults, slot_label
+from services.arena.results import RunOutcome, RunResults, slot_label
 from services.shared.audit import FLAGS, count_flags
-from services.shared.scores import METRICS
+from services.shared.scores import headline
 
 REPORT_FILE = "report.md"
 PLOT_FILE = "scores.png"
@@ -42,22 +42,22 @@ def _opt(value: float | None) -> str:
     return "n/a" if value is None else _num(value)
 
 
-def _aggregate_rows(agg: dict[str, Any]) -> list[str]:
+def _aggregate_rows(agg: dict[str, Any], metrics: list[str]) -> list[str]:
     """The means with their 95% intervals and standard errors, and how they were computed."""
     unc = agg.get("uncertainty") or {}
-    lines = ["| mean over | n | " + " | ".join(METRICS) + " |"]
-    lines.append("|---|---:|" + "---:|" * len(METRICS))
+    lines = ["| mean over | n | " + " | ".join(metrics) + " |"]
+    lines.append("|---|---:|" + "---:|" * len(metrics))
     for label, key in (("all tasks", "mean_all"), ("non-infra tasks", "mean_non_infra")):
         means = agg.get(key) or {}
         ivs = unc.get(key) or {}
         lines.append(
             f"| {label} | {means.get('n', 0)} | "
-            + " | ".join(with_interval(float(means.get(m, 0.0)), ivs.get(m)) for m in METRICS)
+            + " | ".join(with_interval(float(means.get(m, 0.0)), ivs.get(m)) for m in metrics)
             + " |"
         )
         lines.append(
             f"| {label}: SE | | "
-            + " | ".join(_opt((ivs.get(m) or {}).get("se")) for m in METRICS)
+            + " | ".join(_opt((ivs.get(m) or {}).get("se")) for m in metrics)
             + " |"
         )
     floors = agg.get("floors") or {}
@@ -71,7 +71,7 @@ def _aggregate_rows(agg: dict[str, Any]) -> list[str]:
                 f"| {label} | {floors.get('n', 0)} | "
                 + " | ".join(
                     with_interval(float((ivs.get(m) or {}).get("mean") or 0.0), ivs.get(m))
-                    for m in METRICS
+                    for m in metrics
                 )
                 + " |"
             )
@@ -108,7 +108,7 @@ def _audit_rows(results: RunResults) -> list[str]:
     return lines
 
 
-def _trial_rows(agg: dict[str, Any]) -> list[str]:
+def _trial_rows(agg: dict[str, Any], metrics: list[str]) -> list[str]:
     """pass@k, pass^k and consistency per metric (repeated trials only)."""
     tr = agg.get("trials") or {}
     k = int(tr.get("k") or 0)
@@ -118,7 +118,7 @@ def _trial_rows(agg: dict[str, Any]) -> list[str]:
     lines = ["", "## Repeated trials", ""]
     lines.append("| metric | " + " | ".join(head) + " | consistency |")
     lines.append("|---|" + "---:|" * (len(head) + 1))
-    for m in METRICS:
+    for m in metrics:
         row = tr.get(m) or {}
         cells = [_opt(row.get(h)) for h in head]
         lines.append(f"| {m} | " + " | ".join(cells) + f" | {_opt(row.get('consistency'))} |")
@@ -131,16 +131,16 @@ def _trial_rows(agg: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _metric_cell(o: Outcome, name: str) -> str:
+def _metric_cell(o: RunOutcome, name: str, binary: bool) -> str:
     if not o.scores:
         return "-"
     if o.scores.get("scorable") is False:
         return "n/a"
     value = o.metric(name)
-    return f"{value:.2f}" if name == "iou" else f"{value:g}"
+    return f"{value:g}" if binary else f"{value:.2f}"
 
 
-def _why(o: Outcome) -> str:
+def _why(o: RunOutcome) -> str:
     parts = [p for p in (o.end_reason, o.error) if p]
     if len(parts) == 2 and parts[0] == parts[1]:
         parts.pop()
@@ -165,7 +165,7 @@ def _verification_rows(results: RunResults) -> list[str]:
     """Counts of verified and unverified tasks (arena tasks verify), when green reported any."""
     if all(o.verified is None for o in results.tasks):
         return []
-    bad = [o.arvo_id for o in results.tasks if o.verified is False]
+    bad = [o.label for o in results.tasks if o.verified is False]
     never = sum(1 for o in results.tasks if o.verified is None)
     rows = [
         f"| verified tasks (arena tasks verify) | {sum(o.verified is True for o in results.tasks)} |"
@@ -177,9 +177,11 @@ def _verification_rows(results: RunResults) -> list[str]:
 def render_markdown(
     results: RunResults, plot: str | None = PLOT_FILE, labels: Labels | None = None
 ) -> str:
-    """``labels``: per ARVO id, ``bug_class`` and ``fix_position`` for the breakdown tables
-    (default: the bundled fixtures' labels)."""
+    """``labels``: per task reference, ``bug_class`` and ``fix_position`` for the breakdown
+    tables (default: the bundled fixtures' labels). The metrics are the run's
+    (:meth:`RunResults.metrics`)."""
     agg = results.aggregate
+    metrics = results.metrics()
     not_run = results.not_run()
     lines: list[str] = [f"# Run `{results.run}`", ""]
     lines += [
@@ -196,7 +198,7 @@ def render_markdown(
     if args:
         lines.append("- arguments: " + ", ".join(f"`{k}={v}`" for k, v in args.items()))
     lines += ["", "## Aggregate", ""]
-    lines += _aggregate_rows(agg)
+    lines += _aggregate_rows(agg, metrics)
     by_status = agg.get("by_status") or {}
     by_failure = agg.get("by_failure") or {}
     lines += ["", "| count | tasks |", "|---|---:|"]
@@ -216,52 +218,63 @@ def render_markdown(
     if agg.get("explanation"):
         lines.append("")
         lines += [f"- {e}" for e in agg["explanation"]]
-    lines += _trial_rows(agg)
+    lines += _trial_rows(agg, metrics)
     lines += _audit_rows(results)
-    lines += breakdown_markdown(results.tasks, known_labels() if labels is None else labels)
+    lines += breakdown_markdown(
+        results.tasks, known_labels() if labels is None else labels, metrics
+    )
     if plot:
         lines += ["", "## Scores", "", f"![per-task scores, cost and steps]({plot})"]
     lines += ["", "## Tasks", ""]
-    head = ["arvo", "task", "status", "steps", *METRICS, "cost", "time", "why"]
+    head = [_ref_column(results), "task", "status", "steps", *metrics, "cost", "time", "why"]
     lines.append("| " + " | ".join(head) + " |")
-    lines.append("|---|---|---|---:|" + "---:|" * (len(METRICS) + 2) + "---|")
+    lines.append("|---|---|---|---:|" + "---:|" * (len(metrics) + 2) + "---|")
+    hits = results.binary()
+    binary = {m: m in hits for m in metrics}
     for o in results.tasks:
         task = f"[{o.task_id[:8]}]({o.dir}/task.json)" if o.task_id and o.dir else "-"
         row = [
-            f"arvo:{o.label}",
+            o.label,
             task,
             o.status,
             str(o.steps),
-            *(_metric_cell(o, m) for m in METRICS),
+            *(_metric_cell(o, m, binary[m]) for m in metrics),
             f"{o.cost:.4f}",
             _duration(o.duration_s),
             _why(o),
         ]
         lines.append("| " + " | ".join(row) + " |")
-    for arvo_id, trial in not_run:
+    for ref, trial in not_run:
         lines.append(
-            f"| arvo:{slot_label(arvo_id, trial)} | - | not run | - | "
-            + " | ".join("-" for _ in METRICS)
+            f"| {slot_label(ref, trial)} | - | not run | - | "
+            + " | ".join("-" for _ in metrics)
             + " | - | - | interrupted before it ended |"
         )
     lines.append("")
     return "\n".join(lines)
 
 
+def _ref_column(results: RunResults) -> str:
+    """The task column's title: the kind when the run has one (``arvo``), else ``ref``."""
+    kinds = {r.kind for r in results.refs()}
+    return kinds.pop() if len(kinds) == 1 else "ref"
+
+
 def render_plot(results: RunResults, path: Path) -> Path | None:
-    """Per-task bars of the seven metrics (top) and of cost with steps (bottom)."""
+    """Per-task bars of the metrics (top) and of cost with steps (bottom)."""
     tasks = results.tasks
-    if not tasks:
+    metrics = results.metrics()
+    if not tasks or not metrics:
         return None
     n = len(tasks)
     width_in = min(max(8.0, 0.55 * n * 1.6 + 2.5), 60.0)
     fig = Figure(figsize=(width_in, 7.5), dpi=100, layout="constrained")
     ax_m, ax_c = fig.subplots(2, 1, sharex=True, height_ratios=(3, 2))
     xs = range(n)
-    bar_w = 0.8 / len(METRICS)
+    bar_w = 0.8 / len(metrics)
     colors = matplotlib.colormaps["tab10"]
-    for i, metric in enumerate(METRICS):
-        offset = (i - (len(METRICS) - 1) / 2) * bar_w
+    for i, metric in enumerate(metrics):
+        offset = (i - (len(metrics) - 1) / 2) * bar_w
         ax_m.bar(
             [x + offset for x in xs],
             [o.metric(metric) for o in tasks],
@@ -274,11 +287,10 @@ def render_plot(results: RunResults, path: Path) -> Path | None:
     ax_m.set_ylabel("score")
     ax_m.set_title(
         f"run {results.run}: {n} task(s); mean over all — "
-        + ", ".join(f"{m} {float(means.get(m, 0.0)):.2f}" for m in ("file@1", "func@1", "line@1"))
-        + f", iou {float(means.get('iou', 0.0)):.2f}",
+        + ", ".join(f"{m} {float(means.get(m, 0.0)):.2f}" for m in headline(metrics)),
         fontsize=10,
     )
-    ax_m.legend(ncols=len(METRICS), fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.02))
+    ax_m.legend(ncols=len(metrics), fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.02))
     ax_m.grid(axis="y", alpha=0.3)
 
     ax_c.bar(list(xs), [o.cost for o in tasks], width=0.5, color="tab:gray", label="cost")
@@ -290,10 +302,13 @@ def render_plot(results: RunResults, path: Path) -> Path | None:
     ax_s.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax_c.set_ylim(bottom=0)
     ax_c.set_xticks(list(xs))
-    ax_c.set_xticklabels([o.arvo_id for o in tasks], rotation=90 if n > 12 else 0, fontsize=8)
+    one_kind = _ref_column(results) != "ref"
+    ticks = [o.ref_id if one_kind else o.ref for o in tasks]
+    ax_c.set_xticklabels(ticks, rotation=90 if n > 12 else 0, fontsize=8)
     for label, o in zip(ax_c.get_xticklabels(), tasks, strict=True):
         label.set_color(_STATUS_COLORS.get(o.status, "black"))
-    ax_c.set_xlabel("ARVO id (red: failed, orange: cancelled)")
+    what = f"{_ref_column(results)} id" if one_kind else "task"
+    ax_c.set_xlabel(f"{what} (red: failed, orange: cancelled)")
     path.parent.mkdir(parents=True, exist_ok=True)
     # The Agg canvas, attached to this figure only: no display, no GUI toolkit, no pyplot state,
     # and the process-wide backend is left alone.

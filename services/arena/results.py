@@ -1,89 +1,80 @@
-"""``results/<run>/results.json``: run metadata, one outcome per ARVO id, and the aggregate.
+"""``results/<run>/results.json``: run metadata, one outcome per task reference and trial, and
+the aggregate.
 
-The aggregate is the one green's assessments use (:func:`services.shared.scores.aggregate_records`),
-fed from the outcomes recorded here, so a batch report and an AgentBeats assessment score a run
-the same way.
+An outcome is green's record of a finished task (:class:`services.shared.outcome.TaskOutcome`,
+the one outcome type) with what the client saved beside it (:class:`RunOutcome`). Runs are keyed
+by the task reference (``arvo:10055``, ``swebench:django__django-11099``); the aggregate is the
+one green's assessments use (:func:`services.shared.scores.aggregate_records`), over the metrics
+found in the records, so a batch report and an AgentBeats assessment score a run the same way.
+
+Files written before task kinds (schema 1: outcomes keyed by ``arvo_id``, bare ids in
+``task_ids``) still load: ``arvo_id`` is read as a deprecated alias of an ARVO reference.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from services.shared.files import write_json_atomic
-from services.shared.scores import METRICS, aggregate_records
+from services.shared.outcome import TaskOutcome
+from services.shared.scores import aggregate_records, hit_or_miss, metric_names
+from services.shared.task_ref import TaskRef
 
 RESULTS_FILE = "results.json"
-SCHEMA_VERSION = 1
-TERMINAL = ("completed", "failed", "cancelled")
+SCHEMA_VERSION = 2
+"""2: outcomes keyed by ``kind`` + ``ref_id`` (1: by ``arvo_id``, still read)."""
 NEVER_STARTED = "purple_unreachable"
 """End reason of a task purple could not be reached for: it never started, a resumed run runs
 it again (with or without --retry-failed)."""
 
-OutcomeStatus = Literal["completed", "failed", "cancelled"]
-Slot = tuple[str, int]
-"""One attempt of the run: (ARVO id, trial index 1..K)."""
+Slot = tuple[TaskRef, int]
+"""One attempt of the run: (task reference, trial index 1..K)."""
+SCORE_FLAGS = ("scorable", "submitted", "n_locations", "project", "floors", "bug_class")
+"""What a compact score keeps besides the metrics (the aggregate and the report read them)."""
 
 
-def slot_label(arvo_id: str, trial: int) -> str:
-    """``10055`` for the first trial, ``10055#2`` for the second..."""
-    return arvo_id if trial == 1 else f"{arvo_id}#{trial}"
+def slot_label(ref: TaskRef, trial: int) -> str:
+    """``arvo:10055`` for the first trial, ``arvo:10055#2`` for the second..."""
+    return str(ref) if trial == 1 else f"{ref}#{trial}"
 
 
 def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def task_dir_name(arvo_id: str, task_id: str) -> str:
-    """``<arvo_id>-<first 8 characters of green's task id>``."""
-    return f"{arvo_id}-{task_id[:8]}"
+def task_dir_name(ref: TaskRef, task_id: str) -> str:
+    """``<kind>_<id>-<first 8 characters of green's task id>`` (``arvo_10055-1a2b3c4d``)."""
+    return f"{ref.kind}_{ref.id}-{task_id[:8]}"
 
 
 def compact_scores(scores: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The part of a TaskScore JSON the aggregate and the report need (the whole score, with
-    its explanation, stays in the task's ``task.json``)."""
+    """The part of a kind's score JSON the aggregate and the report need: its metrics (the
+    names found in it, :func:`services.shared.scores.metric_names`) and :data:`SCORE_FLAGS`
+    (the whole score, with its explanation, stays in the task's ``task.json``)."""
     if not scores:
         return None
-    out: dict[str, Any] = {k: scores.get(k, 0.0) for k in METRICS}
-    for k in ("scorable", "submitted", "n_locations", "project", "floors", "bug_class"):
-        if k in scores:
-            out[k] = scores[k]
+    out: dict[str, Any] = {k: scores[k] for k in metric_names([scores])}
+    out.update({k: scores[k] for k in SCORE_FLAGS if k in scores})
     return out
 
 
-class Outcome(BaseModel):
-    """How one ARVO id of the run ended (its latest attempt)."""
+class RunOutcome(TaskOutcome):
+    """How one attempt of the run ended: green's outcome record, with what the client saved
+    beside it. Ended attempts only (a task the client gave up on is ``cancelled``)."""
 
-    arvo_id: str
-    """Canonical ARVO id (digits), or the id as given when it is not one."""
-    trial: int = 1
-    """Which of the id's ``--trials`` attempts this is (1..K)."""
-    task_id: str | None = None
-    """Green's task id (None when green refused the task)."""
-    status: OutcomeStatus
-    end_reason: str | None = None
-    failure_kind: Literal["infra", "agent"] | None = None
-    error: str | None = None
     agent_reason: str | None = None
     """How the agent said it ended, in its own words (green's ``agent_reason``): shown as the
     agent's words, never used to decide ``failure_kind``."""
-    steps: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost: float = 0.0
     created_at: str | None = None
     started_at: str | None = None
     finished_at: str | None = None
-    duration_s: float | None = None
-    """From the task's start (container ready) to its end, as green recorded them."""
     purple_url: str | None = None
-    scores: dict[str, Any] | None = None
-    """The metrics (``file@1`` ... ``iou``) with ``scorable``, ``submitted``, ``n_locations``."""
     dir: str | None = None
-    """The task's folder, relative to the run folder (``tasks/<arvo_id>-<task_id8>``)."""
+    """The task's folder, relative to the run folder (``tasks/<kind>_<id>-<task_id8>``)."""
     trajectory: bool = False
     """Whether purple's view (``trajectory.json``) was saved."""
     notes: list[str] = []
@@ -98,16 +89,24 @@ class Outcome(BaseModel):
     """What decides the score (scoring rule version, image digest, green's version; see
     :mod:`services.arena.manifest`); the whole provenance is in ``task.json``."""
 
+    @model_validator(mode="after")
+    def _ended(self) -> RunOutcome:
+        if not self.status.terminal:
+            raise ValueError(f"a run records ended tasks only, not {self.status.value!r}")
+        if not self.ref_id:
+            raise ValueError("an outcome of a run needs its task reference")
+        return self
+
     def metric(self, name: str) -> float:
         return float((self.scores or {}).get(name, 0.0))
 
     @property
     def slot(self) -> Slot:
-        return (self.arvo_id, self.trial)
+        return (self.task_ref, self.trial)
 
     @property
     def label(self) -> str:
-        return slot_label(self.arvo_id, self.trial)
+        return slot_label(*self.slot)
 
 
 class Session(BaseModel):
@@ -117,9 +116,19 @@ class Session(BaseModel):
     finished_at: str | None = None
     args: dict[str, Any] = {}
     submitted: list[str] = []
-    """ARVO ids this invocation sent to green."""
+    """Attempts this invocation sent to green (:func:`slot_label`)."""
     interrupted: bool = False
     error: str | None = None
+
+
+def _stored_ref(value: str) -> TaskRef:
+    """A reference as results.json stores it: canonical ``kind:id`` (schema 1: a bare ARVO id,
+    read as ``arvo:<id>``, the deprecated form)."""
+    try:
+        return TaskRef.parse(value)
+    except ValueError:
+        kind, sep, ident = str(value).partition(":")
+        return TaskRef(kind, ident) if sep else TaskRef("arvo", str(value))
 
 
 class RunResults(BaseModel):
@@ -134,34 +143,61 @@ class RunResults(BaseModel):
     """CLI arguments of the latest invocation (every invocation is in ``sessions``)."""
     sessions: list[Session] = []
     task_ids: list[str] = []
-    """Every ARVO id of the run, in order."""
+    """Every task reference of the run (``arvo:10055``), in order."""
     trials: int = 1
-    """Attempts per id (``--trials``): each its own green task, with its trial index."""
-    tasks: list[Outcome] = []
-    """One outcome per (id, trial) that has ended, in the order of ``task_ids`` then trial."""
+    """Attempts per reference (``--trials``): each its own green task, with its trial index."""
+    tasks: list[RunOutcome] = []
+    """One outcome per (reference, trial) that has ended, in the order of ``task_ids`` then
+    trial."""
+    kinds: dict[str, dict[str, Any]] = {}
+    """What green declared of each kind's metrics (``GET /kinds``): ``metrics`` (names in report
+    order) and ``continuous`` (not hit/miss); None or absent: found in the records."""
     aggregate: dict[str, Any] = {}
+
+    @field_validator("task_ids", mode="before")
+    @classmethod
+    def _canonical_refs(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return list(dict.fromkeys(str(_stored_ref(str(v))) for v in value))
+        return value
+
+    @model_validator(mode="after")
+    def _current_schema(self) -> RunResults:
+        self.schema_version = SCHEMA_VERSION  # an older file is saved in the current form
+        return self
 
     # ---- outcomes ------------------------------------------------------------------------
 
+    def refs(self) -> list[TaskRef]:
+        return [_stored_ref(r) for r in self.task_ids]
+
+    def add(self, ref: TaskRef) -> None:
+        """Add a reference to the run (kept once, in order)."""
+        if str(ref) not in self.task_ids:
+            self.task_ids.append(str(ref))
+
+    def rename(self, old: TaskRef, new: TaskRef) -> None:
+        """Name a reference as green does (its canonical form), keeping its place."""
+        self.task_ids = list(dict.fromkeys(str(new) if r == str(old) else r for r in self.task_ids))
+
     def slots(self) -> list[Slot]:
-        """Every (id, trial) of the run, in order."""
-        return [(a, t) for a in self.task_ids for t in range(1, self.trials + 1)]
+        """Every (reference, trial) of the run, in order."""
+        return [(r, t) for r in self.refs() for t in range(1, self.trials + 1)]
 
-    def outcome(self, arvo_id: str, trial: int = 1) -> Outcome | None:
-        return next((o for o in self.tasks if o.slot == (arvo_id, trial)), None)
+    def outcome(self, ref: TaskRef, trial: int = 1) -> RunOutcome | None:
+        return next((o for o in self.tasks if o.slot == (ref, trial)), None)
 
-    def record(self, outcome: Outcome) -> None:
-        """Add or replace the outcome of an (id, trial) (keeping ``task_ids`` order) and
+    def record(self, outcome: RunOutcome) -> None:
+        """Add or replace the outcome of a (reference, trial) (keeping ``task_ids`` order) and
         re-aggregate."""
-        previous = self.outcome(outcome.arvo_id, outcome.trial)
+        previous = self.outcome(*outcome.slot)
         if previous is not None:
             outcome.attempts = previous.attempts + 1
-        if outcome.arvo_id not in self.task_ids:
-            self.task_ids.append(outcome.arvo_id)
-        order = {a: i for i, a in enumerate(self.task_ids)}
+        self.add(outcome.task_ref)
+        order = {r: i for i, r in enumerate(self.refs())}
         rest = [o for o in self.tasks if o.slot != outcome.slot]
         self.tasks = sorted(
-            [*rest, outcome], key=lambda o: (order.get(o.arvo_id, len(order)), o.trial)
+            [*rest, outcome], key=lambda o: (order.get(o.task_ref, len(order)), o.trial)
         )
         self.refresh_aggregate()
 
@@ -183,8 +219,36 @@ class RunResults(BaseModel):
         ended = {o.slot for o in self.tasks}
         return [s for s in self.slots() if s not in ended]
 
+    def _declared(self, key: str) -> list[list[str] | None]:
+        """Per kind of the run (in order): what green declared under ``key``."""
+        kinds = dict.fromkeys(r.kind for r in self.refs())
+        return [(self.kinds.get(k) or {}).get(key) for k in kinds]
+
+    def metrics(self) -> list[str]:
+        """The metrics of the run: those green declared for its kinds, then any other found in
+        the recorded scores."""
+        declared = [m for names in self._declared("metrics") for m in names or ()]
+        found = metric_names(o.scores for o in self.tasks)
+        return list(dict.fromkeys([*declared, *found]))
+
+    def continuous(self) -> set[str] | None:
+        """The metrics green declared continuous for the run's kinds; None when a kind did not
+        say (then a metric whose every recorded value is 0 or 1 is hit/miss)."""
+        said = self._declared("continuous")
+        if not said or any(c is None for c in said):
+            return None
+        return set().union(*said)  # type: ignore[arg-type]
+
+    def binary(self) -> set[str]:
+        """The hit/miss metrics of the run (McNemar applies; cells print ``1``/``0``)."""
+        continuous = self.continuous()
+        if continuous is not None:
+            return set(self.metrics()) - continuous
+        scores = [o.scores for o in self.tasks]
+        return {m for m in self.metrics() if hit_or_miss(scores, m)}
+
     def refresh_aggregate(self) -> None:
-        self.aggregate = aggregate_outcomes(self.tasks)
+        self.aggregate = aggregate_outcomes(self.tasks, self.metrics())
 
     # ---- files ---------------------------------------------------------------------------
 
@@ -208,21 +272,24 @@ def _parse_time(value: Any) -> datetime | None:
         return None
 
 
-def outcome_from_task(task: dict[str, Any], *, task_dir: str | None = None) -> Outcome:
-    """The outcome of a task from green's ``GET /tasks/{id}`` JSON (``TaskPublic``).
+def outcome_from_task(task: dict[str, Any], *, task_dir: str | None = None) -> RunOutcome:
+    """The outcome of a task from green's ``GET /tasks/{id}`` JSON (``TaskPublic``): its
+    reference is green's ``ref`` (the canonical one; ``kind`` + ``ref_id``, or the deprecated
+    ``arvo_id``, from an older green).
 
     A task that is not terminal (the CLI gave up on it) is recorded as ``cancelled``.
     """
     status = str(task.get("status") or "")
     notes: list[str] = []
-    if status not in TERMINAL:
+    if status not in ("completed", "failed", "cancelled"):
         notes.append(f"green still reported the task {status or 'without a status'}")
         status = "cancelled"
     started, finished = _parse_time(task.get("started_at")), _parse_time(task.get("finished_at"))
     duration = (finished - started).total_seconds() if started and finished else None
     kind = task.get("failure_kind")
-    return Outcome(
-        arvo_id=str(task.get("arvo_id")),
+    ref = {k: task[k] for k in ("ref", "kind", "ref_id", "arvo_id") if task.get(k) is not None}
+    return RunOutcome(
+        **ref,
         trial=int(task.get("trial") or 1),
         task_id=task.get("id"),
         status=status,  # type: ignore[arg-type]
@@ -248,7 +315,7 @@ def outcome_from_task(task: dict[str, Any], *, task_dir: str | None = None) -> O
 
 
 def decisive(provenance: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The part of green's task provenance an Outcome keeps (what decides the score)."""
+    """The part of green's task provenance a RunOutcome keeps (what decides the score)."""
     if not provenance:
         return None
     image = provenance.get("image") or {}
@@ -264,14 +331,18 @@ def decisive(provenance: dict[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
-def aggregate_outcomes(outcomes: list[Outcome]) -> dict[str, Any]:
-    """The run aggregate (``Aggregate.to_dict()``) of the outcomes: failed and cancelled tasks
-    count 0, infra failures are reported apart, unscorable tasks stay out of the means. A failed
-    outcome without a failure kind counts as an infra failure (as in green)."""
-    return aggregate_records(
+def aggregate_outcomes(
+    outcomes: list[RunOutcome], metrics: list[str] | None = None
+) -> dict[str, Any]:
+    """The run aggregate (``Aggregate.to_dict()``) of the outcomes, over ``metrics`` (default:
+    those found in their scores): failed and cancelled tasks count 0, infra failures are
+    reported apart, unscorable tasks stay out of the means. A failed outcome without a failure
+    kind counts as an infra failure (as in green)."""
+    records = [
         {
             "task_id": o.task_id,
-            "arvo_id": o.arvo_id,
+            "kind": o.kind,
+            "ref_id": o.ref_id,
             "trial": o.trial,
             "status": o.status,
             "failure_kind": o.failure_kind,
@@ -279,4 +350,5 @@ def aggregate_outcomes(outcomes: list[Outcome]) -> dict[str, Any]:
             "error": o.error,
         }
         for o in outcomes
-    ).to_dict()
+    ]
+    return aggregate_records(records, metrics).to_dict()

@@ -13,7 +13,7 @@ SPLIT_FILE = "split.txt"
 
 
 def sample(population: Iterable[str], n: int, seed: int) -> list[str]:
-    """``n`` ids drawn from ``population`` (duplicates ignored), the same for the same seed.
+    """``n`` task references drawn from ``population`` (duplicates ignored), the same for the same seed.
 
     The population is sorted first, so the order it was listed in does not matter."""
     ids = sorted(set(population), key=_id_key)
@@ -24,8 +24,10 @@ def sample(population: Iterable[str], n: int, seed: int) -> list[str]:
     return random.Random(seed).sample(ids, n)
 
 
-def _id_key(ref: str) -> tuple[int, int | str]:
-    return (0, int(ref)) if ref.isdigit() else (1, ref)
+def _id_key(ref: str) -> tuple[str, int, int | str]:
+    """Kind, then numbers in numeric order before other ids (``arvo:99`` before ``arvo:100``)."""
+    kind, _, ident = ref.rpartition(":")
+    return (kind, 0, int(ident)) if ident.isdigit() else (kind, 1, ident)
 
 
 def split_text(refs: Iterable[str], header: str) -> str:
@@ -34,7 +36,7 @@ def split_text(refs: Iterable[str], header: str) -> str:
 
 
 def write_split(run_dir: Path, refs: list[str], args: dict[str, Any]) -> Path:
-    """The run's ids as a split file (``arena run --ids-file <run>/split.txt`` repeats it)."""
+    """The run's task references as a split file (``arena run --ids-file <run>/split.txt`` repeats it)."""
     how = f"--sample {args['sample']} --seed {args['seed']}" if args.get("sample") else "ids given"
     header = f"split of run {args.get('run')}: {len(refs)} task(s), {how}" + (
         ", verified only" if args.get("verified_only") else ""

@@ -41,11 +41,14 @@ TokenOpt = Annotated[
     typer.Option(envvar="ARENA_API_TOKEN", show_default=False, help="Green's operator token."),
 ]
 RefsArg = Annotated[
-    list[str] | None, typer.Argument(help="Task ids: 10055, arvo:10055.", show_default=False)
+    list[str] | None,
+    typer.Argument(help="Task references: arvo:10055 (or 10055).", show_default=False),
 ]
 FromOpt = Annotated[
     Path | None,
-    typer.Option("--from", exists=True, dir_okay=False, help="File of ids (a split file)."),
+    typer.Option(
+        "--from", exists=True, dir_okay=False, help="File of task references (a split file)."
+    ),
 ]
 SampleOpt = Annotated[
     int | None,

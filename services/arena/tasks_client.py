@@ -13,9 +13,10 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from services.arena.refs import arvo_id, read_refs
+from services.arena.refs import read_refs, task_ref, task_refs
 from services.arena.splits import sample
 from services.shared.operator_token import find_local_token
+from services.shared.task_ref import TaskRef
 
 console = Console(highlight=False)
 EXIT_USAGE = 2
@@ -64,15 +65,16 @@ def green_client(url: str, token: str | None) -> Iterator[Green]:
 def select_refs(
     green: Green, refs: list[str], from_file: Path | None, n: int | None, seed: int
 ) -> list[str]:
-    """The ids to work on: given ones, plus a file's; ``--sample N`` draws N of them (or of
-    every id green's source lists when none is given) with ``--seed``."""
+    """The task references to work on (canonical ``kind:id``): given ones, plus a file's;
+    ``--sample N`` draws N of them (or of every id green's source lists when none is given)
+    with ``--seed``."""
     raw = list(refs) + (read_refs(from_file.read_text(encoding="utf-8")) if from_file else [])
-    try:
-        ids = list(dict.fromkeys(arvo_id(r) for r in raw))
-    except ValueError as exc:
-        raise GreenError(str(exc)) from exc
+    parsed, bad = task_refs(raw)
+    if bad:
+        raise GreenError("; ".join(bad))
+    ids = [str(r) for r in parsed]
     if n is not None:
-        population = ids or green.call("GET", "/datasets/ids")["ids"]
+        population = ids or _listed(green)
         try:
             ids = sample(population, n, seed)
         except ValueError as exc:
@@ -82,14 +84,26 @@ def select_refs(
     return ids
 
 
+def _listed(green: Green) -> list[str]:
+    """Every task green's source holds, as references (``GET /datasets/ids`` answers the ids
+    within its ``kind``)."""
+    listed = green.call("GET", "/datasets/ids")
+    kind = listed.get("kind")  # None from a green before kinds: bare ids, the default kind
+    refs, bad = task_refs(f"{kind}:{i}" if kind else str(i) for i in listed["ids"])
+    if bad:
+        raise GreenError("; ".join(bad))
+    return [str(r) for r in refs]
+
+
 def verified_subset(green: Green, ids: list[str]) -> list[str]:
-    """The ids whose newest verification says verified (order kept)."""
-    ok: set[str] = set()
+    """The references whose newest verification says verified (order kept). Green's rows name
+    the task by ``kind`` and its id within the kind (``ref``)."""
+    ok: set[TaskRef] = set()
     for i in range(0, len(ids), 500):
         chunk = ids[i : i + 500]
         rows = green.call("GET", "/datasets/verifications", params={"task": chunk})
-        ok |= {row["ref"] for row in rows if row["verified"]}
-    return [r for r in ids if r in ok]
+        ok |= {TaskRef(row["kind"], row["ref"]) for row in rows if row["verified"]}
+    return [r for r in ids if task_ref(r) in ok]
 
 
 def narrow_run_ids(

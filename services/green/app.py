@@ -15,11 +15,11 @@ from services.green.a2a.executor import GreenExecutor
 from services.green.a2a.gate import CallContextBuilder, GreenRequestHandler, RefusalStatus
 from services.green.api import outage
 from services.green.api.deps import require_operator
-from services.green.api.routes import assessments, datasets, health, tasks
+from services.green.api.routes import assessments, datasets, health, kinds, tasks
 from services.green.assessment import AssessmentRunner
 from services.green.auth import OperatorAuth, load_operator_token
 from services.green.config import GreenSettings
-from services.green.datasets.service import make_datasets
+from services.green.dataset_tools import make_dataset_tools
 from services.green.http_limits import Bounds, RequestLimits, Verifier
 from services.green.intake_limits import IntakeLimits, allowed_purple
 from services.green.kinds.registry import build_kinds
@@ -163,7 +163,8 @@ def create_app(
         orch, heartbeat_s=settings.assessment_heartbeat_s, store=assessment_store
     )
     app.state.assessment_store = assessment_store
-    app.state.datasets = make_datasets(settings, orch, engine)
+    app.state.datasets = tools = make_dataset_tools(settings, orch.kinds, orch.sandboxes, engine)
+    orch.task_end_hooks.extend(tools.task_end_hooks())  # each kind's image budget
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -180,6 +181,7 @@ def create_app(
     app.include_router(tasks.router, dependencies=operator_only)
     app.include_router(assessments.router, dependencies=operator_only)
     app.include_router(datasets.router, dependencies=operator_only)
+    app.include_router(kinds.router, dependencies=operator_only)
     mount_ui(app)  # the dashboard at /ui, behind the same credential
     mount_a2a(
         app,

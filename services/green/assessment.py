@@ -18,15 +18,14 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from services.green.assets.base import UnknownTask
-from services.green.kinds.arvo.scoring.metrics import METRICS
+from services.green.kinds.errors import UnknownTask
 from services.green.kinds.registry import parse_ref
 from services.green.orchestrator import Orchestrator, TaskOptions
 from services.green.store.crud import AssessmentStore
 from services.green.store.models import AssessmentRecord, Task, utcnow
 from services.shared.logging import get_logger
 from services.shared.outcome import TaskOutcome, TaskStatus
-from services.shared.scores import flat_scores
+from services.shared.scores import flat_scores, metric_names
 
 log = get_logger("services.green.assessment")
 
@@ -101,7 +100,8 @@ class AssessmentResult(BaseModel):
         ]
 
         def figures(d: dict[str, Any]) -> str:
-            return " ".join(f"{k}={float(d[k]):.3f}" for k in (*METRICS, "resolved") if k in d)
+            """The metrics of a score or of means: the kind's, as found in the record."""
+            return " ".join(f"{k}={float(d[k]):.3f}" for k in metric_names([d]))
 
         lines += [f"  {t.ref} {t.status.value:<9} {figures(t.scores or {})}" for t in self.tasks]
         if means := agg.get("mean_all"):

@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from services.green.assets.base import AssetError, UnknownTask
 from services.green.config import GreenSettings
 from services.green.endings import Endings
 from services.green.intake_limits import allowed_purple
 from services.green.kinds.base import TaskKind
+from services.green.kinds.errors import AssetError, UnknownTask
 from services.green.live_task import (
     GreenFault,
     LiveTask,

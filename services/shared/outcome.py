@@ -1,5 +1,6 @@
 """How a task ended: the one record of a finished task, for green's lifecycle, its assessments, the
-kinds' aggregates and the batch client's results.
+kinds' aggregates, the dashboard and the ``arena`` client's results (which adds what it saved
+beside it: :class:`services.arena.results.RunOutcome`).
 
 Green's orchestrator fills the ending (status, end reason, error, whose failure, scores) and writes
 it to its store; :meth:`TaskOutcome.of` reads the whole record (with the counters) back from a
@@ -82,6 +83,25 @@ class TaskOutcome(BaseModel):
     scores: dict[str, Any] | None = None
     """The kind's scores (for ARVO a ``TaskScore`` dict; failures carry zeros, explained)."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _read_ref(cls, data: Any) -> Any:
+        """The reference from ``ref`` (``swebench:x``, the canonical form green answers with),
+        else ``kind`` + ``ref_id``, else, in records written before task kinds, the deprecated
+        ``arvo_id`` (an id of the default kind)."""
+        if not isinstance(data, dict):
+            return data
+        if data.get("ref"):
+            try:
+                ref = TaskRef.parse(data["ref"])
+            except ValueError:
+                pass
+            else:
+                return {**data, "kind": ref.kind, "ref_id": ref.id}
+        if not data.get("ref_id") and data.get("arvo_id") not in (None, ""):
+            return {**data, "ref_id": str(data["arvo_id"])}
+        return data
+
     @model_validator(mode="after")
     def _kind_for_failures(self) -> TaskOutcome:
         if self.status is TaskStatus.failed and self.failure_kind is None:
@@ -92,12 +112,20 @@ class TaskOutcome(BaseModel):
     @property
     def ref(self) -> str | None:
         """The task reference (``arvo:10055``)."""
-        return str(TaskRef(self.kind, self.ref_id)) if self.ref_id else None
+        return str(self.task_ref) if self.ref_id else None
+
+    @property
+    def task_ref(self) -> TaskRef:
+        """The task reference as a :class:`TaskRef` (ValueError without ``ref_id``)."""
+        if not self.ref_id:
+            raise ValueError(f"task {self.task_id} has no reference")
+        return TaskRef(self.kind, self.ref_id)
 
     @computed_field(description="Deprecated alias of ref_id (use ref).")  # type: ignore[prop-decorator]
     @property
     def arvo_id(self) -> str | None:
-        """Deprecated alias of ``ref_id``, kept for clients written before task kinds."""
+        """Deprecated alias of ``ref_id``, kept for clients written before task kinds (read
+        back too: :meth:`_read_ref`)."""
         return self.ref_id
 
     @classmethod
@@ -134,14 +162,9 @@ class TaskOutcome(BaseModel):
         """From a plain record (green's task JSON, the CLI's results.json): a failed record
         without a failure kind counts as an infra failure."""
         status = str(r["status"])
-        return cls(
-            task_id=r.get("task_id"),
-            kind=r.get("kind") or DEFAULT_KIND,
-            ref_id=r.get("ref_id") or r.get("arvo_id"),
-            trial=int(r.get("trial") or 1),
-            status=status,  # type: ignore[arg-type]
-            end_reason=r.get("end_reason"),
-            failure_kind=r.get("failure_kind") or ("infra" if status == "failed" else None),
-            error=r.get("error"),
-            scores=r.get("scores"),
+        keep = ("task_id", "kind", "ref", "ref_id", "arvo_id", "trial", "end_reason", "error")
+        data = {k: r[k] for k in keep if r.get(k)}
+        failure_kind = r.get("failure_kind") or ("infra" if status == "failed" else None)
+        return cls.model_validate(
+            {**data, "status": status, "failure_kind": failure_kind, "scores": r.get("scores")}
         )

@@ -7,6 +7,11 @@ difference (first - second) with a paired cluster-bootstrap 95% interval (tasks 
 resampled together), McNemar's exact test for the hit/miss metrics, and win/loss/tie. Also the
 check that two runs may be compared: the scoring rule version and image digest of each task must
 agree. Used by ``arena compare`` and green's dashboard; rules in ``docs/scoring.md``.
+
+The metrics are those found in the runs' score records (:func:`services.shared.scores.metric_names`);
+a metric is hit/miss (McNemar applies) when every recorded value of it is 0 or 1
+(:func:`services.shared.scores.hit_or_miss`: ARVO's ``@k`` metrics, SWE-bench's ``resolved``),
+continuous otherwise (ARVO's ``iou``).
 """
 
 from __future__ import annotations
@@ -16,10 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.shared import stats
-from services.shared.scores import METRICS
+from services.shared.scores import hit_or_miss, metric_names
 
-BINARY = tuple(m for m in METRICS if m != "iou")
-"""Hit/miss metrics (McNemar applies); iou is continuous."""
 DECISIVE = ("scoring_version", "image_id")
 """Provenance keys that must agree for a task before two runs are compared."""
 
@@ -43,10 +46,10 @@ class Attempt:
             self.status == "failed" and self.failure_kind == "agent"
         )
 
-    def row(self) -> dict[str, float]:
+    def row(self, metrics: Iterable[str]) -> dict[str, float]:
         """The metrics it counts for: 0 unless completed with a submission."""
         scored = self.status == "completed" and bool((self.scores or {}).get("submitted", True))
-        return {m: self.metric(m) if scored else 0.0 for m in METRICS}
+        return {m: self.metric(m) if scored else 0.0 for m in metrics}
 
 
 @dataclass
@@ -61,15 +64,34 @@ class TaskView:
 @dataclass
 class RunView:
     name: str
+    metrics: list[str] = field(default_factory=list)
+    """The metrics found in the run's scores, in order."""
+    binary: set[str] = field(default_factory=set)
+    """Those of them whose every recorded value is 0 or 1 (hit/miss)."""
     tasks: dict[str, TaskView] = field(default_factory=dict)
     lost: dict[str, str] = field(default_factory=dict)
     """Task -> why it has no answerable attempt (infra failure, cancelled, not run)."""
     unscorable: set[str] = field(default_factory=set)
 
 
-def run_view(name: str, task_ids: Iterable[str], attempts: Iterable[Attempt]) -> RunView:
-    """Average each task's answerable trials (``task_ids``: every task the run meant to do)."""
-    view = RunView(name)
+def run_view(
+    name: str,
+    task_ids: Iterable[str],
+    attempts: Iterable[Attempt],
+    metrics: Iterable[str] | None = None,
+    continuous: Iterable[str] | None = None,
+) -> RunView:
+    """Average each task's answerable trials (``task_ids``: every task the run meant to do).
+    ``metrics`` / ``continuous``: what the tasks' kind declares (default: found in the scores,
+    hit/miss when every value is 0 or 1)."""
+    attempts = list(attempts)
+    scores = [a.scores for a in attempts]
+    names = list(metrics) if metrics is not None else metric_names(scores)
+    if continuous is not None:
+        binary = set(names) - set(continuous)
+    else:
+        binary = {m for m in names if hit_or_miss(scores, m)}
+    view = RunView(name, names, binary)
     by_task: dict[str, list[Attempt]] = {}
     for a in attempts:
         by_task.setdefault(a.task, []).append(a)
@@ -85,15 +107,16 @@ def run_view(name: str, task_ids: Iterable[str], attempts: Iterable[Attempt]) ->
             )
             view.lost[task] = why or "not run"
             continue
-        rows = [a.row() for a in ok]
-        means = {m: sum(r[m] for r in rows) / len(rows) for m in METRICS}
+        rows = [a.row(names) for a in ok]
+        means = {m: sum(r[m] for r in rows) / len(rows) for m in names}
         project = next((str(p) for a in ok if (p := (a.scores or {}).get("project"))), None)
         view.tasks[task] = TaskView(means, project, len(ok))
     return view
 
 
 def compare_pair(a: RunView, b: RunView) -> dict[str, Any]:
-    """``a`` against ``b`` on the tasks both scored."""
+    """``a`` against ``b`` on the tasks both scored, per metric of either run (``binary``:
+    those hit/miss in both, where McNemar's test applies)."""
     common = [t for t in a.tasks if t in b.tasks]
     lost = {
         t: {
@@ -104,9 +127,11 @@ def compare_pair(a: RunView, b: RunView) -> dict[str, Any]:
     }
     clusters = [a.tasks[t].project or b.tasks[t].project or f"task:{t}" for t in common]
     metrics: dict[str, Any] = {}
-    for m in METRICS:
-        va = [a.tasks[t].means[m] for t in common]
-        vb = [b.tasks[t].means[m] for t in common]
+    names = list(dict.fromkeys([*a.metrics, *b.metrics]))
+    binary = [m for m in names if m in a.binary | b.binary and m not in _continuous(a, b)]
+    for m in names:
+        va = [a.tasks[t].means.get(m, 0.0) for t in common]
+        vb = [b.tasks[t].means.get(m, 0.0) for t in common]
         diff = stats.paired_difference(va, vb, clusters).to_dict()
         entry: dict[str, Any] = {
             "a": stats.cluster_bootstrap(va, clusters).to_dict()["mean"],
@@ -114,7 +139,7 @@ def compare_pair(a: RunView, b: RunView) -> dict[str, Any]:
             "difference": diff,
             **stats.win_loss_tie(va, vb),
         }
-        if m in BINARY:
+        if m in binary:
             # a task is a hit when more than half of its trials hit (with one trial: the trial)
             entry["mcnemar"] = stats.mcnemar_exact(
                 [x > 0.5 for x in va], [x > 0.5 for x in vb]
@@ -128,8 +153,14 @@ def compare_pair(a: RunView, b: RunView) -> dict[str, Any]:
         "tasks": common,
         "lost": lost,
         "unscorable": sorted(a.unscorable | b.unscorable),
+        "binary": binary,
         "metrics": metrics,
     }
+
+
+def _continuous(a: RunView, b: RunView) -> set[str]:
+    """Metrics continuous in either run (found there, not hit/miss)."""
+    return {m for v in (a, b) for m in v.metrics if m not in v.binary}
 
 
 def decisive_of(provenance: dict[str, Any] | None) -> dict[str, Any]:

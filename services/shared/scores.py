@@ -1,71 +1,95 @@
-"""The seven localization metrics and their aggregate over a run.
+"""A run's means over its task records, for any task kind.
 
-Green's ARVO judge scores one task (``services/green/kinds/arvo/scoring/metrics.py``); the means over a run are
-computed here, from green's task records, so an assessment on green and a batch report of the
-``arena`` client aggregate a run the same way. ``docs/scoring.md`` defines the metrics.
+A kind's judge scores one task (ARVO: ``services/green/kinds/arvo/scoring/metrics.py``); the
+means over a run are computed here, from the task records, so an assessment on green and a batch
+report of the ``arena`` client aggregate a run the same way. ``docs/scoring.md`` defines ARVO's
+metrics.
+
+Which numbers are metrics is the kind's business: green's kinds pass their metric names;
+elsewhere (the ``arena`` client, which cannot ask the kind) they are the names found in the
+records (:func:`metric_names`). A score record is a JSON object whose metrics are its top-level
+real numbers (``"file@1": 1.0``, ``"resolved": 0.0``); its other keys are flags (``scorable``,
+``submitted``), counts (integers), text and nested objects. The aggregate reads these of it:
+
+- ``scorable`` (default true): false when the ground truth is empty; the task stays out of
+  every mean;
+- ``submitted`` (default true): a valid submission was scored (false: every metric counts 0);
+- ``project``: the cluster of the bootstrap (tasks of one project are not independent);
+- ``floors``: per floor (``empty``, ``crash_frame``) the metrics a trivial answer would score.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from services.shared import stats
 from services.shared.outcome import TaskOutcome
 
-METRICS = ("file@1", "file@5", "func@1", "func@5", "line@1", "line@5", "iou")
-METRIC_FIELDS = (
-    "file_at_1",
-    "file_at_5",
-    "func_at_1",
-    "func_at_5",
-    "line_at_1",
-    "line_at_5",
-    "iou",
-)
-"""The attribute names of :data:`METRICS`."""
+FLOORS = ("empty", "crash_frame")
 
 
-class Metrics(BaseModel):
-    """The seven numbers, named as in reports (``file@1``...); shared by a task's score and the
-    means of a run."""
-
-    model_config = ConfigDict(populate_by_name=True)
-
-    file_at_1: float = Field(0.0, alias="file@1")
-    file_at_5: float = Field(0.0, alias="file@5")
-    func_at_1: float = Field(0.0, alias="func@1")
-    func_at_5: float = Field(0.0, alias="func@5")
-    line_at_1: float = Field(0.0, alias="line@1")
-    line_at_5: float = Field(0.0, alias="line@5")
-    iou: float = 0.0
+def metric_names(records: Iterable[Mapping[str, Any] | None]) -> list[str]:
+    """The metrics found in score records, in the order they first appear: each record's
+    top-level keys whose value is a real number (``float``; flags are bools, counts ints)."""
+    found: dict[str, None] = {}
+    for r in records:
+        for k, v in (r or {}).items():
+            if isinstance(v, float):
+                found.setdefault(k, None)
+    return list(found)
 
 
-class ScoreSummary(Metrics):
-    """What the aggregate reads of a task's score: the metrics and whether they count."""
-
-    scorable: bool = True
-    """False when the ground truth is empty (empty patch, no code changes)."""
-    submitted: bool = False
-    """A valid loc.json was scored."""
-    n_locations: int = 0
-    """Locations in the submission (only the first 5 count)."""
-    project: str | None = None
-    """The bug's project: the cluster of the bootstrap (tasks of one project are not
-    independent)."""
+def hit_or_miss(records: Iterable[Mapping[str, Any] | None], metric: str) -> bool:
+    """Whether every recorded value of ``metric`` is 0 or 1 (a hit/miss metric: McNemar's test
+    applies, reports print it as ``1``/``0``); a continuous one (ARVO's ``iou``) is not."""
+    values = [r[metric] for r in records if r and isinstance(r.get(metric), int | float)]
+    return all(v in (0, 1) for v in values)
 
 
-class MetricMeans(Metrics):
+def headline(metrics: Iterable[str]) -> list[str]:
+    """The metrics a narrow view shows: without the ``@k`` ones for k > 1 (ARVO: ``file@1
+    func@1 line@1 iou`` of its seven)."""
+    out = []
+    for m in metrics:
+        base, at, k = m.rpartition("@")
+        if not (at and base and k.isdigit() and int(k) > 1):
+            out.append(m)
+    return out
+
+
+def field_name(metric: str) -> str:
+    """A metric's name as an identifier (``file@1`` -> ``file_at_1``): leaderboard columns."""
+    return re.sub(r"\W", "_", metric.replace("@", "_at_"))
+
+
+def score_value(scores: Mapping[str, Any] | None, metric: str) -> float:
+    """One metric of a score record (0 when absent)."""
+    v = (scores or {}).get(metric, 0.0)
+    return float(v) if isinstance(v, int | float) else 0.0
+
+
+class MetricMeans(BaseModel):
+    """Means of a run, one key per metric (``file@1``...), with ``n``: the tasks in the
+    denominator. ``means["file@1"]`` reads one (0 when absent)."""
+
+    model_config = ConfigDict(extra="allow")
+
     n: int = 0
-    """Tasks in the denominator."""
+
+    def __getitem__(self, metric: str) -> float:
+        return float((self.model_extra or {}).get(metric, 0.0))
 
 
 class Aggregate(BaseModel):
     """Means over a run. Failed and cancelled tasks and tasks without a valid submission count as
     0; tasks whose ground truth is empty are counted but left out of every mean."""
 
+    metrics: list[str] = []
+    """The metrics averaged (the kind's, or the names found in the records), in report order."""
     n_tasks: int = 0
     """Distinct tasks (a task run K times counts once)."""
     n_attempts: int = 0
@@ -96,15 +120,13 @@ class Aggregate(BaseModel):
     explanation: list[str] = []
 
     def to_dict(self) -> dict:
-        return self.model_dump(by_alias=True, mode="json")
+        return self.model_dump(mode="json")
 
 
-def _means(values: Iterable[dict[str, float]]) -> MetricMeans:
+def _means(values: Iterable[dict[str, float]], metrics: Sequence[str]) -> MetricMeans:
     rows = list(values)
-    out = MetricMeans(n=len(rows))
-    for f in METRIC_FIELDS:
-        setattr(out, f, round(sum(r[f] for r in rows) / len(rows), 6) if rows else 0.0)
-    return out
+    means = {m: round(sum(r[m] for r in rows) / len(rows), 6) if rows else 0.0 for m in metrics}
+    return MetricMeans(n=len(rows), **means)
 
 
 class _Task:
@@ -118,7 +140,7 @@ class _Task:
 
     @staticmethod
     def mean(rows: list[dict[str, float]]) -> dict[str, float]:
-        return {f: sum(r[f] for r in rows) / len(rows) for f in METRIC_FIELDS}
+        return {m: sum(r[m] for r in rows) / len(rows) for m in rows[0]}
 
 
 def _task_key(o: TaskOutcome, seen: dict[tuple[str, int], int]) -> str:
@@ -133,38 +155,37 @@ def _task_key(o: TaskOutcome, seen: dict[tuple[str, int], int]) -> str:
     return ref if n == 0 else f"{ref}#{n}"
 
 
-def _uncertainty(units: list[_Task], which: str) -> dict[str, Any]:
+def _uncertainty(units: list[_Task], which: str, metrics: Sequence[str]) -> dict[str, Any]:
     rows = [(t, getattr(t, which)) for t in units if getattr(t, which)]
     means = [_Task.mean(r) for _, r in rows]
     clusters = [t.cluster for t, _ in rows]
     return {
-        name: stats.cluster_bootstrap([m[f] for m in means], clusters).to_dict()
-        for name, f in zip(METRICS, METRIC_FIELDS, strict=True)
+        m: stats.cluster_bootstrap([row[m] for row in means], clusters).to_dict() for m in metrics
     }
 
 
-def _trials(units: list[_Task]) -> dict[str, Any]:
+def _trials(units: list[_Task], metrics: Sequence[str]) -> dict[str, Any]:
     k = max((len(t.rows_non_infra) for t in units), default=0)
     out: dict[str, Any] = {"k": k}
     if k == 0:
         return out
-    for name, f in zip(METRICS, METRIC_FIELDS, strict=True):
-        per_task = {id(t): [r[f] for r in t.rows_non_infra] for t in units if t.rows_non_infra}
-        out[name] = stats.trial_summary(per_task, k)
+    for m in metrics:
+        per_task = {id(t): [r[m] for r in t.rows_non_infra] for t in units if t.rows_non_infra}
+        out[m] = stats.trial_summary(per_task, k)
     return out
 
 
-def _floors(units: list[_Task]) -> dict[str, Any]:
+def _floors(units: list[_Task], metrics: Sequence[str]) -> dict[str, Any]:
     with_floors = [t for t in units if t.rows_all and t.floors]
     if not with_floors:
         return {}
     clusters = [t.cluster for t in with_floors]
     out: dict[str, Any] = {"n": len(with_floors)}
-    for floor in ("empty", "crash_frame"):
+    for floor in FLOORS:
         vals = [t.floors.get(floor) or {} for t in with_floors]  # type: ignore[union-attr]
         out[floor] = {
-            m: stats.cluster_bootstrap([float(v.get(m, 0.0)) for v in vals], clusters).to_dict()
-            for m in METRICS
+            m: stats.cluster_bootstrap([score_value(v, m) for v in vals], clusters).to_dict()
+            for m in metrics
         }
     return out
 
@@ -176,19 +197,19 @@ def _classify(o: TaskOutcome, agg: Aggregate, task: _Task, status: dict, failure
     status[o.status] += 1
     if o.status == "failed" and o.failure_kind:
         failure[o.failure_kind] += 1
-    score = ScoreSummary.model_validate(o.scores) if o.scores else None
-    if score is not None and score.project:
-        task.cluster = f"project:{score.project}"
-    if o.scores and isinstance(o.scores.get("floors"), dict):
-        task.floors = o.scores["floors"]
-    if score is not None and not score.scorable:
+    score = o.scores
+    if score and score.get("project"):
+        task.cluster = f"project:{score['project']}"
+    if score and isinstance(score.get("floors"), dict):
+        task.floors = score["floors"]
+    if score and score.get("scorable") is False:
         agg.n_unscorable += 1
         return
-    if o.status == "completed" and score is not None and score.submitted:
-        row = {f: float(getattr(score, f)) for f in METRIC_FIELDS}
+    if o.status == "completed" and score and score.get("submitted", True) is not False:
+        row = {m: score_value(score, m) for m in agg.metrics}
         agg.n_scored += 1
     else:
-        row = dict.fromkeys(METRIC_FIELDS, 0.0)
+        row = dict.fromkeys(agg.metrics, 0.0)
         if o.status == "completed":
             agg.n_no_submission += 1
     task.rows_all.append(row)
@@ -196,11 +217,13 @@ def _classify(o: TaskOutcome, agg: Aggregate, task: _Task, status: dict, failure
         task.rows_non_infra.append(row)
 
 
-def aggregate(outcomes: Iterable[TaskOutcome]) -> Aggregate:
+def aggregate(outcomes: Iterable[TaskOutcome], metrics: Sequence[str] | None = None) -> Aggregate:
     """Aggregate task outcomes of a run (see :class:`Aggregate`). Attempts of one task (its
-    trials) are averaged first: the task is the unit of every mean and interval."""
+    trials) are averaged first: the task is the unit of every mean and interval. ``metrics``:
+    the kind's metric names (default: the names found in the records' scores)."""
     outcomes = list(outcomes)
-    agg = Aggregate(n_attempts=len(outcomes))
+    names = list(metrics) if metrics is not None else metric_names(o.scores for o in outcomes)
+    agg = Aggregate(n_attempts=len(outcomes), metrics=names)
     tasks: dict[str, _Task] = {}
     status_counts = {"completed": 0, "failed": 0, "cancelled": 0}
     failure_counts = {"infra": 0, "agent": 0}
@@ -213,15 +236,17 @@ def aggregate(outcomes: Iterable[TaskOutcome]) -> Aggregate:
     agg.n_tasks = len(units)
     agg.by_status = status_counts
     agg.by_failure = failure_counts
-    agg.mean_all = _means(_Task.mean(t.rows_all) for t in units if t.rows_all)
-    agg.mean_non_infra = _means(_Task.mean(t.rows_non_infra) for t in units if t.rows_non_infra)
+    agg.mean_all = _means((_Task.mean(t.rows_all) for t in units if t.rows_all), names)
+    agg.mean_non_infra = _means(
+        (_Task.mean(t.rows_non_infra) for t in units if t.rows_non_infra), names
+    )
     agg.uncertainty = {
         **stats.method_info(),
-        "mean_all": _uncertainty(units, "rows_all"),
-        "mean_non_infra": _uncertainty(units, "rows_non_infra"),
+        "mean_all": _uncertainty(units, "rows_all", names),
+        "mean_non_infra": _uncertainty(units, "rows_non_infra", names),
     }
-    agg.trials = _trials(units)
-    agg.floors = _floors(units)
+    agg.trials = _trials(units, names)
+    agg.floors = _floors(units, names)
     agg.explanation = _explain(agg, status_counts, failure_counts)
     return agg
 
@@ -245,12 +270,22 @@ def _explain(agg: Aggregate, status_counts: dict, failure_counts: dict) -> list[
     ]
 
 
-def aggregate_records(records: Iterable[Mapping[str, Any]]) -> Aggregate:
+def aggregate_records(
+    records: Iterable[Mapping[str, Any]], metrics: Sequence[str] | None = None
+) -> Aggregate:
     """:func:`aggregate` over plain task records (green's task JSON, the CLI's results.json):
-    keys ``task_id``, ``ref_id`` (or ``arvo_id``), ``status``, ``failure_kind``, ``scores`` (a
-    TaskScore dict), ``error``. A failed record without a failure kind counts as an infra
-    failure."""
-    return aggregate(TaskOutcome.from_record(dict(r)) for r in records)
+    keys ``task_id``, ``kind`` + ``ref_id`` (or ``ref``), ``status``, ``failure_kind``,
+    ``scores`` (the kind's score JSON), ``error``. A failed record without a failure kind
+    counts as an infra failure."""
+    return aggregate((TaskOutcome.from_record(dict(r)) for r in records), metrics)
+
+
+def aggregate_metrics(agg: Mapping[str, Any]) -> list[str]:
+    """The metrics of an aggregate (``Aggregate.to_dict()``); for one stored before aggregates
+    named them, the keys of its means."""
+    if agg.get("metrics"):
+        return list(agg["metrics"])
+    return [k for k in (agg.get("mean_all") or {}) if k != "n"]
 
 
 def flat_scores(agg: Mapping[str, Any]) -> dict[str, int | float | str | None]:
@@ -275,7 +310,8 @@ def flat_scores(agg: Mapping[str, Any]) -> dict[str, int | float | str | None]:
     out["ci_seed"] = unc.get("seed")
     out["ci_level"] = unc.get("level")
     out["n_clusters"] = next(iter((unc.get("mean_all") or {}).values()), {}).get("n_clusters")
-    for name, f in zip(METRICS, METRIC_FIELDS, strict=True):
+    for name in aggregate_metrics(agg):
+        f = field_name(name)
         out[f] = (agg.get("mean_all") or {}).get(name)
         for which, suffix in (("mean_all", ""), ("mean_non_infra", "_non_infra")):
             iv = (unc.get(which) or {}).get(name) or {}
@@ -289,6 +325,6 @@ def flat_scores(agg: Mapping[str, Any]) -> dict[str, int | float | str | None]:
             out[f"{f}_pass_at_{k}"] = row.get(f"pass@{k}")
             out[f"{f}_pass_hat_{k}"] = row.get(f"pass^{k}")
         out[f"{f}_consistency"] = row.get("consistency")
-        for floor in ("empty", "crash_frame"):
+        for floor in FLOORS:
             out[f"{f}_floor_{floor}"] = ((floors.get(floor) or {}).get(name) or {}).get("mean")
     return out

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -28,12 +29,13 @@ from matplotlib import image as mpimg
 from typer.testing import CliRunner
 
 from services.arena.app import app
-from services.arena.refs import split_ids
-from services.arena.results import Outcome, RunResults, aggregate_outcomes
+from services.arena.refs import split_refs
+from services.arena.results import RunOutcome, RunResults, aggregate_outcomes
 from services.green.kinds.arvo.scoring.groundtruth import ground_truth_from_patch
 from services.green.kinds.arvo.scoring.metrics import score
 from services.green.store.models import CommandPublic, TaskPublic
 from services.shared.loc import LocJson
+from services.shared.task_ref import TaskRef
 from tests.support.servers import REPO, free_port, serve
 
 SOURCE = """#include <string.h>
@@ -76,6 +78,9 @@ FILE_ONLY = scores_of(
 NONE = scores_of(None)
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+METRIC_NAMES = ["file@1", "file@5", "func@1", "func@5", "line@1", "line@5", "iou"]
 
 
 def test_scores_fixture_sanity() -> None:
@@ -122,6 +127,12 @@ SCRIPTS: dict[str, Callable[[int], End]] = {
     "1004": lambda n: FAILED_AGENT if n == 1 else COMPLETED_HIT,  # flaky: fails, then passes
     "5005": lambda n: None if n == 1 else COMPLETED_FILE_ONLY,  # hangs until cancelled, once
     "7007": lambda n: {"status": "lost"},  # green answers 503 for this task from now on
+    "swebench:Demo__demo-1": lambda n: {
+        "status": "completed",
+        "end_reason": "submitted",
+        "scores": {"resolved": 1.0, "explanation": ["resolved"], "test_log": "ok"},
+        "steps": 2,
+    },
 }
 PROGRESSION = ("queued", "preparing", "running", "running", "evaluating")
 PURPLE_KNOWS = {"1001", "1004"}
@@ -154,7 +165,7 @@ class FakeGreen:
 
     def arvo_of(self, task_id: str) -> str | None:
         t = self.tasks.get(task_id)
-        return t["view"]["arvo_id"] if t else None
+        return t["view"]["ref_id"] if t else None
 
     def app(self) -> FastAPI:
         api = FastAPI()
@@ -168,19 +179,29 @@ class FakeGreen:
         def healthz() -> dict[str, Any]:
             return {"status": "ok", "docker": True, "database": True}
 
+        @api.get("/kinds")
+        def kinds() -> dict[str, Any]:
+            return {
+                "kinds": [
+                    {"name": "arvo", "metrics": METRIC_NAMES, "continuous": ["iou"]},
+                    {"name": "swebench", "metrics": ["resolved"], "continuous": []},
+                ]
+            }
+
         @api.post("/tasks", status_code=202)
         def create(body: dict[str, Any]) -> Any:
-            raw = str(body.get("task") or body.get("arvo_id"))
-            arvo_id = raw.removeprefix("arvo:")
+            ref = TaskRef.parse(str(body["task"]))
+            key = ref.id if ref.kind == "arvo" else str(ref)
             with self.lock:
                 self.bodies.append(body)
-                self.posts[arvo_id] += 1
-                if arvo_id not in SCRIPTS:
-                    raise HTTPException(404, f"unknown task arvo:{arvo_id}: not in the dataset")
+                self.posts[key] += 1
+                if key not in SCRIPTS:
+                    raise HTTPException(404, f"unknown task {ref}: not in the dataset")
                 task_id = str(uuid.uuid4())
                 view = TaskPublic(
                     id=task_id,
-                    ref_id=arvo_id,
+                    kind=ref.kind,
+                    ref_id=ref.id.lower() if ref.kind == "swebench" else ref.id,
                     status="queued",
                     purple_url=body.get("purple_url") or "http://purple.invalid:9019",
                     max_steps=body.get("max_steps") or 50,
@@ -190,7 +211,7 @@ class FakeGreen:
                 self.tasks[task_id] = {
                     "view": view,
                     "polls": 0,
-                    "end": SCRIPTS[arvo_id](self.posts[arvo_id]),
+                    "end": SCRIPTS[key](self.posts[key]),
                 }
                 self.max_active = max(self.max_active, self.active())
                 return view
@@ -320,7 +341,9 @@ def load(out: Path, run: str = "r1") -> dict[str, Any]:
 
 
 def by_id(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {t["arvo_id"]: t for t in data["tasks"]}
+    """The outcomes of results.json by id within the kind (every task here is ARVO's)."""
+    assert all(t["kind"] == "arvo" and t["ref"] == f"arvo:{t['ref_id']}" for t in data["tasks"])
+    return {t["ref_id"]: t for t in data["tasks"]}
 
 
 # ---- tests ---------------------------------------------------------------------------------
@@ -350,7 +373,7 @@ def test_run_writes_results_tasks_and_report(fake, tmp_path: Path) -> None:
     assert data["run"] == "r1" and data["green"] == green_url and data["purple"] == purple_url
     assert data["started_at"] and data["finished_at"]
     assert data["args"]["concurrency"] == 2 and data["args"]["max_steps"] == 7
-    assert data["task_ids"] == ["1001", "1002", "1003", "9999"]
+    assert data["task_ids"] == ["arvo:1001", "arvo:1002", "arvo:1003", "arvo:9999"]
     assert len(data["sessions"]) == 1 and data["sessions"][0]["interrupted"] is False
 
     # what green was asked, and that no more than --concurrency tasks were in flight
@@ -397,9 +420,14 @@ def test_run_writes_results_tasks_and_report(fake, tmp_path: Path) -> None:
     )
     assert agg == aggregate_outcomes(RunResults.model_validate(data).tasks)
 
+    # green declared ARVO's metrics: iou is continuous although every iou here is 0 or 1
+    assert data["kinds"]["arvo"] == {"metrics": METRIC_NAMES, "continuous": ["iou"]}
+    assert {t["scores"]["iou"] for t in data["tasks"] if t["scores"]} == {0.0, 1.0}
+    assert RunResults.model_validate(data).binary() == set(METRIC_NAMES) - {"iou"}
+
     # per-task folders: green's view with the full score and explanation, commands, trajectory
     d1 = tmp_path / "r1" / t1["dir"]
-    assert d1.name == f"1001-{t1['task_id'][:8]}"
+    assert d1.name == f"arvo_1001-{t1['task_id'][:8]}"
     task_json = json.loads((d1 / "task.json").read_text())
     assert task_json["id"] == t1["task_id"] and task_json["status"] == "completed"
     assert task_json["scores"]["explanation"] and task_json["scores"]["locations"][0]["line_match"]
@@ -410,7 +438,7 @@ def test_run_writes_results_tasks_and_report(fake, tmp_path: Path) -> None:
     )
     d2 = tmp_path / "r1" / t2["dir"]
     assert (d2 / "task.json").exists() and not (d2 / "trajectory.json").exists()
-    assert not list((tmp_path / "r1" / "tasks").glob("9999-*"))
+    assert not list((tmp_path / "r1" / "tasks").glob("*9999-*"))
 
     # report and plot
     report = (tmp_path / "r1" / "report.md").read_text()
@@ -420,6 +448,7 @@ def test_run_writes_results_tasks_and_report(fake, tmp_path: Path) -> None:
     assert "![per-task scores, cost and steps](scores.png)" in report
     assert f"[{t1['task_id'][:8]}]({t1['dir']}/task.json)" in report
     assert "| arvo:9999 | - | failed |" in report and "HTTP 404" in report
+    assert "| completed | 4 | 1 | 1 | 1 | 1 | 1 | 1 | 1.00 | 0.0125 |" in report  # iou: 1.00
     png = tmp_path / "r1" / "scores.png"
     assert png.read_bytes()[:8] == PNG_MAGIC
     assert mpimg.imread(png).shape[0] > 100
@@ -447,7 +476,7 @@ def test_resume_skips_completed_and_retry_failed_reruns(fake, tmp_path: Path) ->
     # a new id joins the run; only it is posted
     assert cli("run", "1002", *args).exit_code == 0
     assert green.posts == Counter({"1001": 1, "1004": 1, "1002": 1})
-    assert load(tmp_path)["task_ids"] == ["1001", "1004", "1002"]
+    assert load(tmp_path)["task_ids"] == ["arvo:1001", "arvo:1004", "arvo:1002"]
 
     # --retry-failed runs 1004 again (it passes the second time); 1001 stays untouched
     res = cli("run", *args, "--retry-failed")
@@ -459,12 +488,12 @@ def test_resume_skips_completed_and_retry_failed_reruns(fake, tmp_path: Path) ->
     assert t["1004"]["task_id"] != first["1004"]["task_id"]
     assert t["1001"]["task_id"] == first["1001"]["task_id"] and t["1001"]["attempts"] == 1
     assert third["aggregate"]["by_status"]["completed"] == 3
-    assert third["sessions"][-1]["submitted"] == ["1004"]
+    assert third["sessions"][-1]["submitted"] == ["arvo:1004"]
 
     # --no-resume starts over: everything is posted again
     assert cli("run", "1001", *args, "--no-resume").exit_code == 0
     assert green.posts["1001"] == 2
-    assert load(tmp_path)["task_ids"] == ["1001"]
+    assert load(tmp_path)["task_ids"] == ["arvo:1001"]
 
 
 def test_report_command_rerenders(fake, tmp_path: Path) -> None:
@@ -505,34 +534,113 @@ def test_green_lost_mid_run_exits_2_and_keeps_results(fake, tmp_path: Path) -> N
     assert res.exit_code == 2, res.output
     assert "did not answer" in res.output
     data = load(tmp_path)
-    assert [t["arvo_id"] for t in data["tasks"]] == ["1001"]  # 7007 and 1002 stay pending
+    assert [t["ref"] for t in data["tasks"]] == ["arvo:1001"]  # 7007 and 1002 stay pending
     assert data["finished_at"] is None and "did not answer" in data["sessions"][0]["error"]
     assert "not run" in (tmp_path / "r1" / "report.md").read_text()
     assert green.posts["1002"] == 0
 
 
 def test_no_ids_and_bad_ids(fake, tmp_path: Path) -> None:
-    _, green_url, _ = fake
+    green, green_url, _ = fake
     assert cli("run", *base_args(green_url, tmp_path)).exit_code == 2
     ids_file = tmp_path / "ids.txt"
     ids_file.write_text("# a batch\narvo:1001  # first\n\nnot-an-id, 1001\n")
-    assert split_ids([ids_file.read_text()]) == ["arvo:1001", "not-an-id", "1001"]
+    assert split_refs([ids_file.read_text()]) == ["arvo:1001", "not-an-id", "1001"]
     res = cli("run", "--ids-file", str(ids_file), *base_args(green_url, tmp_path))
     assert res.exit_code == 0, res.output
     tasks = by_id(load(tmp_path))
     assert list(tasks) == ["1001", "not-an-id"]
+    # a well-formed reference is green's to judge: it refused this one, the run recorded why
     assert (
-        tasks["not-an-id"]["status"] == "failed" and "not an ARVO id" in tasks["not-an-id"]["error"]
+        tasks["not-an-id"]["status"] == "failed" and tasks["not-an-id"]["end_reason"] == "rejected"
     )
+    assert "unknown task arvo:not-an-id" in tasks["not-an-id"]["error"]
+    # what is not a reference at all is refused before anything is sent
+    posts = sum(green.posts.values())
+    res = cli("run", "1001", "../etc", "x/y", *base_args(green_url, tmp_path, run="r2"))
+    assert res.exit_code == 2 and "not a task reference: '../etc'" in res.output
+    assert "'x/y'" in res.output and sum(green.posts.values()) == posts
+    assert not (tmp_path / "r2").exists()
+
+
+def test_a_run_of_another_kind_is_keyed_by_greens_reference(fake, tmp_path: Path) -> None:
+    """Any kind green offers passes through: the reference is sent as written, green's answer
+    (here lower-casing the instance id) names it in the run, the metrics are the kind's."""
+    green, green_url, _ = fake
+    res = cli("run", "swebench:Demo__demo-1", "1001", *base_args(green_url, tmp_path))
+    assert res.exit_code == 0, res.output
+    assert sorted(b["task"] for b in green.bodies) == ["arvo:1001", "swebench:Demo__demo-1"]
+    data = load(tmp_path)
+    assert data["task_ids"] == ["swebench:demo__demo-1", "arvo:1001"]
+    swe = next(t for t in data["tasks"] if t["kind"] == "swebench")
+    assert swe["ref"] == "swebench:demo__demo-1" and swe["scores"] == {"resolved": 1.0}
+    assert swe["dir"].startswith("tasks/swebench_demo__demo-1-")
+    assert data["aggregate"]["metrics"] == ["resolved", *METRIC_NAMES]
+    assert data["aggregate"]["mean_all"]["resolved"] == 0.5
+    report = (tmp_path / "r1" / "report.md").read_text()
+    assert "| ref | task | status | steps | resolved | file@1 |" in report
+    assert "| swebench:demo__demo-1 | [" in report
+    # resuming finds both ended under green's names: nothing runs again
+    res = cli("run", *base_args(green_url, tmp_path))
+    assert res.exit_code == 0, res.output
+    assert green.posts == Counter({"swebench:Demo__demo-1": 1, "1001": 1})
+
+
+def test_results_written_before_task_kinds_still_load(tmp_path: Path) -> None:
+    """Schema 1 (outcomes keyed by the deprecated ``arvo_id``, bare ids) loads, reports and
+    resumes as ARVO references."""
+    old = {
+        "schema_version": 1,
+        "run": "old",
+        "green": "http://g",
+        "task_ids": ["1001", "1002", "1003"],
+        "sessions": [{"started_at": "2026-01-01T00:00:00+00:00", "submitted": ["1001"]}],
+        "tasks": [
+            {
+                "arvo_id": "1001",
+                "task_id": "t1",
+                "status": "completed",
+                "steps": 4,
+                "scores": {k: HIT[k] for k in METRIC_NAMES} | {"submitted": True, "project": "p"},
+                "dir": "tasks/1001-t1",
+            },
+            {
+                "arvo_id": "1002",
+                "trial": 1,
+                "task_id": None,
+                "status": "failed",
+                "failure_kind": "infra",
+                "end_reason": "rejected",
+                "error": "HTTP 404",
+            },
+        ],
+        "aggregate": {},
+    }
+    run_dir = tmp_path / "old"
+    run_dir.mkdir()
+    (run_dir / "results.json").write_text(json.dumps(old))
+    results = RunResults.load(run_dir / "results.json")
+    assert results.task_ids == ["arvo:1001", "arvo:1002", "arvo:1003"]
+    assert [o.ref for o in results.tasks] == ["arvo:1001", "arvo:1002"]
+    assert results.pending(retry_failed=False) == [(TaskRef("arvo", "1003"), 1)]
+    res = cli("report", str(run_dir))
+    assert res.exit_code == 0, res.output
+    report = (run_dir / "report.md").read_text()
+    assert "| arvo | task | status | steps | file@1 | file@5 |" in report
+    assert "| arvo:1001 | [t1](tasks/1001-t1/task.json) | completed | 4 | 1 | 1 | 1 |" in report
+    assert "| arvo:1003 | - | not run |" in report
+    assert "| all tasks | 2 | 0.500 [" in report
 
 
 def test_ctrl_c_cancels_in_flight_tasks_and_saves(fake, tmp_path: Path) -> None:
+    """Through the installed ``arena`` entry point (the one test of it: the others run the typer
+    app in-process); a real process, so a real SIGINT."""
     green, green_url, _ = fake
+    entry = Path(sys.executable).with_name("arena")
+    assert entry.exists() or shutil.which("arena"), "the arena entry point is not installed"
     proc = subprocess.Popen(
         [
-            sys.executable,
-            "-m",
-            "services.arena",
+            str(entry if entry.exists() else shutil.which("arena")),
             "run",
             "1001",
             "5005",
@@ -543,14 +651,14 @@ def test_ctrl_c_cancels_in_flight_tasks_and_saves(fake, tmp_path: Path) -> None:
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "120"},
+        env={**os.environ, "COLUMNS": "120"},
     )
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:  # 1001 ended and saved, 5005 running on green
             path = tmp_path / "r1" / "results.json"
             if path.exists() and "1001" in by_id(json.loads(path.read_text())):
-                running = [t for t in green.tasks.values() if t["view"]["arvo_id"] == "5005"]
+                running = [t for t in green.tasks.values() if t["view"]["ref_id"] == "5005"]
                 if running and running[0]["view"]["status"] == "running":
                     break
             time.sleep(0.05)
@@ -563,7 +671,7 @@ def test_ctrl_c_cancels_in_flight_tasks_and_saves(fake, tmp_path: Path) -> None:
             proc.kill()
     assert proc.returncode == 130, output
     assert "resume with" in output
-    task_5005 = next(tid for tid, t in green.tasks.items() if t["view"]["arvo_id"] == "5005")
+    task_5005 = next(tid for tid, t in green.tasks.items() if t["view"]["ref_id"] == "5005")
     assert green.cancels == [task_5005]
     data = load(tmp_path)
     t = by_id(data)
@@ -603,11 +711,12 @@ def test_api_token_goes_to_green_only_and_is_never_saved(fake, tmp_path: Path) -
 def test_resume_runs_tasks_that_never_started_because_purple_was_unreachable() -> None:
     results = RunResults(run="r", green="g", task_ids=["1", "2", "3", "4"])
     results.tasks = [
-        Outcome(arvo_id="1", status="completed"),
-        Outcome(
-            arvo_id="2", status="failed", end_reason="purple_unreachable", failure_kind="agent"
+        RunOutcome(ref="arvo:1", status="completed"),
+        RunOutcome(
+            ref="arvo:2", status="failed", end_reason="purple_unreachable", failure_kind="agent"
         ),
-        Outcome(arvo_id="3", status="failed", end_reason="purple_lost", failure_kind="agent"),
+        RunOutcome(ref="arvo:3", status="failed", end_reason="purple_lost", failure_kind="agent"),
     ]
-    assert results.pending(retry_failed=False) == [("2", 1), ("4", 1)]
-    assert results.pending(retry_failed=True) == [("2", 1), ("3", 1), ("4", 1)]
+    ref = {i: TaskRef("arvo", str(i)) for i in range(1, 5)}
+    assert results.pending(retry_failed=False) == [(ref[2], 1), (ref[4], 1)]
+    assert results.pending(retry_failed=True) == [(ref[2], 1), (ref[3], 1), (ref[4], 1)]

@@ -10,13 +10,15 @@ import pytest
 from typer.testing import CliRunner
 
 from services.arena.app import app
-from services.arena.results import RESULTS_FILE, Outcome, RunResults
+from services.arena.results import RESULTS_FILE, RunOutcome, RunResults
+from services.shared.task_ref import TaskRef
 
 
 def _scores(hit: bool, project: str) -> dict:
     v = 1.0 if hit else 0.0
     return {
-        **dict.fromkeys(("file@1", "file@5", "func@1", "func@5", "line@1", "line@5", "iou"), v),
+        **dict.fromkeys(("file@1", "file@5", "func@1", "func@5", "line@1", "line@5"), v),
+        "iou": v * 0.5,
         "submitted": True,
         "scorable": True,
         "project": project,
@@ -25,16 +27,16 @@ def _scores(hit: bool, project: str) -> dict:
 
 def _run(tmp: Path, name: str, hits: dict[str, bool | str], image: str = "sha256:aaa") -> Path:
     r = RunResults(run=name, green="http://g", purple=f"http://{name}")
-    for arvo_id, hit in hits.items():
-        r.task_ids.append(arvo_id)
+    for ident, hit in hits.items():
+        r.add(TaskRef("arvo", ident))
         prov = {"scoring_version": "arvo-1", "image_id": image}
         if hit == "infra":
-            o = Outcome(
-                arvo_id=arvo_id, status="failed", failure_kind="infra", end_reason="sandbox"
+            o = RunOutcome(
+                ref=f"arvo:{ident}", status="failed", failure_kind="infra", end_reason="sandbox"
             )
         else:
-            o = Outcome(
-                arvo_id=arvo_id, status="completed", scores=_scores(bool(hit), f"p{arvo_id}")
+            o = RunOutcome(
+                ref=f"arvo:{ident}", status="completed", scores=_scores(bool(hit), f"p{ident}")
             )
         o.provenance, o.cost, o.tokens_in = prov, 0.5, 1000
         r.record(o)
@@ -53,8 +55,8 @@ def test_compare_gives_difference_interval_mcnemar_and_lists_infra_losses_apart(
     assert res.exit_code == 0, res.output
     cmp = json.loads((out / "compare.json").read_text())
     pair = cmp["pairs"][0]
-    assert pair["n_common"] == 13 and "13" not in pair["tasks"]
-    assert pair["lost"] == {"13": {"a": "failed (infra)", "b": "scored"}}
+    assert pair["n_common"] == 13 and "arvo:13" not in pair["tasks"]
+    assert pair["lost"] == {"arvo:13": {"a": "failed (infra)", "b": "scored"}}
     f1 = pair["metrics"]["file@1"]
     assert f1["difference"]["mean"] == pytest.approx((12 - 3) / 13, abs=1e-6)
     assert 0 < f1["difference"]["ci_low"] < f1["difference"]["mean"] < f1["difference"]["ci_high"]
@@ -62,7 +64,8 @@ def test_compare_gives_difference_interval_mcnemar_and_lists_infra_losses_apart(
     assert (f1["mcnemar"]["only_a"], f1["mcnemar"]["only_b"]) == (10, 1)
     assert f1["mcnemar"]["p_value"] == pytest.approx(24 / 2048, abs=1e-6)
     assert (f1["win"], f1["loss"], f1["tie"]) == (10, 1, 2)
-    assert "mcnemar" not in pair["metrics"]["iou"]
+    assert "mcnemar" not in pair["metrics"]["iou"]  # continuous: values other than 0 and 1
+    assert pair["binary"] == ["file@1", "file@5", "func@1", "func@5", "line@1", "line@5"]
     # cost per hit: 7.0 spent on 12 hits (A), 7.0 on 4 hits (B)
     assert cmp["runs"][0]["cost"]["file@1"]["cost_per_hit"] == pytest.approx(7 / 12, abs=1e-6)
     assert cmp["runs"][1]["cost"]["file@1"]["cost_per_hit"] == pytest.approx(7 / 4, abs=1e-6)
@@ -88,7 +91,7 @@ def test_report_refuses_a_run_whose_trials_differ_in_scoring_rule(tmp_path):
     d = _run(tmp_path, "r", {"1": True})
     r = RunResults.load(d / RESULTS_FILE)
     r.trials = 2
-    o = Outcome(arvo_id="1", trial=2, status="completed", scores=_scores(True, "p1"))
+    o = RunOutcome(ref="arvo:1", trial=2, status="completed", scores=_scores(True, "p1"))
     o.provenance = {"scoring_version": "arvo-2", "image_id": "sha256:aaa"}
     r.record(o)
     r.save(d / RESULTS_FILE)
@@ -96,18 +99,44 @@ def test_report_refuses_a_run_whose_trials_differ_in_scoring_rule(tmp_path):
     assert res.exit_code == 3 and "task arvo:1" in res.output and "scoring rule" in res.output
     assert CliRunner().invoke(app, ["report", str(d), "--force"]).exit_code == 0
     assert (
-        json.loads((d / "manifest.json").read_text())["tasks"]["1"]["2"]["scoring_version"]
+        json.loads((d / "manifest.json").read_text())["tasks"]["arvo:1"]["2"]["scoring_version"]
         == "arvo-2"
     )
 
 
 def test_resume_with_trials_reruns_only_unscored_attempts():
-    r = RunResults(run="k", green="http://g", task_ids=["1", "2"], trials=3)
-    r.record(Outcome(arvo_id="1", trial=1, status="completed", scores=_scores(True, "p")))
-    r.record(Outcome(arvo_id="1", trial=2, status="cancelled"))
-    r.record(Outcome(arvo_id="1", trial=3, status="failed", failure_kind="agent"))
-    r.record(Outcome(arvo_id="2", trial=2, status="completed", scores=_scores(False, "q")))
-    assert r.pending(retry_failed=False) == [("1", 2), ("2", 1), ("2", 3)]
-    assert r.pending(retry_failed=True) == [("1", 2), ("1", 3), ("2", 1), ("2", 3)]
-    assert [o.label for o in r.tasks] == ["1", "1#2", "1#3", "2#2"]
+    r = RunResults(run="k", green="http://g", task_ids=["arvo:1", "arvo:2"], trials=3)
+    r.record(RunOutcome(ref="arvo:1", trial=1, status="completed", scores=_scores(True, "p")))
+    r.record(RunOutcome(ref="arvo:1", trial=2, status="cancelled"))
+    r.record(RunOutcome(ref="arvo:1", trial=3, status="failed", failure_kind="agent"))
+    r.record(RunOutcome(ref="arvo:2", trial=2, status="completed", scores=_scores(False, "q")))
+    one, two = TaskRef("arvo", "1"), TaskRef("arvo", "2")
+    assert r.pending(retry_failed=False) == [(one, 2), (two, 1), (two, 3)]
+    assert r.pending(retry_failed=True) == [(one, 2), (one, 3), (two, 1), (two, 3)]
+    assert [o.label for o in r.tasks] == ["arvo:1", "arvo:1#2", "arvo:1#3", "arvo:2#2"]
     assert r.aggregate["n_tasks"] == 2 and r.aggregate["n_attempts"] == 4
+
+
+def test_what_green_declares_decides_the_hit_or_miss_metrics(tmp_path):
+    """Every iou here is 0 or 1: from the records alone it looks hit/miss; green's declaration
+    (``GET /kinds``, kept in results.json) says it is continuous, and so no McNemar for it."""
+    strong = {str(i): True for i in range(6)}
+    weak = {str(i): i < 2 for i in range(6)}
+    a, b = _run(tmp_path, "a", strong), _run(tmp_path, "b", weak)
+    for d in (a, b):  # the records alone: iou (0 or 0.5 here) ...
+        r = RunResults.load(d / RESULTS_FILE)
+        for o in r.tasks:
+            o.scores = {**(o.scores or {}), "iou": o.scores["file@1"]}  # ... now 0 or 1
+        r.save(d / RESULTS_FILE)
+    out = tmp_path / "undeclared"
+    assert CliRunner().invoke(app, ["compare", str(a), str(b), "--out", str(out)]).exit_code == 0
+    assert "mcnemar" in json.loads((out / "compare.json").read_text())["pairs"][0]["metrics"]["iou"]
+    for d in (a, b):
+        r = RunResults.load(d / RESULTS_FILE)
+        r.kinds = {"arvo": {"metrics": ["file@1", "iou"], "continuous": ["iou"]}}
+        r.save(d / RESULTS_FILE)
+    out = tmp_path / "declared"
+    assert CliRunner().invoke(app, ["compare", str(a), str(b), "--out", str(out)]).exit_code == 0
+    pair = json.loads((out / "compare.json").read_text())["pairs"][0]
+    assert "mcnemar" not in pair["metrics"]["iou"] and "mcnemar" in pair["metrics"]["file@1"]
+    assert list(pair["metrics"])[:2] == ["file@1", "iou"]  # the declared order first

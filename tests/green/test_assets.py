@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from services.green.assets import (
+from services.green.kinds.arvo.assets import (
     AssetError,
     AssetSource,
     AssetTimeout,

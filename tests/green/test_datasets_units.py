@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from services.green.datasets.images import template_pattern
-from services.green.datasets.splits import local_ids
-from services.green.datasets.verify import ground_truth_problem
 from services.green.kinds.arvo.crash import has_report, mismatch, parse_signature
+from services.green.kinds.arvo.datasets.images import template_pattern
+from services.green.kinds.arvo.datasets.splits import local_ids
+from services.green.kinds.arvo.datasets.verify import ground_truth_problem
 from services.green.kinds.arvo.judge import PreparedTask
 from services.green.kinds.arvo.scoring.groundtruth import ground_truth_from_patch
 

@@ -63,8 +63,9 @@ def test_compare_analyst_against_a_weaker_purple(
     # every manifest digest is docker image inspect's
     for run_dir in (strong_dir, weak_dir):
         manifest = json.loads((run_dir / "manifest.json").read_text())
-        assert set(manifest["tasks"]) == set(TASKS)
-        for arvo_id, trials in manifest["tasks"].items():
+        assert set(manifest["tasks"]) == {f"arvo:{t}" for t in TASKS}  # keyed by reference
+        for ref, trials in manifest["tasks"].items():
+            arvo_id = ref.removeprefix("arvo:")
             prov = trials["1"]
             inspect = docker_client.api.inspect_image(f"arena/arvo:{arvo_id}-vul")
             assert prov["image"]["id"] == inspect["Id"]
@@ -102,7 +103,7 @@ def test_compare_analyst_against_a_weaker_purple(
         database_url=f"sqlite:///{tmp_path}/green-retag.db",
     )
     retag_dir = _run(green_retag.url, analyst_url, out, "retagged", ids=["900001"])
-    prov = json.loads((retag_dir / "manifest.json").read_text())["tasks"]["900001"]["1"]
+    prov = json.loads((retag_dir / "manifest.json").read_text())["tasks"]["arvo:900001"]["1"]
     assert prov["image"]["id"] == retagged.id
     res = CliRunner().invoke(
         app, ["compare", str(strong_dir), str(retag_dir), "--out", str(tmp_path / "c2")]

@@ -48,7 +48,7 @@ def test_trials_report_pass_at_k_equals_the_closed_forms(tmp_path, start_green, 
     results = json.loads((run_dir / "results.json").read_text())
     tasks = results["tasks"]
     assert len(tasks) == 9 and results["trials"] == 3
-    assert {(t["arvo_id"], t["trial"]) for t in tasks} == {(a, k) for a in TASKS for k in (1, 2, 3)}
+    assert {(t["ref_id"], t["trial"]) for t in tasks} == {(a, k) for a in TASKS for k in (1, 2, 3)}
     # each trial was its own green task, carrying its trial index
     assert len({t["task_id"] for t in tasks}) == 9
     for t in tasks:
@@ -57,8 +57,8 @@ def test_trials_report_pass_at_k_equals_the_closed_forms(tmp_path, start_green, 
     # observed counts per task (n attempts, c hits on file@1)
     counts = {a: (0, 0) for a in TASKS}
     for t in tasks:
-        n, c = counts[t["arvo_id"]]
-        counts[t["arvo_id"]] = (n + 1, c + int(t["scores"]["file@1"] == 1.0))
+        n, c = counts[t["ref_id"]]
+        counts[t["ref_id"]] = (n + 1, c + int(t["scores"]["file@1"] == 1.0))
     assert sorted(c for _, c in counts.values()) == [0, 2, 3]  # the known share: 5 of 9
     trials = results["aggregate"]["trials"]["file@1"]
     for k in (1, 2, 3):

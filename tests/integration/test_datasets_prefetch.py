@@ -4,6 +4,7 @@ the built fixture assets), and seeded splits: ``--sample N --seed S`` and the ru
 from __future__ import annotations
 
 import functools
+import re
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -16,7 +17,7 @@ from services.arena.app import app as cli
 from services.arena.refs import read_refs
 from services.arena.splits import sample
 from services.arena.tasks import _size
-from services.green.datasets.splits import local_ids
+from services.green.kinds.arvo.datasets.splits import local_ids
 from tests.integration.helpers import OPERATOR, OPERATOR_TOKEN
 
 pytestmark = pytest.mark.docker
@@ -86,7 +87,7 @@ def test_prefetch_over_http_dry_run_then_fetch(
 
     done = _cli("tasks", "prefetch", "900001", "900002", "99999999", "--green", green.url)
     assert done.exit_code == 1, done.output  # the unknown id failed, the others were fetched
-    assert "1 failed: 99999999" in _flat(done.output)
+    assert "1 failed: arvo:99999999" in _flat(done.output)
     cached = list(Path(green_settings.asset_cache_dir).rglob("repo-vul.tar.gz"))
     assert sorted(p.parent.name for p in cached) == ["900001", "900002"]
     again = _dry(green.url, "900002")  # resumable: nothing left to download
@@ -99,7 +100,7 @@ def test_prefetch_over_http_dry_run_then_fetch(
 def test_seeded_sample_and_the_runs_split_file(start_green, fixture_assets, tmp_path):
     green = start_green()  # a local asset folder: green lists its ids
     population = local_ids(fixture_assets)
-    want = sample(population, 3, seed=11)
+    want = [f"arvo:{i}" for i in sample(population, 3, seed=11)]  # references
     out = _cli("tasks", "sample", "3", "--seed", "11", "--green", green.url)
     assert out.exit_code == 0 and out.output.split() == want
     pop_file = tmp_path / "population.txt"
@@ -113,7 +114,7 @@ def test_seeded_sample_and_the_runs_split_file(start_green, fixture_assets, tmp_
         "tasks", "prefetch", "--sample", "3", "--seed", "11", "--dry-run", "--green", green.url
     )
     assert dry.exit_code == 0, dry.output
-    assert [line.split()[1] for line in dry.output.splitlines() if line[2:8].isdigit()] == want
+    assert re.findall(r"arvo:\d+", dry.output) == want
 
     run = _cli(
         "run", "--sample", "2", "--seed", "4", "--green", green.url,
@@ -121,5 +122,5 @@ def test_seeded_sample_and_the_runs_split_file(start_green, fixture_assets, tmp_
     )  # fmt: skip
     assert run.exit_code == 0, run.output  # purple is unreachable: the tasks fail, the run ends
     split = (tmp_path / "r1" / "split.txt").read_text()
-    assert read_refs(split) == sample(population, 2, seed=4)
+    assert read_refs(split) == [f"arvo:{i}" for i in sample(population, 2, seed=4)]
     assert "--sample 2 --seed 4" in split.splitlines()[0]

@@ -95,3 +95,28 @@ def test_a_wrong_fix_is_judged_unresolved(swe_stack):
         f"{green.url}/tasks", headers=OPERATOR, json={"task": "swebench:no-such-instance"}
     )
     assert r.status_code == 404
+
+
+def test_swebench_offers_its_dataset_tools_through_the_kind_protocol(
+    start_green, swe_fixtures, docker_client
+):
+    """List, prefetch and verify (the gold patch resolves the instance, by the same judge)."""
+    green = start_green(swebench_instances=str(swe_fixtures))
+
+    def post(path: str, body: dict) -> dict:
+        r = httpx.post(f"{green.url}{path}", json=body, headers=OPERATOR, timeout=600)
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    listed = httpx.get(f"{green.url}/datasets/ids", params={"kind": "swebench"}, headers=OPERATOR)
+    assert listed.json()["ids"] == ["arena__iniparse-1", "arena__semver-1", WRAP]
+    dry = post("/datasets/prefetch", {"task": f"swebench:{WRAP}", "dry_run": True})
+    assert dry["image"]["name"] == "arena/sweb.eval.x86_64.arena_1776_wraptext-1:latest"
+    fetched = post("/datasets/prefetch", {"task": f"swebench:{WRAP}"})
+    assert fetched["image"]["present"] is True
+    row = post("/datasets/verify", {"task": f"swebench:{WRAP}"})
+    assert (row["kind"], row["ref"], row["verified"]) == ("swebench", WRAP, True), row
+    assert row["steps"][0]["detail"] == "the gold patch resolves the instance"
+    unknown = post("/datasets/verify", {"task": "swebench:arena__nope-1"})
+    assert not unknown["verified"] and unknown["reason"].startswith("instance: no instance")
+    assert leftover_containers(docker_client, green.owner) == []

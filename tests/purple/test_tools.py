@@ -1,13 +1,16 @@
-"""Tool registry (schemas and descriptions from signatures/docstrings) and the RCA tools."""
+"""Tool registry (a pydantic model of the signature; docstrings read by docstring_parser) and
+the RCA tools."""
 
 import json
 from pathlib import Path
+from typing import Annotated
 
 import pytest
+from pydantic import Field
 
 from services.purple.signals import Submitted
 from services.purple.tools.rca import RcaTools
-from services.purple.tools.registry import ToolCallError, ToolRegistry, parse_docstring
+from services.purple.tools.registry import ToolCallError, ToolRegistry
 from services.shared.loc import Location
 from tests.support.local_env import LocalShellEnvironment, make_workspace
 
@@ -39,14 +42,38 @@ def submit(locations: list[Location], reasoning: str) -> str:
     return f"{len(locations)} {locations[0].file} {reasoning}"
 
 
-def test_docstring_parsing() -> None:
-    description, args = parse_docstring(show.__doc__ or "")
-    assert description == "Show part of a file.\n\nSecond paragraph of the description."
-    assert args == {
+def annotated(
+    count: Annotated[int, Field(description="How many (from the signature).")],
+    label: str = "x",
+) -> str:
+    """Repeat a label.
+
+    Args:
+        count: Loses to the signature's text.
+        label: What to repeat.
+    """
+    return label * count
+
+
+def test_docstring_read_by_docstring_parser() -> None:
+    tool = ToolRegistry([show]).tools["show"]
+    assert tool.description == "Show part of a file.\n\nSecond paragraph of the description."
+    assert {p.name: p.doc for p in tool.params} == {
         "path": "Where the file is.",
         "start_line": "First line to show (continued).",
         "end_line": "Last line.",
     }
+
+
+def test_a_field_description_in_the_signature_wins() -> None:
+    tool = ToolRegistry([annotated]).tools["annotated"]
+    assert {p.name: p.doc for p in tool.params} == {
+        "count": "How many (from the signature).",
+        "label": "What to repeat.",
+    }
+    props = tool.openai_schema()["function"]["parameters"]["properties"]
+    assert props["count"]["description"] == "How many (from the signature)."
+    assert tool.signature() == "annotated(count: int, label: str = 'x')"
 
 
 def test_openai_schema_from_signature_and_docstring() -> None:

@@ -18,8 +18,8 @@ def test_trials_are_averaged_per_task_and_infra_attempts_are_not_attempts():
     agg = aggregate([_hit("1", 1, 1.0), _hit("1", 2, 0.0), infra, _hit("2", 1, 1.0)])
     assert (agg.n_tasks, agg.n_attempts) == (2, 4)
     assert agg.mean_all.n == 2
-    assert agg.mean_all.file_at_1 == pytest.approx(((1 + 0 + 0) / 3 + 1) / 2, abs=1e-6)
-    assert agg.mean_non_infra.file_at_1 == pytest.approx((0.5 + 1) / 2, abs=1e-6)
+    assert agg.mean_all["file@1"] == pytest.approx(((1 + 0 + 0) / 3 + 1) / 2, abs=1e-6)
+    assert agg.mean_non_infra["file@1"] == pytest.approx((0.5 + 1) / 2, abs=1e-6)
     t = agg.trials
     assert t["k"] == 2
     assert t["file@1"]["pass@1"] == pytest.approx(0.75)
@@ -28,7 +28,7 @@ def test_trials_are_averaged_per_task_and_infra_attempts_are_not_attempts():
     assert t["file@1"]["consistency"] == 0.0 and t["file@1"]["n_consistency"] == 1
     u = agg.uncertainty
     assert u["resamples"] == 2000 and u["seed"] == 0 and "cluster bootstrap" in u["method"]
-    assert u["mean_all"]["file@1"]["mean"] == pytest.approx(agg.mean_all.file_at_1, abs=1e-6)
+    assert u["mean_all"]["file@1"]["mean"] == pytest.approx(agg.mean_all["file@1"], abs=1e-6)
     assert u["mean_all"]["file@1"]["n"] == 2
 
 

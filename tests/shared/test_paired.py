@@ -4,11 +4,13 @@ provenance check that arena compare and the dashboard share."""
 from __future__ import annotations
 
 from services.shared import paired
-from services.shared.scores import METRICS
+
+METRICS = ("file@1", "file@5", "func@1", "func@5", "line@1", "line@5")
 
 
 def _hit(task: str, value: float, **kw) -> paired.Attempt:
-    scores = {**dict.fromkeys(METRICS, value), "submitted": True, "project": f"p-{task}"}
+    scores = {**dict.fromkeys(METRICS, value), "iou": value * 0.4, "submitted": True}
+    scores["project"] = f"p-{task}"
     return paired.Attempt(task, kw.pop("status", "completed"), scores=scores, **kw)
 
 
@@ -29,7 +31,8 @@ def test_trials_average_agent_failures_count_zero_infra_is_lost() -> None:
     assert pair["n_common"] == 2 and pair["metrics"]["file@1"]["difference"]["mean"] == 0.75
     assert pair["metrics"]["file@1"]["mcnemar"]["only_a"] == 1  # 0.5 is not more than half
     assert pair["lost"]["swebench:c"] == {"a": "failed (infra)", "b": "not in the run"}
-    assert "mcnemar" not in pair["metrics"]["iou"]
+    assert "mcnemar" not in pair["metrics"]["iou"]  # continuous: values other than 0 and 1
+    assert pair["binary"] == list(METRICS) and list(pair["metrics"]) == [*METRICS, "iou"]
 
 
 def test_conflicts_name_the_task_within_and_across_runs() -> None:

@@ -20,9 +20,9 @@ from a2a.types import Task, TaskState, TaskStatus
 from services.green.a2a.gate import INTAKE, VERDICT, caller_of
 from services.green.a2a.requests import Assessment, ProtocolRequest, StartTask, Unknown
 from services.green.assessment import AssessmentRequest, AssessmentRunner
-from services.green.assets.base import UnknownTask
 from services.green.auth import Caller
 from services.green.disclosure import Disclosure
+from services.green.kinds.errors import UnknownTask
 from services.green.live_task import RequestRefused, TaskNotFound
 from services.green.orchestrator import Orchestrator
 from services.green.store.errors import AGENT_SENTENCE, STORAGE_ERRORS

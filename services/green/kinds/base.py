@@ -55,6 +55,10 @@ class TaskPlan(Protocol):
 
 @runtime_checkable
 class TaskKind(Protocol):
+    """A task family green can host. What a kind may offer beyond running tasks is optional,
+    each capability its own protocol: dataset tools (:mod:`.datasets` ``OffersDatasets``) and a
+    report for the dashboard (:mod:`.report` ``OffersReports``). Errors: :mod:`.errors`."""
+
     name: str
     """The prefix of task ids: ``arvo`` in ``arvo:10055``."""
     assignment: type[TaskAssignment]

@@ -305,8 +305,8 @@ class VerificationStore:
             s.refresh(row)
             return row
 
-    def latest(self, refs: set[str], kind: str = "arvo") -> dict[str, TaskVerification]:
-        """The newest result of each ref that has one (whatever the image digest)."""
+    def latest(self, refs: set[str], kind: str) -> dict[str, TaskVerification]:
+        """The newest result of each id of ``kind`` that has one (whatever the image digest)."""
         if not refs:
             return {}
         with Session(self.engine) as s:
@@ -318,7 +318,7 @@ class VerificationStore:
                 out[row.ref] = row
             return out
 
-    def get(self, ref: str, image_digest: str, kind: str = "arvo") -> TaskVerification | None:
+    def get(self, ref: str, image_digest: str, kind: str) -> TaskVerification | None:
         with Session(self.engine) as s:
             return s.get(TaskVerification, (kind, ref, image_digest))
 
@@ -346,8 +346,9 @@ class ImageUseStore:
                 s.delete(row)
                 s.commit()
 
-    def unfinished_images(self, template: str) -> set[str]:
-        """Images of the ARVO tasks queued or running (any replica's): never removed."""
+    def unfinished_images(self, kind: str, template: str) -> set[str]:
+        """Images (``template`` with each id) of the tasks of ``kind`` queued or running (any
+        replica's): never removed."""
         with Session(self.engine) as s:
-            q = select(Task.ref_id).where(Task.status.in_(UNFINISHED), Task.kind == "arvo")
+            q = select(Task.ref_id).where(Task.status.in_(UNFINISHED), Task.kind == kind)
             return {template.format(id=ref) for ref in s.exec(q.distinct()).all()}

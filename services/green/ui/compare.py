@@ -1,5 +1,6 @@
 """The comparison page ``/ui/compare?runs=A,B[,C...]``: the first assessment against each other
-one on the tasks both scored, with the same paired logic as ``arena compare``
+one on the tasks both scored (per metric found in their scores, any kind), with the same paired
+logic as ``arena compare``
 (:mod:`services.shared.paired`): per metric the difference with its paired cluster-bootstrap 95%
 interval, McNemar's exact p for hit/miss metrics, win/loss/tie; tasks lost to infra (or not
 ended, or not in a run) listed apart. Refused, with a sentence per task, when a task's scoring
@@ -13,13 +14,13 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from fastapi.responses import HTMLResponse, Response
 
+from services.green.kinds.metrics import continuous_metrics, declared_metrics
 from services.green.store.models import Task
 from services.green.ui.auth import require_page
 from services.green.ui.runs import _record, _tasks
 from services.green.ui.templating import render
 from services.green.ui.views import NO_RUN
 from services.shared import paired, stats
-from services.shared.scores import METRICS
 
 router = APIRouter(prefix="/ui", include_in_schema=False, dependencies=[Depends(require_page)])
 MAX_RUNS = 6
@@ -73,19 +74,31 @@ async def compare(
         "records": records,
         "conflicts": conflicts,
         "forced": force and bool(conflicts),
-        "metrics": METRICS,
-        "binary": paired.BINARY,
         "method": stats.method_info(),
         "pairs": [],
     }
     if conflicts and not force:
         return render(request, "compare.html", status.HTTP_409_CONFLICT, **context)
+    kinds = _kinds(request, {t.kind for r in ids for t in tasks[r]})
+    metrics, continuous = declared_metrics(kinds), continuous_metrics(kinds)
     views = [
-        paired.run_view(r, dict.fromkeys(str(t.ref) for t in tasks[r]), map(_attempt, tasks[r]))
+        paired.run_view(
+            r,
+            dict.fromkeys(str(t.ref) for t in tasks[r]),
+            map(_attempt, tasks[r]),
+            metrics,
+            continuous,
+        )
         for r in ids
     ]
     context["pairs"] = [paired.compare_pair(views[0], v) for v in views[1:]]
     return render(request, "compare.html", **context)
+
+
+def _kinds(request: Request, names: set[str]) -> list[object]:
+    """The kinds of the compared tasks that this green serves (their metric declarations)."""
+    served = request.app.state.orchestrator.kinds
+    return [served[n] for n in sorted(names) if n in served]
 
 
 def _label(run_id: str) -> str:

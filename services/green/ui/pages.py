@@ -8,8 +8,8 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from services.green.api.query_bounds import MAX_PAGE
-from services.green.assets.base import UnknownTask
 from services.green.intake_limits import TooBusy
+from services.green.kinds.errors import UnknownTask
 from services.green.kinds.registry import parse_ref
 from services.green.live_task import TaskNotFound
 from services.green.orchestrator import Orchestrator, TaskOptions
@@ -83,7 +83,6 @@ async def task(task_id: str, request: Request) -> Response:
     view = disclosure(request).task(row)
     facts = request.app.state.ui_facts
     report = await facts.report(view.kind, view.ref_id)
-    crash = await facts.crash(view.kind, view.ref_id)
     stored = orch.store.commands(task_id, 0, MAX_COMMANDS_SHOWN)
     commands = [CommandPublic.model_validate(c, from_attributes=True) for c in stored]
     flags = audit(
@@ -98,7 +97,6 @@ async def task(task_id: str, request: Request) -> Response:
         audit=flags,
         audit_names=FLAGS,
         report=report,
-        crash=crash,
         commands=commands,
         last_seq=commands[-1].seq if commands else 0,
         events=timeline(view),

@@ -12,7 +12,6 @@ from fastapi.responses import HTMLResponse, Response
 from services.green.api.query_bounds import MAX_PAGE
 from services.green.assessment import AssessmentRunner
 from services.green.disclosure import Disclosure
-from services.green.kinds.arvo.crash import fix_position
 from services.green.store.models import AssessmentRecord, Task
 from services.green.ui import plots
 from services.green.ui.auth import disclosure, require_page
@@ -21,6 +20,7 @@ from services.green.ui.templating import render
 from services.green.ui.views import NO_RUN
 from services.shared.logging import get_logger
 from services.shared.outcome import TaskOutcome
+from services.shared.scores import metric_names
 
 log = get_logger("services.green.ui")
 router = APIRouter(prefix="/ui", include_in_schema=False, dependencies=[Depends(require_page)])
@@ -114,17 +114,14 @@ async def points(facts: TaskFacts, tasks: list[Task], show: Disclosure) -> list[
         if not t.status.terminal:
             continue
         view = show.task(t, t.id in allowed)
-        crash = await facts.crash(t.kind, t.ref_id)
         scores = view.scores or {}
         scorable = scores.get("scorable", True) and scores
         out.append(
             plots.Point(
-                metrics={k: float(v) for k, v in scores.items() if ("@" in k or k == "iou")}
-                if scorable
-                else {},
+                metrics={k: float(scores[k]) for k in metric_names([scores])} if scorable else {},
                 cost=t.cost,
-                bug_class=crash.bug_class if crash else t.kind,
-                fix_position=fix_position(crash, view.ground_truth) if crash else "unknown",
+                bug_class=await facts.group(t.kind, t.ref_id),
+                fix_position=await facts.position(t.kind, t.ref_id, view.ground_truth),
                 status=t.status.value,
             )
         )

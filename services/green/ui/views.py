@@ -11,6 +11,7 @@ from fastapi import HTTPException, status
 from services.green.store.crud import UNFINISHED
 from services.green.store.models import Task, TaskPublic, TaskStatus
 from services.green.ui.facts import TaskFacts
+from services.shared.scores import metric_names
 
 PAGE_SIZE = 50
 STATUS_CHOICES = ["", "unfinished", *(s.value for s in TaskStatus)]
@@ -131,7 +132,7 @@ async def result_view(facts: TaskFacts, view: TaskPublic) -> dict[str, Any] | No
     snippets = await facts.snippets(view.kind, view.ref_id, spans)
     return {
         "scores": scores,
-        "metrics": {k: v for k, v in scores.items() if "@" in k or k == "iou"},
+        "metrics": {k: scores[k] for k in metric_names([scores])},
         "locations": list(zip(locations, snippets[: len(locations)], strict=True)),
         "regions": list(zip(regions, snippets[len(locations) :], strict=True)),
         "gt_lines": _gt_lines(gt),

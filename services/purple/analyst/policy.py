@@ -395,6 +395,9 @@ class StackTraceAnalyst:
         """The frame that produced the bad value first, then everything else in order."""
         if not trail.origin:
             return resolved
+        crash = frame_key(chain.frames[0])
+        if any(r.candidate.key == crash and r.guard is not None for r in resolved):
+            return resolved  # the crash frame checks the value itself: that check let it through
         f = chain.frames[trail.origin]
         at = next(
             (i for i, r in enumerate(resolved) if r.candidate.key == frame_key(f)),

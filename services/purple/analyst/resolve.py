@@ -1,6 +1,7 @@
 """Looking candidates up in the source tree, and shaping what is submitted.
 
-One command finds each candidate's file and outlines it around the line (:mod:`.cfunc`); a
+One command finds each candidate's file and reads it around the line (:mod:`.cfunc`: the
+lines around it for tree-sitter, the column-0 outline for longer functions); a
 frame printed without a line is looked up by its function's definition and stands for that
 function's span. Submitted spans never leave the enclosing function or the file: a line past
 the end of the file, or a line-less frame whose function cannot be found, is dropped.
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from services.purple.analyst.cfunc import (
     FunctionSpan,
     awk_outline,
+    awk_window,
     enclosing_function,
     parse_numbered,
 )
@@ -89,7 +91,7 @@ def resolve_command(
             continue
         quoted = " ".join(shlex.quote(t) for t in _tries(c, src, folders))
         find = f"n={c.line}" if c.line is not None else _definition_line(c.function or "")
-        outline = awk_outline('"$f"', "$n", max_lines=30)
+        outline = awk_outline('"$f"', "$n", max_lines=30) + "; " + awk_window('"$f"', "$n")
         parts.append(
             f'f=\'\'; for c in {quoted}; do if [ -f "$c" ]; then f="$c"; break; fi; done; '
             f'if [ -n "$f" ]; then {find}; fi; '
@@ -110,7 +112,7 @@ def parse_resolved(output: str, candidates: list[Candidate], src: str) -> list[R
         c = candidates[index]
         rel = path[len(src) + 1 :] if path.startswith(src + "/") else path
         rel = rel.split("/", 1)[1] if "/" in rel else rel  # drop the project folder
-        fn = enclosing_function(parse_numbered(body), anchor)
+        fn = enclosing_function(parse_numbered(body), anchor, path=path, name=c.function)
         if c.line is None and (fn.start != anchor or fn.end is None):
             continue  # a line-less frame whose definition was not found: never guess
         if anchor > n_lines + 1:  # the last line may lack its newline

@@ -1,10 +1,16 @@
 """Register plain (async) functions as tools.
 
-One source of truth: a function's signature, type hints and Google-style docstring give both
-the JSON schema for native tool calling and the textual description in the system prompt, and
-a pydantic model built from the signature validates the arguments of every call. An invalid call
-(unknown tool, missing or unexpected argument, bad type) raises :class:`ToolCallError`, which
-the agent shows to the model as an observation.
+One source of truth, read by libraries: pydantic builds a model from the function's signature
+(``pydantic.create_model``), and the function's Google-style docstring, read by
+``docstring_parser``, gives the tool's description and each argument's text (or an
+``Annotated[T, Field(description=...)]`` in the signature does). That one model gives the JSON
+schema for native tool calling, the textual tool list of the system prompt, and the validation
+of every call. An invalid call (unknown tool, missing or unexpected argument, bad type) raises
+:class:`ToolCallError`, which the agent shows to the model as an observation.
+
+What is still written here: the schema's ``$ref``s are inlined and titles dropped (local model
+servers handle a flat schema best; pydantic has no option for it), and text-mode arguments
+(always strings) are decoded as JSON for non-string parameters before validation.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import docstring_parser
+from docstring_parser import DocstringStyle
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from services.purple.signals import FormatError
@@ -132,63 +140,38 @@ class ToolRegistry:
 
 
 def make_tool(fn: ToolFn) -> Tool:
+    """A :class:`Tool` from a function: pydantic builds the arguments model from the signature;
+    the docstring (Google style, read by ``docstring_parser``) gives the tool's description and
+    each argument's text (an ``Annotated[T, Field(description=...)]`` in the signature wins)."""
     sig = inspect.signature(fn)
-    hints = typing.get_type_hints(fn)
-    description, arg_docs = parse_docstring(inspect.getdoc(fn) or "")
-    params: list[ToolParam] = []
+    doc = docstring_parser.parse(inspect.getdoc(fn) or "", style=DocstringStyle.GOOGLE)
+    arg_docs = {p.arg_name: " ".join((p.description or "").split()) for p in doc.params}
+    hints = typing.get_type_hints(fn, include_extras=True)
+    plain = typing.get_type_hints(fn)  # without Annotated's extras: the type the prompt shows
     fields: dict[str, Any] = {}
     for p in sig.parameters.values():
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             continue
-        ann = hints.get(p.name, str)
-        required = p.default is inspect.Parameter.empty
-        default = None if required else p.default
-        doc = arg_docs.get(p.name, "")
-        params.append(ToolParam(p.name, ann, type_text(ann), required, default, doc))
-        fields[p.name] = (ann, Field(... if required else default, description=doc or None))
+        default = ... if p.default is inspect.Parameter.empty else p.default
+        hint = hints.get(p.name, str)
+        own = any(getattr(m, "description", None) for m in getattr(hint, "__metadata__", ()))
+        text = {"description": arg_docs[p.name]} if arg_docs.get(p.name) and not own else {}
+        fields[p.name] = (hint, Field(default, **text))
     model = create_model(  # type: ignore[call-overload]
         f"{fn.__name__}_arguments", __config__=ConfigDict(extra="forbid"), **fields
     )
-    return Tool(fn.__name__, fn, description, params, model)
-
-
-_SECTION_RE = re.compile(
-    r"^(Args|Arguments|Parameters|Returns|Return|Raises|Yields|Examples?|Notes?):\s*$"
-)
-_ARG_RE = re.compile(r"^(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
-
-
-def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
-    """Split a Google-style docstring into the description and ``{arg: text}``.
-
-    ``Args:`` entries may span several (more deeply indented) lines; ``Returns:``/``Raises:``
-    sections are dropped from the description.
-    """
-    description: list[str] = []
-    args: dict[str, str] = {}
-    section: str | None = None
-    current: str | None = None
-    base_indent: int | None = None
-    for line in inspect.cleandoc(doc).splitlines():
-        stripped = line.strip()
-        if (m := _SECTION_RE.match(stripped)) and not line.startswith((" ", "\t")):
-            section, current, base_indent = m.group(1), None, None
-            continue
-        if section is None:
-            description.append(line)
-            continue
-        if section not in ("Args", "Arguments", "Parameters") or not stripped:
-            continue
-        indent = len(line) - len(line.lstrip())
-        if base_indent is None:
-            base_indent = indent
-        m = _ARG_RE.match(stripped)
-        if m and indent <= base_indent:
-            current = m.group(1)
-            args[current] = m.group(2).strip()
-        elif current is not None:
-            args[current] = (args[current] + " " + stripped).strip()
-    return "\n".join(description).strip(), args
+    params = [
+        ToolParam(
+            name,
+            plain.get(name, str),
+            type_text(plain.get(name, str)),
+            info.is_required(),
+            None if info.is_required() else info.default,
+            info.description or "",
+        )
+        for name, info in model.model_fields.items()
+    ]
+    return Tool(fn.__name__, fn, (doc.description or "").strip(), params, model)
 
 
 def type_text(ann: Any) -> str:

@@ -16,9 +16,9 @@ from services.green.api.deps import (
     OperatorDep,
     admit,
 )
-from services.green.api.routes.datasets import keep_verified
+from services.green.api.verification import keep_verified
 from services.green.assessment import AssessmentRequest
-from services.green.assets.base import UnknownTask
+from services.green.kinds.errors import UnknownTask
 from services.green.store.models import AssessmentRecord
 
 router = APIRouter(prefix="/assessments", tags=["assessments"])

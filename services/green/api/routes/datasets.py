@@ -1,73 +1,38 @@
 """REST for real datasets: list ids, prefetch, verify, verification results, the image budget.
 
 Operator plane (registered with the operator dependency). ``arena tasks`` calls these, so the
-CLI works against a remote green.
+CLI works against a remote green. Kind-neutral: each kind offers its dataset work through
+``services/green/kinds/datasets.py`` (``services/green/dataset_tools.py``); a task is named by
+its reference (a bare id is an ARVO id), a kind that offers no dataset tools gets a 404 naming it.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, HTTPException, Query, Request, status
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field
 
-from services.green.assessment import AssessmentRequest
-from services.green.assets import AssetError, UnknownTask
-from services.green.assets.ids import parse_arvo_id
-from services.green.datasets.service import Datasets
+from services.green.api.verification import dataset_tools
+from services.green.dataset_tools import NotOffered
+from services.green.kinds.errors import AssetError, UnknownTask
+from services.green.kinds.registry import parse_ref
 from services.green.store.models import TaskVerification
 from services.sandbox.base import SandboxError
+from services.shared.task_ref import DEFAULT_KIND, TaskRef
 
 router = APIRouter(prefix="/datasets", tags=["datasets"])
 MAX_REFS = 2000
-
-
-def _datasets(request: Request) -> Datasets:
-    datasets = getattr(request.app.state, "datasets", None)
-    if datasets is None:
-        raise HTTPException(
-            status.HTTP_503_SERVICE_UNAVAILABLE,
-            "dataset tools need green's Docker engine and the arvo task kind",
-        )
-    return datasets
-
-
-def keep_verified(request: Request, body: AssessmentRequest) -> list[str]:
-    """Drop from ``body.task_ids`` the tasks not verified; return the ones left out (422 when
-    none is left)."""
-    datasets = _datasets(request)
-    arvo = {ref: ref.split(":", 1)[1] for ref in body.task_ids if ref.startswith("arvo:")}
-    found = datasets.verifications.latest(set(arvo.values()))
-    ok = {ref for ref, n in arvo.items() if n in found and found[n].verified}
-    left_out = [ref for ref in body.task_ids if ref not in ok]
-    body.task_ids = [ref for ref in body.task_ids if ref in ok]
-    if not body.task_ids:
-        raise HTTPException(
-            status.HTTP_422_UNPROCESSABLE_CONTENT,
-            "verified_only: none of these tasks is verified (run arena tasks verify)",
-        )
-    return left_out
-
-
-def annotate_verified(request: Request, views: list[Any]) -> None:
-    """Set ``verified`` on task views of the arvo kind that were verified (else left None)."""
-    datasets = getattr(request.app.state, "datasets", None)
-    if datasets is None:
-        return
-    found = datasets.verifications.latest({v.ref_id for v in views if v.kind == "arvo"})
-    for view in views:
-        if view.kind == "arvo" and view.ref_id in found:
-            view.verified = found[view.ref_id].verified
+T = TypeVar("T")
+KindQuery = Annotated[str, Query(description="A task kind, e.g. arvo", max_length=40)]
 
 
 class RefBody(BaseModel):
-    task: str = Field(examples=["arvo:10055"], description="An ARVO task: 'arvo:<n>' or '<n>'")
-
-    @field_validator("task")
-    @classmethod
-    def _arvo(cls, v: str) -> str:
-        return parse_arvo_id(v)
+    task: str = Field(
+        examples=["arvo:10055"], description="A task reference: '<kind>:<id>' ('<n>': arvo:<n>)"
+    )
 
 
 class PrefetchBody(RefBody):
@@ -75,60 +40,70 @@ class PrefetchBody(RefBody):
     """Only say what it would fetch and how large it is."""
 
 
+def _ref(text: str) -> TaskRef:
+    try:
+        return parse_ref(text)
+    except ValueError as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from exc
+
+
+async def _offered(work: Callable[[], T]) -> T:
+    """Run blocking dataset work in a thread; a kind without the tool: its 404/503 sentence."""
+    try:
+        return await asyncio.to_thread(work)
+    except NotOffered as exc:
+        raise HTTPException(exc.status, str(exc)) from exc
+
+
 @router.get("/ids")
-async def list_ids(request: Request) -> dict[str, Any]:
-    """The task ids the asset source holds (a local folder can list them; HTTP cannot)."""
-    ids = _datasets(request).known_ids()
+async def list_ids(request: Request, kind: KindQuery = DEFAULT_KIND) -> dict[str, Any]:
+    """The task ids the kind's source holds (a local folder can list them; HTTP cannot)."""
+    ids = await _offered(lambda: dataset_tools(request).ids(kind))
     if ids is None:
         raise HTTPException(
             status.HTTP_409_CONFLICT,
-            "green's asset source cannot list its tasks (HTTP): give the population as a file",
+            f"the {kind} kind's source cannot list its tasks (HTTP): give the population as a file",
         )
-    return {"ids": ids, "total": len(ids)}
+    return {"kind": kind, "ids": ids, "total": len(ids)}
 
 
 @router.post("/prefetch")
 async def prefetch_one(body: PrefetchBody, request: Request) -> dict[str, Any]:
     """Fetch one task's files into green's cache and pull its image (or, dry, size them)."""
-    datasets = _datasets(request)
+    ref = _ref(body.task)
     try:
-        return await asyncio.to_thread(datasets.prefetch, body.task, body.dry_run)
+        return await _offered(lambda: dataset_tools(request).prefetch(ref, body.dry_run))
     except UnknownTask as exc:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown task {body.task}: {exc}") from exc
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown task {ref}: {exc}") from exc
     except (AssetError, SandboxError) as exc:
         raise HTTPException(status.HTTP_502_BAD_GATEWAY, str(exc)) from exc
 
 
 @router.post("/verify", response_model=TaskVerification)
 async def verify_one(body: RefBody, request: Request) -> TaskVerification:
-    """Certify one task (blocks for the whole check: reproduce, fix, ground truth)."""
-    return await asyncio.to_thread(_datasets(request).verify, body.task)
+    """Certify one task (blocks for the whole check: e.g. reproduce, fix, ground truth)."""
+    ref = _ref(body.task)
+    return await _offered(lambda: dataset_tools(request).verify(ref))
 
 
 @router.get("/verifications", response_model=list[TaskVerification])
 async def verifications(
     request: Request, task: Annotated[list[str], Query(max_length=MAX_REFS)]
 ) -> list[TaskVerification]:
-    """The newest verification of each task given (tasks never verified are absent)."""
-    try:
-        refs = {parse_arvo_id(t) for t in task}
-    except ValueError as exc:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from exc
-    found = _datasets(request).verifications.latest(refs)
+    """The newest verification of each task given (tasks never verified are absent); ``ref``
+    in a row is the id within its ``kind``."""
+    refs = {_ref(t) for t in task}
+    found = dataset_tools(request).latest(refs)
     return [found[r] for r in sorted(found)]
 
 
 @router.get("/images")
-async def images(request: Request) -> dict[str, Any]:
-    """Task images on the engine (least recently used first) and the budget."""
-    budget = _datasets(request).budget
-    listed = await asyncio.to_thread(budget.task_images)
-    state = await asyncio.to_thread(budget.status)
-    return {**state.to_dict(), "task_images": [vars(i) for i in listed]}
+async def images(request: Request, kind: KindQuery = DEFAULT_KIND) -> dict[str, Any]:
+    """The kind's task images on the engines (least recently used first) and the budget."""
+    return await _offered(lambda: dataset_tools(request).images(kind).images())
 
 
 @router.post("/images/enforce")
-async def enforce(request: Request) -> dict[str, Any]:
-    """Apply the budget now; returns the removed tags."""
-    removed = await asyncio.to_thread(_datasets(request).budget.enforce)
-    return {"removed": removed}
+async def enforce(request: Request, kind: KindQuery = DEFAULT_KIND) -> dict[str, Any]:
+    """Apply the kind's image budget now; returns the removed tags."""
+    return {"removed": await _offered(lambda: dataset_tools(request).images(kind).enforce())}

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from services.green.api.deps import CallerDep, OrchestratorDep
+from services.shared.task_ref import DEFAULT_KIND
 
 router = APIRouter(tags=["health"])
 
@@ -41,10 +42,9 @@ async def healthz(orch: OrchestratorDep, who: CallerDep, request: Request) -> JS
     with contextlib.suppress(Exception):  # each engine of the pool: up or down, how busy
         async with asyncio.timeout(5):
             body["engines"] = await orch.sandboxes.engines()
-    datasets = getattr(request.app.state, "datasets", None)
-    if datasets is not None and docker_ok:  # the disk budget of task images
+    if docker_ok:  # the disk budget of the default kind's task images, when it keeps one
         with contextlib.suppress(Exception):
+            budget = request.app.state.datasets.images(DEFAULT_KIND)
             async with asyncio.timeout(5):
-                state = await asyncio.to_thread(datasets.budget.status)
-            body["images"] = state.to_dict()
+                body["images"] = await asyncio.to_thread(budget.budget_status)
     return JSONResponse(body, status_code=200 if ok else 503)

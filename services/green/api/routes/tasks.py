@@ -10,8 +10,8 @@ from pydantic import BaseModel, Field, model_validator
 
 from services.green.api.deps import DisclosureDep, IntakeDep, OperatorDep, OrchestratorDep, admit
 from services.green.api.query_bounds import MAX_OFFSET
-from services.green.api.routes.datasets import annotate_verified
-from services.green.assets.base import UnknownTask
+from services.green.api.verification import annotate_verified
+from services.green.kinds.errors import UnknownTask
 from services.green.kinds.registry import parse_ref
 from services.green.live_task import TaskNotFound
 from services.green.orchestrator import TaskOptions
@@ -79,14 +79,19 @@ async def list_tasks(
     show: DisclosureDep,
     status_: Annotated[TaskStatus | None, Query(alias="status")] = None,
     ref: Annotated[str | None, Query(description="A task reference, e.g. arvo:10055")] = None,
-    arvo_id: Annotated[
-        str | None, Query(description="Deprecated: the id within its kind (use ref)")
+    legacy_id: Annotated[
+        str | None,
+        Query(
+            alias="arvo_id",
+            deprecated=True,
+            description="Deprecated alias: the id within its kind (use ref)",
+        ),
     ] = None,
     assessment_id: str | None = None,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> Any:
-    kind, ref_id = None, arvo_id
+    kind, ref_id = None, legacy_id
     if ref is not None:
         try:
             parsed = parse_ref(ref)

@@ -3,7 +3,7 @@ stack, the crash signature, and where a fix lies on the stack.
 
 Three users: the fixture builder checks the crash each bundled task produces (``fixtures/``);
 the dataset tools compare the signature of ``error.txt`` with the crash the task image
-produces (``green/datasets/verify.py``); the dashboard shows and groups tasks by bug class and fix
+produces (``green/kinds/arvo/datasets/verify.py``); the dashboard shows and groups tasks by bug class and fix
 position (``green/ui/``). The judge never reads a report. Purple's analyst reads reports far more
 closely with its own parser: the agent under test shares no code with the judge's side.
 """

@@ -13,8 +13,8 @@ from typing import Any
 
 from services.green.kinds.arvo.crash import crash_frames, parse_report
 from services.green.kinds.arvo.judge import Judge, PreparedTask
+from services.green.kinds.arvo.scoring.metrics import METRICS
 from services.shared.loc import LocJson
-from services.shared.scores import METRICS
 
 
 def crash_frame_location(error_text: str, project: str | None) -> dict[str, Any] | None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from services.green.assets import check_archive
+from services.green.kinds.arvo.assets import check_archive
 from services.green.kinds.arvo.scoring.groundtruth import GroundTruth, ground_truth_from_patch
 from services.green.kinds.arvo.scoring.metrics import TaskScore, path_candidates, score
 from services.shared.loc import LocJson, parse_loc_json

@@ -8,11 +8,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from services.green.assets import AssetSource, make_asset_source, parse_arvo_id
 from services.green.config import GreenSettings
+from services.green.kinds.arvo.assets import AssetSource, make_asset_source, parse_arvo_id
+from services.green.kinds.arvo.datasets.service import ArvoDatasets
 from services.green.kinds.arvo.floors import bug_class, floors
 from services.green.kinds.arvo.judge import Judge, PreparedTask
 from services.green.kinds.arvo.prompt import describe_task
+from services.green.kinds.arvo.report import arvo_position, arvo_report, arvo_sources
+from services.green.kinds.arvo.scoring.metrics import METRICS
+from services.green.kinds.datasets import DatasetContext
+from services.green.kinds.report import TaskReport
 from services.sandbox.base import Sandbox, SandboxProvider, UnreadableFile
 from services.shared.outcome import TaskOutcome
 from services.shared.protocol import RCA_PATHS, RcaTask, TaskAssignment, TaskPaths
@@ -101,6 +106,10 @@ class ArvoPlan:
 class ArvoKind:
     name = "arvo"
     assignment = RcaTask
+    metrics = METRICS
+    """The metrics of its scores, in report order (:class:`services.green.kinds.base.TaskKind`)."""
+    continuous = frozenset({"iou"})
+    """Those that are not hit/miss (no McNemar test in comparisons)."""
 
     def __init__(
         self,
@@ -158,4 +167,18 @@ class ArvoKind:
         )
 
     def aggregate(self, outcomes: Iterable[TaskOutcome]) -> dict[str, Any]:
-        return aggregate(outcomes).to_dict()
+        return aggregate(outcomes, METRICS).to_dict()
+
+    def datasets(self, context: DatasetContext) -> ArvoDatasets:
+        """List, prefetch, verify and the task images' disk budget (needs a Docker engine)."""
+        return ArvoDatasets.build(context, self.assets)
+
+    def report(self, ref_id: str) -> TaskReport:
+        """``error.txt`` for the dashboard, grouped by its bug class."""
+        return arvo_report(self.assets, ref_id)
+
+    def position(self, report: TaskReport, ground_truth: dict[str, Any] | None) -> str:
+        return arvo_position(report, ground_truth)
+
+    def sources(self, ref_id: str, paths: frozenset[str]) -> dict[str, bytes]:
+        return arvo_sources(self.assets, ref_id, paths)

@@ -16,8 +16,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from services.green.assets.base import UnknownTask
 from services.green.config import GreenSettings
+from services.green.kinds.datasets import DatasetContext
+from services.green.kinds.errors import UnknownTask
+from services.green.kinds.swebench.datasets import SweDatasets
 from services.sandbox.base import Sandbox, SandboxError, SandboxProvider, UnreadableFile
 from services.shared.outcome import TaskOutcome
 from services.shared.protocol import SweTask, TaskAssignment, TaskPaths
@@ -148,6 +150,9 @@ At most {lim.max_steps} commands; the task ends at {lim.deadline.isoformat()} (U
 
 class SweBenchKind:
     name = "swebench"
+    metrics = ("resolved",)
+    """The metrics of its scores (:class:`services.green.kinds.base.TaskKind`)."""
+    continuous: frozenset[str] = frozenset()
     assignment = SweTask
 
     def __init__(
@@ -205,6 +210,10 @@ class SweBenchKind:
             activate_setting=self.activate,
             eval_timeout_s=self.eval_timeout_s,
         )
+
+    def datasets(self, context: DatasetContext) -> SweDatasets:
+        """List the instances, prefetch an image, verify an instance by its gold patch."""
+        return SweDatasets(self)
 
     def aggregate(self, outcomes: Iterable[TaskOutcome]) -> dict[str, Any]:
         """Resolved rate over all tasks (failures count 0) and over non-infra tasks."""

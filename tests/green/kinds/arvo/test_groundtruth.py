@@ -435,7 +435,7 @@ def test_judge_prepares_from_the_archive_without_extracting(tmp_path, monkeypatc
     repo-vul.tar.gz, in one pass, and gets the ground truth an extracted tree gives."""
     import tarfile
 
-    from services.green.assets import safe_extract
+    from services.green.kinds.arvo.assets import safe_extract
     from services.green.kinds.arvo.judge import Judge
 
     tar_path = tmp_path / "repo-vul.tar.gz"

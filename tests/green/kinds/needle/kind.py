@@ -5,7 +5,10 @@ container; the agent writes ``{"line": <number>}`` to ``/workspace/answer.json``
 the score is ``found`` 1.0 or 0.0. It is what a new kind needs and nothing more: an id check, a
 plan (image, paths, workspace, prompt, reading and scoring the answer, the ground truth) and an
 aggregate. Copied to ``services/green/kinds/needle/`` and registered with one line in
-``services/green/kinds/registry.py``, green serves it.
+``services/green/kinds/registry.py``, green serves it. It also offers dataset tools (list,
+prefetch, verify: :mod:`.datasets`) through ``services/green/kinds/datasets.py``, so
+``/datasets/*`` and ``verified_only`` work for it too, and a report for the dashboard (the
+haystack, grouped by the half the needle is in: ``services/green/kinds/report.py``).
 """
 
 from __future__ import annotations
@@ -16,17 +19,34 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.green.config import GreenSettings
+from services.green.kinds.datasets import DatasetContext
+from services.green.kinds.errors import UnknownTask
+from services.green.kinds.report import TaskReport
 from services.sandbox.base import Sandbox, SandboxProvider
 from services.shared.outcome import TaskOutcome, TaskStatus
 from services.shared.protocol import RcaTask, TaskAssignment, TaskPaths
 
+from .datasets import NeedleDatasets  # relative: the folder works wherever it is copied
+
 LINES = 1000
+COUNT = 1000
+"""The tasks there are: ``needle:0`` .. ``needle:999``."""
+BROKEN = "999"
+"""The deliberately broken task: its haystack has no needle (verification catches it)."""
 PATHS = TaskPaths(workspace="/workspace", submission="/workspace/answer.json")
 
 
 def needle_line(ref_id: str) -> int:
     """Where the needle of task ``needle:<ref_id>`` is (1-based)."""
     return int(ref_id) % LINES + 1
+
+
+def haystack(ref_id: str) -> str:
+    """The task's ``haystack.txt`` (the broken task's has no needle)."""
+    lines = ["hay"] * LINES
+    if ref_id != BROKEN:
+        lines[needle_line(ref_id) - 1] = "NEEDLE"
+    return "\n".join(lines)
 
 
 @dataclass
@@ -41,9 +61,7 @@ class NeedlePlan:
         return f"needle_{self.ref_id}"
 
     async def populate(self, sandbox: Sandbox) -> None:
-        lines = ["hay"] * LINES
-        lines[needle_line(self.ref_id) - 1] = "NEEDLE"
-        await sandbox.put_files(self.workdir, {"haystack.txt": "\n".join(lines).encode()})
+        await sandbox.put_files(self.workdir, {"haystack.txt": haystack(self.ref_id).encode()})
 
     def wrap(self, command: str) -> str:
         return command
@@ -88,8 +106,25 @@ class NeedleKind:
     def from_settings(cls, settings: GreenSettings, sandboxes: SandboxProvider) -> NeedleKind:
         return cls()
 
+    def datasets(self, context: DatasetContext) -> NeedleDatasets:
+        """The optional dataset tools (services/green/kinds/datasets.py)."""
+        return NeedleDatasets(self, context.sandboxes, COUNT)
+
+    def report(self, ref_id: str) -> TaskReport:
+        """The optional report (services/green/kinds/report.py): the haystack."""
+        half = "top half" if needle_line(ref_id) <= LINES // 2 else "bottom half"
+        return TaskReport("Haystack", "haystack.txt", haystack(ref_id), half, "one line is NEEDLE")
+
+    def position(self, report: TaskReport, ground_truth: dict[str, Any] | None) -> str:
+        return f"line {ground_truth['line']}" if ground_truth else "unknown"
+
+    def sources(self, ref_id: str, paths: frozenset[str]) -> dict[str, bytes]:
+        return {"haystack.txt": haystack(ref_id).encode()} if "haystack.txt" in paths else {}
+
     def check(self, ref_id: str) -> None:
-        """Every number is a task."""
+        """Every number below COUNT is a task."""
+        if int(ref_id) >= COUNT:
+            raise UnknownTask(f"there are {COUNT} needle tasks (0 to {COUNT - 1})")
 
     def prepare(self, ref_id: str) -> NeedlePlan:
         return NeedlePlan(ref_id, self.image)

@@ -18,10 +18,13 @@ from services.green.kinds.arvo.scoring.groundtruth import (
 )
 from services.green.kinds.arvo.scoring.metrics import (
     MAX_SPAN_LINES,
+    METRIC_FIELDS,
     METRICS,
     TOP_K,
     LocationResult,
+    Metrics,
     RegionResult,
+    ScoreSummary,
     TaskScore,
     score,
 )
@@ -30,6 +33,7 @@ from services.shared.scores import Aggregate, MetricMeans, aggregate
 __all__ = [
     "MAX_SPAN_LINES",
     "METRICS",
+    "METRIC_FIELDS",
     "TOP_K",
     "Aggregate",
     "FunctionIndex",
@@ -41,7 +45,9 @@ __all__ = [
     "IgnoredFile",
     "LocationResult",
     "MetricMeans",
+    "Metrics",
     "RegionResult",
+    "ScoreSummary",
     "TaskScore",
     "aggregate",
     "ground_truth_from_patch",

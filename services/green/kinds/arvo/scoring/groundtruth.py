@@ -122,7 +122,7 @@ def ground_truth_from_patch(
     """Build the ground truth of a task from its ``patch.diff``.
 
     ``source_root`` is the extracted vulnerable project root (what
-    :func:`services.green.assets.safe_extract` returns); ``sources`` maps repo-relative paths to
+    :func:`services.green.kinds.arvo.assets.safe_extract` returns); ``sources`` maps repo-relative paths to
     file contents instead (e.g. ``check_archive(..., read=paths).sources``). Without
     either, functions come from the hunk headers only and hunks are not checked against the
     source.

@@ -1,4 +1,5 @@
-"""Scores of one loc.json submission against the ground truth (the run's means: shared/scores.py).
+"""ARVO's seven metrics and the score of one loc.json submission against the ground truth (the
+run's means: ``shared/scores.py``, given :data:`METRICS`).
 
 Per task (only the top :data:`TOP_K` = 5 locations count; each metric is 0 or 1 except IoU):
 
@@ -17,13 +18,55 @@ A missing submission scores 0 everywhere; a task whose ground truth is empty is 
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
 from services.green.kinds.arvo.scoring.cppnames import split_parts
 from services.green.kinds.arvo.scoring.groundtruth import GroundTruth, GTFile, GTFunction, GTRegion
 from services.green.kinds.arvo.scoring.names import is_macro_form, split_names, submitted_name
 from services.shared.loc import ROOT_PREFIXES, Location, LocJson, normalize_path
-from services.shared.scores import METRIC_FIELDS, METRICS, ScoreSummary
+
+METRICS = ("file@1", "file@5", "func@1", "func@5", "line@1", "line@5", "iou")
+"""ARVO's metrics, in report order (what green's aggregate of ARVO tasks averages)."""
+METRIC_FIELDS = (
+    "file_at_1",
+    "file_at_5",
+    "func_at_1",
+    "func_at_5",
+    "line_at_1",
+    "line_at_5",
+    "iou",
+)
+"""The attribute names of :data:`METRICS`."""
+
+
+class Metrics(BaseModel):
+    """The seven numbers, named as in reports (``file@1``...)."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    file_at_1: float = Field(0.0, alias="file@1")
+    file_at_5: float = Field(0.0, alias="file@5")
+    func_at_1: float = Field(0.0, alias="func@1")
+    func_at_5: float = Field(0.0, alias="func@5")
+    line_at_1: float = Field(0.0, alias="line@1")
+    line_at_5: float = Field(0.0, alias="line@5")
+    iou: float = 0.0
+
+
+class ScoreSummary(Metrics):
+    """What the aggregate reads of a task's score (``services.shared.scores``): the metrics and
+    whether they count."""
+
+    scorable: bool = True
+    """False when the ground truth is empty (empty patch, no code changes)."""
+    submitted: bool = False
+    """A valid loc.json was scored."""
+    n_locations: int = 0
+    """Locations in the submission (only the first 5 count)."""
+    project: str | None = None
+    """The bug's project: the cluster of the bootstrap (tasks of one project are not
+    independent)."""
+
 
 TOP_K = 5
 MAX_SPAN_LINES = 50

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from services.green.assets.base import AssetTimeout
+from services.green.kinds.arvo.assets.base import AssetTimeout
 
 try:  # POSIX only; green runs on Linux (Docker). Without fcntl we fall back to thread locks.
     import fcntl

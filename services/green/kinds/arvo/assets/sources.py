@@ -1,6 +1,6 @@
 """Asset sources: the CyberGym dataset over HTTP(S), or a local folder with the same layout.
 
-Both implement :class:`services.green.assets.base.AssetSource`:
+Both implement :class:`services.green.kinds.arvo.assets.base.AssetSource`:
 ``fetch(arvo_id, name) -> Path`` returns a complete, validated file.
 
 HTTP cache layout: ``<cache_dir>/<source-slug>/<id>/<file>``, where the slug names the base URL
@@ -29,16 +29,16 @@ from urllib.parse import urlsplit
 import httpx
 import structlog
 
-from services.green.assets.base import (
+from services.green.kinds.arvo.assets.base import (
     AssetError,
     AssetName,
     AssetTimeout,
     CorruptAsset,
     UnknownTask,
 )
-from services.green.assets.extract import verify_gzip_tar
-from services.green.assets.ids import parse_arvo_id
-from services.green.assets.locks import file_lock
+from services.green.kinds.arvo.assets.extract import verify_gzip_tar
+from services.green.kinds.arvo.assets.ids import parse_arvo_id
+from services.green.kinds.arvo.assets.locks import file_lock
 
 log = structlog.get_logger(__name__)
 

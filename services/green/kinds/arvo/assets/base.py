@@ -10,17 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
+from services.green.kinds.errors import AssetError
+from services.green.kinds.errors import UnknownTask as UnknownTask  # re-exported
+
 AssetName = Literal["error.txt", "repo-vul.tar.gz", "patch.diff"]
 AGENT_VISIBLE: tuple[AssetName, ...] = ("error.txt", "repo-vul.tar.gz")
 GROUND_TRUTH: tuple[AssetName, ...] = ("patch.diff",)
-
-
-class AssetError(RuntimeError):
-    """Base class: a task's assets could not be had."""
-
-
-class UnknownTask(AssetError):
-    """The source has no such task id (HTTP 404, missing folder)."""
 
 
 class AssetTimeout(AssetError):

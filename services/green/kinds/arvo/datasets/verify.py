@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from services.green.assets import AssetError, AssetSource
+from services.green.kinds.arvo.assets import AssetError, AssetSource
 from services.green.kinds.arvo.crash import has_report, mismatch, parse_signature
 from services.green.kinds.arvo.judge import Judge, PreparedTask
 from services.green.kinds.arvo.scoring.groundtruth import is_code_file

@@ -10,8 +10,8 @@ from typing import Any
 import docker
 import httpx
 
-from services.green.assets import AssetSource, HttpAssetSource, LocalAssetSource
-from services.green.datasets.images import image_digest, image_size
+from services.green.kinds.arvo.assets import AssetSource, HttpAssetSource, LocalAssetSource
+from services.green.kinds.arvo.datasets.images import image_digest, image_size
 
 FILES = ("error.txt", "repo-vul.tar.gz", "patch.diff")
 

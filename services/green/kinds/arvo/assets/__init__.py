@@ -1,7 +1,7 @@
 """Task assets: where ``error.txt``, ``repo-vul.tar.gz`` and ``patch.diff`` come from, and how
 the source archive is checked and extracted safely. See :mod:`.base` for the contract."""
 
-from services.green.assets.base import (
+from services.green.kinds.arvo.assets.base import (
     AGENT_VISIBLE,
     GROUND_TRUTH,
     AssetError,
@@ -11,14 +11,14 @@ from services.green.assets.base import (
     CorruptAsset,
     UnknownTask,
 )
-from services.green.assets.extract import (
+from services.green.kinds.arvo.assets.extract import (
     ArchiveInfo,
     check_archive,
     safe_extract,
     verify_gzip_tar,
 )
-from services.green.assets.ids import parse_arvo_id
-from services.green.assets.sources import (
+from services.green.kinds.arvo.assets.ids import parse_arvo_id
+from services.green.kinds.arvo.assets.sources import (
     DEFAULT_BASE_URL,
     HttpAssetSource,
     LocalAssetSource,

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from services.green.assets.base import CorruptAsset
+from services.green.kinds.arvo.assets.base import CorruptAsset
 
 SRC_VUL = "src-vul"
 """The top folder of CyberGym's ``repo-vul.tar.gz`` (``src-vul/<project>/...``)."""

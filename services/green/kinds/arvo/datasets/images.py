@@ -26,6 +26,8 @@ from services.sandbox.base import ImageNotFound, SandboxError
 
 log = structlog.get_logger(__name__)
 GB = 1_000_000_000
+KIND = "arvo"
+"""The kind whose task images these are (its unfinished tasks' images are kept)."""
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -164,7 +166,7 @@ class ImageBudget:
             return []
         with self._lock:
             engines = self.engines()
-            keep = self.uses.unfinished_images(self.template) | self.busy
+            keep = self.uses.unfinished_images(KIND, self.template) | self.busy
             used, limit = self.uses.last_used(), self.budget_gb * GB
             removed: list[tuple[str, str]] = []
             for name, client in engines:

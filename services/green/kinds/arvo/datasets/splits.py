@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from services.green.assets.ids import parse_arvo_id
+from services.green.kinds.arvo.assets.ids import parse_arvo_id
 
 
 def local_ids(root: Path) -> list[str]:

@@ -1,0 +1,41 @@
+"""What the stored verifications mean for the other routes: the ``verified`` flag of a task view
+and ``verified_only`` assessments. Kind-neutral: any kind's verifications count alike."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import HTTPException, Request, status
+
+from services.green.assessment import AssessmentRequest
+from services.green.dataset_tools import DatasetTools
+from services.shared.task_ref import TaskRef
+
+
+def dataset_tools(request: Request) -> DatasetTools:
+    return request.app.state.datasets
+
+
+def keep_verified(request: Request, body: AssessmentRequest) -> list[str]:
+    """Drop from ``body.task_ids`` the tasks not verified; return the ones left out (422 when
+    none is left)."""
+    refs = {ref: TaskRef.parse(ref) for ref in body.task_ids}
+    found = dataset_tools(request).latest(refs.values())
+    ok = {ref for ref, parsed in refs.items() if parsed in found and found[parsed].verified}
+    left_out = [ref for ref in body.task_ids if ref not in ok]
+    body.task_ids = [ref for ref in body.task_ids if ref in ok]
+    if not body.task_ids:
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT,
+            "verified_only: none of these tasks is verified (run arena tasks verify)",
+        )
+    return left_out
+
+
+def annotate_verified(request: Request, views: list[Any]) -> None:
+    """Set ``verified`` on the task views whose task was verified (else it stays None)."""
+    found = dataset_tools(request).latest(TaskRef(v.kind, v.ref_id) for v in views)
+    for view in views:
+        row = found.get(TaskRef(view.kind, view.ref_id))
+        if row is not None:
+            view.verified = row.verified

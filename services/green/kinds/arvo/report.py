@@ -1,0 +1,32 @@
+"""ARVO's report for the dashboard (``services/green/kinds/report.py``): ``error.txt`` with its
+bug class and crash frame, where the fix lies on the crash stack, the vulnerable sources.
+
+Read from the asset source's cache: the same files the task was prepared from.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from services.green.kinds.arvo.assets import AssetSource, check_archive
+from services.green.kinds.arvo.crash import fix_position, parse_report
+from services.green.kinds.report import TaskReport
+
+
+def arvo_report(assets: AssetSource, ref_id: str) -> TaskReport:
+    """``error.txt`` of the task, its bug class and the crash's innermost frame."""
+    text = assets.fetch(ref_id, "error.txt").read_text(errors="replace")
+    crash = parse_report(text)
+    headline = f"{crash.bug_class} in {crash.frames[0].function}" if crash.frames else None
+    return TaskReport("Crash report", "error.txt", text, crash.bug_class, headline)
+
+
+def arvo_position(report: TaskReport, ground_truth: dict[str, Any] | None) -> str:
+    """``crash frame``, ``N frame(s) up``, ``not in the stack`` or ``unknown``."""
+    return fix_position(parse_report(report.text), ground_truth)
+
+
+def arvo_sources(assets: AssetSource, ref_id: str, paths: frozenset[str]) -> dict[str, bytes]:
+    """The files of ``repo-vul.tar.gz`` at these paths (links escaping the tree skipped)."""
+    archive = assets.fetch(ref_id, "repo-vul.tar.gz")
+    return dict(check_archive(archive, escaping_symlinks="skip", read=paths).sources)
