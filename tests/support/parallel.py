@@ -44,8 +44,34 @@ SHARED_WORKER = {
 """Module path (or folder) prefix -> a worker's unit they share."""
 
 
+SLOW_FIRST = (
+    "e2e",
+    "second-dockerd",
+    "tests/integration/test_green_replicas.py",
+    "tests/integration/test_database_outage.py",
+    "tests/integration/test_replicas.py",
+    "tests/integration/test_datasets_verify.py",
+    "tests/integration/test_green_fault_run.py",
+    "tests/integration/test_readme_commands.py",
+    "tests/ui/test_dashboard_browser.py",
+    "tests/integration/test_slow_clients.py",
+)
+"""Units handed out first (the slowest of a serial run's ``--durations``): xdist orders units by
+their number of tests, which would leave these few-test, long units for the end."""
+
+
 class ModuleScheduling(LoadScopeScheduling):
-    """``loadscope`` by module, with the :data:`SHARED_WORKER` units."""
+    """``loadscope`` by module, with the :data:`SHARED_WORKER` units, :data:`SLOW_FIRST` first."""
+
+    _ordered = False
+
+    def _assign_work_unit(self, node) -> None:
+        if not self._ordered:
+            self._ordered = True
+            for unit in reversed(SLOW_FIRST):
+                if unit in self.workqueue:
+                    self.workqueue.move_to_end(unit, last=False)
+        super()._assign_work_unit(node)
 
     def _split_scope(self, nodeid: str) -> str:
         module = nodeid.split("::", 1)[0]
