@@ -4,8 +4,10 @@
 demo:            ## build the demo task, start green + purple with docker compose, run one task
 	bash scripts/demo.sh
 
+TEST_WORKERS ?= 0  # pytest-xdist workers (0: one process); see README "Development"
+
 test: setup      ## the full test suite (unit + integration with real containers and services; SQLite and PostgreSQL)
-	uv run --frozen --extra postgres pytest
+	uv run --frozen --extra postgres pytest -n $(TEST_WORKERS) --dist loadscope
 
 test-llm: setup  ## opt-in: purple through green against a real model server (see README: minutes, not seconds)
 	ARENA_TEST_LLM=1 uv run --frozen --extra postgres pytest tests/integration/test_real_model_server.py -s -v

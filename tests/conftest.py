@@ -13,7 +13,10 @@ import os
 import pytest
 
 STRICT = os.environ.get("ARENA_STRICT") == "1"
-pytest_plugins = ["tests.support.postgres"]  # the PostgreSQL cluster and ``database_url``
+pytest_plugins = [
+    "tests.support.postgres",  # the PostgreSQL cluster and ``database_url``
+    "tests.support.parallel",  # several workers (pytest -n 4 --dist loadscope): by module
+]
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -18,6 +18,7 @@ from services.purple.app import create_app as create_purple
 from services.purple.config import PurpleSettings
 from tests.integration.helpers import OPERATOR_TOKEN
 from tests.support.fake_llm import FakeLLMServer, FakeReply
+from tests.support.parallel import once_per_run
 from tests.support.scripted_purple import Observed, Script, ScriptedPolicy
 from tests.support.servers import ServiceProcess, ThreadedServer, free_port, serve
 
@@ -36,17 +37,22 @@ def docker_client() -> docker.DockerClient:
 
 @pytest.fixture(scope="session")
 def fixture_assets(docker_client) -> Path:
-    """Build (or confirm cached) the fixture images and assets once per session."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "fixtures.build"],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=2400,
-        check=False,
-    )
-    assert proc.returncode == 0, f"fixture build failed:\n{proc.stdout}\n{proc.stderr}"
-    return DEFAULT_ASSETS_DIR
+    """Build (or confirm cached) the fixture images and assets once per run (per session, or
+    by the first of several workers)."""
+
+    def build() -> Path:
+        proc = subprocess.run(
+            [sys.executable, "-m", "fixtures.build"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=2400,
+            check=False,
+        )
+        assert proc.returncode == 0, f"fixture build failed:\n{proc.stdout}\n{proc.stderr}"
+        return DEFAULT_ASSETS_DIR
+
+    return once_per_run("fixture-assets", build, lambda: DEFAULT_ASSETS_DIR)
 
 
 def leftover_containers(client: docker.DockerClient, owner: str | None = None) -> list[str]:
@@ -162,17 +168,21 @@ def a2a03_python() -> Path:
     venv = REPO_ROOT / "build" / "venv-a2a03"
     python = venv / "bin" / "python"
     marker = venv / ".installed"
-    if not (marker.exists() and marker.read_text() == A2A_03):
-        uv = shutil.which("uv")
-        assert uv, (
-            "uv is needed to build the a2a-sdk 0.3 environment (scripts/setup.sh installs it)"
-        )
-        subprocess.run([uv, "venv", "-q", "--python", "3.11", str(venv)], check=True)
-        subprocess.run(
-            [uv, "pip", "install", "-q", "--python", str(python), A2A_03, "httpx"], check=True
-        )
-        marker.write_text(A2A_03)
-    return python
+
+    def build() -> Path:
+        if not (marker.exists() and marker.read_text() == A2A_03):
+            uv = shutil.which("uv")
+            assert uv, (
+                "uv is needed to build the a2a-sdk 0.3 environment (scripts/setup.sh installs it)"
+            )
+            subprocess.run([uv, "venv", "-q", "--python", "3.11", str(venv)], check=True)
+            subprocess.run(
+                [uv, "pip", "install", "-q", "--python", str(python), A2A_03, "httpx"], check=True
+            )
+            marker.write_text(A2A_03)
+        return python
+
+    return once_per_run("venv-a2a03", build, lambda: None)  # workers in turn: each checks
 
 
 @pytest.fixture

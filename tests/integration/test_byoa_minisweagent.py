@@ -20,6 +20,7 @@ from services.byoa.green_shell import GreenShell
 from services.byoa.server import create_app
 from tests.integration.helpers import OPERATOR, OPERATOR_TOKEN, submit_task, wait_terminal
 from tests.support.fake_llm import FakeReply
+from tests.support.parallel import once_per_run
 from tests.support.servers import free_port, serve
 
 pytestmark = pytest.mark.docker
@@ -44,24 +45,28 @@ def mini_python() -> Path:
     project's locked dependencies; the adapter runs there with the repository on PYTHONPATH."""
     venv = REPO_ROOT / "build" / "venv-msa"
     python, marker = venv / "bin" / "python", venv / ".installed"
-    if not (marker.exists() and marker.read_text() == MINI):
-        reqs = subprocess.run(
-            ["uv", "export", "--frozen", "--no-dev", "--no-hashes", "--no-emit-project"],
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        (venv.parent).mkdir(exist_ok=True)
-        req_file = venv.parent / "venv-msa-requirements.txt"
-        req_file.write_text(reqs)
-        subprocess.run(["uv", "venv", "-q", "--python", "3.11", str(venv)], check=True)
-        subprocess.run(
-            ["uv", "pip", "install", "-q", "--python", str(python), "-r", str(req_file), MINI],
-            check=True,
-        )
-        marker.write_text(MINI)
-    return python
+
+    def build() -> Path:
+        if not (marker.exists() and marker.read_text() == MINI):
+            reqs = subprocess.run(
+                ["uv", "export", "--frozen", "--no-dev", "--no-hashes", "--no-emit-project"],
+                cwd=REPO_ROOT,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+            (venv.parent).mkdir(exist_ok=True)
+            req_file = venv.parent / "venv-msa-requirements.txt"
+            req_file.write_text(reqs)
+            subprocess.run(["uv", "venv", "-q", "--python", "3.11", str(venv)], check=True)
+            subprocess.run(
+                ["uv", "pip", "install", "-q", "--python", str(python), "-r", str(req_file), MINI],
+                check=True,
+            )
+            marker.write_text(MINI)
+        return python
+
+    return once_per_run("venv-msa", build, lambda: None)  # workers in turn: each checks
 
 
 def bash(command: str, tokens_in: int, tokens_out: int) -> FakeReply:

@@ -147,12 +147,11 @@ def test_queue_leases_and_cancel_across_two_replicas(
             assert task["instance"] == "replica-a", task
 
         def b_containers() -> list[str]:
-            return [
-                c.name
-                for c in docker_client.containers.list(
-                    all=True, filters={"label": ["arena.managed=1", "arena.owner=replica-b"]}
-                )
-            ]
+            # one call (containers.list inspects each one after listing: a container removed
+            # meanwhile raises NotFound)
+            labels = ["arena.managed=1", "arena.owner=replica-b"]
+            found = docker_client.api.containers(all=True, filters={"label": labels})
+            return [c["Names"][0] for c in found]
 
         # The takeover writes the end first (only one replica may win it), then removes.
         _until(lambda: not b_containers(), 60, f"B's containers were left: {b_containers()}")

@@ -138,9 +138,8 @@ class HostileTrajectory:
         chunk = b'{"steps": [' + b" " * (MIB - 11)
         try:
             if self.drip:
-                while True:
-                    await send({"type": "http.response.body", "body": b" ", "more_body": True})
-                    await asyncio.sleep(1)
+                await self._drip(receive, send)
+                return
             for _ in range(self.mib):
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
                 self.sent += len(chunk)
@@ -148,6 +147,24 @@ class HostileTrajectory:
             await send({"type": "http.response.body", "body": b"]}"})
         except OSError:
             return
+
+    @staticmethod
+    async def _drip(receive, send) -> None:
+        """A byte a second until the client hangs up (uvicorn drops a send to a closed
+        connection silently: without watching for the disconnect, the drip would outlive its
+        client and hold the server's shutdown until its thread is given up on)."""
+
+        async def hang_up() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass  # the (empty) request body
+
+        gone = asyncio.ensure_future(hang_up())
+        try:
+            while not gone.done():
+                await send({"type": "http.response.body", "body": b" ", "more_body": True})
+                await asyncio.wait({gone}, timeout=1)
+        finally:
+            gone.cancel()
 
 
 def rss_mib(pid: int) -> float:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -47,8 +48,12 @@ class ThreadedServer:
         return self
 
     def stop(self) -> None:
+        """Stop and wait for the server; a server still draining after 60 s is given up on, with
+        a warning in pytest's summary (a connection something left open: a test's waste)."""
         self.server.should_exit = True
         self.thread.join(timeout=60)
+        if self.thread.is_alive():
+            warnings.warn(f"the server on {self.url} did not stop within 60 s", stacklevel=2)
 
 
 @contextlib.contextmanager

@@ -240,3 +240,6 @@ def test_an_open_stream_closes_when_green_begins_to_stop(start_green, scripted_p
         for _ in lines:
             pass
         assert time.monotonic() - t0 < 5, "the stream held on after green began to stop"
+    # end the task now: green's server would otherwise drain the in-flight 'sleep 20' first
+    r = httpx.post(f"{green.url}/tasks/{task['id']}/cancel", headers=auth, timeout=30)
+    assert r.status_code == 200, r.text
