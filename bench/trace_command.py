@@ -26,15 +26,11 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fixtures.catalog import DEFAULT_ASSETS_DIR, IMAGE_TEMPLATE
-from services.green.app import create_app as create_green
-from services.green.config import GreenSettings
-from services.purple.app import create_app as create_purple
-from services.purple.config import PurpleSettings
+from bench.green_and_purple import green_and_purple
 from services.purple.protocols import RunResult, TaskContext
 from services.purple.tools.rca import RcaTools
 from services.shared.logging import router
-from tests.support.servers import free_port, serve
+from tests.support.servers import serve
 
 TOKEN = "trace-operator-token"
 ROOT = str(Path(__file__).resolve().parents[1] / "services")
@@ -103,27 +99,11 @@ def main() -> None:
     os.environ["ARENA_LOG_RUN"] = "log_trace"
     tracer = Tracer()
     policy = TracedPolicy(tracer)
-    purple_port, green_port = free_port(), free_port()
-    purple = create_purple(
-        PurpleSettings(
-            port=purple_port, database_url=f"sqlite:///{tmp}/p.db", log_dir=tmp / "logs"
-        ),
-        make_policy=lambda kind="rca_task": policy,
-    )
-    green = create_green(
-        GreenSettings(
-            port=green_port,
-            asset_source=str(DEFAULT_ASSETS_DIR),
-            asset_cache_dir=tmp / "cache",
-            image_template=IMAGE_TEMPLATE,
-            database_url=f"sqlite:///{tmp}/g.db",
-            log_dir=tmp / "logs",
-            purple_url=f"http://127.0.0.1:{purple_port}",
-            api_token=TOKEN,
-            api_token_file=tmp / "operator-token",
-            idle_timeout_s=5,
-            purple_poll_s=30,  # no polling of purple while the command is traced
-        )
+    purple, purple_port, green, green_port = green_and_purple(
+        tmp,
+        policy,
+        TOKEN,
+        purple_poll_s=30,  # no polling of purple while the command is traced
     )
     threading.setprofile(tracer)
     with serve(purple, purple_port), serve(green, green_port) as g:
