@@ -20,6 +20,9 @@ outside. Two parts:
   cap it calls ``on_exceeded`` (the sandbox kills the container, and the task ends as the
   agent's ``disk_limit``). Many files written in parallel may pass the cap by what they
   write between the last two measurements and the kill (bench/disk_cap.py measures it).
+  A command that ends before a recent measurement of it (a busy engine answers slowly; a burst
+  of writers finishes first) is measured once more as it ends (:meth:`DiskWatch.unmeasured`,
+  :meth:`DiskWatch.measure_now`), so its writes end this command, not the next one.
 
 Between commands nothing of the agent runs (every process but pid 1 is killed when a command
 ends), so nothing is measured. What the watchdog cannot see: files deleted but still open (freed
@@ -131,6 +134,11 @@ class DiskWatch:
         """Its write rate then (bytes per second)."""
         self.baseline: int | None = None
         """The size before the first command (not counted against the limit)."""
+        self._command_at = 0.0
+        """When the current (or last) command started (monotonic)."""
+        self._measured_at = float("-inf")
+        """When the last measurement that succeeded was started (monotonic)."""
+        self._exceeding = threading.Lock()
         self._thread = threading.Thread(target=self._loop, name="green-disk-watch", daemon=True)
         self._thread.start()
 
@@ -143,6 +151,7 @@ class DiskWatch:
             except Exception as exc:
                 log.warning("disk.measure_failed", error=str(exc))
                 self.baseline = 0
+        self._command_at = time.monotonic()
         self._active.set()
 
     def pause(self) -> None:
@@ -151,6 +160,32 @@ class DiskWatch:
     def stop(self) -> None:
         self._stop.set()
         self._active.set()  # wake the thread so it can exit
+
+    def unmeasured(self) -> bool:
+        """After :meth:`pause`: the command ran long enough to be measured (``FIRST_WAIT``),
+        but no measurement of it started in its last ``interval`` seconds (none at all, or the
+        engine answered too slowly to keep up). Cheap: no engine call."""
+        now = time.monotonic()
+        if self.exceeded is not None or now - self._command_at < FIRST_WAIT:
+            return False
+        measured = self._measured_at >= self._command_at
+        return not measured or now - self._measured_at > self._interval
+
+    def measure_now(self) -> None:
+        """One measurement now (blocking), with the rule of the watch: over the limit, the
+        writer is stopped (``on_exceeded``). For a command that ended :meth:`unmeasured`."""
+        started = time.monotonic()
+        try:
+            size = self._measure()
+        except Exception as exc:
+            log.warning("disk.measure_failed", error=str(exc))
+            return
+        if size is None:
+            return
+        self._measured_at = max(self._measured_at, started)
+        size -= self.baseline or 0
+        if size > self.limit:
+            self._exceed(size, 0.0)
 
     def _loop(self) -> None:
         wait, last = FIRST_WAIT, None
@@ -162,6 +197,7 @@ class DiskWatch:
                 wait = 0.0
             if self._stop.wait(wait):
                 continue
+            started = time.monotonic()
             try:
                 size = self._measure()
             except Exception as exc:  # the engine hiccupped: measure again next time
@@ -169,11 +205,12 @@ class DiskWatch:
                 continue
             if size is None:
                 continue
+            self._measured_at = max(self._measured_at, started)
             size -= self.baseline or 0
             now = time.monotonic()
             rate = _rate(last, now, size)
             last = (now, size)
-            if size + rate * STOP_LAG > self.limit and self.exceeded is None:
+            if size + rate * STOP_LAG > self.limit:
                 self._exceed(size, rate)
             elif rate > 0:  # sooner as the cap nears: a quarter of the time the rate needs
                 wait = min(self._interval, max(MIN_WAIT, (self.limit - size) / rate / 4))
@@ -181,8 +218,12 @@ class DiskWatch:
                 wait = min(FIRST_WAIT, self._interval) if rate < 0 else self._interval
 
     def _exceed(self, size: int, rate: float) -> None:
-        self.exceeded = size
-        self.rate = rate
+        """Stop the writer, once (the watch's thread and :meth:`measure_now` may both see it)."""
+        with self._exceeding:
+            if self.exceeded is not None:
+                return
+            self.exceeded = size
+            self.rate = rate
         log.warning("disk.limit_exceeded", size=size, rate=int(rate), limit=self.limit)
         try:
             self._on_exceeded(size)

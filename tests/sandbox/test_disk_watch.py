@@ -1,0 +1,115 @@
+"""The watched disk cap's clock (services/sandbox/docker/disk.py), without an engine.
+
+``measure`` stands for the engine's ``SizeRw``: the tests decide what it answers and how slowly
+(the watch's own thread may be made to wait, as a busy engine does). The real engine's side is
+tests/sandbox/test_sandbox_faults.py.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from services.sandbox.docker.disk import FIRST_WAIT, DiskWatch
+
+LIMIT = 100
+
+
+class Engine:
+    """What the watch measures: ``size`` bytes; the watch's own thread waits while ``slow``."""
+
+    def __init__(self) -> None:
+        self.size = 0
+        self.slow = threading.Event()  # set: the engine answers the watch's thread, at last
+        self.slow.set()
+        self.stopped: list[int] = []
+        self.calls = 0
+
+    def measure(self) -> int:
+        self.calls += 1
+        if threading.current_thread().name == "green-disk-watch":
+            self.slow.wait()
+        return self.size
+
+    def stop(self, size: int) -> None:
+        self.stopped.append(size)
+
+
+@pytest.fixture
+def engine() -> Iterator[Engine]:
+    engine = Engine()
+    yield engine
+    engine.slow.set()
+
+
+def _watch(engine: Engine, interval: float = 1.0) -> DiskWatch:
+    return DiskWatch(engine.measure, LIMIT, interval, engine.stop)
+
+
+def test_a_burst_that_ends_before_the_slow_engine_answers_ends_this_command(
+    engine: Engine,
+) -> None:
+    watch = _watch(engine)
+    watch.start()  # the baseline: 0
+    engine.slow.clear()  # the watch's first measurement of the command hangs on the engine
+    watch.pause()
+    watch.start()
+    engine.size = 4 * LIMIT  # eight writers, done before any answer
+    time.sleep(FIRST_WAIT * 2)
+    watch.pause()
+    assert watch.exceeded is None  # the watch's thread is still waiting: it saw nothing
+    assert watch.unmeasured()
+    watch.measure_now()
+    assert watch.exceeded == 4 * LIMIT and engine.stopped == [4 * LIMIT]
+    engine.slow.set()  # the late answer of the watch's thread stops nothing twice
+    time.sleep(FIRST_WAIT)
+    assert engine.stopped == [4 * LIMIT]
+    watch.stop()
+
+
+def test_a_command_shorter_than_the_first_measurement_costs_no_measurement(
+    engine: Engine,
+) -> None:
+    watch = _watch(engine)
+    watch.start()
+    watch.pause()
+    calls = engine.calls
+    watch.start()
+    watch.pause()
+    assert not watch.unmeasured() and engine.calls == calls
+    watch.stop()
+
+
+def test_a_command_measured_recently_is_not_measured_again(engine: Engine) -> None:
+    watch = _watch(engine, interval=5.0)
+    watch.start()
+    watch.pause()
+    watch.start()
+    engine.size = LIMIT // 2
+    deadline = time.monotonic() + 30
+    calls = engine.calls
+    while engine.calls == calls and time.monotonic() < deadline:  # the thread's first one
+        time.sleep(0.01)
+    time.sleep(0.05)  # its answer is taken
+    watch.pause()
+    assert engine.calls > calls and not watch.unmeasured()
+    watch.stop()
+
+
+def test_under_the_limit_the_last_measurement_stops_nothing(engine: Engine) -> None:
+    watch = _watch(engine)
+    watch.start()
+    engine.slow.clear()
+    watch.pause()
+    watch.start()
+    engine.size = LIMIT  # at the cap, not past it
+    time.sleep(FIRST_WAIT * 2)
+    watch.pause()
+    assert watch.unmeasured()
+    watch.measure_now()
+    assert watch.exceeded is None and engine.stopped == []
+    assert not watch.unmeasured()  # it was measured, just now
+    watch.stop()
