@@ -3,7 +3,8 @@
 # uv and the locked Python environment (with the postgres extra), Debian's chromium (browser tests),
 # postgresql (the store and API tests also run on a private PostgreSQL cluster) and docker-registry
 # (engine-pool tests), btrfs-progs (disk-cap tests), the base images and the fixture tasks (ARVO-shaped and
-# SWE-bench-shaped). Idempotent: a second run with nothing changed takes seconds.
+# SWE-bench-shaped), and the local Python base image (the service images' FROM when no registry
+# answers; the disk-quota tests run in it). Idempotent: a second run with nothing changed takes seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,3 +15,4 @@ bash scripts/ensure-registry.sh   # the engine-pool tests' local registry and op
 bash scripts/ensure-btrfs.sh      # the disk-cap tests' btrfs engine (btrfs-progs; docs/engines.md)
 uv run --frozen python -m fixtures.build "$@"
 uv run --frozen python -m fixtures.swebench.build
+bash images/python-base.sh        # arena/python-base:3.11-bookworm (cached by its recipe)
