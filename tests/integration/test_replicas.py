@@ -248,8 +248,10 @@ def test_a_frozen_replica_stops_a_task_taken_over_without_rewriting_its_end(
         # its runner's cleanup has run (the container is gone: a loaded machine takes seconds)
         # and the end it would have written before that is not there
         _until(
-            lambda: not docker_client.containers.list(
-                all=True, filters={"label": [f"arena.task_id={task['id']}"]}
+            lambda: (
+                not docker_client.containers.list(
+                    all=True, filters={"label": [f"arena.task_id={task['id']}"]}
+                )
             ),
             30,
             "B never removed the task's container",
