@@ -85,6 +85,7 @@ class DockerSandbox:
         """Why the sandbox can no longer be used although nothing failed yet (its engine
         stopped answering); None while all is well."""
         self._inodes: tuple[float | None, int] = (None, 0)  # when entries were last counted, cost
+        self._hidden: tuple[float, int] = (float("-inf"), 0)  # when last scanned, bytes held
         self._counting = threading.Lock()
         self._created_at = int(time.time()) - 60  # events since then (slack for clock skew)
         self.quota = quota
@@ -235,8 +236,10 @@ class DockerSandbox:
 
     def disk_used(self) -> int | None:
         """What the task holds on the engine's disk (blocking): the writable layer as the
-        engine measures it (``SizeRw``), plus what that misses: files deleted but still open,
-        and :data:`~.disk.INODE_BYTES` per entry added (counted every :data:`INODES_EVERY` s)."""
+        engine measures it (``SizeRw``), plus what that misses: files deleted but still open
+        (a scan in the container, at most every ``disk_check_s``: an exec costs the engine far
+        more than ``SizeRw``), and :data:`~.disk.INODE_BYTES` per entry added (counted every
+        :data:`INODES_EVERY` s)."""
         api = self._client.api
         rows = api.containers(all=True, size=True, filters={"id": self.id})
         if not rows:
@@ -245,7 +248,12 @@ class DockerSandbox:
             self._count_inodes()
         elif time.monotonic() - self._inodes[0] >= INODES_EVERY and not self._counting.locked():
             threading.Thread(target=self._count_inodes, daemon=True).start()  # never waited
-        hidden = hidden_bytes(api, self.id) if rows[0].get("State") == "running" else 0
+        hidden = 0
+        if rows[0].get("State") == "running":
+            now = time.monotonic()
+            if now - self._hidden[0] >= self.spec.disk_check_s:
+                self._hidden = (now, hidden_bytes(api, self.id))
+            hidden = self._hidden[1]
         return int(rows[0].get("SizeRw") or 0) + hidden + self._inodes[1]
 
     def _count_inodes(self) -> None:
