@@ -1,18 +1,18 @@
 """The estimators behind every published number: cluster bootstrap intervals, pass@k and pass^k,
 per-task consistency, McNemar's exact paired test, paired bootstrap differences, win/loss/tie.
 
-Pure functions over plain numbers (numpy for the resampling, scipy for the binomial test and
-the binomial coefficients). ``docs/scoring.md`` ("Estimators") gives each formula and its
+Pure functions over plain numbers (numpy for the resampling, scipy for the binomial test, imported
+only there: it takes a second to import). ``docs/scoring.md`` ("Estimators") gives each formula and its
 reference; ``tests/shared/test_stats.py`` checks each against values worked by hand.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import comb
 
 RESAMPLES = 2000
 """Bootstrap resamples (Efron & Tibshirani: 1000+ for percentile intervals)."""
@@ -117,7 +117,7 @@ def pass_at_k(n: int, c: int, k: int) -> float | None:
     _check(n, c, k)
     if n < k:
         return None
-    return 1.0 - float(comb(n - c, k, exact=True)) / float(comb(n, k, exact=True))
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
 
 
 def pass_hat_k(n: int, c: int, k: int) -> float | None:
@@ -126,7 +126,7 @@ def pass_hat_k(n: int, c: int, k: int) -> float | None:
     _check(n, c, k)
     if n < k:
         return None
-    return float(comb(c, k, exact=True)) / float(comb(n, k, exact=True))
+    return math.comb(c, k) / math.comb(n, k)
 
 
 def _check(n: int, c: int, k: int) -> None:
