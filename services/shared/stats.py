@@ -1,8 +1,9 @@
 """The estimators behind every published number: cluster bootstrap intervals, pass@k and pass^k,
 per-task consistency, McNemar's exact paired test, paired bootstrap differences, win/loss/tie.
 
-Pure functions over plain numbers (numpy for the resampling, scipy for the binomial test, imported
-only there: it takes a second to import). ``docs/scoring.md`` ("Estimators") gives each formula and its
+Pure functions over plain numbers (numpy for the resampling, scipy for the binomial test). Both
+are imported by the functions that use them: every green and purple process imports this module
+(its scores), and most never compute an interval. ``docs/scoring.md`` ("Estimators") gives each formula and its
 reference; ``tests/shared/test_stats.py`` checks each against values worked by hand.
 """
 
@@ -11,8 +12,10 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 RESAMPLES = 2000
 """Bootstrap resamples (Efron & Tibshirani: 1000+ for percentile intervals)."""
@@ -60,6 +63,8 @@ def method_info(resamples: int = RESAMPLES, seed: int = SEED) -> dict[str, objec
 def _cluster_sums(
     values: Sequence[float], clusters: Sequence[Hashable]
 ) -> tuple[np.ndarray, np.ndarray]:
+    import numpy as np
+
     if len(values) != len(clusters):
         raise ValueError("values and clusters differ in length")
     index = {c: i for i, c in enumerate(dict.fromkeys(clusters))}
@@ -82,6 +87,8 @@ def cluster_bootstrap(
     tasks (sum of cluster sums over sum of cluster sizes). ``clusters=None`` (or one task per
     cluster) is the plain bootstrap. SE: the resamples' standard deviation; interval: their
     (1-level)/2 and (1+level)/2 percentiles."""
+    import numpy as np
+
     n = len(values)
     if n == 0:
         return Interval(None, None, None, None, 0, 0)
@@ -107,6 +114,8 @@ def paired_difference(
     (resampling tasks, i.e. both runs' values of a task together)."""
     if len(a) != len(b):
         raise ValueError("paired values differ in length")
+    import numpy as np
+
     diffs = (np.asarray(a, dtype=float) - np.asarray(b, dtype=float)).tolist()
     return cluster_bootstrap(diffs, clusters, **kw)
 
@@ -136,6 +145,8 @@ def _check(n: int, c: int, k: int) -> None:
 
 def mean_over_tasks(per_task: Sequence[float | None]) -> tuple[float | None, int]:
     """The mean of the defined values and how many there were (None when none is)."""
+    import numpy as np
+
     vals = [v for v in per_task if v is not None]
     return (float(np.mean(vals)), len(vals)) if vals else (None, 0)
 
@@ -143,6 +154,8 @@ def mean_over_tasks(per_task: Sequence[float | None]) -> tuple[float | None, int
 def consistency(per_task_hits: Sequence[Sequence[bool]]) -> tuple[float | None, int]:
     """Share of tasks with at least two trials whose trials all agree (all hits or all
     misses), and the number of such tasks."""
+    import numpy as np
+
     multi = [h for h in per_task_hits if len(h) >= 2]
     if not multi:
         return None, 0
@@ -181,7 +194,7 @@ def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> McNemar:
     both = sum(x and y for x, y in pairs)
     neither = len(pairs) - only_a - only_b - both
     discordant = only_a + only_b
-    from scipy.stats import binomtest  # scipy.stats takes a second to import: only here
+    from scipy.stats import binomtest
 
     p = binomtest(only_a, discordant, 0.5).pvalue if discordant else 1.0
     return McNemar(both, only_a, only_b, neither, float(p))
@@ -189,6 +202,8 @@ def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> McNemar:
 
 def win_loss_tie(a: Sequence[float], b: Sequence[float]) -> dict[str, int]:
     """Per task: A's value above B's (win), below (loss), equal (tie)."""
+    import numpy as np
+
     d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
     return {
         "win": int((d > 1e-12).sum()),
