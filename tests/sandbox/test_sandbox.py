@@ -101,12 +101,21 @@ def shared(provider: BlockingProvider) -> Iterator[DockerSandbox]:
     sandbox.remove()
 
 
-def _processes(sandbox: DockerSandbox) -> list[str]:
+def _processes(sandbox: DockerSandbox, reaped_within: float = 10.0) -> list[str]:
     """Command lines of the container's processes, minus the keeper (pid 1 and its sleep) and
-    the session."""
-    out = sandbox.exec("ps -eo args=", timeout=10).output.splitlines()
+    the session. A killed process shows as ``<defunct>`` until pid 1 reaps it (a moment; longer
+    on a loaded machine): while every one left is such, they are given ``reaped_within`` seconds
+    to go. A live one is returned at once."""
+    deadline = time.monotonic() + reaped_within
     idle = ("/bin/sh -c trap '' ", "sleep 2147483647", "/bin/sh -c read -r k")
-    return [line for line in out if not line.startswith(idle) and "ps -eo args=" not in line]
+    while True:
+        out = sandbox.exec("ps -eo args=", timeout=10).output.splitlines()
+        left = [line for line in out if not line.startswith(idle) and "ps -eo args=" not in line]
+        if not left or not all(p.endswith("<defunct>") for p in left):
+            return left
+        if time.monotonic() > deadline:
+            return left
+        time.sleep(0.1)
 
 
 # -- commands ---------------------------------------------------------------------------------
