@@ -4,7 +4,9 @@
 demo:            ## build the demo task, start green + purple with docker compose, run one task
 	bash scripts/demo.sh
 
-TEST_WORKERS ?= 0  # pytest-xdist workers (0: one process); see README "Development"
+# pytest-xdist workers (0: one process). In one process the suite keeps two cores less than half
+# busy (it waits on containers and services); four keep them busy. README "Development".
+TEST_WORKERS ?= 4
 
 test: setup      ## the full test suite (unit + integration with real containers and services; SQLite and PostgreSQL)
 	uv run --frozen --extra postgres pytest -n $(TEST_WORKERS) --dist loadscope

@@ -1,5 +1,5 @@
-"""The suite on several workers (pytest-xdist: ``make test TEST_WORKERS=4`` runs ``-n 4 --dist
-loadscope``; the default, 0, is one process).
+"""The suite on several workers (pytest-xdist: ``make test`` runs ``-n 4 --dist loadscope``;
+``make test TEST_WORKERS=0`` runs it in one process).
 
 Most of the suite's time is waiting (containers, HTTP, timeouts), not CPU, so a few workers
 overlap that waiting on two cores. Two rules keep the tests' meaning under it:
