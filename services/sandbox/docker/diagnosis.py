@@ -47,12 +47,9 @@ def diagnose(
 ) -> Exception:
     """The exception a lost command should raise: ``error`` (or a more precise SandboxError)
     for infra, AgentFault for the agent. ``since``: when the container was created (epoch s)."""
-    try:
-        state = api.inspect_container(container_id)["State"]
-    except docker.errors.NotFound:
-        return SandboxError(f"{name} was removed from outside: {error}")
-    except ENGINE_ERRORS as e:
-        return engine_error(e, f"{error}; the engine cannot be asked why")
+    state = _state(api, container_id, name, error)
+    if isinstance(state, Exception):
+        return state
     if isinstance(error, SessionKilled) and _running_quietly(state):
         # The session may have ended because the engine is stopping the container: its state
         # lags behind a kill, so the engine's events and a short wait decide first.
@@ -64,12 +61,9 @@ def diagnose(
                 "the task's shell session was killed and no new one could be started, while the "
                 "container kept running: the agent's commands killed it or broke its shell",
             )
-        try:
-            state = api.inspect_container(container_id)["State"]
-        except docker.errors.NotFound:
-            return SandboxError(f"{name} was removed from outside: {error}")
-        except ENGINE_ERRORS as e:
-            return engine_error(e, f"{error}; the engine cannot be asked why")
+        state = _state(api, container_id, name, error)
+        if isinstance(state, Exception):
+            return state
     if state.get("Running") or state.get("Error"):
         return SandboxError(f"{error} (engine: {state.get('Error') or 'still running'})")
     if killed_through_engine(api, container_id, since):
@@ -84,6 +78,16 @@ def diagnose(
         f"the task container stopped during the agent's command "
         f"(exit code {state.get('ExitCode')})",
     )
+
+
+def _state(api: APIClient, container_id: str, name: str, error: SandboxError) -> dict | Exception:
+    """The container's state as the engine tells it, or the infra exception when it cannot."""
+    try:
+        return api.inspect_container(container_id)["State"]
+    except docker.errors.NotFound:
+        return SandboxError(f"{name} was removed from outside: {error}")
+    except ENGINE_ERRORS as e:
+        return engine_error(e, f"{error}; the engine cannot be asked why")
 
 
 def _keeps_running(api: APIClient, container_id: str, wait_s: float = 1.0) -> bool:
