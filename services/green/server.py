@@ -10,6 +10,11 @@ Green keeps uvicorn's own protocol and adds three things to it:
 - a *connection cap*: beyond ``GREEN_MAX_CONNECTIONS`` open connections a new one is closed at
   once, before it costs more than the accept; each connection is entered in
   :data:`services.green.http_limits.BOOK`, which bounds the connections of each credential;
+- a *lingering close*: a request refused while its body is still arriving (too big, too many
+  connections) is answered, then the connection is half-closed and what the client goes on
+  sending is read and dropped for up to ``LINGER_S`` (at most ``LINGER_BYTES``) before it is
+  closed. Closed at once, a socket with unread data is reset by the kernel, which drops what
+  was not yet sent of the answer: the client would miss the sentence that says why;
 - *quiet logs*: the same server error (an accept failure, a malformed request) is logged at most
   once a minute, with a count of what was suppressed.
 
@@ -34,6 +39,28 @@ from services.green.http_limits import BOOK
 
 BACKLOG = 2048
 """Connections the kernel accepts and holds before green serves them (also during start-up)."""
+LINGER_S = 2.0
+"""How long a refused request's body is read and dropped after the answer (seconds)."""
+LINGER_BYTES = 8 * 2**20
+"""The most of it that is read and dropped: past that, the connection is closed."""
+
+
+class _LingeringTransport:
+    """The connection's transport as uvicorn sees it: its ``close`` lingers while the client
+    is still sending a body no one will read (:meth:`GuardedH11Protocol.close_lingering`)."""
+
+    def __init__(self, transport: asyncio.Transport, protocol: GuardedH11Protocol) -> None:
+        self._transport = transport
+        self._protocol = protocol
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+    def close(self) -> None:
+        self._protocol.close_lingering()
+
+    def is_closing(self) -> bool:
+        return self._protocol.lingering or self._transport.is_closing()
 
 
 class GuardedH11Protocol(H11Protocol):
@@ -44,15 +71,21 @@ class GuardedH11Protocol(H11Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         self._read_deadline: asyncio.TimerHandle | None = None
+        self._linger: asyncio.TimerHandle | None = None
+        self._dropped = 0
+        self._raw = transport
         super().connection_made(transport)
         if len(self.connections) > self.max_connections:
             transport.close()
             return
+        self.transport = _LingeringTransport(transport, self)  # type: ignore[assignment]
         BOOK.opened(self._book_key())  # its credential is bounded once it sends a request
         self._arm()  # a connection that never sends a byte is a request that never arrives
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        if self._linger is not None:
+            self._linger.cancel()
         BOOK.closed(self._book_key())
         super().connection_lost(exc)
 
@@ -60,8 +93,32 @@ class GuardedH11Protocol(H11Protocol):
         return (self.server, self.client)
 
     def data_received(self, data: bytes) -> None:
+        if self._linger is not None:  # the refused body: dropped
+            self._dropped += len(data)
+            if self._dropped > LINGER_BYTES:
+                self._linger.cancel()
+                self._raw.close()
+            return
         super().data_received(data)
         self._watch()
+
+    @property
+    def lingering(self) -> bool:
+        return self._linger is not None
+
+    def close_lingering(self) -> None:
+        """Close the connection; while the client is still sending the request's body, first
+        half-close it (the answer, then end-of-file) and drop what arrives, for a while."""
+        raw = self._raw
+        if self._linger is not None or raw.is_closing():
+            return
+        if self.conn.their_state is h11.SEND_BODY and raw.can_write_eof():
+            self._disarm()
+            raw.write_eof()
+            raw.resume_reading()  # uvicorn pauses reading a body no one reads
+            self._linger = self.loop.call_later(LINGER_S, raw.close)
+            return
+        raw.close()
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
