@@ -174,18 +174,22 @@ class DiskWatch:
     def measure_now(self) -> None:
         """One measurement now (blocking), with the rule of the watch: over the limit, the
         writer is stopped (``on_exceeded``). For a command that ended :meth:`unmeasured`."""
+        size = self._take()
+        if size is not None and size > self.limit:
+            self._exceed(size, 0.0)
+
+    def _take(self) -> int | None:
+        """One measurement over the baseline; None when the engine could not say (logged)."""
         started = time.monotonic()
         try:
             size = self._measure()
-        except Exception as exc:
+        except Exception as exc:  # the engine hiccupped: measure again next time
             log.warning("disk.measure_failed", error=str(exc))
-            return
+            return None
         if size is None:
-            return
+            return None
         self._measured_at = max(self._measured_at, started)
-        size -= self.baseline or 0
-        if size > self.limit:
-            self._exceed(size, 0.0)
+        return size - (self.baseline or 0)
 
     def _loop(self) -> None:
         wait, last = FIRST_WAIT, None
@@ -197,16 +201,9 @@ class DiskWatch:
                 wait = 0.0
             if self._stop.wait(wait):
                 continue
-            started = time.monotonic()
-            try:
-                size = self._measure()
-            except Exception as exc:  # the engine hiccupped: measure again next time
-                log.warning("disk.measure_failed", error=str(exc))
-                continue
+            size = self._take()
             if size is None:
                 continue
-            self._measured_at = max(self._measured_at, started)
-            size -= self.baseline or 0
             now = time.monotonic()
             rate = _rate(last, now, size)
             last = (now, size)
