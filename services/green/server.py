@@ -2,7 +2,7 @@
 
 uvicorn closes idle keep-alive connections but never times out a request that is still being
 sent, so a few thousand half-sent requests ("slowloris") hold green's file descriptors forever.
-Green keeps uvicorn's own protocol and adds three things to it:
+Green keeps uvicorn's own protocol and adds four things to it:
 
 - a *read deadline*: a request's headers and body must arrive within
   ``GREEN_REQUEST_READ_TIMEOUT_S`` of its first byte (or of the connection's start), else the
