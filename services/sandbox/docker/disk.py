@@ -25,8 +25,10 @@ outside. Two parts:
   :meth:`DiskWatch.measure_now`), so its writes end this command, not the next one.
 
 Between commands nothing of the agent runs (every process but pid 1 is killed when a command
-ends), so nothing is measured. What the watchdog cannot see: files deleted but still open (freed
-when the command ends) and the file system's metadata (directories, inodes).
+ends), so the size is measured only now and then (every ``IDLE_FACTOR`` intervals). The measure
+the sandbox gives the watch also counts what ``SizeRw`` misses: files deleted but still open (a
+scan in the container, at most once an interval) and a cost per entry added. What stays unseen
+is the file system's metadata beyond that cost.
 """
 
 from __future__ import annotations
@@ -252,6 +254,11 @@ class QuotaWatch(DiskWatch):
     ) -> None:
         self._probe = probe
         super().__init__(lambda: 0, limit, interval, on_exceeded)
+
+    def unmeasured(self) -> bool:
+        """Never: the sandbox probes the quota after every command itself (the file system
+        held the cap meanwhile)."""
+        return False
 
     def _loop(self) -> None:
         while not self._stop.is_set():

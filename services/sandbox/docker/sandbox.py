@@ -154,7 +154,7 @@ class DockerSandbox:
             finally:
                 if self._disk:
                     self._disk.pause()
-            if self._disk and not self.quota and self._disk.unmeasured():  # writes no one saw
+            if self._disk and self._disk.unmeasured():  # writes no measurement saw
                 await self._io(self._disk.measure_now)
             if self._disk and self._disk.exceeded is not None:  # stopped, the engine slow to say
                 raise self._disk_fault()
