@@ -65,9 +65,9 @@ def test_a_burst_that_ends_before_the_slow_engine_answers_ends_this_command(
     watch.measure_now()
     assert watch.exceeded == 4 * LIMIT and engine.stopped == [4 * LIMIT]
     engine.slow.set()  # the late answer of the watch's thread stops nothing twice
-    time.sleep(FIRST_WAIT)
-    assert engine.stopped == [4 * LIMIT]
     watch.stop()
+    watch._thread.join(30)  # its late answer is taken before it ends
+    assert not watch._thread.is_alive() and engine.stopped == [4 * LIMIT]
 
 
 def test_a_command_shorter_than_the_first_measurement_costs_no_measurement(
@@ -89,13 +89,12 @@ def test_a_command_measured_recently_is_not_measured_again(engine: Engine) -> No
     watch.pause()
     watch.start()
     engine.size = LIMIT // 2
+    time.sleep(FIRST_WAIT)  # long enough to be measured
     deadline = time.monotonic() + 30
-    calls = engine.calls
-    while engine.calls == calls and time.monotonic() < deadline:  # the thread's first one
+    while watch.unmeasured() and time.monotonic() < deadline:  # the thread's first measurement
         time.sleep(0.01)
-    time.sleep(0.05)  # its answer is taken
     watch.pause()
-    assert engine.calls > calls and not watch.unmeasured()
+    assert not watch.unmeasured()  # measured within its last interval: nothing more to measure
     watch.stop()
 
 
