@@ -3,8 +3,9 @@ per-task consistency, McNemar's exact paired test, paired bootstrap differences,
 
 Pure functions over plain numbers (numpy for the resampling, scipy for the binomial test). Both
 are imported by the functions that use them: every green and purple process imports this module
-(its scores), and most never compute an interval. ``docs/scoring.md`` ("Estimators") gives each formula and its
-reference; ``tests/shared/test_stats.py`` checks each against values worked by hand.
+(its scores), and most never compute an interval. ``docs/scoring.md`` ("Estimators") gives each
+formula and its reference; ``tests/shared/test_stats.py`` checks each against values worked by
+hand.
 """
 
 from __future__ import annotations
