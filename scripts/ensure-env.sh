@@ -14,4 +14,9 @@ if ! command -v uv >/dev/null 2>&1; then
   python3 -m pip install -q uv 2>/dev/null || python3 -m pip install -q --break-system-packages uv
   export PATH="$HOME/.local/bin:$PATH"
 fi
-uv sync --frozen --quiet --extra postgres   # psycopg: GREEN_DATABASE_URL=postgresql+psycopg://...
+uv sync --frozen --quiet --extra postgres --compile-bytecode   # psycopg: GREEN_DATABASE_URL=postgresql+psycopg://...
+# Bytecode for our own modules too. Python reads .pyc files even where PYTHONDONTWRITEBYTECODE is
+# set (as on many CI machines and images), but then never writes them: without this step every
+# green, purple and pytest process would compile about a thousand modules from source at start
+# (3.2 s of CPU for green's import instead of 1.3 s). A module edited later is compiled in memory.
+uv run --frozen python -m compileall -q services tests bench fixtures scripts
