@@ -17,6 +17,7 @@ from services.green.config import GreenSettings
 from services.purple.app import create_app as create_purple
 from services.purple.config import PurpleSettings
 from tests.integration.helpers import OPERATOR_TOKEN
+from tests.support.containers import container_names
 from tests.support.fake_llm import FakeLLMServer, FakeReply
 from tests.support.parallel import once_per_run
 from tests.support.scripted_purple import Observed, Script, ScriptedPolicy
@@ -58,7 +59,7 @@ def fixture_assets(docker_client) -> Path:
 def leftover_containers(client: docker.DockerClient, owner: str | None = None) -> list[str]:
     """Task containers still around (of one green when ``owner`` is given)."""
     labels = ["arena.managed=1"] + ([f"arena.owner={owner}"] if owner else [])
-    return [c.name for c in client.containers.list(all=True, filters={"label": labels})]
+    return container_names(client, labels)
 
 
 @pytest.fixture

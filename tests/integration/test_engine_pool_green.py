@@ -28,6 +28,7 @@ from tests.integration.helpers import (
     wait_status,
     wait_terminal,
 )
+from tests.support.containers import container_names
 from tests.support.docker_proxy import ENGINE_SOCKET
 from tests.support.local_registry import LocalRegistry, local_registry  # noqa: F401
 from tests.support.scripted_purple import Script
@@ -105,7 +106,7 @@ def test_green_spreads_pulls_and_ends_the_tasks_of_a_down_engine_as_infra(
     httpx.post(f"{green.url}/tasks/{near}/cancel", headers=OPERATOR, timeout=60)
     wait_terminal(green.url, near, timeout=60)
     deadline = time.monotonic() + 60  # the janitor removes the far container once it answers
-    while second.containers.list(all=True, filters={"label": owner}):
+    while container_names(second, owner):
         assert time.monotonic() < deadline, "the down engine's container was never removed"
         time.sleep(0.5)
 

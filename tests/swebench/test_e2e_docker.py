@@ -30,6 +30,7 @@ from services.swebench.instances import load_instances
 from services.swebench.judge import apply_patch, evaluate, patch_files, run_tests
 from services.swebench.predictions import load_predictions
 from services.swebench.runner import RunConfig, run_batch
+from tests.support.containers import container_names
 from tests.support.fake_llm import FakeError, FakeLLMServer, FakeReply
 
 from .test_swe_tools import git
@@ -74,7 +75,7 @@ def provider(dc) -> DockerSandboxProvider:
 
 
 def leftovers(dc) -> list[str]:
-    return [c.name for c in dc.containers.list(all=True, filters={"label": f"{PREFIX}.managed=1"})]
+    return container_names(dc, f"{PREFIX}.managed=1")
 
 
 def buggy_line() -> int:
