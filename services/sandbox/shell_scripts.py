@@ -50,7 +50,7 @@ settle() {  # wait (a bounded while) until what `kill -KILL -1` hit has exited; 
   while [ "$_i" -lt 1000 ]; do
     _f=
     for _s in /proc/[0-9]*/stat; do
-      case $_s in /proc/1/stat | "/proc/$$/stat") continue ;; esac  # sessions 1 and $$: not read
+      case $_s in /proc/1/stat | "/proc/$$/stat") continue ;; esac  # always spared: not read
       { read -r _l <"$_s"; } 2>/dev/null || continue
       set -- ${_l##*") "}
       case $1 in Z | X) continue ;; esac
