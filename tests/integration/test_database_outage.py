@@ -25,6 +25,7 @@ import pytest
 from services.green.store.errors import AGENT_SENTENCE
 from tests.integration.helpers import OPERATOR, TERMINAL, rpc, text_message
 from tests.integration.test_replicas import HELD, IDS, LEASE_S, _replica, _tasks, _until
+from tests.support.containers import container_names
 from tests.support.scripted_purple import Script
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -196,12 +197,9 @@ def test_tasks_end_and_slots_return_after_a_postgres_outage(
     finally:
         for r in replicas:
             r.stop()
-    left = docker_client.containers.list(
-        all=True, filters={"label": ["arena.managed=1", "arena.owner=outage-a"]}
-    ) + docker_client.containers.list(
-        all=True, filters={"label": ["arena.managed=1", "arena.owner=outage-b"]}
-    )
-    assert left == [], [c.name for c in left]
+    left = container_names(docker_client, ["arena.managed=1", "arena.owner=outage-a"])
+    left += container_names(docker_client, ["arena.managed=1", "arena.owner=outage-b"])
+    assert left == [], left
 
 
 LOCK_S = 35.0
@@ -267,7 +265,5 @@ def test_tasks_end_and_slots_return_after_a_locked_sqlite_file(
             httpx.post(f"{green.url}/tasks/{task_id}/cancel", headers=OPERATOR, timeout=30)
     finally:
         green.stop()
-    left = docker_client.containers.list(
-        all=True, filters={"label": ["arena.managed=1", "arena.owner=locked-a"]}
-    )
-    assert left == [], [c.name for c in left]
+    left = container_names(docker_client, ["arena.managed=1", "arena.owner=locked-a"])
+    assert left == [], left

@@ -23,6 +23,7 @@ from services.purple.config import PurpleSettings
 from tests.integration.conftest import leftover_containers
 from tests.integration.helpers import OPERATOR, submit_task, wait_for, wait_status, wait_terminal
 from tests.integration.test_green_lifecycle import perfect_file_and_function
+from tests.support.containers import container_names
 from tests.support.docker_proxy import DockerProxy
 from tests.support.scripted_purple import Observed, Script, ScriptedPolicy
 from tests.support.servers import ThreadedServer, free_port
@@ -31,12 +32,7 @@ pytestmark = pytest.mark.docker
 
 
 def _containers_of(docker_client, task_id: str) -> list[str]:
-    return [
-        c.name
-        for c in docker_client.containers.list(
-            all=True, filters={"label": f"arena.task_id={task_id}"}
-        )
-    ]
+    return container_names(docker_client, f"arena.task_id={task_id}")
 
 
 # -- the agent's failures stay the agent's -------------------------------------------------------

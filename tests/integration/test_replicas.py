@@ -23,6 +23,7 @@ from tests.integration.helpers import (
     wait_terminal,
 )
 from tests.integration.test_green_replicas import green_env
+from tests.support.containers import container_names
 from tests.support.scripted_purple import Script
 from tests.support.servers import ServiceProcess, free_port
 
@@ -166,10 +167,7 @@ def test_queue_leases_and_cancel_across_two_replicas(
     finally:
         b.kill()
         a.stop()
-    left = docker_client.containers.list(
-        all=True, filters={"label": ["arena.managed=1", "arena.owner=replica-a"]}
-    )
-    assert left == [], [c.name for c in left]
+    assert container_names(docker_client, ["arena.managed=1", "arena.owner=replica-a"]) == []
 
 
 def test_an_a2a_cancel_ends_the_green_task_another_replica_runs(
@@ -197,10 +195,8 @@ def test_an_a2a_cancel_ends_the_green_task_another_replica_runs(
         assert answer.get("result", {}).get("status", {}).get("state") == "canceled", answer
         ended = wait_terminal(b.url, task["id"], timeout=15)
         assert (ended["status"], ended["instance"]) == ("cancelled", "replica-b"), ended
-        left = docker_client.containers.list(
-            all=True, filters={"label": ["arena.managed=1", f"arena.task_id={task['id']}"]}
-        )
-        assert left == [], [c.name for c in left]
+        left = container_names(docker_client, ["arena.managed=1", f"arena.task_id={task['id']}"])
+        assert left == [], left
         assert _tasks(a.url, [filler])[filler]["status"] == "running"  # A's own task runs on
         httpx.post(f"{a.url}/tasks/{filler}/cancel", headers=OPERATOR, timeout=30)
         assert wait_terminal(a.url, filler, timeout=30)["status"] == "cancelled"
@@ -248,11 +244,7 @@ def test_a_frozen_replica_stops_a_task_taken_over_without_rewriting_its_end(
         # its runner's cleanup has run (the container is gone: a loaded machine takes seconds)
         # and the end it would have written before that is not there
         _until(
-            lambda: (
-                not docker_client.containers.list(
-                    all=True, filters={"label": [f"arena.task_id={task['id']}"]}
-                )
-            ),
+            lambda: not container_names(docker_client, f"arena.task_id={task['id']}"),
             30,
             "B never removed the task's container",
         )
