@@ -1,8 +1,9 @@
 """The suite on several workers (pytest-xdist: ``make test`` runs ``-n 4 --dist loadscope``;
 ``make test TEST_WORKERS=0`` runs it in one process).
 
-Most of the suite's time is waiting (containers, HTTP, timeouts), not CPU, so a few workers
-overlap that waiting on two cores. Two rules keep the tests' meaning under it:
+In one process most of the suite's time is waiting (containers, HTTP, timeouts), not CPU: four
+workers overlap that waiting until the two cores are busy. Two rules keep the tests' meaning
+under it:
 
 - **A module stays on one worker** (:class:`ModuleScheduling`, what ``--dist loadscope`` uses
   here): its module-scoped fixtures (images, engines, browsers, a compose stack) are made once,
