@@ -168,6 +168,43 @@ def test_a_watched_cap_counts_deleted_but_open_files(make: Callable[..., DockerS
     print(f"\ndeleted-but-open under a watched {cap / 2**20:.0f} MiB cap: {caught.value}")
 
 
+HOLDER = """
+import os, time
+fd = os.open("/tmp/held", os.O_CREAT | os.O_WRONLY, 0o600)
+os.unlink("/tmp/held")
+for _ in range(48):  # 48 MiB only a scan of /proc/*/fd sees
+    os.write(fd, b"x" * 2**20)
+os.fsync(fd)
+with open("/tmp/holder.pid", "w") as f:
+    f.write(str(os.getpid()))
+time.sleep(600)
+"""
+
+
+def test_a_command_is_not_charged_for_files_the_last_one_held(
+    make: Callable[..., DockerSandbox],
+) -> None:
+    """Files deleted but still open die with the processes that hold them, and a command's end
+    kills every process it left. The next command is measured without them: a scan's figure
+    from before it started is not carried into it (before, its first measurements reused the
+    last scan's, and a command far under the cap was stopped as over it)."""
+    cap = 64 * 2**20
+    sandbox = make(disk_limit=cap, disk_check_s=2.0)
+    sandbox.exec("true", timeout=20)  # the baseline
+    container = docker.from_env().containers.get(sandbox.id)
+    sandbox.put_files("/tmp", {"hold.py": HOLDER.encode()})
+    container.exec_run(["python3", "/tmp/hold.py"], detach=True)  # as a command's process would
+    deadline = time.monotonic() + 30
+    while container.exec_run(["test", "-s", "/tmp/holder.pid"]).exit_code != 0:
+        assert time.monotonic() < deadline, "the holder did not start"
+        time.sleep(0.1)
+    time.sleep(2.1)  # one interval after the baseline: the next measurement scans
+    assert sandbox.disk_used() >= 48 * 2**20  # the scan sees what the holder hides
+    container.exec_run(["sh", "-c", "kill -9 $(cat /tmp/holder.pid)"])  # as a command's end does
+    result = sandbox.exec("head -c 24M /dev/zero > /tmp/visible; sleep 1; echo done", timeout=20)
+    assert result.output.strip() == "done", result
+
+
 def test_a_watched_cap_counts_added_directories(make: Callable[..., DockerSandbox]) -> None:
     cap = 32 * 2**20  # 8,192 directories of 4 KiB: 20,000 overrun it (and are quick to remove)
     sandbox = make(disk_limit=cap, disk_check_s=0.5)

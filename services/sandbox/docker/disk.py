@@ -27,7 +27,8 @@ outside. Two parts:
 Between commands nothing of the agent runs (every process but pid 1 is killed when a command
 ends), so the size is measured only now and then (every ``IDLE_FACTOR`` intervals). The measure
 the sandbox gives the watch also counts what ``SizeRw`` misses: files deleted but still open (a
-scan in the container, at most once an interval) and a cost per entry added. What stays unseen
+scan in the container, at most once an interval and not in a command's first: nothing of the
+agent's outlives a command, so it starts with none) and a cost per entry added. What stays unseen
 is the file system's metadata beyond that cost.
 """
 

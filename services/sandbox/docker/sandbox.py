@@ -142,6 +142,11 @@ class DockerSandbox:
         reopened transparently when it died). Raises AgentFault when the container stopped
         (see :meth:`_diagnose`), SandboxError when it is gone for another reason."""
         async with self._lock:
+            # Nothing of the agent's outlives a command (its processes are killed as it ends),
+            # so no file is held deleted-but-open as the next starts: its first scan is due one
+            # interval in, and a command shorter than that costs no scan (an exec in the
+            # container, the dearest part of a measurement).
+            self._hidden = (time.monotonic(), 0)
             if self._disk:  # only its first start measures (the baseline): off the loop
                 if self._disk.baseline is None:
                     await self._io(self._disk.start)
@@ -237,8 +242,8 @@ class DockerSandbox:
     def disk_used(self) -> int | None:
         """What the task holds on the engine's disk (blocking): the writable layer as the
         engine measures it (``SizeRw``), plus what that misses: files deleted but still open
-        (a scan in the container, at most every ``disk_check_s``: an exec costs the engine far
-        more than ``SizeRw``), and :data:`~.disk.INODE_BYTES` per entry added (counted every
+        (a scan in the container, at most every ``disk_check_s`` and from one ``disk_check_s``
+        into a command on: an exec costs the engine far more than ``SizeRw``), and :data:`~.disk.INODE_BYTES` per entry added (counted every
         :data:`INODES_EVERY` s)."""
         api = self._client.api
         rows = api.containers(all=True, size=True, filters={"id": self.id})
