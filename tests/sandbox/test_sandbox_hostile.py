@@ -168,6 +168,47 @@ def test_a_watched_cap_counts_deleted_but_open_files(make: Callable[..., DockerS
     print(f"\ndeleted-but-open under a watched {cap / 2**20:.0f} MiB cap: {caught.value}")
 
 
+def test_a_directory_flood_in_short_commands_is_counted_after_them(
+    make: Callable[..., DockerSandbox],
+) -> None:
+    """Entries are counted while commands run and once after they end, not on a clock: a flood
+    spread over short commands is still charged, and the task ends."""
+    cap = 32 * 2**20  # 8,192 directories of 4 KiB
+    sandbox = make(disk_limit=cap, disk_check_s=0.2)  # measured every 2 s between commands
+    sandbox.exec("mkdir /tmp/m", timeout=20)
+    deadline = time.monotonic() + 60
+    with pytest.raises(AgentFault) as caught:  # in a flood's command or in a later one
+        for first in range(1, 20_000, 5_000):
+            sandbox.exec(f"cd /tmp/m && seq {first} {first + 4_999} | xargs mkdir", timeout=60)
+        while time.monotonic() < deadline:
+            sandbox.exec("true", timeout=20)
+            time.sleep(0.5)
+    assert caught.value.reason == "disk_limit", caught.value
+
+
+def test_an_idle_task_costs_the_engine_no_count_of_its_entries(
+    make: Callable[..., DockerSandbox], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine's diff walks the image's top layer each time: it runs while commands do
+    and once after them, and a task waiting between commands (an agent thinking) costs none."""
+    sandbox = make(disk_limit=256 * 2**20, disk_check_s=0.1)  # measured every second idle
+    api = sandbox.sandbox._client.api
+    counts: list[float] = []
+    diff = api.diff
+
+    def counted(container: str) -> list:
+        counts.append(time.monotonic())
+        return diff(container)
+
+    monkeypatch.setattr(api, "diff", counted)
+    sandbox.exec("mkdir /tmp/a && sleep 0.5", timeout=20)
+    time.sleep(4)  # idle: four measurements or so; one of them counts what it added
+    before = len(counts)
+    time.sleep(4)
+    assert before >= 2, counts  # the baseline's, and the one after the command
+    assert len(counts) == before, "an idle task's entries were counted again"
+
+
 HOLDER = """
 import os, time
 fd = os.open("/tmp/held", os.O_CREAT | os.O_WRONLY, 0o600)

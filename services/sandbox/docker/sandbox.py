@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -50,8 +51,9 @@ from services.shared.logging import get_logger
 log = get_logger("services.sandbox.docker")
 
 INODES_EVERY = 2.0
-"""Seconds between two counts of the entries added to a watched container (the engine walks
-the writable layer for each)."""
+"""Seconds between two counts of the entries added to a watched container while commands run
+(the engine's diff walks the writable layer and the image's top layer: on this machine about a
+quarter of a second of the engine's CPU for an ARVO image)."""
 
 
 class DockerSandbox:
@@ -84,7 +86,10 @@ class DockerSandbox:
         self.lost: str | None = None
         """Why the sandbox can no longer be used although nothing failed yet (its engine
         stopped answering); None while all is well."""
-        self._inodes: tuple[float | None, int] = (None, 0)  # when entries were last counted, cost
+        self._entries = 0  # what the entries added cost (bytes), as last counted
+        self._counted_through: float | None = None  # when the last count that worked started
+        self._count_ended = float("-inf")  # when the last count ended (worked or not)
+        self._ran_until = float("-inf")  # when the last command ended; +inf while one runs
         self._hidden: tuple[float, int] = (float("-inf"), 0)  # when last scanned, bytes held
         self._counting = threading.Lock()
         self._created_at = int(time.time()) - 60  # events since then (slack for clock skew)
@@ -147,6 +152,7 @@ class DockerSandbox:
             # interval in, and a command shorter than that costs no scan (an exec in the
             # container, the dearest part of a measurement).
             self._hidden = (time.monotonic(), 0)
+            self._ran_until = math.inf
             if self._disk:  # only its first start measures (the baseline): off the loop
                 if self._disk.baseline is None:
                     await self._io(self._disk.start)
@@ -157,6 +163,7 @@ class DockerSandbox:
             except SandboxError as e:
                 raise await self._diagnose(e) from e
             finally:
+                self._ran_until = time.monotonic()
                 if self._disk:
                     self._disk.pause()
             if self._disk and self._disk.unmeasured():  # writes no measurement saw
@@ -243,15 +250,21 @@ class DockerSandbox:
         """What the task holds on the engine's disk (blocking): the writable layer as the
         engine measures it (``SizeRw``), plus what that misses: files deleted but still open
         (a scan in the container, at most every ``disk_check_s`` and from one ``disk_check_s``
-        into a command on: an exec costs the engine far more than ``SizeRw``), and :data:`~.disk.INODE_BYTES` per entry added (counted every
-        :data:`INODES_EVERY` s)."""
+        into a command on: an exec costs the engine far more than ``SizeRw``), and
+        :data:`~.disk.INODE_BYTES` per entry added (counted every :data:`INODES_EVERY` s while
+        commands run and once after: only a command adds entries, so an idle task costs no
+        count)."""
         api = self._client.api
         rows = api.containers(all=True, size=True, filters={"id": self.id})
         if not rows:
             return None
-        if self._inodes[0] is None:  # the first count (the baseline's) is waited for
+        if self._counted_through is None:  # the first count (the baseline's) is waited for
             self._count_inodes()
-        elif time.monotonic() - self._inodes[0] >= INODES_EVERY and not self._counting.locked():
+        elif (
+            self._ran_until > self._counted_through  # a command ran since the last count
+            and time.monotonic() - self._count_ended >= INODES_EVERY
+            and not self._counting.locked()
+        ):
             threading.Thread(target=self._count_inodes, daemon=True).start()  # never waited
         hidden = 0
         if rows[0].get("State") == "running":
@@ -259,18 +272,22 @@ class DockerSandbox:
             if now - self._hidden[0] >= self.spec.disk_check_s:
                 self._hidden = (now, hidden_bytes(api, self.id))
             hidden = self._hidden[1]
-        return int(rows[0].get("SizeRw") or 0) + hidden + self._inodes[1]
+        return int(rows[0].get("SizeRw") or 0) + hidden + self._entries
 
     def _count_inodes(self) -> None:
         """Count the entries added to the writable layer (the engine walks it: slow on a
         big tree, so later counts run in a thread of their own and the last count stands)."""
         with self._counting:
+            started = time.monotonic()
             try:
-                entries = added_entries(self._client.api, self.id)
-                self._inodes = (time.monotonic(), entries * INODE_BYTES)
+                self._entries = added_entries(self._client.api, self.id) * INODE_BYTES
+                self._counted_through = started
             except Exception as exc:
-                self._inodes = (time.monotonic(), self._inodes[1])
+                if self._counted_through is None:  # counted again once a command ran
+                    self._counted_through = float("-inf")
                 log.warning("disk.diff_failed", error=str(exc)[-300:])
+            finally:
+                self._count_ended = time.monotonic()
 
     def _stop_for_disk(self, size: int) -> None:
         self._client.api.kill(self.id)  # the running command's exec sees its session end
