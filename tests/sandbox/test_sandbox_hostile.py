@@ -189,8 +189,8 @@ def test_a_directory_flood_in_short_commands_is_counted_after_them(
 def test_an_idle_task_costs_the_engine_no_count_of_its_entries(
     make: Callable[..., DockerSandbox], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The engine's diff walks the image's top layer each time: it runs while commands do
-    and once after them, and a task waiting between commands (an agent thinking) costs none."""
+    """The engine's diff may walk the container's whole tree each time: it runs while commands
+    do and once after them, and a task waiting between commands (an agent thinking) costs none."""
     sandbox = make(disk_limit=256 * 2**20, disk_check_s=0.1)  # measured every second idle
     api = sandbox.sandbox._client.api
     counts: list[float] = []

@@ -52,8 +52,8 @@ log = get_logger("services.sandbox.docker")
 
 INODES_EVERY = 2.0
 """Seconds between two counts of the entries added to a watched container while commands run
-(the engine's diff walks the writable layer and the image's top layer: on this machine about a
-quarter of a second of the engine's CPU for an ARVO image)."""
+(the engine's diff may walk the container's whole tree, as this machine's does: about a third of
+a second of the engine's CPU for an ARVO task, over a hundred times a ``SizeRw``)."""
 
 
 class DockerSandbox:
