@@ -232,16 +232,17 @@ def test_a_command_is_not_charged_for_files_the_last_one_held(
     cap = 64 * 2**20
     sandbox = make(disk_limit=cap, disk_check_s=2.0)
     sandbox.exec("true", timeout=20)  # the baseline
-    container = docker.from_env().containers.get(sandbox.id)
     sandbox.put_files("/tmp", {"hold.py": HOLDER.encode()})
-    container.exec_run(["python3", "/tmp/hold.py"], detach=True)  # as a command's process would
-    deadline = time.monotonic() + 30
-    while container.exec_run(["test", "-s", "/tmp/holder.pid"]).exit_code != 0:
-        assert time.monotonic() < deadline, "the holder did not start"
-        time.sleep(0.1)
-    time.sleep(2.1)  # one interval after the baseline: the next measurement scans
-    assert sandbox.disk_used() >= 48 * 2**20  # the scan sees what the holder hides
-    container.exec_run(["sh", "-c", "kill -9 $(cat /tmp/holder.pid)"])  # as a command's end does
+    with contextlib.closing(docker.from_env()) as client:
+        container = client.containers.get(sandbox.id)
+        container.exec_run(["python3", "/tmp/hold.py"], detach=True)  # as a command's would
+        deadline = time.monotonic() + 30
+        while container.exec_run(["test", "-s", "/tmp/holder.pid"]).exit_code != 0:
+            assert time.monotonic() < deadline, "the holder did not start"
+            time.sleep(0.1)
+        time.sleep(2.1)  # one interval after the baseline: the next measurement scans
+        assert sandbox.disk_used() >= 48 * 2**20  # the scan sees what the holder hides
+        container.exec_run(["sh", "-c", "kill -9 $(cat /tmp/holder.pid)"])  # as a command's end
     result = sandbox.exec("head -c 24M /dev/zero > /tmp/visible; sleep 1; echo done", timeout=20)
     assert result.output.strip() == "done", result
 
