@@ -114,7 +114,9 @@ class GreenSettings(BaseSettings):
     """Disk a task may fill (bytes its commands add to the container's writable layer; no single
     file larger); over it the task ends as the agent's 'disk_limit'. 0: no cap."""
     disk_check_s: float = Field(1.0, gt=0)
-    """How often a command's disk use is measured against container_disk_bytes."""
+    """How often a command's disk use is measured against container_disk_bytes. Where the cap is
+    watched (overlay2 on ext4), also how often files deleted but still open are scanned for: from
+    one interval into a command on (a shorter command is never scanned; its files die with it)."""
     cleanup_retry_s: float = Field(2.0, gt=0)
     """A container that could not be removed (engine unreachable) is retried this often."""
     purple_lost_after_s: float = Field(10.0, gt=0)
