@@ -25,6 +25,7 @@ from services.sandbox.base import AgentFault, SandboxError, SandboxSpec
 from services.sandbox.blocking import BlockingProvider
 from services.sandbox.blocking import BlockingSandbox as DockerSandbox
 from services.sandbox.docker import DockerSandboxProvider
+from services.sandbox.docker.disk import LayerEntries
 
 pytestmark = pytest.mark.docker
 
@@ -168,13 +169,41 @@ def test_a_watched_cap_counts_deleted_but_open_files(make: Callable[..., DockerS
     print(f"\ndeleted-but-open under a watched {cap / 2**20:.0f} MiB cap: {caught.value}")
 
 
+COUNTS = ["walked", "engine_diff"]
+"""How a watched layer's entries are counted: walked on green's host (a local engine, as here),
+or by the engine's diff (a remote engine, green in a container)."""
+
+
+def counted_by(sandbox: DockerSandbox, how: str) -> list[float]:
+    """Count ``sandbox``'s layer the way ``how`` says (before its first command), and return
+    the list the time of each count is appended to (the real count runs)."""
+    inner = sandbox.sandbox
+    layer = LayerEntries.of(inner._client.api, inner._container.attrs)
+    if layer.layer is None:
+        pytest.skip("green cannot read this engine's data root: only its diff counts")
+    if how == "engine_diff":
+        layer = LayerEntries(inner._client.api, inner.id, None)
+    counts: list[float] = []
+    count = layer.count
+
+    def counting(most: int | None = None) -> int:
+        counts.append(time.monotonic())
+        return count(most)
+
+    layer.count = counting  # type: ignore[method-assign]
+    inner._layer = layer
+    return counts
+
+
+@pytest.mark.parametrize("how", COUNTS)
 def test_a_directory_flood_in_short_commands_is_counted_after_them(
-    make: Callable[..., DockerSandbox],
+    make: Callable[..., DockerSandbox], how: str
 ) -> None:
     """Entries are counted while commands run and once after they end, not on a clock: a flood
     spread over short commands is still charged, and the task ends."""
     cap = 32 * 2**20  # 8,192 directories of 4 KiB
     sandbox = make(disk_limit=cap, disk_check_s=0.2)  # measured every 2 s between commands
+    counted_by(sandbox, how)
     sandbox.exec("mkdir /tmp/m", timeout=20)
     deadline = time.monotonic() + 60
     with pytest.raises(AgentFault) as caught:  # in a flood's command or in a later one
@@ -186,21 +215,52 @@ def test_a_directory_flood_in_short_commands_is_counted_after_them(
     assert caught.value.reason == "disk_limit", caught.value
 
 
-def test_an_idle_task_costs_the_engine_no_count_of_its_entries(
-    make: Callable[..., DockerSandbox], monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("how", COUNTS)
+def test_a_chain_deeper_than_path_max_hides_no_flood(
+    make: Callable[..., DockerSandbox], how: str
 ) -> None:
-    """The engine's diff may walk the container's whole tree each time: it runs while commands
-    do and once after them, and a task waiting between commands (an agent thinking) costs none."""
+    """The engine's diff fails on a path longer than PATH_MAX; before, its count then stood at
+    the last one and a flood made after such a chain went unseen. Walked, the chain is counted
+    like any entries; by the engine's diff, a layer it cannot walk counts as past the cap."""
+    cap = 32 * 2**20
+    sandbox = make(disk_limit=cap, disk_check_s=0.2)
+    counted_by(sandbox, how)
+    chain = "python3 -c 'import os\nfor _ in range(2500): os.mkdir(\"d\"); os.chdir(\"d\")'"
+    deadline = time.monotonic() + 60
+    with pytest.raises(AgentFault) as caught:
+        made = sandbox.exec(f"mkdir /tmp/deep && cd /tmp/deep && {chain}", timeout=60)
+        assert made.exit_code == 0, made  # 10 MiB of entries, 5,000 bytes of path
+        sandbox.exec("mkdir /tmp/m && cd /tmp/m && seq 20000 | xargs mkdir", timeout=60)
+        while time.monotonic() < deadline:
+            sandbox.exec("true", timeout=20)
+            time.sleep(0.5)
+    assert caught.value.reason == "disk_limit", caught.value
+
+
+def test_the_walk_counts_what_the_engines_diff_lists(make: Callable[..., DockerSandbox]) -> None:
+    """Added, changed (copied up), deleted (a whiteout) and linked: the same number both ways,
+    and a link to / is one entry (the host's tree is never walked)."""
+    sandbox = make(disk_limit=256 * 2**20, disk_check_s=0.2)
+    counted_by(sandbox, "walked")
+    sandbox.exec(
+        "mkdir -p /tmp/a/b/c && touch /etc/passwd && rm -f /etc/group && ln -s / /tmp/root"
+        " && mkdir /tmp/m && cd /tmp/m && seq 3000 | xargs mkdir",
+        timeout=60,
+    )
+    inner = sandbox.sandbox
+    walked = inner._layer.count()
+    listed = LayerEntries(inner._client.api, inner.id, None).count()
+    assert walked == listed > 3_000
+
+
+@pytest.mark.parametrize("how", COUNTS)
+def test_an_idle_task_costs_no_count_of_its_entries(
+    make: Callable[..., DockerSandbox], how: str
+) -> None:
+    """A count runs while commands do and once after them; a task waiting between commands
+    (an agent thinking) costs none (the engine's diff may walk the container's whole tree)."""
     sandbox = make(disk_limit=256 * 2**20, disk_check_s=0.1)  # measured every second idle
-    api = sandbox.sandbox._client.api
-    counts: list[float] = []
-    diff = api.diff
-
-    def counted(container: str) -> list:
-        counts.append(time.monotonic())
-        return diff(container)
-
-    monkeypatch.setattr(api, "diff", counted)
+    counts = counted_by(sandbox, how)
     sandbox.exec("mkdir /tmp/a && sleep 0.5", timeout=20)
     time.sleep(4)  # idle: four measurements or so; one of them counts what it added
     before = len(counts)

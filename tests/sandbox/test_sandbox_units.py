@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 import struct
+from pathlib import Path
+
+import pytest
 
 from services.sandbox.docker.diagnosis import _running_quietly
+from services.sandbox.docker.disk import count_entries
 from services.sandbox.docker.transport import FrameDecoder
 from services.sandbox.framing import MarkerScanner
 from services.sandbox.output import OutputCapture
@@ -117,3 +122,45 @@ def test_a_lost_session_is_the_agents_only_in_a_container_running_quietly() -> N
         assert not _running_quietly({"Running": True, trouble: True}), trouble
     assert not _running_quietly({"Running": True, "Error": "device or resource busy"})
     assert not _running_quietly({"Running": False})
+
+
+# -- counting a writable layer's entries on green's host (real find, real directories) --------
+
+
+def _chain(top: Path, depth: int) -> None:
+    """``depth`` nested directories under ``top``: deeper than PATH_MAX for depth 2,500."""
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):
+            os.mkdir("d", dir_fd=fd)
+            child = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+    finally:
+        os.close(fd)
+
+
+def test_count_entries_counts_files_directories_and_links_once(tmp_path: Path) -> None:
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "f").write_text("x")
+    (tmp_path / "root").symlink_to("/")  # an agent's link to / is one entry, never followed
+    (tmp_path / "loop").symlink_to(tmp_path)
+    assert count_entries(tmp_path) == 5
+
+
+def test_count_entries_walks_a_chain_deeper_than_path_max(tmp_path: Path) -> None:
+    """The engine's diff fails on such a chain (ENAMETOOLONG); find walks it."""
+    _chain(tmp_path, 2_500)  # 5,000 bytes of path
+    assert count_entries(tmp_path) == 2_500
+
+
+def test_count_entries_stops_past_most(tmp_path: Path) -> None:
+    for i in range(1_000):
+        (tmp_path / str(i)).mkdir()
+    assert count_entries(tmp_path, most=100) == 101
+    assert count_entries(tmp_path, most=5_000) == 1_000
+
+
+def test_count_entries_of_a_gone_layer_fails(tmp_path: Path) -> None:
+    with pytest.raises(OSError):
+        count_entries(tmp_path / "gone")

@@ -37,8 +37,8 @@ from services.sandbox.docker.disk import (
     INODE_BYTES,
     QUOTA_TEXT,
     DiskWatch,
+    LayerEntries,
     QuotaWatch,
-    added_entries,
     hidden_bytes,
     quota_full,
 )
@@ -51,9 +51,9 @@ from services.shared.logging import get_logger
 log = get_logger("services.sandbox.docker")
 
 INODES_EVERY = 2.0
-"""Seconds between two counts of the entries added to a watched container while commands run
-(the engine's diff may walk the container's whole tree, as this machine's does: about a third of
-a second of the engine's CPU for an ARVO task, over a hundred times a ``SizeRw``)."""
+"""Seconds between two counts of a watched container's layer entries while commands run (where
+the engine's diff counts them, it walks the container's whole tree: about a third of a second of
+the engine's CPU for an ARVO task, over a hundred times a ``SizeRw``; see :class:`LayerEntries`)."""
 
 
 class DockerSandbox:
@@ -86,7 +86,9 @@ class DockerSandbox:
         self.lost: str | None = None
         """Why the sandbox can no longer be used although nothing failed yet (its engine
         stopped answering); None while all is well."""
-        self._entries = 0  # what the entries added cost (bytes), as last counted
+        self._layer: LayerEntries | None = None  # how its layer's entries are counted
+        self._entries = 0  # what the layer's entries cost (bytes), as last counted
+        self._first_entries = 0  # how many the baseline's count found
         self._counted_through: float | None = None  # when the last count that worked started
         self._count_ended = float("-inf")  # when the last count ended (worked or not)
         self._ran_until = float("-inf")  # when the last command ended; +inf while one runs
@@ -251,9 +253,9 @@ class DockerSandbox:
         engine measures it (``SizeRw``), plus what that misses: files deleted but still open
         (a scan in the container, at most every ``disk_check_s`` and from one ``disk_check_s``
         into a command on: an exec costs the engine far more than ``SizeRw``), and
-        :data:`~.disk.INODE_BYTES` per entry added (counted every :data:`INODES_EVERY` s while
-        commands run and once after: only a command adds entries, so an idle task costs no
-        count)."""
+        :data:`~.disk.INODE_BYTES` per entry of the layer (counted every :data:`INODES_EVERY` s
+        while commands run and once after: only a command adds entries, so an idle task costs
+        no count)."""
         api = self._client.api
         rows = api.containers(all=True, size=True, filters={"id": self.id})
         if not rows:
@@ -275,17 +277,25 @@ class DockerSandbox:
         return int(rows[0].get("SizeRw") or 0) + hidden + self._entries
 
     def _count_inodes(self) -> None:
-        """Count the entries added to the writable layer (the engine walks it: slow on a
-        big tree, so later counts run in a thread of their own and the last count stands)."""
+        """Count the entries of the writable layer (:class:`LayerEntries`; later counts run in
+        a thread of their own, as the engine's diff is slow on a big tree, and the last count
+        stands). The baseline's count is whole; a later one stops past the cap."""
         with self._counting:
             started = time.monotonic()
             try:
-                self._entries = added_entries(self._client.api, self.id) * INODE_BYTES
+                if self._layer is None:
+                    self._layer = LayerEntries.of(self._client.api, self._container.attrs)
+                if self._counted_through is None:
+                    self._first_entries = entries = self._layer.count()
+                else:
+                    cap = (self.spec.disk_limit or 0) // INODE_BYTES
+                    entries = self._layer.count(most=self._first_entries + cap)
+                self._entries = entries * INODE_BYTES
                 self._counted_through = started
             except Exception as exc:
                 if self._counted_through is None:  # counted again once a command ran
                     self._counted_through = float("-inf")
-                log.warning("disk.diff_failed", error=str(exc)[-300:])
+                log.warning("disk.count_failed", error=str(exc)[-300:])
             finally:
                 self._count_ended = time.monotonic()
 
