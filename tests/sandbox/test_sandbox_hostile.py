@@ -225,7 +225,7 @@ def test_a_chain_deeper_than_path_max_hides_no_flood(
     cap = 32 * 2**20
     sandbox = make(disk_limit=cap, disk_check_s=0.2)
     counted_by(sandbox, how)
-    chain = "python3 -c 'import os\nfor _ in range(2500): os.mkdir(\"d\"); os.chdir(\"d\")'"
+    chain = 'python3 -c \'import os\nfor _ in range(2500): os.mkdir("d"); os.chdir("d")\''
     deadline = time.monotonic() + 60
     with pytest.raises(AgentFault) as caught:
         made = sandbox.exec(f"mkdir /tmp/deep && cd /tmp/deep && {chain}", timeout=60)
