@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import random
 import secrets
+import sqlite3
 import time
 from pathlib import Path
 
 import httpx
 import pytest
 
+from services.green.store.errors import AGENT_SENTENCE
 from services.purple.app import create_app as create_purple
 from services.purple.config import PurpleSettings
 from tests.integration.conftest import leftover_containers
@@ -221,3 +223,25 @@ def test_unreachable_purple_fails_tasks_as_never_started(start_green):
     done = wait_terminal(green.url, submit_task(green.url, {"task": "arvo:900001"})["id"])
     assert done["status"] == "failed" and done["end_reason"] == "purple_unreachable", done
     assert "could not be reached" in done["error"]
+
+
+def test_a_command_green_cannot_record_ends_the_task_as_infra(
+    start_green, scripted_purple, green_settings
+):
+    """A command's row is written right after its reply goes out. When green's database refuses
+    it (a trigger in green's real SQLite file), the agent has its result, its next request is
+    refused with the generic sentence, and the task ends as green's failure, never the agent's."""
+    purple_url, seen = scripted_purple(Script(commands=["echo one", "echo two"], submit=False))
+    green = start_green(purple_url=purple_url)
+    db = sqlite3.connect(green_settings.database_url.removeprefix("sqlite:///"))
+    with db:
+        db.execute(
+            "CREATE TRIGGER refuse_commands BEFORE INSERT ON commands"
+            " BEGIN SELECT RAISE(ABORT, 'no room for commands'); END"
+        )
+    db.close()
+    done = wait_terminal(green.url, submit_task(green.url, {"task": "arvo:900001"})["id"])
+    assert (done["failure_kind"], done["end_reason"]) == ("infra", "storage"), done
+    assert [r.output for r in seen.results] == ["one\n"]
+    assert seen.endings == [AGENT_SENTENCE], seen.endings
+    assert done["steps"] == 0, done  # its row was never written
