@@ -33,11 +33,14 @@ from tests.support.docker_proxy import ENGINE_SOCKET
 from tests.support.local_registry import LocalRegistry, local_registry  # noqa: F401
 from tests.support.scripted_purple import Script
 from tests.support.second_dockerd import SecondEngine, second_dockerd  # noqa: F401
-from tests.support.task_images import copy_image, present, remove_all
+from tests.support.task_images import copy_image, present, remove_all, slim_copy
 
 pytestmark = pytest.mark.docker
 
 ARVO = "900001"
+SLIM_TEMPLATE = "arena-test/arvo-slim:{id}-vul"
+"""The task's image on a small base (tests/support/task_images.py): pushing and pulling the
+714 MB ARVO image made the first test cost ninety seconds; its commands need no compiler."""
 
 
 def _task(green_url: str, task_id: str) -> dict:
@@ -59,13 +62,14 @@ def test_green_spreads_pulls_and_ends_the_tasks_of_a_down_engine_as_infra(
     second_dockerd: SecondEngine,  # noqa: F811
     local_registry: LocalRegistry,  # noqa: F811
 ) -> None:
-    image = IMAGE_TEMPLATE.format(id=ARVO)
+    image = slim_copy(docker_client, IMAGE_TEMPLATE.format(id=ARVO), SLIM_TEMPLATE, ARVO)
     source = local_registry.push(docker_client, image)
     purple_url, _ = scripted_purple(Script(commands=["echo hi"] * 400, pause_s=0.3, submit=False))
     green = start_green(
         purple_url=purple_url,
         docker_hosts=[f"unix://{ENGINE_SOCKET}#slots=1", f"{second_dockerd.url}#slots=1"],
         docker_registry=local_registry.address,
+        image_template=SLIM_TEMPLATE,
         docker_check_s=1.0,
         cleanup_retry_s=0.5,
         idle_timeout_s=300,
@@ -117,12 +121,13 @@ def test_the_image_budget_keeps_each_engine_under_it(
     second_dockerd: SecondEngine,  # noqa: F811
     local_registry: LocalRegistry,  # noqa: F811
 ) -> None:
-    source = local_registry.push(docker_client, IMAGE_TEMPLATE.format(id=ARVO))
+    slim = slim_copy(docker_client, IMAGE_TEMPLATE.format(id=ARVO), SLIM_TEMPLATE, ARVO)
+    source = local_registry.push(docker_client, slim)
     second = second_dockerd.client()
     second.images.pull(source)
     template = f"arena-budget-{uuid.uuid4().hex[:8]}/arvo:{{id}}-vul"
     try:
-        near = [copy_image(docker_client, IMAGE_TEMPLATE.format(id=ARVO), template, "900004")]
+        near = [copy_image(docker_client, slim, template, "900004")]
         far = [copy_image(second, source, template, ref) for ref in ("900001", "900002", "900003")]
         size = second.images.get(far[0]).attrs["Size"]
         green = start_green(
