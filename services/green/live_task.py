@@ -179,8 +179,7 @@ class LiveTask:
     @property
     def told_purple_it_ended(self) -> bool:
         """Purple was told, in the reply to its own request, that the task is over (an accepted
-        submission, or a refusal that ended the task), or will be at its next request (a command
-        whose row green could not write after its reply): it ends its A2A task by itself."""
+        submission, or a refusal that ended the task): it ends its A2A task by itself."""
         return self.submission is not None or self.fault is not None
 
     def sandbox_spec(self, s: GreenSettings) -> SandboxSpec:
@@ -282,9 +281,6 @@ class LiveTasks:
             raise RequestRefused(NOT_SERVED)
         if live.status is not TaskStatus.running:
             raise RequestRefused(f"task {task_id} is {live.status.value}, not running")
-        if live.fault is not None:  # it ended while serving the agent; its run is ending it
-            why = AGENT_SENTENCE if isinstance(live.fault, GreenFault) else str(live.fault)
-            raise RequestRefused(why)
         return live
 
     def _check_size(self, command: str) -> None:
@@ -350,24 +346,11 @@ class LiveTasks:
                 timed_out=result.timed_out,
                 truncated=result.truncated,
             )
-        # Recorded right after the reply goes out, not before it: the loop runs this callback
-        # before it reads another request, so the rows keep their order and whatever reads them
-        # next (a submit, the task's end) finds them all.
-        asyncio.get_running_loop().call_soon(self._record_behind, live, command, result, started)
-        return result
-
-    def _record_behind(
-        self, live: LiveTask, command: str, result: CommandResult, started: Any
-    ) -> None:
-        """:meth:`_record`, after the command's reply. A row green cannot write ends the task
-        as infra (green's failure, never the agent's); the agent's next request is refused with
-        the generic sentence."""
         try:
             self._record(live, command, result, started)
-        except Exception as exc:
-            if not isinstance(exc, STORAGE_ERRORS):  # green's own bug: its trace in the log
-                log.exception("command.record_failed", task_id=live.id)
-            live.storage_broke(exc, "execute")
+        except STORAGE_ERRORS as exc:
+            raise live.storage_broke(exc, "execute") from None
+        return result
 
     async def _run(self, live: LiveTask, command: str, limit: float) -> CommandResult:
         assert live.sandbox is not None and live.plan is not None
