@@ -14,7 +14,6 @@ from services.purple.agent.config import AgentConfig, ModelParams
 from services.purple.agent.loop import ReactAgent
 from services.purple.analyst.policy import StackTraceAnalyst
 from services.purple.config import PurpleSettings
-from services.purple.llm.openai_chat import OpenAIChatModel, OpenAIModelConfig
 from services.purple.protocols import Policy, RunResult, TaskContext
 from services.purple.tools.toolsets import RcaToolset, SweToolset
 
@@ -42,6 +41,10 @@ def build_policy(settings: PurpleSettings, kind: str = "rca_task") -> Policy:
                 "SWE-bench tasks need an LLM: set OPENAI_API_KEY (and PURPLE_POLICY=react or auto)",
             )
         return analyst
+    # The OpenAI SDK is imported only for a policy with a model: it is a third of purple's
+    # start, which the offline analyst does without.
+    from services.purple.llm.openai_chat import OpenAIChatModel, OpenAIModelConfig
+
     config = agent_config(settings)
     llm = OpenAIChatModel(
         OpenAIModelConfig(
