@@ -237,6 +237,26 @@ def test_a_chain_deeper_than_path_max_hides_no_flood(
     assert caught.value.reason == "disk_limit", caught.value
 
 
+def test_a_layer_the_engine_could_never_count_is_not_the_agents_disk_limit(
+    make: Callable[..., DockerSandbox],
+) -> None:
+    """The deep-chain rule charges the agent only once a count of its layer has worked. A chain
+    in the layer before the agent's first command (put there from outside here; an engine whose
+    diff walks the whole tree also meets an image's own deep paths) makes every count fail, and
+    the agent's harmless commands are not a ``disk_limit`` (they were, before the rule waited
+    for a count that worked)."""
+    sandbox = make(disk_limit=32 * 2**20, disk_check_s=0.2)
+    counted_by(sandbox, "engine_diff")
+    chain = "import os\nfor _ in range(20): os.mkdir(250 * 'd'); os.chdir(250 * 'd')"
+    with contextlib.closing(docker.from_env()) as client:
+        made = client.containers.get(sandbox.id).exec_run(["python3", "-c", chain], workdir="/tmp")
+    assert made.exit_code == 0, made.output
+    deadline = time.monotonic() + 8  # the baseline's count, then later ones every 2 s
+    while time.monotonic() < deadline:
+        assert sandbox.exec("echo hi", timeout=20).output == "hi\n"
+        time.sleep(0.5)
+
+
 def test_the_walk_counts_what_the_engines_diff_lists(make: Callable[..., DockerSandbox]) -> None:
     """Added, changed (copied up), deleted (a whiteout) and linked: the same number both ways,
     and a link to / is one entry (the host's tree is never walked)."""

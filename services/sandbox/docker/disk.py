@@ -140,7 +140,7 @@ class LayerEntries:
         try:
             return len(self._api.diff(self._id) or [])
         except docker.errors.APIError as exc:
-            if most is not None and TOO_DEEP in str(exc):  # the agent's, never the baseline's
+            if most is not None and TOO_DEEP in str(exc):  # the caller bounds only the agent's
                 return most + 1
             raise
 

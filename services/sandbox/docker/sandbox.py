@@ -287,9 +287,12 @@ class DockerSandbox:
                     self._layer = LayerEntries.of(self._client.api, self._container.attrs)
                 if self._counted_through is None:
                     self._first_entries = entries = self._layer.count()
-                else:
+                else:  # bounded by the cap, once a count of this layer has worked: a layer
+                    # the engine could never count (an image's own deep paths, say) is not the
+                    # agent's doing, and a count that fails on it stays a failure (logged)
                     cap = (self.spec.disk_limit or 0) // INODE_BYTES
-                    entries = self._layer.count(most=self._first_entries + cap)
+                    worked = self._counted_through > -math.inf
+                    entries = self._layer.count(most=self._first_entries + cap if worked else None)
                 self._entries = entries * INODE_BYTES
                 self._counted_through = started
             except Exception as exc:
