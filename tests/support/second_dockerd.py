@@ -78,7 +78,7 @@ def _btrfs_data_root(root: Path, size: int) -> Path:
     mount.mkdir()
     for cmd in (
         ["mkfs.btrfs", "-q", "-f", "-m", "single", str(image)],  # metadata once, as counted
-        ["mount", "-o", "loop", str(image), str(mount)],
+        ["mount", "-o", "loop,noatime", str(image), str(mount)],
         ["btrfs", "quota", "enable", str(mount)],
     ):
         done = subprocess.run(cmd, capture_output=True, text=True)
