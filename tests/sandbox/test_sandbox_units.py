@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from services.sandbox.docker.diagnosis import _running_quietly
-from services.sandbox.docker.disk import count_entries
+from services.sandbox.docker.disk import btrfs_updates_atime, count_entries
 from services.sandbox.docker.transport import FrameDecoder
 from services.sandbox.framing import MarkerScanner
 from services.sandbox.output import OutputCapture
@@ -165,3 +165,22 @@ def test_count_entries_stops_past_most(tmp_path: Path) -> None:
 def test_count_entries_of_a_gone_layer_fails(tmp_path: Path) -> None:
     with pytest.raises(OSError):
         count_entries(tmp_path / "gone")
+
+
+MOUNTS = """\
+22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
+41 22 7:0 / /var/lib/docker-btrfs rw,noatime shared:20 - btrfs /dev/loop0 rw,space_cache=v2
+42 22 7:1 / /srv/engine\\040two rw,relatime shared:21 - btrfs /dev/loop1 rw,space_cache=v2
+43 41 0:50 / /var/lib/docker-btrfs/docker/atime rw,relatime shared:22 - btrfs /dev/loop2 rw
+44 22 0:51 / /var/lib/docker-btrfsx rw,relatime shared:23 - btrfs /dev/loop3 rw
+"""
+
+
+def test_a_btrfs_data_root_is_judged_by_the_mount_that_holds_it() -> None:
+    assert btrfs_updates_atime("/var/lib/docker-btrfs/docker", MOUNTS) is False  # noatime
+    assert btrfs_updates_atime("/var/lib/docker-btrfs", MOUNTS) is False
+    assert btrfs_updates_atime("/srv/engine two/docker", MOUNTS) is True  # an escaped space
+    assert btrfs_updates_atime("/var/lib/docker-btrfs/docker/atime/x", MOUNTS) is True  # nested
+    assert btrfs_updates_atime("/var/lib/docker-btrfsx/docker", MOUNTS) is True  # not a prefix
+    assert btrfs_updates_atime("/var/lib/docker", MOUNTS) is None  # ext4: not our concern
+    assert btrfs_updates_atime("/var/lib/docker", "garbage\n\n1 2 3") is None

@@ -36,6 +36,7 @@ is the file system's metadata beyond that cost.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -188,6 +189,45 @@ def quota_full(api: APIClient, container_id: str) -> bool:
         return True
     log.warning("disk.probe_failed", error=out[-300:])
     return False
+
+
+MOUNTINFO = Path("/proc/self/mountinfo")
+
+
+def btrfs_updates_atime(path: str, mountinfo: str) -> bool | None:
+    """Whether reading a directory under ``path`` writes its access time, by the options of
+    the btrfs mount that holds it in ``mountinfo`` (the text of ``/proc/<pid>/mountinfo``);
+    None when no btrfs mount holds it (another file system, or another host's path).
+
+    It matters on an enforcing btrfs engine: an access time is a metadata write, and under a
+    full quota every one forces a commit of the file system. The engine walks a container's
+    tree before it removes it, so a container the agent filled with 150,000 directories took
+    74 s of the engine's time to remove on a ``relatime`` mount, and 1.4 s with ``noatime``
+    (``tests/sandbox/test_disk_quota.py``)."""
+    best: tuple[str, list[str], str] | None = None
+    for line in mountinfo.splitlines():
+        fields, sep, rest = line.partition(" - ")
+        parts = fields.split()
+        if not sep or len(parts) < 6:
+            continue
+        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), parts[4])  # \040: " "
+        inside = path == point or path.startswith(point.rstrip("/") + "/")
+        if inside and (best is None or len(point) >= len(best[0])):
+            best = (point, parts[5].split(","), rest.split()[0] if rest else "")
+    if best is None or best[2] != "btrfs":
+        return None
+    return "noatime" not in best[1]
+
+
+def local_btrfs_updates_atime(path: str) -> bool | None:
+    """:func:`btrfs_updates_atime` for ``path`` as green's host mounts it; None when green
+    cannot see that path (green in a container, the engine elsewhere)."""
+    try:
+        if not Path(path).is_dir():
+            return None
+        return btrfs_updates_atime(path, MOUNTINFO.read_text())
+    except OSError:
+        return None
 
 
 class DiskWatch:

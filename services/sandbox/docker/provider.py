@@ -23,6 +23,7 @@ import docker.errors
 from docker.types import Ulimit
 
 from services.sandbox.base import Progress, SandboxError, SandboxSpec
+from services.sandbox.docker.disk import LOCAL_ENGINE, local_btrfs_updates_atime
 from services.sandbox.docker.errors import ENGINE_ERRORS, engine_error
 from services.sandbox.docker.images import ensure_image, has_image
 from services.sandbox.docker.sandbox import DockerSandbox
@@ -186,8 +187,24 @@ class DockerSandboxProvider:
         mode = "enforced" if enforced else "watched"
         if self.disk_cap != mode:
             log.info("engine.disk_cap", engine=self.name, mode=mode, driver=driver, fs=backing)
+            if driver == "btrfs":
+                self._check_atime(str(info.get("DockerRootDir") or ""))
         self.disk_cap = mode
         return mode
+
+    def _check_atime(self, data_root: str) -> None:
+        """Warn when the btrfs data-root of a local engine updates access times: removing a
+        container whose quota is full then takes the engine minutes (docs/engines.md)."""
+        if self._client.api.base_url != LOCAL_ENGINE or not data_root:
+            return
+        if local_btrfs_updates_atime(f"{data_root}/btrfs/subvolumes"):  # the driver's own
+            log.warning(
+                "engine.btrfs_atime",
+                engine=self.name,
+                data_root=data_root,
+                advice="mount the engine's btrfs data-root with noatime: with atime updates, "
+                "removing a container whose quota is full takes minutes of the engine's time",
+            )
 
     def _options(self, spec: SandboxSpec, name: str) -> dict[str, Any]:
         labels = {
