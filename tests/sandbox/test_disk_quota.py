@@ -4,9 +4,10 @@ A second engine on a loop-mounted btrfs file system with quotas on (tests/suppor
 ``btrfs_dockerd``): the provider sees a storage driver that enforces ``storage_opt size`` and
 gives each task container a quota. Writing 4 GiB through files that are unlinked but kept open,
 and 150,000 ``mkdir``s, each stop at the cap: the host's file system grows by at most 1.25 times the
-cap, and the task ends as the agent's ``disk_limit``. The file system is mounted ``noatime``, as
-docs/engines.md asks, and green names an engine whose btrfs data-root is not. Host growth is the loop mount's used bytes
-(``statvfs``), sampled while the command runs; the figures are printed (``pytest -s``).
+cap, and the task ends as the agent's ``disk_limit``. Host growth is the loop mount's used bytes
+(``statvfs``), sampled while the command runs; the figures are printed (``pytest -s``). The file
+system is mounted ``noatime``, as docs/engines.md asks, and green names an engine whose btrfs
+data-root is not.
 """
 
 from __future__ import annotations

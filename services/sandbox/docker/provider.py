@@ -194,7 +194,7 @@ class DockerSandboxProvider:
 
     def _check_atime(self, data_root: str) -> None:
         """Warn when the btrfs data-root of a local engine updates access times: removing a
-        container whose quota is full then takes the engine minutes (docs/engines.md)."""
+        container whose quota is full then takes the engine more than a minute (docs/engines.md)."""
         if self._client.api.base_url != LOCAL_ENGINE or not data_root:
             return
         if local_btrfs_updates_atime(f"{data_root}/btrfs/subvolumes"):  # the driver's own
@@ -203,7 +203,7 @@ class DockerSandboxProvider:
                 engine=self.name,
                 data_root=data_root,
                 advice="mount the engine's btrfs data-root with noatime: with atime updates, "
-                "removing a container whose quota is full takes minutes of the engine's time",
+                "removing a container whose quota is full takes more than a minute of its time",
             )
 
     def _options(self, spec: SandboxSpec, name: str) -> dict[str, Any]:
