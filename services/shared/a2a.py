@@ -41,6 +41,7 @@ from google.protobuf.json_format import MessageToDict
 from services.shared.a2a_card import card_routes
 from services.shared.a2a_numbers import WholeNumbers, data_part
 from services.shared.a2a_params import InvalidParams
+from services.shared.http import tls_context
 
 
 def build_agent_card(
@@ -161,7 +162,7 @@ class A2APeer:
         self.base_url = base_url.rstrip("/")
         self._owns_http = http is None
         self._http = http or httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout, connect=10.0), headers=headers
+            timeout=httpx.Timeout(timeout, connect=10.0), headers=headers, verify=tls_context()
         )
         self._client: Any = None
 

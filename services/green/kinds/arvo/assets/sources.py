@@ -39,6 +39,7 @@ from services.green.kinds.arvo.assets.base import (
 from services.green.kinds.arvo.assets.extract import verify_gzip_tar
 from services.green.kinds.arvo.assets.ids import parse_arvo_id
 from services.green.kinds.arvo.assets.locks import file_lock
+from services.shared.http import tls_context
 
 log = structlog.get_logger(__name__)
 
@@ -124,7 +125,7 @@ class HttpAssetSource:
         self._headers = {"Accept-Encoding": "identity", **dict(headers or {})}
         self._own_client = client is None
         self._client = client or httpx.Client(
-            timeout=httpx.Timeout(timeout_s), follow_redirects=True
+            timeout=httpx.Timeout(timeout_s), follow_redirects=True, verify=tls_context()
         )
 
     # -- public -----------------------------------------------------------------------------
