@@ -34,6 +34,7 @@ from tests.e2e.compose import (
     ensure_python_base,
     wait_task,
 )
+from tests.support import web
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -110,13 +111,13 @@ def test_services_run_unprivileged_with_the_socket(stack: ComposeStack) -> None:
     mounts = {m["Destination"] for m in green_c.attrs["Mounts"]}
     assert "/var/run/docker.sock" in mounts
     assert "/var/run/docker.sock" not in {m["Destination"] for m in purple_c.attrs["Mounts"]}
-    health = httpx.get(f"{stack.green_url}/healthz", timeout=10).json()
+    health = web.get(f"{stack.green_url}/healthz", timeout=10).json()
     assert (health["status"], health["docker"], health["database"]) == ("ok", True, True)
     assert "images" not in health  # the image budget is the operator's
-    health = httpx.get(f"{stack.green_url}/healthz", headers=stack.operator, timeout=10).json()
+    health = web.get(f"{stack.green_url}/healthz", headers=stack.operator, timeout=10).json()
     assert "budget_gb" in health["images"]
-    assert httpx.get(f"{stack.purple_url}/healthz", timeout=10).json()["policy"] == "stacktrace"
-    card = httpx.get(f"{stack.green_url}/.well-known/agent-card.json", timeout=10).json()
+    assert web.get(f"{stack.purple_url}/healthz", timeout=10).json()["policy"] == "stacktrace"
+    card = web.get(f"{stack.green_url}/.well-known/agent-card.json", timeout=10).json()
     assert "0.0.0.0" not in json.dumps(card)
     # the card advertises the published host address; purple is told green's service name
     assert card["url"] == f"http://localhost:{stack.green_port}/"

@@ -11,6 +11,7 @@ from a2a.client import ClientConfig, create_client
 from a2a.types import Role, SendMessageRequest
 
 from services.shared.a2a import new_protocol_message
+from tests.support import web
 
 TERMINAL = {"completed", "failed", "cancelled"}
 
@@ -22,7 +23,7 @@ OPERATOR = {"Authorization": f"Bearer {OPERATOR_TOKEN}"}
 def wait_terminal(green_url: str, task_id: str, timeout: float = 180) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        task = httpx.get(f"{green_url}/tasks/{task_id}", headers=OPERATOR, timeout=10).json()
+        task = web.get(f"{green_url}/tasks/{task_id}", headers=OPERATOR, timeout=10).json()
         if task["status"] in TERMINAL:
             return task
         time.sleep(0.2)
@@ -32,7 +33,7 @@ def wait_terminal(green_url: str, task_id: str, timeout: float = 180) -> dict[st
 def wait_status(green_url: str, task_id: str, status: str, timeout: float = 120) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        task = httpx.get(f"{green_url}/tasks/{task_id}", headers=OPERATOR, timeout=10).json()
+        task = web.get(f"{green_url}/tasks/{task_id}", headers=OPERATOR, timeout=10).json()
         if task["status"] == status:
             return task
         if task["status"] in TERMINAL:
@@ -42,7 +43,7 @@ def wait_status(green_url: str, task_id: str, status: str, timeout: float = 120)
 
 
 def submit_task(green_url: str, body: dict[str, Any]) -> dict[str, Any]:
-    r = httpx.post(f"{green_url}/tasks", headers=OPERATOR, json=body, timeout=60)
+    r = web.post(f"{green_url}/tasks", headers=OPERATOR, json=body, timeout=60)
     assert r.status_code == 202, r.text
     return r.json()
 
@@ -78,7 +79,7 @@ def rpc(
     if version:
         hdrs["A2A-Version"] = version
     body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
-    return httpx.post(f"{green_url}/", json=body, headers=hdrs, timeout=60)
+    return web.post(f"{green_url}/", json=body, headers=hdrs, timeout=60)
 
 
 def start_a2a_task(
@@ -104,7 +105,7 @@ def text_message(text: str, **extra: Any) -> dict[str, Any]:
 def wait_for(green_url: str, task_id: str, statuses: set[str], timeout: float = 60) -> dict:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        task = httpx.get(f"{green_url}/tasks/{task_id}", headers=OPERATOR, timeout=10).json()
+        task = web.get(f"{green_url}/tasks/{task_id}", headers=OPERATOR, timeout=10).json()
         if task["status"] in statuses | TERMINAL:
             return task
         time.sleep(0.02)

@@ -10,11 +10,11 @@ import json
 import time
 from typing import Any
 
-import httpx
 import pytest
 
 from fixtures.catalog import get_task
 from tests.integration.helpers import OPERATOR, rpc, text_message
+from tests.support import web
 from tests.support.scripted_purple import Script
 
 pytestmark = pytest.mark.docker
@@ -29,7 +29,7 @@ def _script() -> Script:
 def _record(green_url: str, aid: str, timeout: float = 30) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while True:
-        r = httpx.get(f"{green_url}/assessments/{aid}", headers=OPERATOR, timeout=10)
+        r = web.get(f"{green_url}/assessments/{aid}", headers=OPERATOR, timeout=10)
         assert r.status_code == 200, r.text
         rec = r.json()
         if rec["status"] != "running" or time.monotonic() > deadline:
@@ -67,7 +67,7 @@ def test_task_id_message_makes_one_assessment_record(start_green, scripted_purpl
     _assert_ints(_result_data(task))
 
     # The green task it ran carries the assessment id; the record exists and is finished.
-    listed = httpx.get(f"{green.url}/tasks", headers=OPERATOR, timeout=10).json()
+    listed = web.get(f"{green.url}/tasks", headers=OPERATOR, timeout=10).json()
     (row,) = listed["items"]
     aid = row["assessment_id"]
     assert aid, row
@@ -77,9 +77,9 @@ def test_task_id_message_makes_one_assessment_record(start_green, scripted_purpl
     assert rec["request"]["task_ids"] == ["arvo:900004"]
     assert rec["result"]["tasks"][0]["task_id"] == row["id"]
     # Listed on the runs page (the dashboard's front page), and its own page answers.
-    page = httpx.get(f"{green.url}/ui", headers=OPERATOR, timeout=10)
+    page = web.get(f"{green.url}/ui", headers=OPERATOR, timeout=10)
     assert page.status_code == 200 and aid[:8] in page.text
-    page = httpx.get(f"{green.url}/ui/runs/{aid}", headers=OPERATOR, timeout=10)
+    page = web.get(f"{green.url}/ui/runs/{aid}", headers=OPERATOR, timeout=10)
     assert page.status_code == 200, page.text[:500]
 
     # The same artifact read back with the 1.0 method keeps its integers too.
@@ -94,6 +94,6 @@ def test_agentbeats_request_makes_one_assessment_record(start_green, scripted_pu
     params = {"message": text_message(json.dumps(request)), "configuration": {"blocking": True}}
     body = rpc(green.url, "message/send", params, headers=OPERATOR).json()
     assert body["result"]["status"]["state"] == "completed", body
-    (row,) = httpx.get(f"{green.url}/tasks", headers=OPERATOR, timeout=10).json()["items"]
+    (row,) = web.get(f"{green.url}/tasks", headers=OPERATOR, timeout=10).json()["items"]
     rec = _record(green.url, row["assessment_id"])
     assert (rec["status"], rec["purple_url"]) == ("completed", purple_url)

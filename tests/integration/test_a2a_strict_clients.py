@@ -6,13 +6,13 @@ empty list); on the 0.3 path a well-formed request with invalid params is -32602
 
 from __future__ import annotations
 
-import httpx
 import pytest
 from a2a.compat.v0_3 import types as types_v03
 from a2a.types import AgentCard
 from google.protobuf.json_format import ParseDict
 
 from tests.integration.helpers import OPERATOR, rpc
+from tests.support import web
 from tests.support.scripted_purple import Script
 
 pytestmark = pytest.mark.docker
@@ -34,7 +34,7 @@ def services(start_green, scripted_purple) -> dict[str, str]:
 
 def test_green_card_security_schemes_suit_strict_1_0_and_0_3_clients(start_green):
     url = start_green().url
-    card = httpx.get(f"{url}/.well-known/agent-card.json", timeout=10).json()
+    card = web.get(f"{url}/.well-known/agent-card.json", timeout=10).json()
     schemes = card["securitySchemes"]
     assert schemes, "green declares its operator scheme"
     for name, scheme in schemes.items():
@@ -50,8 +50,8 @@ def test_green_card_security_schemes_suit_strict_1_0_and_0_3_clients(start_green
     )
 
     for legacy in (
-        httpx.get(f"{url}/.well-known/agent.json", timeout=10).json(),
-        httpx.get(f"{url}/.well-known/agent-card.json", headers={"A2A-Version": "0.3"}).json(),
+        web.get(f"{url}/.well-known/agent.json", timeout=10).json(),
+        web.get(f"{url}/.well-known/agent-card.json", headers={"A2A-Version": "0.3"}).json(),
     ):
         op = legacy["securitySchemes"]["operator"]
         assert (op["type"], op["scheme"].lower()) == ("http", "bearer")
@@ -79,5 +79,5 @@ def test_0_3_request_with_invalid_params_is_invalid_params(services, service):
     r = rpc(url, "tasks/get", {"id": 5, "historyLength": "many"}, headers=OPERATOR)
     assert r.json()["error"]["code"] == -32602, r.text
     # A malformed envelope stays -32600 (Invalid Request).
-    bad = httpx.post(f"{url}/", json={"jsonrpc": "1.0", "id": 1, "method": "tasks/get"}, timeout=10)
+    bad = web.post(f"{url}/", json={"jsonrpc": "1.0", "id": 1, "method": "tasks/get"}, timeout=10)
     assert bad.json()["error"]["code"] == -32600, bad.text

@@ -14,6 +14,7 @@ from services.arena.client import GreenClient
 from services.arena.report import _why
 from services.arena.results import outcome_from_task
 from tests.integration.helpers import OPERATOR, submit_task, wait_terminal
+from tests.support import web
 from tests.support.fake_llm import FakeError, FakeReply
 
 pytestmark = pytest.mark.docker
@@ -49,7 +50,7 @@ def test_the_agents_reason_and_usage_reach_green_when_it_submits_nothing(
     assert outcome.agent_reason == done["agent_reason"] and outcome.tokens_in == 1600
     assert 'the agent said: "LLMError: NotFoundError' in _why(outcome)
     # the dashboard's task page shows it
-    page = httpx.get(f"{green.url}/ui/tasks/{task['id']}", headers=OPERATOR)
+    page = web.get(f"{green.url}/ui/tasks/{task['id']}", headers=OPERATOR)
     assert "The agent said" in page.text and "does not exist" in page.text
 
 
@@ -77,7 +78,7 @@ def test_green_cancels_purples_task_and_its_model_call_when_it_ends_the_task(
     assert done["end_reason"] == "idle_timeout"
     assert "cancelled by green" in (done["agent_reason"] or "")
     assert (done["tokens_in"], done["tokens_out"]) == (400, 10)  # reported with the command
-    view = httpx.get(f"{purple.url}/tasks/{task['id']}").json()
+    view = web.get(f"{purple.url}/tasks/{task['id']}").json()
     assert view["status"] == "cancelled" and view["tokens_in"] == 400
     time.sleep(1)
     assert len(llm.requests) == 2  # the model call was stopped, not sent again

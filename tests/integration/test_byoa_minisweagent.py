@@ -19,6 +19,7 @@ from services.arena.app import app as arena
 from services.byoa.green_shell import GreenShell
 from services.byoa.server import create_app
 from tests.integration.helpers import OPERATOR, OPERATOR_TOKEN, submit_task, wait_terminal
+from tests.support import web
 from tests.support.fake_llm import FakeReply
 from tests.support.parallel import once_per_run
 from tests.support.servers import free_port, serve
@@ -115,7 +116,7 @@ def test_arena_runs_mini_swe_agent_as_purple(
         url = f"http://127.0.0.1:{port}"
         for _ in range(300):
             try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                if web.get(f"{url}/healthz", timeout=1).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass
@@ -140,7 +141,7 @@ def test_arena_runs_mini_swe_agent_as_purple(
     assert task["status"] == "completed", (task, (tmp_path / "mini.log").read_text()[-3000:])
     assert task["scores"]["file@1"] == 1.0
     assert (task["tokens_in"], task["tokens_out"]) == llm.usage_totals == (6700, 210)
-    record = httpx.get(f"{green.url}/tasks/{task['task_id']}", headers=OPERATOR).json()
+    record = web.get(f"{green.url}/tasks/{task['task_id']}", headers=OPERATOR).json()
     assert (record["tokens_in"], record["tokens_out"]) == (6700, 210)
     assert "mini-swe-agent ended: Submitted" in (record["agent_reason"] or "")
     assert llm.requests[0]["tools"][0]["function"]["name"] == "bash"  # its own LLM layer

@@ -19,12 +19,12 @@ import time
 from pathlib import Path
 
 import docker
-import httpx
 import pytest
 
 from services.green.store.errors import AGENT_SENTENCE
 from tests.integration.helpers import OPERATOR, TERMINAL, rpc, text_message
 from tests.integration.test_replicas import HELD, IDS, LEASE_S, _replica, _tasks, _until
+from tests.support import web
 from tests.support.containers import container_names
 from tests.support.scripted_purple import Script
 
@@ -56,17 +56,17 @@ def probe_outage(a_url: str, b_url: str, task_id: str, port: int) -> int:
     """Every answer while the database is down: JSON, 503 + Retry-After; returns how many
     intakes were accepted (must be none)."""
     accepted = 0
-    r = httpx.get(f"{a_url}/tasks/{task_id}", headers=OPERATOR, timeout=30)
+    r = web.get(f"{a_url}/tasks/{task_id}", headers=OPERATOR, timeout=30)
     assert r.status_code == 503 and r.headers.get("retry-after"), (r.status_code, r.text)
     assert "database" in r.json()["detail"], r.text
-    r = httpx.post(f"{b_url}/tasks", headers=OPERATOR, json={"task": "arvo:900001"}, timeout=30)
+    r = web.post(f"{b_url}/tasks", headers=OPERATOR, json={"task": "arvo:900001"}, timeout=30)
     accepted += r.status_code == 202
     assert r.status_code == 503 and r.headers.get("retry-after"), (r.status_code, r.text)
-    r = httpx.get(f"{a_url}/tasks", headers=OPERATOR, timeout=30)
+    r = web.get(f"{a_url}/tasks", headers=OPERATOR, timeout=30)
     assert r.status_code == 503 and r.json()["detail"], r.text
-    health = httpx.get(f"{b_url}/healthz", timeout=30)
+    health = web.get(f"{b_url}/healthz", timeout=30)
     assert health.status_code == 503 and health.json()["database"] is False, health.text
-    page = httpx.get(f"{a_url}/ui", headers={**OPERATOR, "Accept": "text/html"}, timeout=30)
+    page = web.get(f"{a_url}/ui", headers={**OPERATOR, "Accept": "text/html"}, timeout=30)
     assert not page.headers["content-type"].startswith("text/plain"), page.text
     if page.status_code >= 500:
         assert page.status_code == 503 and "database" in page.text, page.text
@@ -82,7 +82,7 @@ def probe_outage(a_url: str, b_url: str, task_id: str, port: int) -> int:
 
 
 def post(url: str, ref_id: str, **body: str) -> str:
-    r = httpx.post(f"{url}/tasks", headers=OPERATOR, json={"task": f"arvo:{ref_id}", **body})
+    r = web.post(f"{url}/tasks", headers=OPERATOR, json={"task": f"arvo:{ref_id}", **body})
     assert r.status_code == 202, r.text
     return r.json()["id"]
 
@@ -90,7 +90,7 @@ def post(url: str, ref_id: str, **body: str) -> str:
 def preparing(url: str) -> dict[str, dict] | None:
     """Every task (one query), when one of them is being prepared while another runs (on a
     slow machine the first tasks may all be evaluating when the next is prepared: wait on)."""
-    r = httpx.get(f"{url}/tasks", headers=OPERATOR, params={"limit": 100}, timeout=10)
+    r = web.get(f"{url}/tasks", headers=OPERATOR, params={"limit": 100}, timeout=10)
     tasks = {t["id"]: t for t in r.json()["items"]}
     now = {t["status"] for t in tasks.values()}
     return tasks if {"preparing", "running"} <= now else None
@@ -161,7 +161,7 @@ def test_tasks_end_and_slots_return_after_a_postgres_outage(
             period=0.5,
         )
         ended = _tasks(a.url, ids)
-        listed = httpx.get(f"{a.url}/tasks", headers=OPERATOR, params={"limit": 100}, timeout=30)
+        listed = web.get(f"{a.url}/tasks", headers=OPERATOR, params={"limit": 100}, timeout=30)
         assert listed.json()["total"] == len(ids), "intake during the outage created tasks"
 
         # attribution: completed, or an infra failure; never the agent's
@@ -188,7 +188,7 @@ def test_tasks_end_and_slots_return_after_a_postgres_outage(
 
         _until(full, 120, f"a replica lost slots: {_tasks(a.url, batch)}", period=0.5)
         for task_id in batch:
-            httpx.post(f"{a.url}/tasks/{task_id}/cancel", headers=OPERATOR, timeout=30)
+            web.post(f"{a.url}/tasks/{task_id}/cancel", headers=OPERATOR, timeout=30)
         _until(
             lambda: all(t["status"] in TERMINAL for t in _tasks(a.url, batch).values()),
             60,
@@ -262,7 +262,7 @@ def test_tasks_end_and_slots_return_after_a_locked_sqlite_file(
             f"a slot was lost: {_tasks(green.url, batch)}",
         )
         for task_id in batch:
-            httpx.post(f"{green.url}/tasks/{task_id}/cancel", headers=OPERATOR, timeout=30)
+            web.post(f"{green.url}/tasks/{task_id}/cancel", headers=OPERATOR, timeout=30)
     finally:
         green.stop()
     left = container_names(docker_client, ["arena.managed=1", "arena.owner=locked-a"])

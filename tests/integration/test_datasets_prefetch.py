@@ -9,7 +9,6 @@ import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import httpx
 import pytest
 from typer.testing import CliRunner
 
@@ -19,6 +18,7 @@ from services.arena.splits import sample
 from services.arena.tasks import _size
 from services.green.kinds.arvo.datasets.splits import local_ids
 from tests.integration.helpers import OPERATOR, OPERATOR_TOKEN
+from tests.support import web
 
 pytestmark = pytest.mark.docker
 
@@ -50,7 +50,7 @@ def _flat(text: str) -> str:
 
 
 def _dry(url: str, ref: str) -> dict:
-    r = httpx.post(
+    r = web.post(
         f"{url}/datasets/prefetch",
         json={"task": ref, "dry_run": True},
         headers=OPERATOR,

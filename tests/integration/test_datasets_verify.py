@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 
-import httpx
 import pytest
 from typer.testing import CliRunner
 
@@ -15,6 +14,7 @@ from services.arena.app import app as cli
 from services.arena.tasks_client import narrow_run_ids
 from tests.integration.conftest import leftover_containers
 from tests.integration.helpers import OPERATOR, OPERATOR_TOKEN, submit_task, wait_terminal
+from tests.support import web
 
 pytestmark = pytest.mark.docker
 
@@ -36,7 +36,7 @@ def test_verify_every_fixture_and_catch_the_broken_ones(start_green, docker_clie
     not_ok = ", ".join(f"arvo:{b}" for b in BROKEN)  # the client names tasks by reference
     assert f"{len(GOOD)}/{n} verified; not: {not_ok}" in re.sub(r"\s+", " ", result.output)
 
-    rows = httpx.get(
+    rows = web.get(
         f"{green.url}/datasets/verifications",
         params={"task": [*GOOD, *BROKEN, "123"]},
         headers=OPERATOR,
@@ -71,14 +71,14 @@ def test_verify_every_fixture_and_catch_the_broken_ones(start_green, docker_clie
     )
     assert ok["verified"] is True and broken["verified"] is False
     assert (
-        httpx.get(f"{green.url}/tasks/{broken['id']}", headers=OPERATOR).json()["verified"] is False
+        web.get(f"{green.url}/tasks/{broken['id']}", headers=OPERATOR).json()["verified"] is False
     )
     body = {"task_ids": ["900001", "900901", "900003"], "verified_only": True}
-    started = httpx.post(f"{green.url}/assessments", json=body, headers=OPERATOR, timeout=30)
+    started = web.post(f"{green.url}/assessments", json=body, headers=OPERATOR, timeout=30)
     assert started.status_code == 202, started.text
     assert len(started.json()["task_ids"]) == 2 and started.json()["left_out"] == ["arvo:900901"]
     none_ok = {"task_ids": ["900902"], "verified_only": True}
-    refused = httpx.post(f"{green.url}/assessments", json=none_ok, headers=OPERATOR, timeout=30)
+    refused = web.post(f"{green.url}/assessments", json=none_ok, headers=OPERATOR, timeout=30)
     assert refused.status_code == 422 and "none of these tasks is verified" in refused.text
     for task in (ok, broken):
         wait_terminal(green.url, task["id"])
@@ -86,15 +86,15 @@ def test_verify_every_fixture_and_catch_the_broken_ones(start_green, docker_clie
 
 def test_dataset_routes_need_the_operator_and_check_ids(start_green):
     green = start_green()
-    assert httpx.post(f"{green.url}/datasets/verify", json={"task": "900001"}).status_code == 401
-    assert httpx.get(f"{green.url}/datasets/ids").status_code == 401
-    bad = httpx.post(
+    assert web.post(f"{green.url}/datasets/verify", json={"task": "900001"}).status_code == 401
+    assert web.get(f"{green.url}/datasets/ids").status_code == 401
+    bad = web.post(
         f"{green.url}/datasets/verify", json={"task": "../etc"}, headers=OPERATOR, timeout=10
     )
     assert bad.status_code == 422
-    missing = httpx.post(
+    missing = web.post(
         f"{green.url}/datasets/verify", json={"task": "123"}, headers=OPERATOR, timeout=30
     ).json()
     assert not missing["verified"] and missing["reason"].startswith("assets: ")
-    ids = httpx.get(f"{green.url}/datasets/ids", headers=OPERATOR, timeout=10).json()["ids"]
+    ids = web.get(f"{green.url}/datasets/ids", headers=OPERATOR, timeout=10).json()["ids"]
     assert set(GOOD) | set(BROKEN) <= set(ids)

@@ -15,7 +15,6 @@ import time
 import uuid
 from pathlib import Path
 
-import httpx
 import pytest
 from typer.testing import CliRunner
 
@@ -28,6 +27,7 @@ from tests.integration.helpers import (
     wait_status,
     wait_terminal,
 )
+from tests.support import web
 from tests.support.containers import container_names
 from tests.support.docker_proxy import ENGINE_SOCKET
 from tests.support.local_registry import LocalRegistry, local_registry  # noqa: F401
@@ -44,7 +44,7 @@ SLIM_TEMPLATE = "arena-test/arvo-slim:{id}-vul"
 
 
 def _task(green_url: str, task_id: str) -> dict:
-    return httpx.get(f"{green_url}/tasks/{task_id}", headers=OPERATOR, timeout=10).json()
+    return web.get(f"{green_url}/tasks/{task_id}", headers=OPERATOR, timeout=10).json()
 
 
 def _wait_commands(green_url: str, task_id: str, n: int, timeout: float = 120) -> None:
@@ -88,7 +88,7 @@ def test_green_spreads_pulls_and_ends_the_tasks_of_a_down_engine_as_infra(
     [near] = [t for t in tasks if t != far]
     logs = "".join(p.read_text() for p in Path(green_settings.log_dir).rglob("*.log"))
     assert f"pulling {source} on engine engine-1" in logs and f"pulled {source}" in logs
-    health = httpx.get(f"{green.url}/healthz", headers=OPERATOR, timeout=10).json()
+    health = web.get(f"{green.url}/healthz", headers=OPERATOR, timeout=10).json()
     assert [(e["name"], e["up"], e["running"]) for e in health["engines"]] == [
         ("engine-0", True, 1),
         ("engine-1", True, 1),
@@ -100,14 +100,14 @@ def test_green_spreads_pulls_and_ends_the_tasks_of_a_down_engine_as_infra(
         ended = wait_terminal(green.url, far, timeout=60)
         assert (ended["status"], ended["failure_kind"]) == ("failed", "infra"), ended
         assert ended["end_reason"] == "sandbox" and "engine-1" in ended["error"], ended
-        health = httpx.get(f"{green.url}/healthz", headers=OPERATOR, timeout=10).json()
+        health = web.get(f"{green.url}/healthz", headers=OPERATOR, timeout=10).json()
         engines = {e["name"]: e for e in health["engines"]}
         assert engines["engine-1"]["up"] is False and engines["engine-0"]["up"] is True
         assert health["docker"] is True  # one engine still answers
         assert _task(green.url, near)["status"] == "running"  # the other engine's task runs on
     finally:
         os.kill(second_dockerd.process.pid, signal.SIGCONT)
-    httpx.post(f"{green.url}/tasks/{near}/cancel", headers=OPERATOR, timeout=60)
+    web.post(f"{green.url}/tasks/{near}/cancel", headers=OPERATOR, timeout=60)
     wait_terminal(green.url, near, timeout=60)
     deadline = time.monotonic() + 60  # the janitor removes the far container once it answers
     while container_names(second, owner):
@@ -135,7 +135,7 @@ def test_the_image_budget_keeps_each_engine_under_it(
             image_template=template,
             image_budget_gb=1.5 * size / 1e9,
         )
-        state = httpx.get(f"{green.url}/datasets/images", headers=OPERATOR, timeout=30).json()
+        state = web.get(f"{green.url}/datasets/images", headers=OPERATOR, timeout=30).json()
         assert state["images"] == 4 and state["over"] is True
         assert {name: e["images"] for name, e in state["engines"].items()} == {
             "engine-0": 1,
@@ -149,11 +149,11 @@ def test_the_image_budget_keeps_each_engine_under_it(
             (near[0], "engine-0"),
             *((tag, "engine-1") for tag in far),
         }
-        health = httpx.get(f"{green.url}/healthz", headers=OPERATOR, timeout=10).json()
+        health = web.get(f"{green.url}/healthz", headers=OPERATOR, timeout=10).json()
         assert health["images"]["engines"]["engine-1"]["over"] is True
 
         # only the engine over the budget loses images, never used first (by tag), until within
-        r = httpx.post(f"{green.url}/datasets/images/enforce", headers=OPERATOR, timeout=60)
+        r = web.post(f"{green.url}/datasets/images/enforce", headers=OPERATOR, timeout=60)
         assert r.json()["removed"] == [f"engine-1/{far[0]}", f"engine-1/{far[1]}"]
         assert present(second, template) == {far[2]}
         assert present(docker_client, template) == set(near)

@@ -6,7 +6,6 @@ import asyncio
 import json
 import time
 
-import httpx
 import pytest
 from a2a.helpers import get_data_parts, get_text_parts
 from a2a.types import TaskState
@@ -20,6 +19,7 @@ from tests.integration.helpers import (
     stream_message,
     wait_terminal,
 )
+from tests.support import web
 from tests.support.scripted_purple import Script
 
 pytestmark = pytest.mark.docker
@@ -98,12 +98,12 @@ def test_assessment_with_an_unknown_task_fails_cleanly(start_green):
 
 def test_agent_card_is_reachable_and_speaks_both_protocols(start_green):
     green = start_green(host="0.0.0.0")
-    card = httpx.get(f"http://127.0.0.1:{green.port}/.well-known/agent-card.json").json()
+    card = web.get(f"http://127.0.0.1:{green.port}/.well-known/agent-card.json").json()
     urls = {i["url"] for i in card["supportedInterfaces"]}
     assert urls == {f"http://127.0.0.1:{green.port}/"}, "never advertise 0.0.0.0"
     assert {i["protocolVersion"] for i in card["supportedInterfaces"]} == {"1.0", "0.3"}
     assert card["url"] == f"http://127.0.0.1:{green.port}/"  # the 0.3 field
-    assert httpx.get(f"http://127.0.0.1:{green.port}/docs").status_code == 200
+    assert web.get(f"http://127.0.0.1:{green.port}/docs").status_code == 200
 
 
 def test_rest_assessment_runs_tasks_and_keeps_the_result(start_green, scripted_purple):
@@ -114,7 +114,7 @@ def test_rest_assessment_runs_tasks_and_keeps_the_result(start_green, scripted_p
         )
     )
     green = start_green(purple_url=purple_url)
-    r = httpx.post(
+    r = web.post(
         f"{green.url}/assessments", headers=OPERATOR, json={"task_ids": ["arvo:900001", "900002"]}
     )
     assert r.status_code == 202, r.text
@@ -122,18 +122,18 @@ def test_rest_assessment_runs_tasks_and_keeps_the_result(start_green, scripted_p
     for task_id in body["task_ids"]:
         wait_terminal(green.url, task_id)
     for _ in range(100):
-        rec = httpx.get(f"{green.url}/assessments/{body['id']}", headers=OPERATOR).json()
+        rec = web.get(f"{green.url}/assessments/{body['id']}", headers=OPERATOR).json()
         if rec["status"] != "running":
             break
         time.sleep(0.1)
     assert rec["status"] == "completed"
     assert rec["result"]["aggregate"]["n_tasks"] == 2
-    listed = httpx.get(
+    listed = web.get(
         f"{green.url}/tasks", headers=OPERATOR, params={"assessment_id": body["id"]}
     ).json()
     assert listed["total"] == 2
     assert (
-        httpx.post(
+        web.post(
             f"{green.url}/assessments", headers=OPERATOR, json={"task_ids": ["arvo:777"]}
         ).status_code
         == 404
@@ -143,13 +143,13 @@ def test_rest_assessment_runs_tasks_and_keeps_the_result(start_green, scripted_p
         ("/assessments", {"task_ids": ["swebench:x__y-1"]}),
         ("/tasks", {"task": "swebench:x__y-1"}),
     ):
-        r = httpx.post(f"{green.url}{path}", headers=OPERATOR, json=body)
+        r = web.post(f"{green.url}{path}", headers=OPERATOR, json=body)
         assert r.status_code == 422 and "unknown task kind 'swebench'" in r.text, r.text
     assert (
-        httpx.post(f"{green.url}/assessments", headers=OPERATOR, json={"task_ids": []}).status_code
+        web.post(f"{green.url}/assessments", headers=OPERATOR, json={"task_ids": []}).status_code
         == 422
     )
-    assert httpx.get(f"{green.url}/assessments/nope", headers=OPERATOR).status_code == 404
+    assert web.get(f"{green.url}/assessments/nope", headers=OPERATOR).status_code == 404
 
 
 def test_a_quiet_assessment_still_streams_heartbeats(start_green, scripted_purple):
@@ -180,7 +180,7 @@ def test_the_operator_cancels_an_a2a_task_and_its_green_task_ends_cancelled(
     sent = start_a2a_task(green.url, "Task ID: arvo:900001")
 
     def running() -> list[dict]:
-        listed = httpx.get(f"{green.url}/tasks", headers=OPERATOR, timeout=10).json()["items"]
+        listed = web.get(f"{green.url}/tasks", headers=OPERATOR, timeout=10).json()["items"]
         return [t for t in listed if t["status"] == "running" and t["steps"] >= 1]
 
     deadline = time.monotonic() + 120

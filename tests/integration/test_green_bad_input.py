@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import time
 
-import httpx
 import pytest
 from a2a.types import Role
 
@@ -13,6 +12,7 @@ from services.green.live_task import NOT_SERVED
 from services.shared.a2a import A2APeer, message_parts, new_protocol_message
 from tests.integration.conftest import leftover_containers
 from tests.integration.helpers import OPERATOR, submit_task, wait_status, wait_terminal
+from tests.support import web
 from tests.support.scripted_purple import Script
 
 pytestmark = pytest.mark.docker
@@ -24,12 +24,12 @@ def test_rest_rejects_bad_requests_with_clear_4xx(start_green):
     green = start_green()
     cases = [
         (
-            httpx.post(f"{green.url}/tasks", headers=OPERATOR, json={"task": "arvo:424242"}),
+            web.post(f"{green.url}/tasks", headers=OPERATOR, json={"task": "arvo:424242"}),
             404,
             "unknown task",
         ),
         (
-            httpx.post(
+            web.post(
                 f"{green.url}/tasks",
                 content=b"{not json",
                 headers={**OPERATOR, "content-type": "application/json"},
@@ -38,13 +38,13 @@ def test_rest_rejects_bad_requests_with_clear_4xx(start_green):
             "invalid request",
         ),
         (
-            httpx.post(f"{green.url}/tasks", headers=OPERATOR, json={"task": "../../etc/passwd"}),
+            web.post(f"{green.url}/tasks", headers=OPERATOR, json={"task": "../../etc/passwd"}),
             422,
             "not a task reference",
         ),
-        (httpx.post(f"{green.url}/tasks", headers=OPERATOR, json={}), 422, "give 'task'"),
+        (web.post(f"{green.url}/tasks", headers=OPERATOR, json={}), 422, "give 'task'"),
         (
-            httpx.post(
+            web.post(
                 f"{green.url}/tasks",
                 headers=OPERATOR,
                 json={"task": "arvo:900001", "max_steps": -1},
@@ -52,18 +52,18 @@ def test_rest_rejects_bad_requests_with_clear_4xx(start_green):
             422,
             "max_steps",
         ),
-        (httpx.get(f"{green.url}/tasks/nope", headers=OPERATOR), 404, "no task"),
-        (httpx.get(f"{green.url}/tasks/nope/commands", headers=OPERATOR), 404, "no task"),
-        (httpx.post(f"{green.url}/tasks/nope/cancel", headers=OPERATOR), 404, "no task"),
-        (httpx.get(f"{green.url}/tasks?status=bogus", headers=OPERATOR), 422, "status"),
-        (httpx.get(f"{green.url}/tasks?limit=0", headers=OPERATOR), 422, "limit"),
+        (web.get(f"{green.url}/tasks/nope", headers=OPERATOR), 404, "no task"),
+        (web.get(f"{green.url}/tasks/nope/commands", headers=OPERATOR), 404, "no task"),
+        (web.post(f"{green.url}/tasks/nope/cancel", headers=OPERATOR), 404, "no task"),
+        (web.get(f"{green.url}/tasks?status=bogus", headers=OPERATOR), 422, "status"),
+        (web.get(f"{green.url}/tasks?limit=0", headers=OPERATOR), 422, "limit"),
     ]
     for resp, code, text in cases:
         assert resp.status_code == code, (resp.request.url, resp.text)
         assert text in resp.text, resp.text
         assert resp.headers["content-type"].startswith("application/json")
     assert (
-        httpx.get(f"{green.url}/tasks", headers=OPERATOR).json()["total"] == 0
+        web.get(f"{green.url}/tasks", headers=OPERATOR).json()["total"] == 0
     )  # nothing half-created
 
 
@@ -166,7 +166,7 @@ def test_command_timeout_kills_and_reports(start_green, scripted_purple):
     slow, after = seen.results
     assert slow.timed_out and slow.exit_code != 0 and "never" not in slow.output
     assert after.output.strip() == "0"  # nothing of the killed command is left
-    commands = httpx.get(f"{green.url}/tasks/{task['id']}/commands", headers=OPERATOR).json()
+    commands = web.get(f"{green.url}/tasks/{task['id']}/commands", headers=OPERATOR).json()
     assert commands[0]["timed_out"] is True
 
 
@@ -186,9 +186,9 @@ def test_cancel_a_running_task(start_green, scripted_purple, docker_client):
     green = start_green(purple_url=purple_url)
     task = submit_task(green.url, {"task": "arvo:900001"})
     wait_status(green.url, task["id"], "running")
-    r = httpx.post(f"{green.url}/tasks/{task['id']}/cancel", headers=OPERATOR, timeout=60)
+    r = web.post(f"{green.url}/tasks/{task['id']}/cancel", headers=OPERATOR, timeout=60)
     assert r.status_code == 200 and r.json()["status"] == "cancelled"
-    assert httpx.post(f"{green.url}/tasks/{task['id']}/cancel", headers=OPERATOR).status_code == 409
+    assert web.post(f"{green.url}/tasks/{task['id']}/cancel", headers=OPERATOR).status_code == 409
     assert leftover_containers(docker_client, green.owner) == []
 
 

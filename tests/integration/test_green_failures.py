@@ -16,7 +16,6 @@ import sqlite3
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 from services.green.store.errors import AGENT_SENTENCE
@@ -25,6 +24,7 @@ from services.purple.config import PurpleSettings
 from tests.integration.conftest import leftover_containers
 from tests.integration.helpers import OPERATOR, submit_task, wait_for, wait_status, wait_terminal
 from tests.integration.test_green_lifecycle import perfect_file_and_function
+from tests.support import web
 from tests.support.containers import container_names
 from tests.support.docker_proxy import DockerProxy
 from tests.support.scripted_purple import Observed, Script, ScriptedPolicy
@@ -103,7 +103,7 @@ def test_cancel_while_preparing_never_orphans_a_container(
         ids.append(task["id"])
         wait_for(green.url, task["id"], {"preparing"})
         time.sleep(rng.uniform(0.0, 0.4))  # somewhere in assets, ground truth, create, copy
-        httpx.post(f"{green.url}/tasks/{task['id']}/cancel", headers=OPERATOR, timeout=60)
+        web.post(f"{green.url}/tasks/{task['id']}/cancel", headers=OPERATOR, timeout=60)
     for task_id in ids:
         done = wait_terminal(green.url, task_id, timeout=120)
         assert done["status"] == "cancelled", done
@@ -123,7 +123,7 @@ def test_shutdown_while_preparing_never_orphans_a_container(
     assert leftover_containers(docker_client, green.owner) == []
     again = start_green(purple_url=purple_url)
     for task_id in ids:
-        task = httpx.get(f"{again.url}/tasks/{task_id}", headers=OPERATOR, timeout=10).json()
+        task = web.get(f"{again.url}/tasks/{task_id}", headers=OPERATOR, timeout=10).json()
         assert task["status"] == "failed" and task["failure_kind"] == "infra", task
 
 
@@ -172,8 +172,7 @@ def test_purple_dying_mid_task_ends_it_within_seconds(
     wait_status(green.url, task["id"], "running")
     deadline = time.monotonic() + 60
     while (
-        httpx.get(f"{green.url}/tasks/{task['id']}", headers=OPERATOR, timeout=10).json()["steps"]
-        < 2
+        web.get(f"{green.url}/tasks/{task['id']}", headers=OPERATOR, timeout=10).json()["steps"] < 2
     ):
         assert time.monotonic() < deadline, "purple never ran a command"
         time.sleep(0.2)

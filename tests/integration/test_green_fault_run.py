@@ -10,18 +10,18 @@ import secrets
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 from tests.integration.conftest import leftover_containers
 from tests.integration.helpers import OPERATOR, submit_task, wait_for, wait_status, wait_terminal
+from tests.support import web
 from tests.support.docker_proxy import DockerProxy
 
 pytestmark = pytest.mark.docker
 
 
 def _steps(green_url: str, task_id: str) -> int:
-    return httpx.get(f"{green_url}/tasks/{task_id}", headers=OPERATOR, timeout=10).json()["steps"]
+    return web.get(f"{green_url}/tasks/{task_id}", headers=OPERATOR, timeout=10).json()["steps"]
 
 
 def _wait_steps(green_url: str, task_id: str, n: int, timeout: float = 90) -> None:
@@ -52,7 +52,7 @@ def test_one_run_with_every_fault(
             task_id = submit(900002)
             wait_for(green.url, task_id, {"preparing"})
             time.sleep(0.15)
-            httpx.post(f"{green.url}/tasks/{task_id}/cancel", headers=OPERATOR, timeout=60)
+            web.post(f"{green.url}/tasks/{task_id}/cancel", headers=OPERATOR, timeout=60)
             cancelled.append(task_id)
 
         # 2. purple killed and restarted while two tasks run
@@ -83,7 +83,7 @@ def test_one_run_with_every_fault(
         assert leftover_containers(docker_client, green.owner) == [], "containers left"
 
         tasks = {
-            t: httpx.get(f"{green.url}/tasks/{t}", headers=OPERATOR, timeout=10).json()
+            t: web.get(f"{green.url}/tasks/{t}", headers=OPERATOR, timeout=10).json()
             for t in cancelled + lost + broken
         }
         for t in cancelled:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import httpx
 import pytest
 
 from fixtures.catalog import get_task
 from tests.integration.conftest import leftover_containers
 from tests.integration.helpers import OPERATOR, submit_task, wait_terminal
+from tests.support import web
 from tests.support.scripted_purple import Script
 
 pytestmark = pytest.mark.docker
@@ -58,14 +58,14 @@ def test_rest_task_runs_from_queued_to_completed(
     assert "/workspace/error.txt" in description and "loc.json" in description
     assert "900001" not in description and "xml_decode_entity" not in description
     assert "900001" not in seen.results[0].output + seen.results[1].output
-    green_db = httpx.get(f"{green.url}/tasks/{task['id']}", headers=OPERATOR).json()
+    green_db = web.get(f"{green.url}/tasks/{task['id']}", headers=OPERATOR).json()
     assert not any(f in description for f in (green_db["ground_truth"]["files"][0]["path"],))
 
     # the container is gone; the database and both log files hold the story
     assert done["container_name"] and done["container_name"] not in leftover_containers(
         docker_client, green.owner
     )
-    commands = httpx.get(f"{green.url}/tasks/{task['id']}/commands", headers=OPERATOR).json()
+    commands = web.get(f"{green.url}/tasks/{task['id']}/commands", headers=OPERATOR).json()
     assert [c["seq"] for c in commands] == [1, 2, 3, 4]
     assert commands[0]["command"] == "ls /workspace/src-vul"
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import threading
 
-import httpx
 import pytest
 
 from services.green.store.db import MIGRATIONS
 from services.shared.db import connect_engine
 from services.shared.migrate import current, head
 from tests.integration.helpers import OPERATOR_TOKEN
+from tests.support import web
 from tests.support.servers import ServiceProcess, free_port
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -66,7 +66,7 @@ def test_two_replicas_started_together_on_empty_postgres_ten_times(
             errors = start_together(replicas)
             assert errors == [], f"round {round_}: {errors}"
             for replica in replicas:
-                health = httpx.get(f"{replica.url}/healthz", timeout=10)
+                health = web.get(f"{replica.url}/healthz", timeout=10)
                 assert health.status_code == 200, f"round {round_}: {health.text}"
             engine = connect_engine(url)
             assert current(engine) == head(MIGRATIONS)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 
-import httpx
 import pytest
 
 from services.green.store.crud import TaskStore
@@ -22,6 +21,7 @@ from tests.integration.helpers import (
     wait_status,
     wait_terminal,
 )
+from tests.support import web
 from tests.support.scripted_purple import Observed, Script, ScriptedPolicy
 from tests.support.servers import ServiceProcess, ThreadedServer, free_port
 
@@ -91,7 +91,7 @@ def test_killed_green_marks_the_task_failed_and_reaps_its_container(
         foreign.reload()
         assert foreign.status == "running", "start-up reaps only this green's containers"
         foreign.remove(force=True)
-        after = httpx.get(f"{green.url}/tasks/{task['id']}", headers=OPERATOR).json()
+        after = web.get(f"{green.url}/tasks/{task['id']}", headers=OPERATOR).json()
         assert after["status"] == "failed" and after["error"] == "interrupted by restart"
         assert after["failure_kind"] == "infra"
         assert leftover_containers(docker_client, green_settings.instance_name) == []
@@ -115,7 +115,7 @@ def test_graceful_stop_ends_running_tasks_and_removes_containers(
     assert leftover_containers(docker_client, green_settings.instance_name) == []
     green.start()
     try:
-        after = httpx.get(f"{green.url}/tasks/{task['id']}", headers=OPERATOR).json()
+        after = web.get(f"{green.url}/tasks/{task['id']}", headers=OPERATOR).json()
         assert after["status"] == "failed" and after["error"] == "green shut down"
     finally:
         green.stop()

@@ -11,7 +11,6 @@ import json
 import time
 from collections.abc import Iterator
 
-import httpx
 import pytest
 
 from fixtures.catalog import load_tasks
@@ -19,6 +18,7 @@ from services.purple.app import create_app as create_purple
 from services.purple.config import PurpleSettings
 from tests.integration.conftest import leftover_containers
 from tests.integration.helpers import OPERATOR, rpc, start_a2a_task
+from tests.support import web
 from tests.support.hostile_purple import AttackReport, HostilePolicy
 from tests.support.servers import free_port, serve
 
@@ -107,6 +107,6 @@ def test_a_hostile_purple_learns_nothing_touches_nothing_and_scores_zero(
     assert "arvo:" not in received and "arvo_" not in everything
 
     # no decoy task was created, and nothing was left running
-    listed = httpx.get(f"{green.url}/tasks", headers=OPERATOR).json()
+    listed = web.get(f"{green.url}/tasks", headers=OPERATOR).json()
     assert listed["total"] == 1
     assert leftover_containers(docker_client, green.owner) == []

@@ -24,6 +24,7 @@ from services.green.live_task import BUSY, NOT_SERVED
 from services.purple.app import create_app as create_purple
 from services.purple.config import PurpleSettings
 from tests.integration.helpers import OPERATOR, OPERATOR_TOKEN, wait_status, wait_terminal
+from tests.support import web
 from tests.support.hostile_http import (
     MIB,
     Flood,
@@ -108,7 +109,7 @@ def _task_under_attack(green_process, flooding_purple, flood: Flood, **settings:
     port = free_port()
     purple_url, _, app = flooding_purple(f"http://127.0.0.1:{port}", flood)
     green = green_process(port=port, purple_url=purple_url, **settings)
-    r = httpx.post(f"{green.url}/tasks", headers=OPERATOR, json={"task": TASK}, timeout=30)
+    r = web.post(f"{green.url}/tasks", headers=OPERATOR, json={"task": TASK}, timeout=30)
     assert r.status_code == 202, r.text
     task = r.json()
     assert flood.started.wait(120), "the hostile purple never got its task"
@@ -169,7 +170,7 @@ def test_5_a_huge_or_endless_trajectory_is_cut_and_green_stays_small(
     wait_terminal(green.url, task["id"])
     page = f"{green.url}/ui/tasks/{task['id']}/trajectory"
     with PeakRss(green.proc.pid) as rss:
-        r = httpx.get(page, headers=OPERATOR, timeout=120)
+        r = web.get(page, headers=OPERATOR, timeout=120)
     print(f"\n600 MiB trajectory: green's RSS "
           f"{rss.base:.0f} -> peak {rss.peak:.0f} MiB (+{rss.growth:.0f})")  # fmt: skip
     assert r.status_code == 200, r.text[:500]
@@ -177,7 +178,7 @@ def test_5_a_huge_or_endless_trajectory_is_cut_and_green_stays_small(
     assert rss.growth < 100, rss.growth
     hostile.drip = True  # a byte a second, forever: the total time limit ends it
     t0 = time.monotonic()
-    r = httpx.get(page, headers=OPERATOR, timeout=120)
+    r = web.get(page, headers=OPERATOR, timeout=120)
     print(f"endless trajectory: the page answered in {time.monotonic() - t0:.1f} s")
     assert r.status_code == 200 and "did not arrive within 3 s" in r.text, r.text[:2000]
 
@@ -228,7 +229,7 @@ def test_6_a_huge_body_is_refused_while_it_is_read_before_authentication(green_p
             assert answer.startswith("HTTP/1.1 413"), (path, how, answer[:300])
             assert "larger than" in answer and "BODY_MAX_BYTES" in answer, answer
             assert rss.growth < 50, (path, how, rss.growth)
-    assert httpx.get(f"{green.url}/healthz").status_code == 200
+    assert web.get(f"{green.url}/healthz").status_code == 200
 
 
 # ---- attack 7: deep JSON --------------------------------------------------------------------
@@ -265,7 +266,7 @@ def test_7_deep_json_rpc_is_an_invalid_request_never_an_internal_error(green_pro
     }
     for name, body in bodies.items():
         for headers in ({}, OPERATOR):
-            r = httpx.post(f"{green.url}/", content=body, timeout=30,
+            r = web.post(f"{green.url}/", content=body, timeout=30,
                            headers={**headers, "content-type": "application/json"})  # fmt: skip
             assert r.status_code < 500, (name, r.status_code, r.text[:300])
             error = r.json()["error"]
@@ -278,7 +279,7 @@ def test_7_deep_json_rpc_is_an_invalid_request_never_an_internal_error(green_pro
 
 def test_8_the_dashboard_cannot_be_framed_and_its_forms_need_the_session_token(green_process):
     green = green_process(purple_url="http://127.0.0.1:9", purple_start_retry_s=120)
-    r = httpx.post(f"{green.url}/tasks", headers=OPERATOR, json={"task": TASK}, timeout=30)
+    r = web.post(f"{green.url}/tasks", headers=OPERATOR, json={"task": TASK}, timeout=30)
     task = r.json()
     with httpx.Client(base_url=green.url, timeout=30) as c:
         assert c.post("/ui/login", data={"token": OPERATOR_TOKEN}).status_code == 303
@@ -295,7 +296,7 @@ def test_8_the_dashboard_cannot_be_framed_and_its_forms_need_the_session_token(g
         host = green.url.split("://", 1)[1]
         framed = c.post(f"/ui/tasks/{task['id']}/cancel", headers={"origin": f"http://{host}"})
         assert framed.status_code == 403, framed.text[:300]
-        alive = httpx.get(f"{green.url}/tasks/{task['id']}", headers=OPERATOR).json()
+        alive = web.get(f"{green.url}/tasks/{task['id']}", headers=OPERATOR).json()
         assert alive["status"] not in ("cancelled", "failed"), alive
         token = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)
         ours = c.post(f"/ui/tasks/{task['id']}/cancel", data={"csrf": token})
@@ -319,7 +320,7 @@ def test_9_counters_from_the_agent_are_refused_unless_non_negative_finite_and_bo
     assert "cost" in flood.bad_submit or "tokens_in" in flood.bad_submit, flood.bad_submit
     assert done["status"] == "completed", done
     assert done["cost"] >= 0 and done["tokens_in"] >= 0, done
-    runs = httpx.get(f"{green.url}/ui", headers=OPERATOR).text
+    runs = web.get(f"{green.url}/ui", headers=OPERATOR).text
     assert "-1.00e300" not in runs and "e300" not in runs
 
 
@@ -330,7 +331,7 @@ HUGE = "99999999999999999999"
 
 def test_10_numbers_in_query_strings_have_ranges(green_process):
     green = green_process(purple_url="http://127.0.0.1:9", purple_start_retry_s=60)
-    task = httpx.post(f"{green.url}/tasks", headers=OPERATOR, json={"task": TASK}).json()
+    task = web.post(f"{green.url}/tasks", headers=OPERATOR, json={"task": TASK}).json()
     with httpx.Client(base_url=green.url, headers=OPERATOR, timeout=30) as c:
         for path in (
             f"/tasks?offset={HUGE}",
@@ -367,7 +368,7 @@ def test_11_a_refusal_to_a_caller_without_the_token_does_not_tell_the_status(
     wait_status(green.url, task["id"], "running")
 
     def stranger(task_id: str) -> str:
-        return reply_text(httpx.post(f"{green.url}/", json=execute_rpc(task_id, "id", "guess")))
+        return reply_text(web.post(f"{green.url}/", json=execute_rpc(task_id, "id", "guess")))
 
     while_running = stranger(task["id"])
     flood.release.set()
@@ -392,9 +393,9 @@ def test_an_execute_gets_the_same_reply_sent_or_streamed(green_process, flooding
     assert flood.done.wait(60)
     wait_status(green.url, task["id"], "running")
     sent = execute_rpc(flood.task_id, "echo same", flood.token)
-    reply = httpx.post(f"{green.url}/", json=sent, timeout=30).json()["result"]
+    reply = web.post(f"{green.url}/", json=sent, timeout=30).json()["result"]
     streamed = {**sent, "method": "message/stream", "id": str(uuid.uuid4())}
-    with httpx.stream("POST", f"{green.url}/", json=streamed, timeout=30) as r:
+    with web.stream("POST", f"{green.url}/", json=streamed, timeout=30) as r:
         events = [json.loads(line[5:]) for line in r.iter_lines() if line.startswith("data:")]
     flood.release.set()
     assert wait_terminal(green.url, task["id"])["status"] == "completed"
@@ -406,5 +407,5 @@ def test_an_execute_gets_the_same_reply_sent_or_streamed(green_process, flooding
         assert set(data) == {
             "kind", "exit_code", "output", "truncated", "bytes_cut", "timed_out", "duration_s"
         }  # fmt: skip
-    commands = httpx.get(f"{green.url}/tasks/{task['id']}/commands", headers=OPERATOR).json()
+    commands = web.get(f"{green.url}/tasks/{task['id']}/commands", headers=OPERATOR).json()
     assert [c["command"] for c in commands].count("echo same") == 2

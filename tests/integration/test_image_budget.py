@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 import uuid
 
-import httpx
 import pytest
 from typer.testing import CliRunner
 
@@ -19,6 +18,7 @@ from services.green.store.crud import TaskStore
 from services.green.store.db import make_engine
 from services.green.store.models import Task, TaskStatus
 from tests.integration.helpers import OPERATOR, OPERATOR_TOKEN, submit_task, wait_terminal
+from tests.support import web
 from tests.support.task_images import copy_image, present, remove_all
 
 pytestmark = pytest.mark.docker
@@ -42,7 +42,7 @@ def test_budget_removes_lru_unused_task_images(
     size = docker_client.images.get(tags["900001"]).attrs["Size"]
     green = start_green(image_template=tpl, image_budget_gb=1.5 * size / 1e9)
 
-    health = httpx.get(f"{green.url}/healthz", headers=OPERATOR, timeout=10).json()
+    health = web.get(f"{green.url}/healthz", headers=OPERATOR, timeout=10).json()
     assert health["images"] == {
         "budget_gb": pytest.approx(1.5 * size / 1e9),
         "used_gb": pytest.approx(3 * size / 1e9, abs=0.01),
@@ -67,7 +67,7 @@ def test_budget_removes_lru_unused_task_images(
             owner="another-replica",
         )
     )
-    r = httpx.post(
+    r = web.post(
         f"{green.url}/datasets/prefetch", json={"task": "900002"}, headers=OPERATOR, timeout=120
     )
     assert r.status_code == 200, r.text

@@ -9,12 +9,12 @@ import json
 import time
 
 import duckdb
-import httpx
 import pytest
 from a2a.helpers import get_data_parts
 
 from fixtures.catalog import REPO_ROOT
 from tests.integration.helpers import OPERATOR, stream_message
+from tests.support import web
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -63,12 +63,12 @@ def test_leaderboard_queries_over_a_real_result(tmp_path, start_green, analyst_u
 
     # the REST twin carries the same intervals
     body = {"task_ids": ["arvo:900001"], "purple_url": analyst_url}
-    r = httpx.post(f"{green.url}/assessments", json=body, headers=OPERATOR, timeout=30)
+    r = web.post(f"{green.url}/assessments", json=body, headers=OPERATOR, timeout=30)
     assert r.status_code == 202, r.text
     aid = r.json()["id"]
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
-        rec = httpx.get(f"{green.url}/assessments/{aid}", headers=OPERATOR, timeout=10).json()
+        rec = web.get(f"{green.url}/assessments/{aid}", headers=OPERATOR, timeout=10).json()
         if rec["status"] != "running":
             break
         time.sleep(0.5)

@@ -23,6 +23,7 @@ from tests.integration.helpers import (
     wait_status,
     wait_terminal,
 )
+from tests.support import web
 from tests.support.scripted_purple import Script
 from tests.support.servers import ThreadedServer
 
@@ -48,22 +49,22 @@ def test_anonymous_callers_are_refused_on_every_operator_route(start_green, scri
     green = start_green(purple_url=purple_url)
     url = green.url
     rest = [
-        httpx.post(f"{url}/tasks", json={"task": "arvo:900001"}),
-        httpx.get(f"{url}/tasks"),
-        httpx.get(f"{url}/tasks/x"),
-        httpx.get(f"{url}/tasks/x/commands"),
-        httpx.post(f"{url}/tasks/x/cancel"),
-        httpx.post(f"{url}/assessments", json={"task_ids": ["arvo:900001"]}),
-        httpx.get(f"{url}/assessments/x"),
+        web.post(f"{url}/tasks", json={"task": "arvo:900001"}),
+        web.get(f"{url}/tasks"),
+        web.get(f"{url}/tasks/x"),
+        web.get(f"{url}/tasks/x/commands"),
+        web.post(f"{url}/tasks/x/cancel"),
+        web.post(f"{url}/assessments", json={"task_ids": ["arvo:900001"]}),
+        web.get(f"{url}/assessments/x"),
     ]
     wrong = {"Authorization": "Bearer not-the-token"}
-    rest.append(httpx.get(f"{url}/tasks", headers=wrong))
-    rest.append(httpx.get(f"{url}/tasks", headers={"Authorization": "Bearer tök\u00e9n".encode()}))
+    rest.append(web.get(f"{url}/tasks", headers=wrong))
+    rest.append(web.get(f"{url}/tasks", headers={"Authorization": "Bearer tök\u00e9n".encode()}))
     for r in rest:
         assert r.status_code == 401, (r.request.url, r.text)
         assert r.headers["www-authenticate"] == "Bearer"
-    assert httpx.get(f"{url}/healthz").status_code == 200
-    assert httpx.get(f"{url}/.well-known/agent-card.json").status_code == 200
+    assert web.get(f"{url}/healthz").status_code == 200
+    assert web.get(f"{url}/.well-known/agent-card.json").status_code == 200
 
     a2a = [
         rpc(url, "message/send", {"message": text_message("Task ID: arvo:900001")}),
@@ -84,7 +85,7 @@ def test_anonymous_callers_are_refused_on_every_operator_route(start_green, scri
     for r in a2a:
         assert r.status_code == 401, r.text
         assert "credential" in r.text
-    listed = httpx.get(f"{url}/tasks", headers=OPERATOR).json()
+    listed = web.get(f"{url}/tasks", headers=OPERATOR).json()
     assert listed["total"] == 0, "a refused request must create nothing"
 
 
@@ -92,18 +93,18 @@ def test_health_shows_the_engine_pool_and_image_budget_only_to_the_operator(star
     """/healthz answers anyone (purple, load balancers); the engines' addresses, load and errors,
     and the image budget, are infrastructure the agent under test has no business seeing."""
     url = start_green(image_budget_gb=100).url
-    anonymous = httpx.get(f"{url}/healthz", timeout=10).json()
+    anonymous = web.get(f"{url}/healthz", timeout=10).json()
     assert anonymous["status"] == "ok" and anonymous["instance"]
     assert "engines" not in anonymous and "images" not in anonymous
-    wrong = httpx.get(f"{url}/healthz", headers={"authorization": "Bearer nope"}).json()
+    wrong = web.get(f"{url}/healthz", headers={"authorization": "Bearer nope"}).json()
     assert "engines" not in wrong
-    operator = httpx.get(f"{url}/healthz", headers=OPERATOR, timeout=10).json()
+    operator = web.get(f"{url}/healthz", headers=OPERATOR, timeout=10).json()
     assert [e["up"] for e in operator["engines"]] == [True] and "images" in operator
 
 
 def test_card_declares_the_operator_bearer_scheme(start_green):
     green = start_green()
-    card = httpx.get(f"{green.url}/.well-known/agent-card.json").json()
+    card = web.get(f"{green.url}/.well-known/agent-card.json").json()
     schemes = card["securitySchemes"]
     [(name, scheme)] = schemes.items()
     assert scheme["httpAuthSecurityScheme"]["scheme"] == "bearer"
@@ -119,9 +120,9 @@ def test_first_start_generates_a_private_token_and_keeps_it(green_settings, tmp_
         token = token_file.read_text().strip()
         assert len(token) >= 32
         assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
-        ok = httpx.get(f"{srv.url}/tasks", headers={"Authorization": f"Bearer {token}"})
+        ok = web.get(f"{srv.url}/tasks", headers={"Authorization": f"Bearer {token}"})
         assert ok.status_code == 200
-        assert httpx.get(f"{srv.url}/tasks").status_code == 401
+        assert web.get(f"{srv.url}/tasks").status_code == 401
     finally:
         srv.stop()
     log = (settings.log_dir / "log_test" / "agents.log").read_text()
@@ -129,7 +130,7 @@ def test_first_start_generates_a_private_token_and_keeps_it(green_settings, tmp_
     assert token not in log, "the token itself is never logged"
     again = ThreadedServer(create_green(settings), port=settings.port).start()
     try:  # a restart keeps the same token
-        r = httpx.get(f"{again.url}/tasks", headers={"Authorization": f"Bearer {token}"})
+        r = web.get(f"{again.url}/tasks", headers={"Authorization": f"Bearer {token}"})
         assert r.status_code == 200
     finally:
         again.stop()
@@ -178,9 +179,9 @@ def test_ground_truth_is_for_the_operator_and_only_when_the_bug_is_done(
     slow, _ = scripted_purple(Script(commands=["sleep 1"] * 8, submissions=[VALID]))
     green = start_green(purple_url=fast, open_operator_plane=True)
     # an anonymous caller (plane opened) gets numbers, never the answer
-    anon = httpx.post(f"{green.url}/tasks", json={"task": "arvo:900001"}).json()
+    anon = web.post(f"{green.url}/tasks", json={"task": "arvo:900001"}).json()
     done = wait_terminal(green.url, anon["id"])
-    anon_view = httpx.get(f"{green.url}/tasks/{anon['id']}").json()
+    anon_view = web.get(f"{green.url}/tasks/{anon['id']}").json()
     assert anon_view["ground_truth"] is None
     # nor its fingerprint: a hash of the answer lets a guess be checked offline
     assert "ground_truth_sha256" not in (anon_view["provenance"] or {})
@@ -196,15 +197,15 @@ def test_ground_truth_is_for_the_operator_and_only_when_the_bug_is_done(
     # while another task of the same bug runs, even the operator gets no ground truth
     running = submit_task(green.url, {"task": "arvo:900001", "purple_url": slow})
     wait_status(green.url, running["id"], "running")
-    during = httpx.get(f"{green.url}/tasks/{anon['id']}", headers=OPERATOR).json()
+    during = web.get(f"{green.url}/tasks/{anon['id']}", headers=OPERATOR).json()
     assert during["ground_truth"] is None and "regions" not in during["scores"]
     assert "ground_truth_sha256" not in (during["provenance"] or {})
-    listed = httpx.get(f"{green.url}/tasks", headers=OPERATOR).json()["items"]
+    listed = web.get(f"{green.url}/tasks", headers=OPERATOR).json()["items"]
     assert all(t["ground_truth"] is None for t in listed)
     a2a = rpc(green.url, "message/send", {"message": text_message("Task ID: arvo:900001")})
     assert "regions" not in _result_scores(a2a.json()["result"])  # a decoy learns nothing
     wait_terminal(green.url, running["id"])
-    after = httpx.get(f"{green.url}/tasks/{anon['id']}", headers=OPERATOR).json()
+    after = web.get(f"{green.url}/tasks/{anon['id']}", headers=OPERATOR).json()
     assert after["ground_truth"] and after["scores"]["regions"]
     assert len(after["provenance"]["ground_truth_sha256"]) == 64
 
@@ -216,20 +217,20 @@ def test_intake_is_bounded(start_green, scripted_purple):
     )
     url = green.url
     too_many_ids = {"task_ids": ["arvo:900001", "arvo:900002", "arvo:900003", "arvo:900004"]}
-    r = httpx.post(f"{url}/assessments", json=too_many_ids, headers=OPERATOR)
+    r = web.post(f"{url}/assessments", json=too_many_ids, headers=OPERATOR)
     assert r.status_code == 422 and "at most 3" in r.text
-    first = httpx.post(f"{url}/tasks", json={"task": "arvo:900001"}, headers=OPERATOR)
-    second = httpx.post(f"{url}/tasks", json={"task": "arvo:900002"}, headers=OPERATOR)
+    first = web.post(f"{url}/tasks", json={"task": "arvo:900001"}, headers=OPERATOR)
+    second = web.post(f"{url}/tasks", json={"task": "arvo:900002"}, headers=OPERATOR)
     assert first.status_code == second.status_code == 202
-    full = httpx.post(f"{url}/tasks", json={"task": "arvo:900003"}, headers=OPERATOR)
+    full = web.post(f"{url}/tasks", json={"task": "arvo:900003"}, headers=OPERATOR)
     assert full.status_code == 429 and int(full.headers["retry-after"]) >= 1
     assert "GREEN_MAX_QUEUED_TASKS" in full.text
     a2a = rpc(url, "message/send", {"message": text_message("arvo:1 arvo:2")}, headers=OPERATOR)
     assert a2a.status_code == 429 and int(a2a.headers["retry-after"]) >= 1
     assert "GREEN_MAX_QUEUED_TASKS" in _error(a2a)["message"]
-    over_rate = httpx.post(f"{url}/tasks", json={"task": "arvo:900003"}, headers=OPERATOR)
+    over_rate = web.post(f"{url}/tasks", json={"task": "arvo:900003"}, headers=OPERATOR)
     assert over_rate.status_code == 429 and "per minute" in over_rate.text  # the 5th this minute
-    assert httpx.get(f"{url}/tasks", headers=OPERATOR).json()["total"] == 2
+    assert web.get(f"{url}/tasks", headers=OPERATOR).json()["total"] == 2
 
 
 def test_green_calls_no_purple_outside_the_allow_list(start_green, scripted_purple):
@@ -237,7 +238,7 @@ def test_green_calls_no_purple_outside_the_allow_list(start_green, scripted_purp
     green = start_green(purple_url=purple_url, purple_allowlist=[])
     answers = []
     for target in ("http://127.0.0.1:9", f"{green.url}", "http://169.254.169.254"):
-        r = httpx.post(
+        r = web.post(
             f"{green.url}/tasks",
             json={"task": "arvo:900001", "purple_url": target},
             headers=OPERATOR,
@@ -252,7 +253,7 @@ def test_green_calls_no_purple_outside_the_allow_list(start_green, scripted_purp
         )
         assert "not allowed" in _error(a2a)["message"] or "not allowed" in a2a.text
     assert len(set(answers)) == 1, "the answer must not depend on what listens there"
-    assert httpx.get(f"{green.url}/tasks", headers=OPERATOR).json()["total"] == 0
+    assert web.get(f"{green.url}/tasks", headers=OPERATOR).json()["total"] == 0
 
 
 def test_malformed_a2a_input_is_invalid_params_never_internal_error(start_green, scripted_purple):
@@ -293,4 +294,4 @@ def test_malformed_a2a_input_is_invalid_params_never_internal_error(start_green,
     )
     reply = rpc(url, "message/send", {"message": execute}).json()
     assert "missing or wrong task token" in str(reply["result"]), reply
-    assert httpx.get(f"{url}/tasks", headers=OPERATOR).json()["total"] == 1
+    assert web.get(f"{url}/tasks", headers=OPERATOR).json()["total"] == 1

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 
-import httpx
 import pytest
 from a2a.helpers import get_data_parts
 from a2a.types import TaskState
@@ -15,6 +14,7 @@ from services.purple.app import create_app as create_purple
 from services.purple.config import PurpleSettings
 from tests.integration.conftest import leftover_containers
 from tests.integration.helpers import OPERATOR, stream_message
+from tests.support import web
 from tests.support.servers import free_port, serve
 
 pytestmark = pytest.mark.docker
@@ -72,9 +72,9 @@ def test_stack_trace_analyst_on_every_fixture_through_an_a2a_assessment(
     assert per_task[CPP_TASKS[1]][keys.index("file@5")] == 1, per_task
     # purple kept its side of the story
     one = tasks[0]["task_id"]
-    ctx = httpx.get(f"{analyst_purple.url}/tasks/{one}").json()
+    ctx = web.get(f"{analyst_purple.url}/tasks/{one}").json()
     assert ctx["status"] == "submitted" and ctx["command_count"] >= 1 and ctx["submission"]
-    green_commands = httpx.get(f"{green.url}/tasks/{one}/commands", headers=OPERATOR).json()
+    green_commands = web.get(f"{green.url}/tasks/{one}/commands", headers=OPERATOR).json()
     assert [c["command"] for c in ctx["command_history"]] == [c["command"] for c in green_commands]
     assert [c["seq"] for c in ctx["command_history"]] == list(range(1, ctx["command_count"] + 1))
     assert leftover_containers(docker_client, green.owner) == []

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 
-import httpx
 import pytest
 
 from services.purple.agent.parser import format_text_call
 from tests.integration.conftest import leftover_containers
 from tests.integration.helpers import OPERATOR, submit_task, wait_terminal
+from tests.support import web
 from tests.support.fake_llm import FakeReply
 
 pytestmark = pytest.mark.docker
@@ -71,7 +71,7 @@ def test_tool_calling_agent_explores_fixes_a_refused_submission_and_counts_token
     tokens_in, tokens_out = llm.usage_totals
     assert (tokens_in, tokens_out) == (10000, 225)
     assert (done["tokens_in"], done["tokens_out"]) == (tokens_in, tokens_out)
-    ctx = httpx.get(f"{purple.url}/tasks/{task['id']}").json()
+    ctx = web.get(f"{purple.url}/tasks/{task['id']}").json()
     assert ctx["status"] == "submitted"
     assert (ctx["tokens_in"], ctx["tokens_out"]) == (tokens_in, tokens_out)
     # what the agent saw: the real report and source came back through green
@@ -80,7 +80,7 @@ def test_tool_calling_agent_explores_fixes_a_refused_submission_and_counts_token
     assert any("xml_decode_entity" in o for o in observations)
     assert any("is not a file of the project" in o for o in observations)  # green refused
     assert llm.requests[0]["model"] == "fake-model" and llm.requests[0]["tools"]
-    commands = httpx.get(f"{green.url}/tasks/{task['id']}/commands", headers=OPERATOR).json()
+    commands = web.get(f"{green.url}/tasks/{task['id']}/commands", headers=OPERATOR).json()
     assert commands[0]["command"] == "head -20 /workspace/error.txt"
     assert leftover_containers(docker_client, green.owner) == []
 
@@ -116,7 +116,7 @@ def test_agent_stops_at_its_step_limit_and_green_fails_the_task(start_green, llm
     assert done["status"] == "failed" and done["failure_kind"] == "agent"
     assert done["end_reason"] == "purple_failed" and "loc.json does not exist" in done["error"]
     assert len(llm.requests) == 3
-    assert httpx.get(f"{purple.url}/tasks/{task['id']}").json()["status"] == "failed"
+    assert web.get(f"{purple.url}/tasks/{task['id']}").json()["status"] == "failed"
     # the task's provenance records what purple's card says of its model and limits
     model = done["provenance"]["purple"]["model"]
     assert model["model"] == "fake-model" and model["limits"]["step_limit"] == 3

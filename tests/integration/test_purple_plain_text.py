@@ -6,7 +6,6 @@ task message and hands purple only its text, in the same A2A context.
 
 from __future__ import annotations
 
-import httpx
 import pytest
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
@@ -23,6 +22,7 @@ from services.shared.a2a import (
     new_protocol_message,
 )
 from tests.integration.helpers import submit_task, wait_terminal
+from tests.support import web
 from tests.support.servers import free_port, serve
 
 pytestmark = pytest.mark.docker
@@ -87,5 +87,5 @@ def test_purple_works_on_a_text_only_task(start_green, green_settings, tmp_path)
         assert done["status"] == "completed", done["error"]
         assert done["scores"]["file@1"] == 1.0
         assert relay.forwarded and "token:" in relay.forwarded[0]
-        ctx = httpx.get(f"http://127.0.0.1:{port}/tasks/{task['id']}").json()
+        ctx = web.get(f"http://127.0.0.1:{port}/tasks/{task['id']}").json()
         assert ctx["status"] == "submitted" and ctx["green_url"] == green_url

@@ -18,12 +18,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from services.purple.app import create_app as create_purple
 from services.purple.config import PurpleSettings
 from tests.integration.helpers import OPERATOR, submit_task, wait_terminal
+from tests.support import web
 from tests.support.model_server import (
     ALIAS,
     REPO,
@@ -147,9 +147,9 @@ def test_cancel_stops_the_in_flight_call(server_4k, start_green, tmp_path) -> No
             assert time.monotonic() < deadline, "purple never made a second model call"
             time.sleep(0.2)
         asked = time.monotonic()
-        r = httpx.post(f"{green.url}/tasks/{task['id']}/cancel", headers=OPERATOR, timeout=60)
+        r = web.post(f"{green.url}/tasks/{task['id']}/cancel", headers=OPERATOR, timeout=60)
         assert r.status_code == 200, r.text
-        while httpx.get(f"{p.url}/tasks/{task['id']}").json()["status"] != "cancelled":
+        while web.get(f"{p.url}/tasks/{task['id']}").json()["status"] != "cancelled":
             assert time.monotonic() - asked < 30, "purple did not stop"
             time.sleep(0.1)
         stopped = time.monotonic() - asked

@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import docker
-import httpx
 import pytest
 
 from tests.integration.helpers import (
@@ -23,6 +22,7 @@ from tests.integration.helpers import (
     wait_terminal,
 )
 from tests.integration.test_green_replicas import green_env
+from tests.support import web
 from tests.support.containers import container_names
 from tests.support.scripted_purple import Script
 from tests.support.servers import ServiceProcess, free_port
@@ -54,7 +54,7 @@ def _replica(
 
 
 def _tasks(url: str, ids: list[str]) -> dict[str, dict]:
-    return {i: httpx.get(f"{url}/tasks/{i}", headers=OPERATOR, timeout=10).json() for i in ids}
+    return {i: web.get(f"{url}/tasks/{i}", headers=OPERATOR, timeout=10).json() for i in ids}
 
 
 def _until(what, timeout: float, message: str, period: float = 0.2):
@@ -75,7 +75,7 @@ def _running_on(url: str, ids: list[str], name: str) -> list[dict]:
 def _cancel_through(url: str, task: dict, owner_url: str) -> None:
     """Cancel another replica's task through ``url``: 202 and a note at once, then its owner
     ends it within seconds (its container removed)."""
-    r = httpx.post(f"{url}/tasks/{task['id']}/cancel", headers=OPERATOR, timeout=10)
+    r = web.post(f"{url}/tasks/{task['id']}/cancel", headers=OPERATOR, timeout=10)
     assert r.status_code == 202, r.text
     assert task["instance"] in r.json()["note"]
     ended = wait_terminal(owner_url, task["id"], timeout=15)
@@ -98,7 +98,7 @@ def test_queue_leases_and_cancel_across_two_replicas(
     b = _replica(green_settings, db_url, "replica-b", slow_purple, tmp_path).start()
     try:
         for replica, name in ((a, "replica-a"), (b, "replica-b")):
-            health = httpx.get(f"{replica.url}/healthz", timeout=10).json()
+            health = web.get(f"{replica.url}/healthz", timeout=10).json()
             assert health["instance"] == name and health["url"] == replica.url, health
 
         ids = [submit_task(a.url, {"task": f"arvo:{IDS[i % 4]}"})["id"] for i in range(12)]
@@ -161,7 +161,7 @@ def test_queue_leases_and_cancel_across_two_replicas(
         _until(lambda: _running_on(a.url, ids, "replica-a"), 30, "A stopped claiming")
         for task in _tasks(a.url, ids).values():
             if task["status"] not in TERMINAL:
-                httpx.post(f"{a.url}/tasks/{task['id']}/cancel", headers=OPERATOR, timeout=30)
+                web.post(f"{a.url}/tasks/{task['id']}/cancel", headers=OPERATOR, timeout=30)
         for i in ids:
             assert wait_terminal(a.url, i, timeout=30)["status"] in TERMINAL
     finally:
@@ -185,7 +185,7 @@ def test_an_a2a_cancel_ends_the_green_task_another_replica_runs(
         sent = start_a2a_task(a.url, "Task ID: arvo:900002")
 
         def on_b() -> list[dict]:
-            r = httpx.get(f"{a.url}/tasks", params={"ref": "arvo:900002"}, headers=OPERATOR)
+            r = web.get(f"{a.url}/tasks", params={"ref": "arvo:900002"}, headers=OPERATOR)
             return [t for t in r.json()["items"] if t["status"] == "running" and t["steps"] >= 1]
 
         [task] = _until(on_b, 120, "the A2A task's work never ran")
@@ -198,7 +198,7 @@ def test_an_a2a_cancel_ends_the_green_task_another_replica_runs(
         left = container_names(docker_client, ["arena.managed=1", f"arena.task_id={task['id']}"])
         assert left == [], left
         assert _tasks(a.url, [filler])[filler]["status"] == "running"  # A's own task runs on
-        httpx.post(f"{a.url}/tasks/{filler}/cancel", headers=OPERATOR, timeout=30)
+        web.post(f"{a.url}/tasks/{filler}/cancel", headers=OPERATOR, timeout=30)
         assert wait_terminal(a.url, filler, timeout=30)["status"] == "cancelled"
     finally:
         if b is not None:
@@ -216,7 +216,7 @@ def test_a_second_replica_of_a_live_name_is_refused(green_settings, postgres, tm
         assert second.proc is not None and second.proc.returncode not in (0, None)
         out = second.log_path.read_text()
         assert "another green replica named 'same-name' is alive" in out, out[-3000:]
-        assert httpx.get(f"{first.url}/healthz", timeout=10).json()["instance"] == "same-name"
+        assert web.get(f"{first.url}/healthz", timeout=10).json()["instance"] == "same-name"
     finally:
         second.stop()
         first.stop()
@@ -248,7 +248,7 @@ def test_a_frozen_replica_stops_a_task_taken_over_without_rewriting_its_end(
             30,
             "B never removed the task's container",
         )
-        after = httpx.get(f"{b.url}/tasks/{task['id']}", headers=OPERATOR, timeout=10).json()
+        after = web.get(f"{b.url}/tasks/{task['id']}", headers=OPERATOR, timeout=10).json()
         assert after["status"] == "failed" and after["end_reason"] == "replica_lost", after
         assert after["error"] == ended["error"] and after["instance"] == "frozen-a", after
     finally:

@@ -10,10 +10,10 @@ from __future__ import annotations
 import socket
 import time
 
-import httpx
 import pytest
 
 from tests.integration.helpers import OPERATOR_TOKEN
+from tests.support import web
 from tests.support.servers import ServiceProcess, free_port
 
 pytestmark = pytest.mark.docker
@@ -76,7 +76,7 @@ def test_half_sent_requests_are_closed_and_health_still_answers(tmp_path):
                         s.sendall(b"X-a: b\r\n" if s in headers_half else b" ")
                     except OSError:
                         open_socks.remove(s)
-            health_ok += httpx.get(f"{green.url}/healthz", timeout=5).status_code in (200, 503)
+            health_ok += web.get(f"{green.url}/healthz", timeout=5).status_code in (200, 503)
             time.sleep(2)
         elapsed = time.monotonic() - t0
         print(f"green closed {len(silent)} half-sent requests in {elapsed:.1f} s")
@@ -101,6 +101,6 @@ def test_connections_beyond_the_cap_are_closed_at_once(tmp_path):
         for s in socks:
             s.close()
         time.sleep(0.5)
-        assert httpx.get(f"{green.url}/healthz", timeout=5).status_code in (200, 503)
+        assert web.get(f"{green.url}/healthz", timeout=5).status_code in (200, 503)
     finally:
         green.stop()

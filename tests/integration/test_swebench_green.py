@@ -6,7 +6,6 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import httpx
 import pytest
 from unidiff import PatchSet
 
@@ -14,6 +13,7 @@ from fixtures.swebench.build import HERE as SWE_FIXTURES
 from fixtures.swebench.build import INSTANCES_FILE
 from tests.integration.conftest import leftover_containers
 from tests.integration.helpers import OPERATOR, submit_task, wait_terminal
+from tests.support import web
 from tests.support.fake_llm import FakeReply
 from tests.support.servers import REPO
 
@@ -91,9 +91,7 @@ def test_a_wrong_fix_is_judged_unresolved(swe_stack):
     )
     assert done["status"] == "completed" and done["scores"]["resolved"] == 0.0
     assert "not resolved" in done["scores"]["explanation"][0]
-    r = httpx.post(
-        f"{green.url}/tasks", headers=OPERATOR, json={"task": "swebench:no-such-instance"}
-    )
+    r = web.post(f"{green.url}/tasks", headers=OPERATOR, json={"task": "swebench:no-such-instance"})
     assert r.status_code == 404
 
 
@@ -104,11 +102,11 @@ def test_swebench_offers_its_dataset_tools_through_the_kind_protocol(
     green = start_green(swebench_instances=str(swe_fixtures))
 
     def post(path: str, body: dict) -> dict:
-        r = httpx.post(f"{green.url}{path}", json=body, headers=OPERATOR, timeout=600)
+        r = web.post(f"{green.url}{path}", json=body, headers=OPERATOR, timeout=600)
         assert r.status_code == 200, r.text
         return r.json()
 
-    listed = httpx.get(f"{green.url}/datasets/ids", params={"kind": "swebench"}, headers=OPERATOR)
+    listed = web.get(f"{green.url}/datasets/ids", params={"kind": "swebench"}, headers=OPERATOR)
     assert listed.json()["ids"] == ["arena__iniparse-1", "arena__semver-1", WRAP]
     dry = post("/datasets/prefetch", {"task": f"swebench:{WRAP}", "dry_run": True})
     assert dry["image"]["name"] == "arena/sweb.eval.x86_64.arena_1776_wraptext-1:latest"

@@ -12,6 +12,7 @@ import pytest
 from services.green.kinds.registry import KINDS, parse_ref
 from tests.green.kinds.needle.kind import NeedleKind, needle_line
 from tests.integration.helpers import OPERATOR, submit_task, wait_terminal
+from tests.support import web
 from tests.support.scripted_purple import Script
 
 pytestmark = pytest.mark.docker
@@ -48,7 +49,7 @@ def test_a_needle_task_runs_and_is_judged_by_its_kind(
     [description] = seen.descriptions
     assert "haystack.txt" in description and f"line {needle_line('42')}" not in description
     assert "ground_truth" not in description and f'"line": {needle_line("42")}' not in description
-    listed = httpx.get(f"{green.url}/tasks", params={"ref": "needle:042"}, headers=OPERATOR)
+    listed = web.get(f"{green.url}/tasks", params={"ref": "needle:042"}, headers=OPERATOR)
     assert [t["id"] for t in listed.json()["items"]] == [task["id"]]
 
 
@@ -59,10 +60,10 @@ def test_a_third_kind_gets_datasets_and_verify_through_the_protocol(
     green = start_green(purple_url=purple_url)
 
     def post(path: str, body: dict) -> httpx.Response:
-        return httpx.post(f"{green.url}{path}", json=body, headers=OPERATOR, timeout=60)
+        return web.post(f"{green.url}{path}", json=body, headers=OPERATOR, timeout=60)
 
     def get(path: str, **params) -> httpx.Response:
-        return httpx.get(f"{green.url}{path}", params=params, headers=OPERATOR, timeout=30)
+        return web.get(f"{green.url}{path}", params=params, headers=OPERATOR, timeout=30)
 
     listed = get("/datasets/ids", kind="needle").json()
     assert listed["kind"] == "needle" and listed["total"] == 1000

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import httpx
 import pytest
 from structlog.testing import capture_logs
 
@@ -20,6 +19,7 @@ from services.purple.llm.openai_chat import OpenAIChatModel, OpenAIModelConfig
 from services.purple.model_check import MODEL_EXTENSION
 from services.purple.policies import build_policy
 from services.purple.protocols import TaskContext
+from tests.support import web
 from tests.support.fake_llm import FakeError, FakeLLMServer, FakeReply
 from tests.support.local_env import LocalShellEnvironment, make_workspace
 from tests.support.servers import free_port, serve
@@ -157,7 +157,7 @@ async def test_request_settings_are_in_the_trajectory_and_the_card(llm, task, tm
         trajectory_dir=tmp_path / "t2",
     )
     with serve(create_app(settings), port) as srv:
-        card = httpx.get(f"{srv.url}/.well-known/agent-card.json").json()
+        card = web.get(f"{srv.url}/.well-known/agent-card.json").json()
     (ext,) = [e for e in card["capabilities"]["extensions"] if e["uri"] == MODEL_EXTENSION]
     assert ext["params"]["max_tokens"] == 64 and ext["params"]["stop"] == ["</s>"]
     assert "k" not in json.dumps(ext["params"]).replace('"', " ").split()  # no key
@@ -190,13 +190,13 @@ def test_readyz_checks_the_model_endpoint_and_the_model_name(llm, tmp_path) -> N
 
     llm.models = ["some-other-model"]
     with purple(llm.base_url) as srv:
-        ready = httpx.get(f"{srv.url}/readyz")
-        health = httpx.get(f"{srv.url}/healthz").json()
+        ready = web.get(f"{srv.url}/readyz")
+        health = web.get(f"{srv.url}/healthz").json()
     assert ready.status_code == 503 and "does not serve model 'fake-model'" in ready.text
     assert health["status"] == "degraded"
     llm.models = ["fake-model"]
     with purple(llm.base_url) as srv:
-        assert httpx.get(f"{srv.url}/readyz").status_code == 200
+        assert web.get(f"{srv.url}/readyz").status_code == 200
     with purple(f"http://127.0.0.1:{free_port()}/v1") as srv:  # nothing listens there
-        down = httpx.get(f"{srv.url}/readyz")
+        down = web.get(f"{srv.url}/readyz")
     assert down.status_code == 503 and "unreachable" in down.json()["model"]["error"]

@@ -212,6 +212,7 @@ def p95(samples: list[float]) -> float:
 PROBE = r"""
 import json, sys, threading, time
 import httpx
+from tests.support import web
 url, auth = sys.argv[1], sys.argv[2]
 stop = threading.Event()
 threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
@@ -220,7 +221,7 @@ print("ready", flush=True)
 while not stop.is_set():
     t0 = time.monotonic()
     try:
-        r = httpx.get(url, headers={"Authorization": auth} if auth else {}, timeout=10)
+        r = web.get(url, headers={"Authorization": auth} if auth else {}, timeout=10)
         if r.status_code == 200:
             latencies.append(time.monotonic() - t0)
         else:

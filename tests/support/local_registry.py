@@ -21,6 +21,7 @@ import docker
 import httpx
 import pytest
 
+from tests.support import web
 from tests.support.servers import free_port
 
 STRICT = os.environ.get("ARENA_STRICT") == "1"
@@ -77,7 +78,7 @@ def start_registry() -> LocalRegistry:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and process.poll() is None:
         try:
-            if httpx.get(f"http://{registry.address}/v2/", timeout=2).status_code == 200:
+            if web.get(f"http://{registry.address}/v2/", timeout=2).status_code == 200:
                 return registry
         except httpx.HTTPError:
             pass

@@ -26,6 +26,7 @@ import httpx
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
+from tests.support import web
 from tests.support.servers import ThreadedServer, free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -106,7 +107,7 @@ class LlamaServer:
         while time.monotonic() < deadline:
             assert self.proc.poll() is None, f"model server exited: {self.log.read_text()[-2000:]}"
             try:
-                if httpx.get(f"{self.base_url}/models", timeout=2).status_code == 200:
+                if web.get(f"{self.base_url}/models", timeout=2).status_code == 200:
                     return self
             except httpx.HTTPError:
                 pass

@@ -16,6 +16,8 @@ from pathlib import Path
 import httpx
 import uvicorn
 
+from tests.support import web
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -87,10 +89,7 @@ class ServiceProcess:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"{self.module} exited: {self.log_path.read_text()[-2000:]}")
             with contextlib.suppress(httpx.HTTPError):
-                if (
-                    httpx.get(f"{self.url}/.well-known/agent-card.json", timeout=1).status_code
-                    == 200
-                ):
+                if web.get(f"{self.url}/.well-known/agent-card.json", timeout=1).status_code == 200:
                     return self
             time.sleep(0.2)
         raise RuntimeError(f"{self.module} did not start: {self.log_path.read_text()[-2000:]}")

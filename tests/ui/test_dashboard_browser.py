@@ -11,13 +11,13 @@ import re
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 from starlette.applications import Starlette
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
 from services.green.kinds.arvo.judge import Judge
+from tests.support import web
 from tests.support.fake_llm import FakeReply
 from tests.support.servers import serve
 
@@ -140,9 +140,9 @@ def failing_assessment(url: str) -> str:
     """An assessment whose purple is unreachable: an agent failure, counted apart from infra."""
     auth = {"authorization": f"Bearer {TOKEN}"}
     body = {"task_ids": ["arvo:900001"], "purple_url": "http://127.0.0.1:9"}
-    run = httpx.post(f"{url}/assessments", json=body, headers=auth, timeout=30).json()
+    run = web.post(f"{url}/assessments", json=body, headers=auth, timeout=30).json()
     deadline = time.monotonic() + 120
-    while httpx.get(f"{url}/assessments/{run['id']}", headers=auth).json()["status"] == "running":
+    while web.get(f"{url}/assessments/{run['id']}", headers=auth).json()["status"] == "running":
         assert time.monotonic() < deadline, "the assessment did not end"
         time.sleep(0.3)
     return run["id"]

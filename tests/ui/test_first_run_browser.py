@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import re
 
-import httpx
 import pytest
 
 from fixtures.catalog import get_task
 from tests.integration.helpers import rpc, text_message
+from tests.support import web
 from tests.support.scripted_purple import Script
 
 pytestmark = [pytest.mark.docker, pytest.mark.browser]
@@ -36,7 +36,7 @@ def _a2a_assessment(green_url: str) -> tuple[str, str]:
     params = {"message": text_message("Task ID: arvo:900004"), "configuration": {"blocking": True}}
     body = rpc(green_url, "message/send", params, headers=AUTH).json()
     assert body["result"]["status"]["state"] == "completed", body
-    (row,) = httpx.get(f"{green_url}/tasks", headers=AUTH, timeout=10).json()["items"]
+    (row,) = web.get(f"{green_url}/tasks", headers=AUTH, timeout=10).json()["items"]
     return row["assessment_id"], row["id"]
 
 
@@ -102,7 +102,7 @@ def test_a2a_run_on_the_dashboard_and_login_survives_a_restart(
     purple_url, _ = scripted_purple(_script())
     green = start_green(purple_url=purple_url, api_token=TOKEN)
     aid, task_id = _a2a_assessment(green.url)
-    assert httpx.get(f"{green.url}/assessments/{aid}", headers=AUTH).status_code == 200
+    assert web.get(f"{green.url}/assessments/{aid}", headers=AUTH).status_code == 200
 
     _log_in(page, green.url)
     _assessment_is_listed_and_linked(page, green.url, aid, task_id, shoot)

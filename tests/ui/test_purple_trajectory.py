@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 
-import httpx
-
 from services.purple.api.trajectory import group_steps
 from services.purple.app import create_app
 from services.purple.config import PurpleSettings
 from services.purple.store.crud import PurpleStore, make_engine
 from services.purple.store.models import PurpleTask
 from services.purple.trajectory import Trajectory
+from tests.support import web
 from tests.support.servers import free_port, serve
 
 
@@ -61,10 +60,10 @@ def test_trajectory_endpoint(tmp_path):
     write_trajectory(tmp_path / "traj", "task-1")
     write_trajectory(tmp_path / "traj", "task-10")  # another task whose id starts the same
     with serve(app, port) as srv:
-        body = httpx.get(f"{srv.url}/tasks/task-1/trajectory").json()
+        body = web.get(f"{srv.url}/tasks/task-1/trajectory").json()
         assert body["files"] == ["task-1.react.events.jsonl"]
         assert body["prompts"] == {"system": "You are an analyst.", "instance": "Go."}
         assert (body["tokens_in"], body["tokens_out"]) == (2500, 60)
         assert [s["step"] for s in body["steps"]] == [0, 1]
-        missing = httpx.get(f"{srv.url}/tasks/nope/trajectory")
+        missing = web.get(f"{srv.url}/tasks/nope/trajectory")
         assert missing.status_code == 404 and "no task" in missing.json()["detail"]

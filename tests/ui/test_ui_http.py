@@ -13,6 +13,7 @@ import pytest
 from services.green.store.crud import TaskStore
 from services.green.store.db import make_engine
 from services.green.store.models import Command, Task, TaskStatus, utcnow
+from tests.support import web
 from tests.support.scripted_purple import Script
 
 pytestmark = pytest.mark.docker
@@ -206,9 +207,9 @@ def test_a_live_task_streams_each_command_once_in_order_then_ends(start_green, s
     purple_url, _ = scripted_purple(Script(commands=commands, pause_s=0.3, submit=False))
     green = start_green(api_token=TOKEN, purple_url=purple_url, idle_timeout_s=3)
     auth = {"authorization": f"Bearer {TOKEN}"}
-    task = httpx.post(f"{green.url}/tasks", json={"task": "arvo:900001"}, headers=auth).json()
+    task = web.post(f"{green.url}/tasks", json={"task": "arvo:900001"}, headers=auth).json()
     ids, events, outputs = [], [], []
-    with httpx.stream(
+    with web.stream(
         "GET", f"{green.url}/ui/tasks/{task['id']}/stream", headers=auth, timeout=120
     ) as r:
         assert r.headers["content-type"].startswith("text/event-stream")
@@ -229,8 +230,8 @@ def test_an_open_stream_closes_when_green_begins_to_stop(start_green, scripted_p
     purple_url, _ = scripted_purple(Script(commands=["sleep 20"], submit=False))
     green = start_green(api_token=TOKEN, purple_url=purple_url)
     auth = {"authorization": f"Bearer {TOKEN}"}
-    task = httpx.post(f"{green.url}/tasks", json={"task": "arvo:900001"}, headers=auth).json()
-    with httpx.stream(
+    task = web.post(f"{green.url}/tasks", json={"task": "arvo:900001"}, headers=auth).json()
+    with web.stream(
         "GET", f"{green.url}/ui/tasks/{task['id']}/stream", headers=auth, timeout=60
     ) as r:
         lines = r.iter_lines()
@@ -241,5 +242,5 @@ def test_an_open_stream_closes_when_green_begins_to_stop(start_green, scripted_p
             pass
         assert time.monotonic() - t0 < 5, "the stream held on after green began to stop"
     # end the task now: green's server would otherwise drain the in-flight 'sleep 20' first
-    r = httpx.post(f"{green.url}/tasks/{task['id']}/cancel", headers=auth, timeout=30)
+    r = web.post(f"{green.url}/tasks/{task['id']}/cancel", headers=auth, timeout=30)
     assert r.status_code == 200, r.text
