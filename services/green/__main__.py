@@ -10,6 +10,7 @@ from __future__ import annotations
 import typer
 
 from services.green.config import GreenSettings
+from services.shared.startup import without_gc
 
 cli = typer.Typer(add_completion=False)
 
@@ -30,9 +31,11 @@ def serve(
     from services.green.server import bind, run
 
     sock = bind(settings)
-    from services.green.app import create_app
+    with without_gc():  # services/shared/startup.py
+        from services.green.app import create_app
 
-    run(create_app(settings), settings, sock)
+        app = create_app(settings)
+    run(app, settings, sock)
 
 
 def main() -> None:

@@ -6,6 +6,7 @@ import typer
 import uvicorn
 
 from services.purple.config import PurpleSettings
+from services.shared.startup import without_gc
 
 cli = typer.Typer(add_completion=False)
 
@@ -20,9 +21,11 @@ def serve(
 ) -> None:
     overrides = {k: v for k, v in {"host": host, "port": port, "public_url": card_url}.items() if v}
     settings = PurpleSettings(**overrides)
-    from services.purple.app import create_app
+    with without_gc():  # services/shared/startup.py
+        from services.purple.app import create_app
 
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")
+        app = create_app(settings)
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning")
 
 
 def main() -> None:
