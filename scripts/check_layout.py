@@ -18,6 +18,9 @@ Rules (docs/architecture.md, "The rules the layout keeps"):
   and by the registry (``kinds/registry.py``): the rest of green reaches a kind through the
   protocols beside them (``kinds/base.py``, ``kinds/datasets.py``, ``kinds/errors.py``,
   ``kinds/metrics.py``), with no exception;
+- every httpx client is given ``verify=`` (the process's one TLS context, services/shared/http.py)
+  and no one-shot ``httpx.get`` (and the like) is called: each would parse the root certificates
+  again, 42 ms of CPU;
 - the identifier ``arvo_id`` (a name or a string, not a comment) appears only in the ARVO kind,
   in past migrations, and in the modules of ARVO_ID_ALLOWED (the documented deprecated alias):
   elsewhere a task is a ``TaskRef`` and the id within its kind is ``ref_id``.
@@ -216,6 +219,34 @@ def wait_for_errors(modules: dict[str, Module], trees: dict[str, ast.Module]) ->
                 )
 
 
+HTTPX_CLIENTS = {"Client", "AsyncClient"}
+HTTPX_ONE_SHOT = {"get", "post", "put", "patch", "delete", "head", "options", "request", "stream"}
+
+
+def _builds_its_own_tls(node: ast.AST) -> str | None:
+    """What an httpx call that would build a TLS context of its own is called, else None: a
+    client made without ``verify=`` (services/shared/http.py gives every client the process's
+    one context), or a one-shot ``httpx.get`` and the like (each makes a client)."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return None
+    owner, name = node.func.value, node.func.attr
+    if not (isinstance(owner, ast.Name) and owner.id == "httpx"):
+        return None
+    if name in HTTPX_CLIENTS and not any(k.arg == "verify" for k in node.keywords):
+        return f"httpx.{name} without verify="
+    return f"httpx.{name}" if name in HTTPX_ONE_SHOT else None
+
+
+def tls_errors(modules: dict[str, Module], trees: dict[str, ast.Module]) -> Iterator[str]:
+    for name, tree in trees.items():
+        for node in ast.walk(tree):
+            if what := _builds_its_own_tls(node):
+                yield (
+                    f"{modules[name].path}:{node.lineno}: {what} parses the root certificates "
+                    "again (42 ms of CPU); pass verify=tls_context() (services/shared/http.py)"
+                )
+
+
 def kind_of(mod: Module) -> str | None:
     """The task kind whose own package holds ``mod`` (``arvo`` for
     ``services.green.kinds.arvo.crash``); None for the seam beside the kinds and the rest."""
@@ -281,6 +312,7 @@ def check(root: Path) -> list[str]:
         *size_errors(modules, trees),
         *docstring_errors(modules, trees),
         *wait_for_errors(modules, trees),
+        *tls_errors(modules, trees),
     ]
 
 

@@ -131,6 +131,24 @@ def test_asyncio_wait_for_fails(tmp_path):
     assert not any("fine.py" in e for e in errors)
 
 
+def test_an_httpx_client_that_builds_its_own_tls_context_fails(tmp_path):
+    root = _tree(
+        tmp_path,
+        {
+            "green/peer.py": DOC + "import httpx\nc = httpx.AsyncClient(timeout=3)\n",
+            "green/poll.py": DOC + "import httpx\nr = httpx.get('http://x')\n",
+            "green/fine.py": DOC + "import httpx\nfrom services.shared.http import tls_context\n"
+            "c = httpx.Client(timeout=3, verify=tls_context())\nt = httpx.Timeout(3)\n",
+        },
+    )
+    errors = check_layout.check(root)
+    assert any(
+        e.startswith("services/green/peer.py:3: httpx.AsyncClient without verify=") for e in errors
+    ), errors
+    assert any(e.startswith("services/green/poll.py:3: httpx.get") for e in errors), errors
+    assert not any("fine.py" in e for e in errors)
+
+
 def test_an_unknown_package_is_reported(tmp_path):
     errors = check_layout.check(_tree(tmp_path, {"extra/a.py": DOC}))
     assert any("services.extra has no row in ALLOWED" in e for e in errors)

@@ -137,6 +137,20 @@ class HttpAssetSource:
         """Where the file lives once fetched (it may not exist yet)."""
         return self.cache_root / parse_arvo_id(arvo_id) / check_asset_name(name)
 
+    def remote_size(self, arvo_id: str | int, name: AssetName | str) -> int | None:
+        """The file's size as the source announces it (HTTP HEAD, on this source's client and
+        headers): -1 when the source has no such file, None when it does not say."""
+        try:
+            r = self._client.head(
+                self.url_for(arvo_id, name), headers=self._headers, follow_redirects=True
+            )
+        except httpx.HTTPError:
+            return None
+        if r.status_code == 404:
+            return -1
+        length = r.headers.get("content-length")
+        return int(length) if r.is_success and length and length.isdigit() else None
+
     def fetch(self, arvo_id: str | int, name: AssetName | str) -> Path:
         """Return the cached, validated file, downloading it first if needed."""
         arvo_id = parse_arvo_id(arvo_id)

@@ -8,23 +8,11 @@ import time
 from typing import Any
 
 import docker
-import httpx
 
 from services.green.kinds.arvo.assets import AssetSource, HttpAssetSource, LocalAssetSource
 from services.green.kinds.arvo.datasets.images import image_digest, image_size
 
 FILES = ("error.txt", "repo-vul.tar.gz", "patch.diff")
-
-
-def _remote_size(source: HttpAssetSource, ref: str, name: str) -> int | None:
-    try:
-        r = httpx.head(source.url_for(ref, name), follow_redirects=True, timeout=source.timeout_s)
-    except httpx.HTTPError:
-        return None
-    if r.status_code == 404:
-        return -1
-    length = r.headers.get("content-length")
-    return int(length) if r.is_success and length and length.isdigit() else None
 
 
 def _file_plan(source: AssetSource, ref: str, name: str) -> dict[str, Any]:
@@ -35,7 +23,7 @@ def _file_plan(source: AssetSource, ref: str, name: str) -> dict[str, Any]:
         cached = source.cached_path(ref, name)
         if cached.is_file():
             return {"bytes": cached.stat().st_size, "cached": True}
-        return {"bytes": _remote_size(source, ref, name), "cached": False}
+        return {"bytes": source.remote_size(ref, name), "cached": False}
     return {"bytes": None, "cached": False}
 
 
