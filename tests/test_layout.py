@@ -206,3 +206,18 @@ def test_arvo_id_is_named_only_in_the_arvo_kind_past_migrations_and_the_allow_li
         ["services/shared/outcome.py", "2"],
     ], errors
     assert all("names arvo_id outside the ARVO kind" in e for e in errors)
+
+
+def test_the_tests_make_no_one_shot_httpx_call():
+    """A one-shot ``httpx.get`` builds a client that parses the root certificates (42 ms of
+    CPU), and the tests poll with them: tests/support/web.py is the same call on the shared
+    context."""
+    import ast
+
+    found = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            what = check_layout._builds_its_own_tls(node)
+            if what and what.split(".")[1] in check_layout.HTTPX_ONE_SHOT:
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {what}")
+    assert found == [], found
