@@ -107,7 +107,7 @@ def _processes(sandbox: DockerSandbox, reaped_within: float = 10.0) -> list[str]
     on a loaded machine): while every one left is such, they are given ``reaped_within`` seconds
     to go. A live one is returned at once."""
     deadline = time.monotonic() + reaped_within
-    idle = ("/bin/sh -c trap '' ", "sleep 2147483647", "/bin/sh -c read -r k")
+    idle = ("/bin/sh -c trap '' ", "sleep 2147483647", "/bin/sh -c read -r k", "bash -c d=$_arena")
     while True:
         out = sandbox.exec("ps -eo args=", timeout=10).output.splitlines()
         left = [line for line in out if not line.startswith(idle) and "ps -eo args=" not in line]
@@ -190,6 +190,25 @@ def test_background_leftovers_are_killed_after_each_command(shared: DockerSandbo
     time.sleep(0.8)
     assert "late" not in shared.exec("echo next", timeout=10).output
     assert _processes(shared) == []
+
+
+GROUP_AND_SESSION = "echo $$ $(cut -d' ' -f5,6 /proc/$$/stat)"
+"""Prints the command shell's pid, process group and session."""
+
+
+def test_each_command_is_a_group_of_its_own_that_cannot_reach_the_session(
+    shared: DockerSandbox,
+) -> None:
+    shared.exec("true", timeout=10)
+    assert shared._session is not None and shared._session.shell == "bash"
+    driver = shared._session.driver_pid
+    pid, group, session = shared.exec(GROUP_AND_SESSION, timeout=10).output.split()
+    assert group == pid  # its own process group: a timeout kills it as one
+    assert session == driver  # a job of the bash driver (set -m), no setsid exec per command
+    killed = shared.exec("kill 0; echo survived", timeout=10)
+    assert killed.exit_code == 128 + 15 and "survived" not in killed.output
+    assert shared.exec("echo next", timeout=10).output == "next\n"
+    assert shared._session.driver_pid == driver  # kill 0 did not reach the session's shell
 
 
 # -- timeouts ---------------------------------------------------------------------------------
@@ -501,6 +520,8 @@ def test_falls_back_to_sh_without_bash(
             result = sandbox.exec("echo $0; cat <<EOF\nok\nEOF", timeout=10)
             assert result.output == "sh\nok\n"
             assert sandbox._session is not None and sandbox._session.shell == "sh"
+            pid, group, session = sandbox.exec(GROUP_AND_SESSION, timeout=10).output.split()
+            assert group == pid and session == pid  # without bash: a session of its own (setsid)
             timed = sandbox.exec("sleep 1000 & sleep 1000", timeout=1)
             assert timed.timed_out and _processes(sandbox) == []
         finally:
