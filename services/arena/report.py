@@ -5,11 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
-
 from services.arena.breakdown import Labels, breakdown_markdown, known_labels
 from services.arena.results import RunOutcome, RunResults, slot_label
 from services.shared.audit import FLAGS, count_flags
@@ -262,6 +257,11 @@ def _ref_column(results: RunResults) -> str:
 
 def render_plot(results: RunResults, path: Path) -> Path | None:
     """Per-task bars of the metrics (top) and of cost with steps (bottom)."""
+    import matplotlib  # here, not at the top: 0.4 s that only a plot needs (arena's start)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
     tasks = results.tasks
     metrics = results.metrics()
     if not tasks or not metrics:
