@@ -73,3 +73,14 @@ def test_no_stale_names() -> None:
         for key in environment_keys(service_block(text, service)):
             if key.startswith(("GREEN_", "PURPLE_", "OPENAI_")):
                 assert key in known, f"{service}: {key} is no setting (renamed?)"
+
+
+def test_the_dependency_layer_is_keyed_by_the_lock_alone() -> None:
+    """What the ``deps`` stage copies before it installs the dependencies decides when that
+    layer (every dependency) is rebuilt: the lock and the project file only, so that an edit of
+    the README or the code rebuilds only the small project layer."""
+    dockerfile = DOCKERFILE.read_text()
+    deps = dockerfile.split("FROM deps AS project")[0]
+    before_sync = deps.split("RUN uv sync")[0]
+    copied = [line.split()[1:-1] for line in before_sync.splitlines() if line.startswith("COPY ")]
+    assert copied == [["pyproject.toml", "uv.lock"]]
