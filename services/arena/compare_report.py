@@ -104,7 +104,7 @@ def render_markdown(cmp: dict[str, Any], plot: str | None = PLOT_FILE) -> str:
 
 def render_plot(cmp: dict[str, Any], path: Path) -> Path:
     """Left: each pair's differences with their intervals; right: cost against accuracy."""
-    import matplotlib  # here, not at the top: 0.4 s that only a plot needs (arena's start)
+    import matplotlib  # here, not at the top: 0.6 s of CPU that only a plot needs
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 

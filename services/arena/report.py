@@ -257,7 +257,7 @@ def _ref_column(results: RunResults) -> str:
 
 def render_plot(results: RunResults, path: Path) -> Path | None:
     """Per-task bars of the metrics (top) and of cost with steps (bottom)."""
-    import matplotlib  # here, not at the top: 0.4 s that only a plot needs (arena's start)
+    import matplotlib  # here, not at the top: 0.6 s of CPU that only a plot needs
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
