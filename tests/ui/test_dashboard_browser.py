@@ -153,6 +153,8 @@ def lists_and_plots(page, url: str, task_id: str, run_id: str, shoot) -> None:
     assert page.locator("#task-rows tr").count() == 2
     page.select_option("select[name=bug_class]", "global-buffer-overflow")
     page.click("form.filters button[type=submit]")
+    # the click returns once the filtered page's navigation has begun; count its rows once loaded
+    page.wait_for_url(re.compile(r".*/ui/tasks\?.*bug_class=global-buffer-overflow.*"))
     assert page.locator("#task-rows tr").count() == 1
     assert task_id[:8] in page.locator("#task-rows").inner_text()
     page.goto(f"{url}/ui/tasks?status=failed&run={run_id}")
