@@ -130,6 +130,8 @@ def read_result(page, shoot) -> None:
     shoot(page, "04-task-ended")
 
     page.click("text=purple's trajectory")  # LLM messages, tool calls, tokens, cost per step
+    # its page loaded before its #steps is read (the task page has a #steps of its own)
+    page.wait_for_url(re.compile(r".*/ui/tasks/[0-9a-f-]{36}/trajectory$"))
     assert page.locator("#steps tbody tr").count() >= 6
     text = page.locator("#steps").inner_text()
     assert "run_bash_cmd" in text and "submit_localization" in text and "1200" in text
