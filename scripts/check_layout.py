@@ -18,9 +18,9 @@ Rules (docs/architecture.md, "The rules the layout keeps"):
   and by the registry (``kinds/registry.py``): the rest of green reaches a kind through the
   protocols beside them (``kinds/base.py``, ``kinds/datasets.py``, ``kinds/errors.py``,
   ``kinds/metrics.py``), with no exception;
-- every httpx client is given ``verify=`` (the process's one TLS context, services/shared/http.py)
-  and no one-shot ``httpx.get`` (and the like) is called: each would parse the root certificates
-  again, 42 ms of CPU;
+- HTTP clients are made by services/shared/http.py (the process's one TLS context): elsewhere no
+  ``httpx.Client``/``httpx.AsyncClient``, no one-shot ``httpx.get`` (and the like), and no OpenAI
+  client without ``http_client=``: each would parse the root certificates again, 42 ms of CPU;
 - the identifier ``arvo_id`` (a name or a string, not a comment) appears only in the ARVO kind,
   in past migrations, and in the modules of ARVO_ID_ALLOWED (the documented deprecated alias):
   elsewhere a task is a ``TaskRef`` and the id within its kind is ``ref_id``.
@@ -221,29 +221,37 @@ def wait_for_errors(modules: dict[str, Module], trees: dict[str, ast.Module]) ->
 
 HTTPX_CLIENTS = {"Client", "AsyncClient"}
 HTTPX_ONE_SHOT = {"get", "post", "put", "patch", "delete", "head", "options", "request", "stream"}
+OPENAI_CLIENTS = {"OpenAI", "AsyncOpenAI"}
+HTTP_HOME = "services.shared.http"
+"""The one module that makes httpx clients (on the process's shared TLS context)."""
 
 
 def _builds_its_own_tls(node: ast.AST) -> str | None:
-    """What an httpx call that would build a TLS context of its own is called, else None: a
-    client made without ``verify=`` (services/shared/http.py gives every client the process's
-    one context), or a one-shot ``httpx.get`` and the like (each makes a client)."""
+    """What a call that would build a TLS context of its own is called, else None: an httpx
+    client or one-shot call (``httpx.get`` and the like each make a client), or an OpenAI
+    client not handed an ``http_client=`` (it would make its own httpx client)."""
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
         return None
     owner, name = node.func.value, node.func.attr
-    if not (isinstance(owner, ast.Name) and owner.id == "httpx"):
+    if not isinstance(owner, ast.Name):
         return None
-    if name in HTTPX_CLIENTS and not any(k.arg == "verify" for k in node.keywords):
-        return f"httpx.{name} without verify="
-    return f"httpx.{name}" if name in HTTPX_ONE_SHOT else None
+    if owner.id == "httpx" and name in HTTPX_CLIENTS | HTTPX_ONE_SHOT:
+        return f"httpx.{name}"
+    given = any(k.arg == "http_client" for k in node.keywords)
+    if owner.id == "openai" and name in OPENAI_CLIENTS and not given:
+        return f"openai.{name} without http_client="
+    return None
 
 
 def tls_errors(modules: dict[str, Module], trees: dict[str, ast.Module]) -> Iterator[str]:
     for name, tree in trees.items():
+        if name == HTTP_HOME:
+            continue
         for node in ast.walk(tree):
             if what := _builds_its_own_tls(node):
                 yield (
                     f"{modules[name].path}:{node.lineno}: {what} parses the root certificates "
-                    "again (42 ms of CPU); pass verify=tls_context() (services/shared/http.py)"
+                    "again (42 ms of CPU); make it with services/shared/http.py"
                 )
 
 

@@ -131,22 +131,32 @@ def test_asyncio_wait_for_fails(tmp_path):
     assert not any("fine.py" in e for e in errors)
 
 
-def test_an_httpx_client_that_builds_its_own_tls_context_fails(tmp_path):
+def test_an_http_client_made_outside_the_shared_module_fails(tmp_path):
     root = _tree(
         tmp_path,
         {
-            "green/peer.py": DOC + "import httpx\nc = httpx.AsyncClient(timeout=3)\n",
+            "green/peer.py": DOC + "import httpx\nc = httpx.AsyncClient(timeout=3, verify=True)\n",
             "green/poll.py": DOC + "import httpx\nr = httpx.get('http://x')\n",
-            "green/fine.py": DOC + "import httpx\nfrom services.shared.http import tls_context\n"
-            "c = httpx.Client(timeout=3, verify=tls_context())\nt = httpx.Timeout(3)\n",
+            "purple/model.py": DOC + "import openai\nc = openai.AsyncOpenAI(api_key='k')\n",
+            "purple/given.py": DOC + "import openai\nc = openai.AsyncOpenAI(http_client=None)\n",
+            "green/fine.py": DOC + "import httpx\nfrom services.shared.http import async_client\n"
+            "c = async_client(timeout=3)\nt = httpx.Timeout(3)\n",
+            "shared/http.py": DOC + "import httpx\nc = httpx.Client()\n",
         },
     )
     errors = check_layout.check(root)
-    assert any(
-        e.startswith("services/green/peer.py:3: httpx.AsyncClient without verify=") for e in errors
-    ), errors
+    assert any(e.startswith("services/green/peer.py:3: httpx.AsyncClient") for e in errors), errors
     assert any(e.startswith("services/green/poll.py:3: httpx.get") for e in errors), errors
-    assert not any("fine.py" in e for e in errors)
+    assert any(
+        e.startswith("services/purple/model.py:3: openai.AsyncOpenAI without http_client=")
+        for e in errors
+    ), errors
+    flagged = {e.split(":")[0] for e in errors}
+    assert flagged == {
+        "services/green/peer.py",
+        "services/green/poll.py",
+        "services/purple/model.py",
+    }, errors
 
 
 def test_an_unknown_package_is_reported(tmp_path):

@@ -42,7 +42,7 @@ from services.arena.results import (
 )
 from services.shared.audit import audit
 from services.shared.files import write_json_atomic
-from services.shared.http import tls_context
+from services.shared.http import async_client
 from services.shared.task_ref import TaskRef
 
 EXIT_GREEN_UNREACHABLE = 2
@@ -267,9 +267,7 @@ async def run_batch(
     view = LiveView(total=len(results.slots()), done=done)
     timeout = httpx.Timeout(30.0, connect=10.0)
     auth = GreenAuth(cfg.green, cfg.api_token)
-    async with httpx.AsyncClient(
-        timeout=timeout, trust_env=False, auth=auth, verify=tls_context(trust_env=False)
-    ) as client:
+    async with async_client(timeout=timeout, trust_env=False, auth=auth) as client:
         warning = await check_green(client, cfg.green)
         if warning:
             console.print(f"[yellow]warning:[/] {escape(warning)}")

@@ -15,7 +15,7 @@ from rich.markup import escape
 
 from services.arena.refs import read_refs, task_ref, task_refs
 from services.arena.splits import sample
-from services.shared.http import tls_context
+from services.shared.http import client as http_client
 from services.shared.operator_token import find_local_token
 from services.shared.task_ref import TaskRef
 
@@ -33,11 +33,8 @@ class Green:
     def __init__(self, url: str, token: str | None, timeout_s: float = 3600.0) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.url = url.rstrip("/")
-        self.http = httpx.Client(
-            base_url=self.url,
-            headers=headers,
-            timeout=httpx.Timeout(timeout_s, connect=10),
-            verify=tls_context(),
+        self.http = http_client(
+            base_url=self.url, headers=headers, timeout=httpx.Timeout(timeout_s, connect=10)
         )
 
     def call(self, method: str, path: str, **kw: Any) -> Any:

@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 
 from services.green.config import GreenSettings
-from services.shared.http import tls_context
+from services.shared.http import async_client
 
 CARD_TIMEOUT_S = 5.0
 MODEL_EXTENSION = "urn:arvo-arena:purple:model:v1"
@@ -107,9 +107,7 @@ async def purple_card(url: str) -> dict[str, Any]:
         return _cards[url]
     card_url = url.rstrip("/") + "/.well-known/agent-card.json"
     try:
-        async with httpx.AsyncClient(
-            timeout=CARD_TIMEOUT_S, trust_env=False, verify=tls_context(trust_env=False)
-        ) as client:
+        async with async_client(timeout=CARD_TIMEOUT_S, trust_env=False) as client:
             resp = await client.get(card_url)
             resp.raise_for_status()
             data = resp.json()

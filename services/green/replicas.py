@@ -36,7 +36,7 @@ from services.green.orchestrator import Orchestrator
 from services.green.store.instances import InstanceClash, InstanceRegistry
 from services.green.store.models import FailureKind, TaskStatus, utcnow
 from services.shared.aio import cancel_and_wait
-from services.shared.http import tls_context
+from services.shared.http import async_client
 from services.shared.logging import get_logger
 
 log = get_logger("services.green.replicas")
@@ -221,7 +221,7 @@ async def _every(period_s: float, work: Callable[[], Awaitable[object]]) -> None
 async def _answers_as(url: str, name: str) -> bool:
     """Whether a green answers at ``url`` under ``name`` (a live holder of the name)."""
     try:
-        async with httpx.AsyncClient(timeout=3, verify=tls_context()) as client:
+        async with async_client(timeout=3) as client:
             body = (await client.get(f"{url.rstrip('/')}/healthz")).json()
     except (httpx.HTTPError, ValueError):
         return False

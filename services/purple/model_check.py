@@ -19,7 +19,7 @@ from fastapi.responses import JSONResponse
 
 from services.purple.config import PurpleSettings
 from services.purple.policies import agent_config
-from services.shared.http import tls_context
+from services.shared.http import async_client
 
 TTL_S = 15.0
 MODEL_EXTENSION = "urn:arvo-arena:purple:model:v1"
@@ -43,9 +43,7 @@ class ModelCheck:
         out: dict[str, Any] = {"name": s.model, "ok": False}
         headers = {"Authorization": f"Bearer {s.openai_api_key or 'not-needed'}"}
         try:
-            async with httpx.AsyncClient(
-                timeout=5.0, headers=headers, verify=tls_context()
-            ) as http:
+            async with async_client(timeout=5.0, headers=headers) as http:
                 resp = await http.get(f"{base}/models")
         except httpx.HTTPError as exc:
             out["error"] = f"model endpoint unreachable ({type(exc).__name__})"

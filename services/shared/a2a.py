@@ -41,7 +41,7 @@ from google.protobuf.json_format import MessageToDict
 from services.shared.a2a_card import card_routes
 from services.shared.a2a_numbers import WholeNumbers, data_part
 from services.shared.a2a_params import InvalidParams
-from services.shared.http import tls_context
+from services.shared.http import async_client
 
 
 def build_agent_card(
@@ -161,8 +161,8 @@ class A2APeer:
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self._owns_http = http is None
-        self._http = http or httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout, connect=10.0), headers=headers, verify=tls_context()
+        self._http = http or async_client(
+            timeout=httpx.Timeout(timeout, connect=10.0), headers=headers
         )
         self._client: Any = None
 

@@ -11,14 +11,13 @@ from typing import Any
 
 import httpx
 
-from services.shared.http import tls_context
+from services.shared.http import shared_tls
 
 
 def _shared(call: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(call)
     def with_shared_context(*args: Any, **kwargs: Any) -> Any:
-        kwargs.setdefault("verify", tls_context(kwargs.get("trust_env", True)))
-        return call(*args, **kwargs)
+        return call(*args, **shared_tls(kwargs))
 
     return with_shared_context
 

@@ -24,7 +24,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from services.green.live_task import TaskNotFound
 from services.green.ui.auth import require_page
 from services.green.ui.templating import render
-from services.shared.http import tls_context
+from services.shared.http import async_client
 
 router = APIRouter(prefix="/ui", include_in_schema=False, dependencies=[Depends(require_page)])
 MAX_STEPS_SHOWN = 500
@@ -36,7 +36,7 @@ class Cut(Exception):
 
 async def _read_bounded(url: str, max_bytes: int) -> tuple[int, str, bytes]:
     async with (
-        httpx.AsyncClient(timeout=httpx.Timeout(10.0), verify=tls_context()) as client,
+        async_client(timeout=httpx.Timeout(10.0)) as client,
         client.stream("GET", url) as resp,
     ):
         body, size = [], 0

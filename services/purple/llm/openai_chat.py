@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from services.purple.llm.base import ContextOverflow, LLMError, LLMReply, ToolCall
 from services.purple.llm.pricing import cost_of
-from services.shared.http import tls_context
+from services.shared.http import async_client, shared_tls
 from services.shared.logging import get_logger
 
 log = get_logger(__name__)
@@ -88,6 +88,7 @@ class OpenAIChatModel:
             api_key=key or "not-needed",
             timeout=config.timeout_s,
             max_retries=0,
+            http_client=openai.DefaultAsyncHttpxClient(**shared_tls({})),  # one per task
         )
         self._window: int | None = None
 
@@ -223,7 +224,7 @@ async def probe_window(client: openai.AsyncOpenAI, model: str) -> int | None:
     base = str(client.base_url).rstrip("/")
     root = base[: -len("/v1")] if base.endswith("/v1") else base
     headers = {"Authorization": f"Bearer {client.api_key}"}
-    async with httpx.AsyncClient(timeout=5.0, headers=headers, verify=tls_context()) as http:
+    async with async_client(timeout=5.0, headers=headers) as http:
         try:
             listed = (await http.get(f"{base}/models")).json().get("data") or []
             for entry in listed:

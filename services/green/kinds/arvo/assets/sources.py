@@ -39,7 +39,7 @@ from services.green.kinds.arvo.assets.base import (
 from services.green.kinds.arvo.assets.extract import verify_gzip_tar
 from services.green.kinds.arvo.assets.ids import parse_arvo_id
 from services.green.kinds.arvo.assets.locks import file_lock
-from services.shared.http import tls_context
+from services.shared.http import client as http_client
 
 log = structlog.get_logger(__name__)
 
@@ -124,8 +124,8 @@ class HttpAssetSource:
         self.lock_timeout_s = lock_timeout_s
         self._headers = {"Accept-Encoding": "identity", **dict(headers or {})}
         self._own_client = client is None
-        self._client = client or httpx.Client(
-            timeout=httpx.Timeout(timeout_s), follow_redirects=True, verify=tls_context()
+        self._client = client or http_client(
+            timeout=httpx.Timeout(timeout_s), follow_redirects=True
         )
 
     # -- public -----------------------------------------------------------------------------
@@ -141,7 +141,7 @@ class HttpAssetSource:
         """The file's size as the source announces it (HTTP HEAD, on this source's client and
         headers): -1 when the source has no such file, None when it does not say."""
         try:
-            r = self._client.head(
+            r = self._client.head(  # as fetch: a client passed in may not follow redirects
                 self.url_for(arvo_id, name), headers=self._headers, follow_redirects=True
             )
         except httpx.HTTPError:
