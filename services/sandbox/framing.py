@@ -16,17 +16,19 @@ Framing
     per command, a ``<nonce> <k>`` line and the command as ``k`` raw lines
     (:func:`~.shell_scripts.frame_lines`); ``IFS= read -r`` reads them back verbatim, so
     quotes, backslashes, newlines or heredocs cannot break the framing. The driver acknowledges
-    (``<nonce>:ack``) on *its own* stderr, starts ``setsid bash -c "$cmd"`` (``sh`` when the
-    image has no bash) in ``workdir`` with stdin from ``/dev/null`` and stderr merged into
-    stdout, reports the command's session id (``<nonce>:sid <sid>``) on stderr too (a separate
-    stream, so these lines never mix with the command's output), waits for it, kills whatever it
-    left behind, and prints ``<nonce> <exit status>`` on stdout. That end marker travels through
+    (``<nonce>:ack``) on *its own* stderr, starts the command in a bash of its own (``sh`` when
+    the image has no bash; in a container, the bash it started ahead as the previous command
+    ended, see :mod:`~.shell_scripts`) in ``workdir`` with stdin from ``/dev/null`` and stderr
+    merged into stdout, reports the command's process group (``<nonce>:sid <id>``) on stderr too
+    (a separate stream, so these lines never mix with the command's output), waits for it, kills
+    whatever it left behind, and prints ``<nonce> <exit status>`` on stdout. That end marker travels through
     the same pipe as the output, so everything before it belongs to the command. The nonce is
     128 random bits, new for every command: output cannot forge it.
 
-One session per command
-    ``setsid`` makes the command the leader of a new session and process group; background
-    jobs, pipelines and subshells stay in it. After the command exits, the driver kills
+One process group per command
+    The command leads a process group of its own (a bash job, ``set -m``; ``setsid``, a session
+    too, where the image has no bash or outside a container); background jobs, pipelines and
+    subshells stay in it. After the command exits, the driver kills
     whatever it left: in a container with ``kill -KILL -1`` (every process but pid 1 and the
     driver, in one pass of the kernel that no fork can outrun), elsewhere by sweeping that
     session and group through ``/proc`` (:data:`~.shell_scripts.SWEEP`). Nothing the agent
@@ -37,7 +39,7 @@ Timeouts
     The clock starts before the command is sent: a driver that has not taken the whole command
     by the deadline is abandoned, the command never ran, and the result is a timeout. At the
     deadline :data:`~.shell_scripts.KILLER` runs as a separate short process (the driver,
-    blocked in ``wait``, cannot be asked); it sweeps the command's session and, in case its id
+    blocked in ``wait``, cannot be asked); it sweeps the command's group and, in case its id
     was not reported yet, the session of every child of the driver. The driver's ``wait`` then
     returns, it kills what is left as after any command, prints the end marker, the stream is drained up to it and the session is
     reused. If the driver does not report back within :data:`DRAIN_TIMEOUT`, the session is

@@ -19,6 +19,21 @@ command: 1.1 ms of a trivial command's 3.9 ms in the session). Either way a time
 command's group as one and ``kill 0`` in it cannot reach the driver; in a container what left the
 group dies with ``kill -KILL -1`` as the command ends. A session would add only what the
 fallback's scan needs: a child that left the group but not the session.
+
+The bash started ahead (in a container with bash): the fork and exec of a command's own bash
+cost about 1.7 ms of a trivial command's 2 ms there. So, once a command has ended and its
+processes are gone, the driver starts the next command's bash at once, as a job of its own
+(``coproc``), off the command's path: a fresh exec (none of the driver's memory, so no nonce;
+fds 0 to 2 only) that waits for the command's text on a pipe, reads it to EOF, takes stdin from
+``/dev/null``, enters the working directory and ``eval``s it. When a command arrives, the driver
+writes it to that pipe: 0.34 ms for ``true`` against 2.0 ms for a new bash (medians of 300 in
+the task image). Nothing of the agent runs while it waits: the previous command's processes
+died before it started, and it is the only process of the next command until its text arrives.
+A command longer than 4,096 characters gets a new bash as before (bash reads a pipe a byte at a
+time: about 11 KB costs what the exec saves), and the idle one is killed first. What differs for
+the command: bash reports a child killed by a signal (``Killed``, ``Segmentation fault``), as
+``bash -c`` does for all but a lone simple command, which it execs; a syntax error names
+``eval`` instead of ``-c``.
 """
 
 from __future__ import annotations
@@ -88,25 +103,52 @@ fi
 W=$1
 S=sh; command -v bash >/dev/null 2>&1 && S=bash
 J=; [ -n "$_orphans" ] && [ -n "$BASH_VERSION" ] && J=1
+if [ -n "$J" ]; then  # bash only (hidden from sh's parser in quotes): the bash started ahead
+  exec 3>&1  # the session's stdout, for that bash (its own stdout is the coproc's pipe)
+  A='IFS= read -r -d "" _arena_cmd; exec 0</dev/null; cd "$1" 2>/dev/null || cd /; set --; eval "$_arena_cmd"'
+  eval '
+  ahead() {  # the next command'"'"'s bash, started as a job of its own (its own process
+    # group) once a command has ended: it reads the command from a pipe until EOF, runs it
+    set -m; coproc _w { exec bash -c "$A" bash "$W" 1>&3 2>&1 3>&-; }; set +m
+    eval "exec ${_w[0]}<&-"
+  }
+  take() {  # p: that bash, once it has the whole command (none ready, or a long command that
+    # it would read a byte at a time: p stays empty and the caller starts a new bash)
+    p= q=${_w_PID-} f=${_w[1]-}
+    if [ -n "$q" ] && [ "${f:--1}" -ge 0 ] && [ "${#c}" -le 4096 ] && kill -0 "$q" 2>/dev/null; then
+      trap "" PIPE; printf "%s" "$c" >&"$f" 2>/dev/null && p=$q; trap - PIPE
+    fi
+    [ "${f:--1}" -ge 0 ] && eval "exec $f>&-"
+    [ -z "$p" ] && [ -n "$q" ] && { kill -KILL "$q"; wait "$q"; } 2>/dev/null
+    return 0
+  }'
+fi
 IFS= read -r n || exit 0
 printf '%s %s %s\n' "$n" "$$" "$S"
+[ -n "$J" ] && ahead
 while read -r n k; do
   c=
   while [ "$k" -gt 0 ]; do IFS= read -r l || exit 0; c="$c$l
 "; k=$((k - 1)); done
-  cd "$W" 2>/dev/null || cd /
   printf '%s:ack 1\n' "$n" >&2
-  if [ -n "$J" ]; then  # a job of its own: its own process group, no exec
-    set -m; "$S" -c "$c" </dev/null 2>&1 & set +m
+  p=
+  [ -n "$J" ] && take
+  if [ -n "$p" ]; then :
+  elif [ -n "$J" ]; then  # a job of its own: its own process group, no setsid exec
+    cd "$W" 2>/dev/null || cd /
+    set -m; "$S" -c "$c" </dev/null 2>&1 3>&- & set +m
+    p=$!
   else
+    cd "$W" 2>/dev/null || cd /
     setsid "$S" -c "$c" </dev/null 2>&1 &
+    p=$!
   fi
-  p=$!
   printf '%s:sid %s\n' "$n" "$p" >&2
   wait "$p"; r=$?
   cd /
   clean "$p"
   printf '%s %s\n' "$n" "$r"
+  [ -n "$J" ] && ahead
 done
 """
 )

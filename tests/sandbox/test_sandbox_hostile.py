@@ -335,3 +335,42 @@ def test_a_watched_cap_counts_added_directories(make: Callable[..., DockerSandbo
         print(sandbox.exec(flood, timeout=120))
     assert caught.value.reason == "disk_limit", caught.value
     print(f"\n20,000 mkdirs under a watched {cap / 2**20:.0f} MiB cap: {caught.value}")
+
+
+INJECTOR = r"""
+import os, sys, time
+
+# For argv[1] seconds: write a command of its own into the stdin of every other bash that waits
+# for its command's text (the one the session's driver starts ahead for the next command).
+mine = {os.getpid(), os.getppid()}
+end = time.time() + float(sys.argv[1])
+while time.time() < end:
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        if int(pid) in mine:
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"_arena_cmd" not in f.read():
+                    continue
+            with open(f"/proc/{pid}/fd/0", "w") as pipe:
+                pipe.write("echo INJECTED\n")
+        except OSError:
+            pass
+"""
+
+
+def test_no_command_reaches_the_bash_started_for_the_next(
+    make: Callable[..., DockerSandbox],
+) -> None:
+    """The next command's bash is started ahead, waiting on a pipe for its text: a process the
+    agent leaves behind to write into that pipe (through ``/proc/<pid>/fd/0``) must be gone
+    before it exists, and while a command runs no such bash exists yet."""
+    sandbox = make()
+    waiting = sandbox.exec("ps -eo args= | grep -c '^bash -c IFS= read -r -d'", timeout=20)
+    assert waiting.output == "1\n", waiting.output  # the command's own bash: no other waits
+    sandbox.put_files("/tmp", {"inject.py": INJECTOR.encode()})
+    started = sandbox.exec("python3 /tmp/inject.py 8 & sleep 0.5; echo started", timeout=20)
+    assert started.output == "started\n", started.output
+    for i in range(5):
+        result = sandbox.exec(f"sleep 0.2; echo clean-{i}", timeout=20)
+        assert (result.exit_code, result.output) == (0, f"clean-{i}\n"), result.output
