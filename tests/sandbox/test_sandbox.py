@@ -217,6 +217,23 @@ def test_each_command_is_a_group_of_its_own_that_cannot_reach_the_session(
     assert shared._session.driver_pid == driver  # kill 0 did not reach the session's shell
 
 
+
+def test_a_short_command_runs_in_the_bash_started_ahead_a_long_one_in_a_new_one(
+    shared: DockerSandbox,
+) -> None:
+    """Both see what ``bash -c`` gives a command: stdin at EOF, the working directory, no
+    arguments, a process group of their own. Which bash ran it shows in
+    ``$BASH_EXECUTION_STRING``: the script that waits for the text, or the command itself."""
+    which = 'case $BASH_EXECUTION_STRING in "IFS= read"*) echo ahead;; *) echo new;; esac'
+    probe = f'{which}; cat; echo "$(pwd) $# $(cut -d" " -f5 /proc/$$/stat) $$"'
+    long = probe + "  # " + "x" * 5000
+    for command, bash in [(probe, "ahead"), (probe, "ahead"), (long, "new"), (probe, "ahead")]:
+        result = shared.exec(command, timeout=10)
+        ran, seen = result.output.splitlines()
+        workdir, args, group, pid = seen.split()
+        assert (result.exit_code, ran, workdir, args, group) == (0, bash, "/workspace", "0", pid)
+
+
 # -- timeouts ---------------------------------------------------------------------------------
 
 
