@@ -103,9 +103,10 @@ def shared(provider: BlockingProvider) -> Iterator[DockerSandbox]:
 
 def _processes(sandbox: DockerSandbox, reaped_within: float = 10.0) -> list[str]:
     """Command lines of the container's processes, minus the keeper (pid 1 and its sleep), the
-    session and the bash it started ahead for the next command. A killed process shows as ``<defunct>`` until pid 1 reaps it (a moment; longer
-    on a loaded machine): while every one left is such, they are given ``reaped_within`` seconds
-    to go. A live one is returned at once."""
+    session and the bash it started ahead for the next command. A killed process shows as
+    ``<defunct>`` until pid 1 reaps it (a moment; longer on a loaded machine): while every one
+    left is such, they are given ``reaped_within`` seconds to go. A live one is returned at
+    once."""
     deadline = time.monotonic() + reaped_within
     idle = (
         "/bin/sh -c trap '' ",
@@ -257,6 +258,21 @@ def test_timeout_kills_every_process_of_the_command(shared: DockerSandbox, comma
     assert 1.0 <= result.duration_s < 6 and time.monotonic() - started < 8
     assert _processes(shared) == []
     assert shared.exec("echo alive", timeout=10).output == "alive\n"  # session reused
+
+
+
+
+def test_a_timeout_kills_the_command_group_in_one_pass(shared: DockerSandbox) -> None:
+    """A process of the command that watches its shell (busy, on a core of its own) never sees
+    it die: the killer ends the group in one pass (``kill -KILL -<group>``). A sweep process by
+    process lets it print, as a shell killed after its child says ``Killed``."""
+    watch = (  # a child of the command's shell, busy until that shell is gone (pid 1 adopts it)
+        "(while read -r l </proc/$BASHPID/stat; set -- ${l##*') '}; [ $2 != 1 ]; do :; done;"
+        " echo SAW ITS SHELL DIE) & sleep 0.2; echo before; sleep 1000"
+    )
+    for _ in range(5):
+        result = shared.exec(watch, timeout=1.0)
+        assert (result.timed_out, result.output) == (True, "before\n"), result.output
 
 
 # -- output cap and green's memory ------------------------------------------------------------

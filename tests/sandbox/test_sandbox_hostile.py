@@ -366,8 +366,9 @@ def test_no_command_reaches_the_bash_started_for_the_next(
     agent leaves behind to write into that pipe (through ``/proc/<pid>/fd/0``) must be gone
     before it exists, and while a command runs no such bash exists yet."""
     sandbox = make()
-    waiting = sandbox.exec("ps -eo args= | grep -c '^bash -c IFS= read -r -d'", timeout=20)
-    assert waiting.output == "1\n", waiting.output  # the command's own bash: no other waits
+    others = "ps -eo pgid=,args= | awk -v g=$$ '$1 != g && / bash -c IFS= read -r -d/' | wc -l"
+    waiting = sandbox.exec(others, timeout=20)  # (its own group: its bash, forks of it)
+    assert waiting.output == "0\n", waiting.output  # no bash waits for the next command
     sandbox.put_files("/tmp", {"inject.py": INJECTOR.encode()})
     started = sandbox.exec("python3 /tmp/inject.py 8 & sleep 0.5; echo started", timeout=20)
     assert started.output == "started\n", started.output
