@@ -21,9 +21,9 @@ Framing
     ended, see :mod:`~.shell_scripts`) in ``workdir`` with stdin from ``/dev/null`` and stderr
     merged into stdout, reports the command's process group (``<nonce>:sid <id>``) on stderr too
     (a separate stream, so these lines never mix with the command's output), waits for it, kills
-    whatever it left behind, and prints ``<nonce> <exit status>`` on stdout. That end marker travels through
-    the same pipe as the output, so everything before it belongs to the command. The nonce is
-    128 random bits, new for every command: output cannot forge it.
+    whatever it left behind, and prints ``<nonce> <exit status>`` on stdout. That end marker
+    travels through the same pipe as the output, so everything before it belongs to the command.
+    The nonce is 128 random bits, new for every command: output cannot forge it.
 
 One process group per command
     The command leads a process group of its own (a bash job, ``set -m``; ``setsid``, a session
@@ -41,8 +41,8 @@ Timeouts
     deadline :data:`~.shell_scripts.KILLER` runs as a separate short process (the driver,
     blocked in ``wait``, cannot be asked); it sweeps the command's group and, in case its id
     was not reported yet, the session of every child of the driver. The driver's ``wait`` then
-    returns, it kills what is left as after any command, prints the end marker, the stream is drained up to it and the session is
-    reused. If the driver does not report back within :data:`DRAIN_TIMEOUT`, the session is
+    returns, it kills what is left as after any command, prints the end marker, the stream is
+    drained up to it and the session is reused. If the driver does not report back within :data:`DRAIN_TIMEOUT`, the session is
     abandoned (driver killed too, with every other process of the container) and the next
     command opens a new one.
 

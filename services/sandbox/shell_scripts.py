@@ -163,8 +163,11 @@ KILLER = (
     SWEEP
     + r"""
 [ -n "$ABANDON" ] && [ -n "$_orphans" ] && { kill -KILL -1 2>/dev/null; settle; exit 0; }
-[ -n "$2" ] && { kill -KILL "-$2" 2>/dev/null; sweep "$2"; }  # the group in one pass: no
-# shell of it sees a child killed (and says so) before it dies itself
+case $2 in  # the command's group in one pass (no shell of it sees a child killed and says so
+  # before it dies itself), then swept; never pid 1's or all (-1)
+  '' | 0 | 1) ;;
+  *) kill -KILL "-$2" 2>/dev/null; sweep "$2" ;;
+esac
 for s in /proc/[0-9]*/stat; do
   { read -r l <"$s"; } 2>/dev/null || continue
   set -- "$1" ${l##*") "}
