@@ -9,6 +9,9 @@ In one run, on the same task container:
   * median time from ``POST /tasks`` to the first command served, for a cached fixture
     (goal < 2 s).
 
+Green is served as ``python -m services.green`` serves it (``server_config``: its guarded h11
+protocol and its limits); both services run in this process.
+
     uv run python bench/bench_green_exec.py [--n 200] [--tasks 5] [--arvo-id 900001]
 """
 
@@ -29,6 +32,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.green_and_purple import green_and_purple
+from services.green.server import server_config
 from services.purple.protocols import RunResult, TaskContext
 from services.purple.tools.rca import RcaTools
 from services.shared.logging import router
@@ -95,9 +99,11 @@ def main() -> None:
         tmp, policy, BENCH_TOKEN, purple_poll_s=0.2, max_steps=args.n + 10
     )
     auth = {"Authorization": f"Bearer {BENCH_TOKEN}"}
+    settings = green.state.orchestrator.settings
+    as_deployed = server_config(green, settings, host="127.0.0.1", port=green_port, lifespan="on")
     with (
         serve(purple, purple_port),
-        serve(green, green_port) as g,
+        serve(green, config=as_deployed) as g,
         httpx.Client(headers=auth, timeout=60) as http,  # one client: no TLS set-up per poll
     ):
         if router():

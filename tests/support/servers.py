@@ -30,14 +30,16 @@ def free_port() -> int:
 class ThreadedServer:
     """uvicorn in a background thread, lifespan included (startup and shutdown really run)."""
 
-    def __init__(self, app, port: int | None = None) -> None:
-        self.port = port or free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.server = uvicorn.Server(
-            uvicorn.Config(
-                app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on"
+    def __init__(self, app, port: int | None = None, config: uvicorn.Config | None = None) -> None:
+        """``config``: a service's own uvicorn configuration (green's protocol and limits, say),
+        which names the host and port; by default uvicorn's, on 127.0.0.1:``port``."""
+        if config is None:
+            config = uvicorn.Config(
+                app, host="127.0.0.1", port=port or free_port(), log_level="warning", lifespan="on"
             )
-        )
+        self.port = config.port
+        self.url = f"http://{config.host}:{self.port}"
+        self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def start(self) -> ThreadedServer:
@@ -59,8 +61,10 @@ class ThreadedServer:
 
 
 @contextlib.contextmanager
-def serve(app, port: int | None = None) -> Iterator[ThreadedServer]:
-    srv = ThreadedServer(app, port).start()
+def serve(
+    app, port: int | None = None, config: uvicorn.Config | None = None
+) -> Iterator[ThreadedServer]:
+    srv = ThreadedServer(app, port, config).start()
     try:
         yield srv
     finally:
