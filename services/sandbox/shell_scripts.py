@@ -68,7 +68,8 @@ clean() {  # after a command: in a container every process but pid 1 and this sh
 }
 settle() {  # wait (a bounded while) until what `kill -KILL -1` hit has exited; nothing can
   # start meanwhile (a fork by a process with SIGKILL pending fails). Left alone: zombies,
-  # pid 1's session (the keeper and its `sleep`) and this shell's own session.
+  # pid 1's session (the keeper and its `sleep`) and this shell (a command that ran as a job of
+  # the driver is in the driver's session: it is waited for).
   _i=0
   while [ "$_i" -lt 1000 ]; do
     _f=
@@ -77,7 +78,7 @@ settle() {  # wait (a bounded while) until what `kill -KILL -1` hit has exited; 
       { read -r _l <"$_s"; } 2>/dev/null || continue
       set -- ${_l##*") "}
       case $1 in Z | X) continue ;; esac
-      case $4 in 1 | "$$") continue ;; esac
+      case $4 in 1) continue ;; esac
       _f=1
       break
     done
