@@ -42,9 +42,9 @@ Timeouts
     blocked in ``wait``, cannot be asked); it sweeps the command's group and, in case its id
     was not reported yet, the session of every child of the driver. The driver's ``wait`` then
     returns, it kills what is left as after any command, prints the end marker, the stream is
-    drained up to it and the session is reused. If the driver does not report back within :data:`DRAIN_TIMEOUT`, the session is
-    abandoned (driver killed too, with every other process of the container) and the next
-    command opens a new one.
+    drained up to it and the session is reused. If the driver does not report back within
+    :data:`DRAIN_TIMEOUT`, the session is abandoned (driver killed too, with every other process
+    of the container) and the next command opens a new one.
 
 Session loss
     When the stream ends mid-command (the command killed the driver, say), every process left

@@ -134,14 +134,13 @@ while read -r n k; do
   printf '%s:ack 1\n' "$n" >&2
   p=
   [ -n "$J" ] && take
-  if [ -n "$p" ]; then :
-  elif [ -n "$J" ]; then  # a job of its own: its own process group, no setsid exec
+  if [ -z "$p" ]; then  # a new shell for it
     cd "$W" 2>/dev/null || cd /
-    set -m; "$S" -c "$c" </dev/null 2>&1 3>&- & set +m
-    p=$!
-  else
-    cd "$W" 2>/dev/null || cd /
-    setsid "$S" -c "$c" </dev/null 2>&1 &
+    if [ -n "$J" ]; then  # a job of its own: its own process group, no setsid exec
+      set -m; "$S" -c "$c" </dev/null 2>&1 3>&- & set +m
+    else
+      setsid "$S" -c "$c" </dev/null 2>&1 &
+    fi
     p=$!
   fi
   printf '%s:sid %s\n' "$n" "$p" >&2
