@@ -66,12 +66,13 @@ clean() {  # after a command: in a container every process but pid 1 and this sh
   # pass a fork cannot race (kill(2) with pid -1); elsewhere session or group $1, by scanning
   if [ -n "$_orphans" ]; then kill -KILL -1 2>/dev/null; settle; else sweep "$1"; fi
 }
-settle() {  # wait (a bounded while) until what `kill -KILL -1` hit has exited; nothing can
+settle() {  # wait (a bounded while: 30,000 scans, about 1 s here, room for a big process's
+  # teardown on a loaded machine) until what `kill -KILL -1` hit has exited; nothing can
   # start meanwhile (a fork by a process with SIGKILL pending fails). Left alone: zombies,
   # pid 1's session (the keeper and its `sleep`) and this shell (a command that ran as a job of
   # the driver is in the driver's session: it is waited for).
   _i=0
-  while [ "$_i" -lt 1000 ]; do
+  while [ "$_i" -lt 30000 ]; do
     _f=
     for _s in /proc/[0-9]*/stat; do
       case $_s in /proc/1/stat | "/proc/$$/stat") continue ;; esac  # always spared: not read
