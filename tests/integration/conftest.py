@@ -82,6 +82,7 @@ def green_settings(tmp_path: Path, fixture_assets: Path, green_database_url: str
         log_dir=tmp_path / "logs",
         purple_url="http://127.0.0.1:9",
         purple_allowlist=["http://127.0.0.1:*"],
+        purple_start_retry_s=2,  # not 30: a test's unreachable purple fails its task in seconds
         api_token=OPERATOR_TOKEN,
         api_token_file=tmp_path / "operator-token",
         max_concurrent_tasks=8,
