@@ -40,7 +40,8 @@ class GreenSettings(BaseSettings):
     """Docker image of a task; {id} is the ARVO id."""
     database_url: str = "sqlite:///data/green.db"
     """Any SQLAlchemy URL: SQLite by default; PostgreSQL (``postgresql://user@host/db``, with the
-    ``postgres`` extra) for several green replicas on one queue. Migrated at start-up."""
+    ``postgres`` extra) for several green replicas on one queue. Migrated at start-up. A SQLite
+    write waits 30 s for another writer's lock, or the URL's ``?timeout=<seconds>``."""
     log_dir: Path = Path("logs")
     """Run folders log_<timestamp>/ with agents.log and arvo_<id>.log go here."""
 

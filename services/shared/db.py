@@ -11,6 +11,10 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
 from sqlmodel import create_engine
 
+SQLITE_BUSY_TIMEOUT_S = 30.0
+"""How long a SQLite write waits for another writer's lock before it fails ("database is
+locked"), unless the URL says otherwise (``sqlite:///data/green.db?timeout=5``)."""
+
 
 def sqlite_path(url: str) -> Path | None:
     """The file of a SQLite URL (None for other databases and for ``:memory:``)."""
@@ -36,11 +40,12 @@ def connect_engine(url: str) -> Engine:
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
     is_sqlite = url.startswith("sqlite")
-    engine = create_engine(
-        url,
-        connect_args={"check_same_thread": False, "timeout": 30} if is_sqlite else {},
-        pool_pre_ping=not is_sqlite,
-    )
+    connect_args: dict[str, object] = {}
+    if is_sqlite:
+        connect_args["check_same_thread"] = False
+        if "timeout" not in make_url(url).query:  # the URL's own wins (the dialect reads it)
+            connect_args["timeout"] = SQLITE_BUSY_TIMEOUT_S
+    engine = create_engine(url, connect_args=connect_args, pool_pre_ping=not is_sqlite)
     if is_sqlite:
 
         @event.listens_for(engine, "connect")

@@ -202,8 +202,10 @@ def test_tasks_end_and_slots_return_after_a_postgres_outage(
     assert left == [], left
 
 
-LOCK_S = 35.0
-"""Longer than SQLite's busy timeout in green (30 s): a write waiting for the lock fails."""
+BUSY_TIMEOUT_S = 5
+"""Green's SQLite busy timeout here, from its URL (30 s by default): how long a write waits."""
+LOCK_S = 10.0
+"""Longer than that busy timeout: a write waiting for the lock fails."""
 
 
 def test_tasks_end_and_slots_return_after_a_locked_sqlite_file(
@@ -218,7 +220,8 @@ def test_tasks_end_and_slots_return_after_a_locked_sqlite_file(
     slow_url, _ = scripted_purple(
         Script(commands=["sleep 1"] * 40, pause_s=0.5, submissions=[GOOD_LOC])
     )
-    green = _replica(green_settings, f"sqlite:///{db_path}", "locked-a", purple_url, tmp_path, 2)
+    db_url = f"sqlite:///{db_path}?timeout={BUSY_TIMEOUT_S}"
+    green = _replica(green_settings, db_url, "locked-a", purple_url, tmp_path, 2)
     green.env.update(ALLOW)
     green.start()
     try:
