@@ -97,7 +97,11 @@ class FakeLLMServer:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
         self.port = sock.getsockname()[1]
-        config = uvicorn.Config(self.app, log_level="warning", lifespan="off")
+        # A reply still "thinking" (delay_s) for a client that went away would hold the stop for
+        # its whole delay: at the stop, a second's grace, then in-flight replies are cancelled.
+        config = uvicorn.Config(
+            self.app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1
+        )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [sock]}, daemon=True
