@@ -5,7 +5,7 @@ demo:            ## build the demo task, start green + purple with docker compos
 	bash scripts/demo.sh
 
 # pytest-xdist workers (0: one process). In one process the suite keeps two cores less than half
-# busy (it waits on containers and services); four keep them busy. README "Development".
+# busy (it waits on containers and services); four keep them busy. docs/testing.md.
 TEST_WORKERS ?= 4
 
 test: setup      ## the full test suite (unit + integration with real containers and services; SQLite and PostgreSQL)
