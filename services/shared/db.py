@@ -39,11 +39,12 @@ def connect_engine(url: str) -> Engine:
     path = sqlite_path(url)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
-    is_sqlite = url.startswith("sqlite")
+    parsed = make_url(url)
+    is_sqlite = parsed.get_backend_name() == "sqlite"
     connect_args: dict[str, object] = {}
     if is_sqlite:
         connect_args["check_same_thread"] = False
-        if "timeout" not in make_url(url).query:  # the URL's own wins (the dialect reads it)
+        if "timeout" not in parsed.query:  # the URL's own wins (the dialect reads it)
             connect_args["timeout"] = SQLITE_BUSY_TIMEOUT_S
     engine = create_engine(url, connect_args=connect_args, pool_pre_ping=not is_sqlite)
     if is_sqlite:
