@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import multiprocessing
 import multiprocessing.context
 import multiprocessing.process
@@ -80,6 +81,7 @@ SERVICES = ("services.green", "services.purple")
 """What :class:`ServiceProcess` runs: imported once per test worker, by the fork server."""
 
 
+@functools.cache
 def _forks() -> multiprocessing.context.ForkServerContext:
     """multiprocessing's fork server, which imports the services' modules once per test worker
     and forks each service process from itself: a service started that way costs the CPU of
