@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.support import parallel
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,6 +49,16 @@ def test_a_junit_report_gives_each_units_total(tmp_path: Path) -> None:
         "second-dockerd",
         "tests/store/test_queue.py",
     ]
+
+
+def test_the_command_without_a_report_says_how_to_call_it_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    recorded = parallel.UNIT_SECONDS.read_bytes()
+    for argv in ([], [str(tmp_path / "missing.xml")], ["a.xml", "b.json", "c"]):
+        with pytest.raises(SystemExit, match=r"usage: python -m tests\.support\.parallel"):
+            parallel.main(argv)
+    assert parallel.UNIT_SECONDS.read_bytes() == recorded
 
 
 def test_the_recorded_units_are_the_suites_own() -> None:

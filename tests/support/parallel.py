@@ -151,6 +151,8 @@ def once_per_run(name: str, make: Callable[[], T], ready: Callable[[], T | None]
 def main(argv: list[str]) -> None:
     """``python -m tests.support.parallel REPORT.xml [OUT.json]``: write each unit's seconds in
     a run's junit report to ``OUT.json`` (by default :data:`UNIT_SECONDS`)."""
+    if not 1 <= len(argv) <= 2 or not Path(argv[0]).is_file():
+        sys.exit("usage: python -m tests.support.parallel REPORT.xml [OUT.json] (a junit report)")
     out = Path(argv[1]) if len(argv) > 1 else UNIT_SECONDS
     out.write_text(json.dumps(unit_seconds_from_junit(Path(argv[0])), indent=1) + "\n")
 
