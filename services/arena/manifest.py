@@ -5,7 +5,8 @@ Per task (from green's ``provenance`` of each trial): green's version and commit
 rule's version, the task image's digest (``docker image inspect``'s ``Id``, never a tag), the
 sha256 of each asset and of the ground truth, the engine's version, purple's card and the
 limits. Per run: the split file and seed, the arguments, the CLI's version. ``arena compare``
-and ``arena report`` refuse runs whose scoring rule or image digest differs for a task.
+and ``arena report`` refuse runs whose scoring rule, image, assets or ground truth differ for a
+task (:mod:`services.shared.comparable`), and ``arena compare`` runs without provenance.
 """
 
 from __future__ import annotations
@@ -18,12 +19,12 @@ from typing import Any
 
 from services.arena.results import RunResults, now_iso
 from services.arena.splits import SPLIT_FILE
-from services.shared import paired
+from services.shared import comparable
 from services.shared.audit import audit
 from services.shared.files import write_json_atomic
 
 MANIFEST_FILE = "manifest.json"
-DECISIVE = paired.DECISIVE
+DECISIVE = comparable.DECISIVE
 
 
 def _version() -> str | None:
@@ -66,11 +67,10 @@ def write_manifest(results: RunResults, run_dir: Path) -> Path:
 
 
 def provenance_conflicts(runs: Iterable[tuple[Path, RunResults]]) -> list[str]:
-    """One sentence per task whose scoring rule or image digest differs between the runs (or
-    between the trials of one run)."""
-    return paired.decisive_conflicts(
-        (r.run, [(o.ref or "", o.provenance) for o in r.tasks]) for _, r in runs
-    )
+    """One sentence per task whose scoring rule, image, assets or ground truth differ between
+    the runs (or between the trials of one run), and, with two runs or more, per run or task
+    whose scored records carry no provenance."""
+    return comparable.problems([(r.run, [o.as_attempt() for o in r.tasks]) for _, r in runs])
 
 
 def refresh_audit(results: RunResults, run_dir: Path) -> None:
