@@ -316,6 +316,7 @@ def _repair(
             f"for them: {escape(str(exc))}"
         )
         return
+    results.refresh_aggregate()
     results.save(run_dir / RESULTS_FILE)
     if len(why) < todo:
         console.print(f"{todo - len(why)} record(s) fetched again from green at {green}")

@@ -112,6 +112,11 @@ class Batch:
     records: Completion | None = None
     """The records green withheld part of, fetched again as their bugs' tasks end."""
 
+    def save(self) -> None:
+        """results.json as it is now (with its aggregate)."""
+        self.results.refresh_aggregate()
+        self.results.save(self.run_dir / RESULTS_FILE)
+
     def _record(self, outcome: RunOutcome) -> None:
         self.results.record(outcome)
         self.results.save(self.run_dir / RESULTS_FILE)
@@ -309,9 +314,7 @@ async def run_batch(
         green = GreenClient(client, cfg.green, cfg.green_grace_s)
         results.kinds |= await green.kinds()
         batch = Batch(cfg, results, run_dir, session, view, console, green)
-        batch.records = Completion(
-            green, results, run_dir, lambda _o: results.save(run_dir / RESULTS_FILE)
-        )
+        batch.records = Completion(green, results, run_dir, batch.save)
         with _interrupts(batch, session, console):
             try:
                 with Live(view, console=console, refresh_per_second=4, transient=False):

@@ -60,10 +60,10 @@ def incomplete(o: RunOutcome, *, unknown: bool = False) -> bool:
     return o.disclosed in (PENDING, "public") or (unknown and o.disclosed is None)
 
 
-def apply(results: RunResults, run_dir: Path, o: RunOutcome, task: dict[str, Any]) -> bool:
+def apply(run_dir: Path, o: RunOutcome, task: dict[str, Any]) -> bool:
     """Take green's view ``task`` of ``o``'s task into the record (scores, provenance, what was
-    withheld) and its ``task.json``; the rest of the record (counters, notes, audit) stays.
-    True when the record is now whole."""
+    withheld) and its ``task.json``; the rest of the record (counters, notes, audit) stays, and
+    the run's aggregate is the caller's to refresh. True when the record is now whole."""
     if task.get("id") != o.task_id or task.get("status") != o.status.value:
         return False  # not the task recorded, or not as recorded: keep the record
     o.scores = compact_scores(task.get("scores"))
@@ -72,13 +72,10 @@ def apply(results: RunResults, run_dir: Path, o: RunOutcome, task: dict[str, Any
     o.withheld = list(task.get("withheld") or [])
     if o.dir:
         write_json_atomic(run_dir / o.dir / "task.json", task)
-    results.refresh_aggregate()
     return not incomplete(o)
 
 
-async def fetch(
-    green: GreenClient, results: RunResults, run_dir: Path, o: RunOutcome
-) -> str | None:
+async def fetch(green: GreenClient, run_dir: Path, o: RunOutcome) -> str | None:
     """Ask green for ``o``'s task again and apply it; None when the record is now whole, else
     why not. Raises :class:`GreenUnreachable`."""
     try:
@@ -93,7 +90,7 @@ async def fetch(
         task = resp.json()
     except ValueError:
         return "green's answer is not JSON"
-    if apply(results, run_dir, o, task):
+    if apply(run_dir, o, task):
         return None
     return WHY.get(str(o.disclosed), "green's record of the task differs from the run's")
 
@@ -105,8 +102,8 @@ class Completion:
     green: GreenClient
     results: RunResults
     run_dir: Path
-    on_complete: Callable[[RunOutcome], None] = lambda _o: None
-    """Called with each record made whole (the CLI saves results.json)."""
+    save: Callable[[], None] = lambda: None
+    """Called once records were made whole (the CLI saves results.json)."""
 
     def pending(self, ref: TaskRef | None = None) -> list[RunOutcome]:
         return [
@@ -115,12 +112,17 @@ class Completion:
             if incomplete(o) and o.disclosed == PENDING and ref in (None, o.task_ref)
         ]
 
-    async def after(self, ref: TaskRef) -> None:
-        """An attempt of ``ref`` ended: fetch its pending records again (the bug may be done)."""
+    async def after(self, ref: TaskRef, save: bool = True) -> bool:
+        """An attempt of ``ref`` ended: fetch its pending records again (the bug may be done);
+        whether any was made whole (then saved, with ``save``)."""
+        done = False
         for o in self.pending(ref):
-            if await fetch(self.green, self.results, self.run_dir, o) is not None:
-                return  # still withheld: the others of the bug are too
-            self.on_complete(o)
+            if await fetch(self.green, self.run_dir, o) is not None:
+                break  # still withheld: the others of the bug are too
+            done = True
+        if done and save:
+            self.save()
+        return done
 
     async def settle(self, wait_s: float, stop: asyncio.Event, interval_s: float) -> int:
         """Wait up to ``wait_s`` (or until ``stop``) for green to release the pending records,
@@ -128,8 +130,9 @@ class Completion:
         deadline = time.monotonic() + wait_s
         while True:
             refs = list(dict.fromkeys(o.task_ref for o in self.pending()))
-            for ref in refs:
-                await self.after(ref)
+            done = [await self.after(ref, save=False) for ref in refs]
+            if any(done):
+                self.save()
             left = len(self.pending())
             remaining = deadline - time.monotonic()
             if not left or remaining <= 0 or stop.is_set():
@@ -149,7 +152,7 @@ async def repair(green: GreenClient, results: RunResults, run_dir: Path) -> dict
     async def one(o: RunOutcome) -> None:
         async with jobs:
             try:
-                problem = await fetch(green, results, run_dir, o)
+                problem = await fetch(green, run_dir, o)
             except GreenUnreachable as exc:
                 problem = str(exc)
             o.notes = [n for n in o.notes if not n.startswith(FETCHED_AGAIN)]

@@ -77,9 +77,9 @@ def test_a_view_of_another_task_or_state_never_overwrites_the_record(tmp_path: P
     o = _outcome("arvo:2", "b", {"file@1": 0.0}, disclosed="pending", dir="tasks/b")
     results.tasks = [o]
     view = {"id": "b", "status": "completed", "scores": WHOLE, "disclosed": "all", "withheld": []}
-    assert not apply(results, tmp_path, o, {**view, "id": "other"})
-    assert not apply(results, tmp_path, o, {**view, "status": "failed"})
+    assert not apply(tmp_path, o, {**view, "id": "other"})
+    assert not apply(tmp_path, o, {**view, "status": "failed"})
     assert o.scores == {"file@1": 0.0} and o.disclosed == "pending"
-    assert apply(results, tmp_path, o, view)
+    assert apply(tmp_path, o, view)
     assert o.scores == WHOLE and (tmp_path / "tasks" / "b" / "task.json").is_file()
     assert gaps(results) == []
