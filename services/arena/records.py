@@ -175,7 +175,9 @@ def repair_run(
         auth = GreenAuth(green_url, token)
         async with async_client(timeout=timeout, trust_env=False, auth=auth) as client:
             await check_green(client, green_url)
-            return await repair(GreenClient(client, green_url, grace_s), results, run_dir)
+            green = GreenClient(client, green_url, grace_s)
+            results.kinds |= await green.kinds()  # what each record should carry, if unknown
+            return await repair(green, results, run_dir)
 
     return asyncio.run(run())
 
@@ -228,23 +230,36 @@ def gaps(results: RunResults) -> list[Gap]:
 
 
 def gaps_markdown(results: RunResults) -> list[str]:
-    """``report.md``'s section on incomplete records (nothing when every record is whole)."""
+    """``report.md``'s section on incomplete records (nothing when every record is whole and
+    green said so of each)."""
     found = gaps(results)
-    if not found:
+    unchecked = [
+        o
+        for o in results.tasks
+        if incomplete(o, unknown=True)
+        and o.disclosed is None
+        and not any(n.startswith(FETCHED_AGAIN) for n in o.notes)
+    ]
+    if not found and not unchecked:
         return []
-    lines = [
-        "",
-        "## Incomplete records",
-        "",
-        "| attempt | task | missing | why |",
-        "|---|---|---|---|",
-    ]
-    for g in found:
-        lines.append(f"| {g.label} | {(g.task_id or '-')[:8]} | {', '.join(g.fields)} | {g.why} |")
-    lines += [
-        "",
-        "A record without `project` is a cluster of its own in the intervals; one without "
-        "`floors` is left out of the floor means; one without `bug_class` out of the bug-class "
-        "table. `arena report` fetches what green withheld once every task of the bug has ended.",
-    ]
+    lines = ["", "## Incomplete records", ""]
+    if found:
+        lines += ["| attempt | task | missing | why |", "|---|---|---|---|"]
+        for g in found:
+            task = (g.task_id or "-")[:8]
+            lines.append(f"| {g.label} | {task} | {', '.join(g.fields)} | {g.why} |")
+        lines += [
+            "",
+            "A record without `project` is a cluster of its own in the intervals; one without "
+            "`floors` is left out of the floor means; one without `bug_class` out of the "
+            "bug-class table. `arena report` fetches what green withheld once every task of the "
+            "bug has ended.",
+        ]
+    if unchecked:
+        lines += [
+            "",
+            f"{len(unchecked)} record(s) were saved before green said what it withheld, and green "
+            "has not been asked since (unreachable, or `--offline`): what they lack may not be "
+            "listed. `arena report` asks when green is reachable.",
+        ]
     return lines
