@@ -58,7 +58,8 @@ def _floor_rows(report: str) -> list[str]:
 def test_two_runs_at_once_record_every_field_and_report_the_same_floors(
     tmp_path, start_green, scripted_purple
 ):
-    green = start_green(max_concurrent_tasks=8)
+    # the held tasks wait (idle) while the other run's six run: no deadline may end them first
+    green = start_green(max_concurrent_tasks=8, idle_timeout_s=600, task_timeout_s=600)
     hold = threading.Event()
     held, held_seen = scripted_purple(Script(commands=["true"], submissions=LOCS, hold=hold))
     quick, quick_seen = scripted_purple(Script(commands=["true"], submissions=LOCS))
