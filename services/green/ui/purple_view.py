@@ -24,7 +24,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from services.green.live_task import TaskNotFound
 from services.green.ui.auth import require_page
 from services.green.ui.templating import render
-from services.shared.http import async_client
+from services.shared.http import BodyTooLarge, async_client, read_capped
 
 router = APIRouter(prefix="/ui", include_in_schema=False, dependencies=[Depends(require_page)])
 MAX_STEPS_SHOWN = 500
@@ -35,21 +35,15 @@ class Cut(Exception):
 
 
 async def _read_bounded(url: str, max_bytes: int) -> tuple[int, str, bytes]:
-    async with (
-        async_client(timeout=httpx.Timeout(10.0)) as client,
-        client.stream("GET", url) as resp,
-    ):
-        body, size = [], 0
-        async for chunk in resp.aiter_bytes():
-            size += len(chunk)
-            if size > max_bytes:
-                raise Cut(
-                    f"purple's trajectory at {url} is larger than {max_bytes:,} bytes "
-                    "(GREEN_TRAJECTORY_MAX_BYTES): green stopped reading it there and shows "
-                    "none of it; read it from purple directly"
-                )
-            body.append(chunk)
-        return resp.status_code, resp.headers.get("content-type", ""), b"".join(body)
+    async with async_client(timeout=httpx.Timeout(10.0)) as client:
+        try:
+            return await read_capped(client, url, max_bytes)
+        except BodyTooLarge as exc:
+            raise Cut(
+                f"purple's trajectory at {url} is larger than {max_bytes:,} bytes "
+                "(GREEN_TRAJECTORY_MAX_BYTES): green stopped reading it there and shows "
+                "none of it; read it from purple directly"
+            ) from exc
 
 
 async def fetch_trajectory(
