@@ -34,10 +34,11 @@ from services.arena.batch import (
 from services.arena.client import GreenUnreachable
 from services.arena.compare import compare_runs
 from services.arena.compare_report import write_comparison
+from services.arena.figures import bracket, num, p_value, signed, with_interval
 from services.arena.manifest import provenance_conflicts, refresh_audit, write_manifest
 from services.arena.records import gaps, incomplete, repair_run
 from services.arena.refs import split_refs, task_refs
-from services.arena.report import render_report, with_interval
+from services.arena.report import render_report
 from services.arena.results import RESULTS_FILE, RunResults, Session, Slot, now_iso
 from services.arena.splits import write_split
 from services.arena.tasks import tasks_app
@@ -66,16 +67,14 @@ def _summary(results: RunResults, console: Console) -> None:
         table.add_column(m, justify="right")
     for label, key in (("all tasks", "mean_all"), ("non-infra", "mean_non_infra")):
         means = agg.get(key) or {}
-        table.add_row(
-            label, str(means.get("n", 0)), *(f"{float(means.get(m, 0)):.3f}" for m in metrics)
-        )
+        table.add_row(label, str(means.get("n", 0)), *(num(means.get(m)) for m in metrics))
     console.print(table)
     ivs = (agg.get("uncertainty") or {}).get("mean_all") or {}
     if ivs:
         console.print(
             "  95% intervals (all tasks): "
             + ", ".join(
-                f"{m} {with_interval(float((agg.get('mean_all') or {}).get(m, 0)), ivs.get(m))}"
+                f"{m} {with_interval((agg.get('mean_all') or {}).get(m), ivs.get(m))}"
                 for m in metrics
             ),
             highlight=False,
@@ -375,9 +374,10 @@ def compare(
 ) -> None:
     """Compare runs on the tasks they all scored: the first run against each other one.
 
-    Per metric: the difference with a paired cluster-bootstrap 95% interval, McNemar's exact
-    test for hit/miss metrics, win/loss/tie; tasks lost to infra on a side are listed apart.
-    Runs whose scoring rule or image digest differs for a task are refused unless --force.
+    Per metric: the difference with the 95% interval and p-value of one sign-flip test (the
+    interval excludes 0 exactly when p < 0.05), win/loss/tie; every task not scored by both runs
+    is listed apart with each side's reason. Runs whose scoring rule, image, assets or ground
+    truth differ for a task, or that record no provenance, are refused unless --force.
     """
     console = Console(highlight=False)
     runs = []
@@ -411,10 +411,9 @@ def compare(
     for pair in cmp["pairs"]:
         m = pair["metrics"].get(top) or {"difference": {"mean": None}}
         d = m["difference"]
-        mcnemar = f", McNemar p {m['mcnemar']['p_value']:.4g}" if m.get("mcnemar") else ""
         console.print(
             f"{pair['a']} - {pair['b']} on {pair['n_common']} task(s): {top} "
-            f"{d['mean']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}]{mcnemar}, "
+            f"{signed(d['mean'])} {bracket(d, 3, sign=True)}, p {p_value(d.get('p_value'))}, "
             f"win/loss/tie {m['win']}/{m['loss']}/{m['tie']}"
             if d["mean"] is not None
             else f"{pair['a']} - {pair['b']}: no task scored by both"

@@ -9,7 +9,8 @@ client's own build (:mod:`services.shared.build_info`: version, commit, dirty fl
 sha256, Python, numpy and scipy, which compute the intervals), the distinct green builds and
 purple agents of its tasks, the split file and its seed (``split_seed``), the model's sampling
 seed (``model_seed``), the arguments. ``arena compare`` and ``arena report`` refuse runs whose
-scoring rule or image differs for a task.
+scoring rule, image, assets or ground truth differ for a task
+(:mod:`services.shared.comparable`), and ``arena compare`` runs without provenance.
 """
 
 from __future__ import annotations
@@ -21,13 +22,13 @@ from typing import Any
 
 from services.arena.results import RunResults, now_iso
 from services.arena.splits import SPLIT_FILE
-from services.shared import paired
+from services.shared import comparable
 from services.shared.audit import audit
 from services.shared.build_info import build_info
 from services.shared.files import write_json_atomic
 
 MANIFEST_FILE = "manifest.json"
-DECISIVE = paired.DECISIVE
+DECISIVE = comparable.DECISIVE
 AGENT_KEYS = ("url", "name", "version")
 """What of purple's card a run's summary of its agents keeps (beside its policy, build, model)."""
 MODEL_KEYS = ("model", "seed", "temperature", "top_p", "max_tokens")
@@ -115,11 +116,10 @@ def write_manifest(results: RunResults, run_dir: Path) -> Path:
 
 
 def provenance_conflicts(runs: Iterable[tuple[Path, RunResults]]) -> list[str]:
-    """One sentence per task whose scoring rule or image digest differs between the runs (or
-    between the trials of one run)."""
-    return paired.decisive_conflicts(
-        (r.run, [(o.ref or "", o.provenance) for o in r.tasks]) for _, r in runs
-    )
+    """One sentence per task whose scoring rule, image, assets or ground truth differ between
+    the runs (or between the trials of one run), and, with two runs or more, per run or task
+    whose scored records carry no provenance."""
+    return comparable.problems([(r.run, [o.as_attempt() for o in r.tasks]) for _, r in runs])
 
 
 def refresh_audit(results: RunResults, run_dir: Path) -> None:

@@ -19,8 +19,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from services.shared.comparable import decisive_of
 from services.shared.files import write_json_atomic
 from services.shared.outcome import TaskOutcome
+from services.shared.paired import Attempt
 from services.shared.scores import aggregate_records, hit_or_miss, metric_names
 from services.shared.task_ref import TaskRef
 
@@ -105,6 +107,18 @@ class RunOutcome(TaskOutcome):
 
     def metric(self, name: str) -> float:
         return float((self.scores or {}).get(name, 0.0))
+
+    def as_attempt(self) -> Attempt:
+        """The attempt as the paired comparison and the provenance check read it."""
+        return Attempt(
+            self.ref or "",
+            self.status,
+            self.failure_kind,
+            self.end_reason,
+            self.scores,
+            self.error,
+            self.provenance,
+        )
 
     @property
     def slot(self) -> Slot:
@@ -324,20 +338,16 @@ def outcome_from_task(task: dict[str, Any], *, task_dir: str | None = None) -> R
 
 
 def decisive(provenance: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The part of green's task provenance a RunOutcome keeps (what decides the score)."""
+    """The part of green's task provenance a RunOutcome keeps: what decides the score
+    (:func:`services.shared.comparable.decisive_of`), the image's name and green's version."""
     if not provenance:
         return None
-    image = provenance.get("image") or {}
-    scoring = provenance.get("scoring") or {}
     green = provenance.get("green") or {}
     return {
-        "scoring_version": scoring.get("version"),
-        "image_id": image.get("id"),
-        "image_identity": image.get("identity"),
-        "image": image.get("name"),
+        **decisive_of(provenance),
+        "image": (provenance.get("image") or {}).get("name"),
         "green_version": green.get("version"),
         "green_commit": green.get("commit"),
-        "ground_truth_sha256": provenance.get("ground_truth_sha256"),
     }
 
 
