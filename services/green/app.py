@@ -6,15 +6,15 @@ from contextlib import asynccontextmanager
 from functools import partial
 
 from a2a.types import AgentSkill, HTTPAuthSecurityScheme, SecurityRequirement, StringList
-from fastapi import Depends, FastAPI, Request
+from fastapi import Depends, FastAPI
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
 from sqlalchemy.engine import Engine
 
 from services.green.a2a.executor import GreenExecutor
 from services.green.a2a.gate import CallContextBuilder, GreenRequestHandler, RefusalStatus
 from services.green.api import outage
 from services.green.api.deps import require_operator
+from services.green.api.invalid import invalid_request
 from services.green.api.routes import assessments, datasets, health, kinds, tasks
 from services.green.assessment import AssessmentRunner
 from services.green.auth import OperatorAuth, load_operator_token
@@ -166,12 +166,7 @@ def create_app(
     app.state.datasets = tools = make_dataset_tools(settings, orch.kinds, orch.sandboxes, engine)
     orch.task_end_hooks.extend(tools.task_end_hooks())  # each kind's image budget
 
-    @app.exception_handler(RequestValidationError)
-    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = [
-            {"where": ".".join(str(p) for p in e["loc"]), "message": e["msg"]} for e in exc.errors()
-        ]
-        return JSONResponse({"detail": "invalid request", "errors": errors}, status_code=422)
+    app.add_exception_handler(RequestValidationError, invalid_request)
 
     outage.install(app)  # the database away: 503 with a sentence; any other failure: 500, JSON
 
