@@ -15,7 +15,7 @@ from services.green.a2a.gate import CallContextBuilder, GreenRequestHandler, Ref
 from services.green.api import outage
 from services.green.api.deps import require_operator
 from services.green.api.invalid import invalid_request
-from services.green.api.routes import assessments, datasets, health, kinds, tasks
+from services.green.api.routes import assessments, datasets, health, kinds, runs, tasks
 from services.green.assessment import AssessmentRunner
 from services.green.auth import OperatorAuth, load_operator_token
 from services.green.config import GreenSettings
@@ -175,6 +175,7 @@ def create_app(
     operator_only = [Depends(require_operator)]
     app.include_router(tasks.router, dependencies=operator_only)
     app.include_router(assessments.router, dependencies=operator_only)
+    app.include_router(runs.router, dependencies=operator_only)
     app.include_router(datasets.router, dependencies=operator_only)
     app.include_router(kinds.router, dependencies=operator_only)
     mount_ui(app)  # the dashboard at /ui, behind the same credential
