@@ -35,6 +35,7 @@ from services.arena.batch import (
 from services.arena.client import GreenUnreachable, RunRefused
 from services.arena.compare import compare_runs
 from services.arena.compare_report import write_comparison
+from services.arena.leaderboard import write_leaderboard
 from services.arena.manifest import provenance_conflicts, refresh_audit, write_manifest
 from services.arena.refs import split_refs, task_refs
 from services.arena.report import render_report, with_interval
@@ -225,6 +226,7 @@ def _close(
     write_split(run_dir, results.task_ids, results.args)
     results.save(run_dir / RESULTS_FILE)
     write_manifest(results, run_dir)
+    write_leaderboard(results, run_dir)
     report = render_report(results, run_dir)
     _summary(results, console)
     console.print(f"results: {run_dir / RESULTS_FILE}\nreport:  {report}")
@@ -340,6 +342,7 @@ def report(run_dir: opt.RunDir, force: opt.Force = False) -> None:
     results.refresh_aggregate()
     refresh_audit(results, run_dir)
     write_manifest(results, run_dir)
+    write_leaderboard(results, run_dir)
     out = render_report(results, run_dir)
     _summary(results, console)
     console.print(f"report: {out}")

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 from fastapi import FastAPI, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -503,6 +504,16 @@ def test_run_writes_results_tasks_and_report(fake, tmp_path: Path) -> None:
 
     # the live table's last frame and the summary went to the terminal
     assert "arvo:1001" in res.output and "mean over" in res.output
+
+    # the leaderboard queries run with DuckDB over the file the run wrote, as over AgentBeats'
+    con = duckdb.connect()
+    board = tmp_path / "*" / "leaderboard.json"
+    con.execute(f"CREATE VIEW results AS SELECT * FROM read_json_auto('{board}')")
+    for q in json.loads((REPO / "docs" / "leaderboard" / "queries.json").read_text()):
+        rows = con.execute(q["query"]).fetchall()
+        assert rows and {r[0] for r in rows} == {"r1"}, q["name"]
+    row = json.loads((tmp_path / "r1" / "leaderboard.json").read_text())["results"][0]
+    assert (row["n_tasks"], row["file_at_1"]) == (3, agg["mean_all"]["file@1"])
 
 
 def test_unknown_tasks_stop_the_run_before_it_starts(fake, tmp_path: Path) -> None:
