@@ -62,7 +62,10 @@ def _same_ints(rest: Any, a2a: Any, where: str = "") -> int:
         return sum(_same_ints(v, a2a[k], f"{where}.{k}") for k, v in rest.items() if k in a2a)
     if isinstance(rest, list):
         assert isinstance(a2a, list) and len(a2a) == len(rest), (where, a2a)
-        return sum(_same_ints(v, w, f"{where}[{i}]") for i, (v, w) in enumerate(zip(rest, a2a)))
+        return sum(
+            _same_ints(v, w, f"{where}[{i}]")
+            for i, (v, w) in enumerate(zip(rest, a2a, strict=True))
+        )
     if isinstance(rest, float):
         assert type(a2a) is float, (where, a2a)  # a score stays a number with a fraction
     return 0
