@@ -11,7 +11,12 @@ from fastapi.exceptions import RequestValidationError
 from sqlalchemy.engine import Engine
 
 from services.green.a2a.executor import GreenExecutor
-from services.green.a2a.gate import CallContextBuilder, GreenRequestHandler, RefusalStatus
+from services.green.a2a.gate import (
+    CallContextBuilder,
+    GreenRequestHandler,
+    OperatorFirst,
+    RefusalStatus,
+)
 from services.green.api import outage
 from services.green.api.deps import require_operator
 from services.green.api.invalid import invalid_request
@@ -188,6 +193,7 @@ def create_app(
         context_builder=CallContextBuilder(auth),
     )
     app.add_middleware(RefusalStatus)
+    app.add_middleware(OperatorFirst, auth=auth)  # 401 before any version or params check
     verify = Verifier(
         operator=lambda header: auth.caller(header).operator,
         session=lambda sid: app.state.ui_sessions.valid(sid),

@@ -19,6 +19,7 @@ from fastapi.responses import JSONResponse
 
 from services.purple.config import PurpleSettings
 from services.purple.policies import agent_config
+from services.shared.a2a_numbers import with_record
 from services.shared.http import async_client
 
 TTL_S = 15.0
@@ -72,20 +73,22 @@ def model_extension(settings: PurpleSettings) -> AgentExtension:
         description="The LLM purple queries and its request settings.",
     )
     ext.params.update(
-        {
-            "model": settings.model,
-            "mode": config.mode,
-            "context_window": config.context_window,
-            "llm_timeout_s": settings.llm_timeout_s,
-            "llm_timeout_retries": settings.llm_timeout_retries,
-            **config.llm.model_dump(),
-            "limits": {
-                "step_limit": config.step_limit,
-                "cost_limit": config.cost_limit,
-                "wall_time_limit_s": config.wall_time_limit_s,
-                "context_budget_tokens": config.context_budget_tokens,
-            },
-        }
+        with_record(
+            {
+                "model": settings.model,
+                "mode": config.mode,
+                "context_window": config.context_window,
+                "llm_timeout_s": settings.llm_timeout_s,
+                "llm_timeout_retries": settings.llm_timeout_retries,
+                **config.llm.model_dump(),
+                "limits": {
+                    "step_limit": config.step_limit,
+                    "cost_limit": config.cost_limit,
+                    "wall_time_limit_s": config.wall_time_limit_s,
+                    "context_budget_tokens": config.context_budget_tokens,
+                },
+            }
+        )  # the record keeps its whole numbers whole on the card (services/shared/a2a_card)
     )
     return ext
 

@@ -49,6 +49,26 @@ def data_part(data: Any) -> Part:
     return part
 
 
+def with_record(params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` (a ``Struct`` to be, e.g. a card extension's) with the record of where they
+    hold integers; :func:`restore_record` reads it back."""
+    tree = int_tree(params)
+    return {**params, WHOLE: json.dumps(tree, separators=(",", ":"))} if tree else params
+
+
+def restore_record(params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` read back from a ``Struct``: integers where :func:`with_record` found them,
+    the record removed."""
+    record = params.get(WHOLE)
+    if not isinstance(record, str):
+        return params
+    try:
+        tree = json.loads(record)
+    except ValueError:
+        tree = None
+    return restore_ints({k: v for k, v in params.items() if k != WHOLE}, tree)
+
+
 def restore_ints(obj: Any, tree: Tree | None) -> Any:
     """``obj`` with the whole floats where ``tree`` (:func:`int_tree`) says made ints."""
     if tree is True:
