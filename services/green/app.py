@@ -95,6 +95,7 @@ def build_orchestrator(settings: GreenSettings, engine: Engine) -> Orchestrator:
         registry=settings.docker_registry,
         check_s=settings.docker_check_s,
         slot_wait_s=settings.docker_slot_wait_s,
+        timeout_s=settings.docker_timeout_s,
     )
     return Orchestrator(settings, TaskStore(engine), sandboxes, build_kinds(settings, sandboxes))
 
