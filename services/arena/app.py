@@ -230,6 +230,10 @@ def _close(
     report = render_report(results, run_dir)
     _summary(results, console)
     console.print(f"results: {run_dir / RESULTS_FILE}\nreport:  {report}")
+    if results.green_run:
+        console.print(
+            f"on green's dashboard: {results.green.rstrip('/')}/ui/runs/{results.green_run}"
+        )
     if code == EXIT_INTERRUPTED:
         args = results.args
         again = f"arena run --run {args['run']} --out {args['out']} --green {args['green']}"

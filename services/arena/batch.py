@@ -290,7 +290,6 @@ async def run_batch(
             with contextlib.suppress(GreenUnreachable):
                 if note := await green.end_run(cfg.run_id, interrupted=stopped):
                     console.print(f"[yellow]note:[/] {escape(note)}")
-            console.print(f"on green's dashboard: {cfg.green.rstrip('/')}/ui/runs/{cfg.run_id}")
     return _exit_code(batch, session, results, todo, console)
 
 
