@@ -270,6 +270,20 @@ def demo_env(tmp_path: Path, tag: str) -> dict[str, str]:
     return env
 
 
+def run_demo(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``scripts/demo.sh`` as a user runs it (``make demo``), in a :func:`demo_env`."""
+    return subprocess.run(
+        ["bash", "scripts/demo.sh"],
+        cwd=REPO_ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+
+
 def demo_down(env: dict[str, str]) -> None:
     """Stop a :func:`demo_env` stack and remove its volumes."""
     subprocess.run(

@@ -9,14 +9,12 @@ The 30-run measure on a loaded machine is ``bash bench/demo_loop.sh 30 --load`` 
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import docker
 import pytest
 
-from fixtures.catalog import REPO_ROOT
-from tests.e2e.compose import compose_available, demo_down, demo_env
+from tests.e2e.compose import compose_available, demo_down, demo_env, run_demo
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 RUNS = int(os.environ.get("ARENA_DEMO_LOOP_RUNS", "3"))
@@ -41,16 +39,7 @@ def test_demo_runs_again_and_again(tmp_path: Path) -> None:
     first_green = ""
     try:
         for i in range(1, RUNS + 1):
-            proc = subprocess.run(
-                ["bash", "scripts/demo.sh"],
-                cwd=REPO_ROOT,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=1800,
-                check=False,
-            )
+            proc = run_demo(env)
             out = proc.stdout + proc.stderr
             assert proc.returncode == 0, f"run {i} of {RUNS} failed:\n{out[-6000:]}"
             assert "completed  end: submitted" in out, out[-3000:]

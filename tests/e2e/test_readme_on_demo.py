@@ -10,13 +10,11 @@ stack is never touched; the blocks' ``localhost:9009`` is this stack's port.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from fixtures.catalog import REPO_ROOT
-from tests.e2e.compose import compose_available, demo_down, demo_env
+from tests.e2e.compose import compose_available, demo_down, demo_env, run_demo
 from tests.support.readme import run_blocks, user_folder
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -27,16 +25,7 @@ def test_readme_blocks_on_the_demo_stack(tmp_path: Path) -> None:
         pytest.skip("no docker compose (v2) nor docker-compose (v1)")
     env = demo_env(tmp_path, "readme")
     try:
-        proc = subprocess.run(
-            ["bash", "scripts/demo.sh"],
-            cwd=REPO_ROOT,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=1800,
-            check=False,
-        )
+        proc = run_demo(env)
         assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
         token = (Path(env["ARENA_TOKEN_DIR"]) / "operator-token").read_text().strip()
         home = tmp_path / "repo"
