@@ -37,6 +37,7 @@ from services.arena.compare import compare_runs
 from services.arena.compare_report import write_comparison
 from services.arena.leaderboard import write_leaderboard
 from services.arena.manifest import provenance_conflicts, refresh_audit, write_manifest
+from services.arena.records import gaps, incomplete, repair_run
 from services.arena.refs import split_refs, task_refs
 from services.arena.report import render_report, with_interval
 from services.arena.results import RESULTS_FILE, RunResults, Session, Slot, now_iso
@@ -83,6 +84,14 @@ def _summary(results: RunResults, console: Console) -> None:
         )
     for line in agg.get("explanation", []):
         console.print(f"  {line}", highlight=False)
+    missing = gaps(results)
+    if missing:
+        console.print(
+            f"[yellow]{len(missing)} record(s) incomplete[/] ("
+            + ", ".join(f"{g.label}: {', '.join(g.fields)}" for g in missing[:5])
+            + (", ..." if len(missing) > 5 else "")
+            + '): see report.md, "Incomplete records"'
+        )
 
 
 def _run_dir(out: Path, run_name: str | None) -> tuple[str, Path]:
@@ -132,6 +141,7 @@ def _config(args: dict[str, Any], api_token: str | None) -> RunConfig:
         command_timeout_s=args["command_timeout"],
         poll_interval_s=args["poll_interval"],
         green_grace_s=args["green_grace"],
+        complete_wait_s=args["complete_wait"],
         api_token=api_token,
     )
 
@@ -258,6 +268,7 @@ def run(
     retry_failed: opt.RetryFailed = False,
     poll_interval: opt.PollInterval = 2.0,
     green_grace: opt.GreenGrace = 60.0,
+    complete_wait: opt.CompleteWait = 600.0,
     api_token: opt.ApiToken = None,
     sample_n: opt.Sample = None,
     seed: opt.Seed = 0,
@@ -307,6 +318,7 @@ def run(
         "retry_failed": retry_failed,
         "poll_interval": poll_interval,
         "green_grace": green_grace,
+        "complete_wait": complete_wait,
         "sample": sample_n,
         "seed": seed,
         "verified_only": verified_only,
@@ -321,13 +333,45 @@ def run(
         raise typer.Exit(code)
 
 
+def _repair(
+    results: RunResults, run_dir: Path, green: str, token: str | None, console: Console
+) -> None:
+    """Fetch from green what it withheld from the run's records; save the ones completed and
+    say which are not."""
+    todo = sum(1 for o in results.tasks if incomplete(o, unknown=True))
+    if not todo:
+        return
+    try:
+        why = repair_run(results, run_dir, green, token)
+    except GreenUnreachable as exc:
+        console.print(
+            f"[yellow]note:[/] {todo} record(s) not known whole, and green could not be asked "
+            f"for them: {escape(str(exc))}"
+        )
+        return
+    results.refresh_aggregate()
+    results.save(run_dir / RESULTS_FILE)
+    if len(why) < todo:
+        console.print(f"{todo - len(why)} record(s) fetched again from green at {green}")
+    for label, reason in why.items():
+        console.print(f"  still incomplete: {escape(label)}: {escape(reason)}", soft_wrap=True)
+
+
 @app.command()
-def report(run_dir: opt.RunDir, force: opt.Force = False) -> None:
+def report(
+    run_dir: opt.RunDir,
+    force: opt.Force = False,
+    green: opt.ReportGreen = None,
+    api_token: opt.ApiToken = None,
+    offline: opt.Offline = False,
+) -> None:
     """Re-render report.md and scores.png from a run's results.json.
 
-    The aggregate is recomputed from the recorded outcomes; results.json is not modified.
-    Refused (unless --force) when the trials of a task were scored with different scoring
-    rules or image digests.
+    Records green showed only in part (their bug had other tasks unfinished) are fetched again
+    from green first, and saved in results.json when they are now whole (--offline: not);
+    report.md lists what is still missing. The aggregate is recomputed from the recorded
+    outcomes. Refused (unless --force) when the trials of a task were scored with different
+    scoring rules or image digests.
     """
     console = Console(highlight=False)
     if run_dir.is_file():
@@ -337,6 +381,8 @@ def report(run_dir: opt.RunDir, force: opt.Force = False) -> None:
         console.print(f"[red]error:[/] no {RESULTS_FILE} in {run_dir}")
         raise typer.Exit(2)
     results = _load(path, console)
+    if not offline:
+        _repair(results, run_dir, green or results.green, api_token or find_local_token(), console)
     problems = provenance_conflicts([(run_dir, results)])
     if problems and not force:
         for p in problems:

@@ -30,6 +30,7 @@ from services.arena.client import (
     detail,
 )
 from services.arena.live import LiveView
+from services.arena.records import Completion
 from services.arena.results import (
     REFUSED,
     RESULTS_FILE,
@@ -65,6 +66,9 @@ class RunConfig:
     """How long green may be unreachable before the run stops."""
     api_token: str | None = field(default=None, repr=False)
     """Green's GREEN_API_TOKEN, sent to green only (never recorded in results.json)."""
+    complete_wait_s: float = 600.0
+    """How long the run waits at its end for the records green withholds while other tasks of
+    their bugs are unfinished (:mod:`services.arena.records`)."""
     run_id: str | None = None
     """Green's id of the run (``POST /runs``), sent with each task (None: a green without runs)."""
 
@@ -109,6 +113,13 @@ class Batch:
     in_flight: dict[str, str] = field(default_factory=dict)
     """slot label (``arvo:10055``, ``arvo:10055#2``) → green task id."""
     abort: GreenUnreachable | None = None
+    records: Completion | None = None
+    """The records green withheld part of, fetched again as their bugs' tasks end."""
+
+    def save(self) -> None:
+        """results.json as it is now (with its aggregate)."""
+        self.results.refresh_aggregate()
+        self.results.save(self.run_dir / RESULTS_FILE)
 
     def _record(self, outcome: RunOutcome) -> None:
         self.results.record(outcome)
@@ -204,6 +215,8 @@ class Batch:
         if self.stop.is_set() and task.get("status") != "completed":
             outcome.notes.append("cancelled by the CLI (interrupted)")
         self._record(outcome)
+        if self.records is not None:
+            await self.records.after(ref)
 
     async def run(self, slots: list[Slot]) -> None:
         sem = asyncio.Semaphore(self.cfg.concurrency)
@@ -253,6 +266,33 @@ def _interrupts(batch: Batch, session: Session, console: Console):
             loop.remove_signal_handler(signal.SIGINT)
 
 
+async def _complete(batch: Batch, console: Console) -> None:
+    """Wait (``complete_wait_s``) for the records green withheld while other tasks of their bugs
+    ran: Ctrl-C only ends the wait."""
+    assert batch.records is not None
+    waiting = len(batch.records.pending())
+    if not waiting or batch.cfg.complete_wait_s <= 0:
+        return
+    console.print(
+        f"{waiting} record(s) withheld by green while other tasks of their bugs run: "
+        f"waiting up to {batch.cfg.complete_wait_s:g} s for them (Ctrl-C stops waiting)"
+    )
+    interrupted = batch.session.interrupted
+    try:
+        left = await batch.records.settle(
+            batch.cfg.complete_wait_s, batch.stop, batch.cfg.poll_interval_s
+        )
+    except GreenUnreachable as exc:
+        left = len(batch.records.pending())
+        console.print(f"[yellow]stopped waiting:[/] {escape(str(exc))}")
+    batch.session.interrupted = interrupted  # the tasks all ended: the run was not interrupted
+    if left:
+        console.print(
+            f"[yellow]{left} record(s) still withheld:[/] `arena report {batch.run_dir}` "
+            "fetches them once their bugs' tasks have ended"
+        )
+
+
 async def run_batch(
     cfg: RunConfig,
     results: RunResults,
@@ -279,10 +319,13 @@ async def run_batch(
         )  # RunRefused: green does not know some of them, and nothing has started
         results.green_run = cfg.run_id or results.green_run
         batch = Batch(cfg, results, run_dir, session, view, console, green)
+        batch.records = Completion(green, results, run_dir, batch.save)
         with _interrupts(batch, session, console):
             try:
                 with Live(view, console=console, refresh_per_second=4, transient=False):
                     await batch.run(todo)
+                if batch.abort is None and not batch.stop.is_set():
+                    await _complete(batch, console)
             except asyncio.CancelledError:
                 session.interrupted = True
         if cfg.run_id is not None:

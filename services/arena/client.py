@@ -144,15 +144,14 @@ class GreenClient:
             delay = min(delay * 2, 5.0)
 
     async def kinds(self) -> dict[str, dict[str, Any]]:
-        """What green declares of each kind's metrics (``GET /kinds``: names in report order,
-        which are continuous); empty from a green without the route."""
+        """What green declares of each kind (``GET /kinds``: its metrics' names in report order,
+        which are continuous, the score fields its records carry); empty from a green without
+        the route."""
         try:
             resp = await self.request("GET", "/kinds", retry=False)
             rows = resp.json()["kinds"] if resp.status_code == 200 else []
-            return {
-                str(k["name"]): {"metrics": k.get("metrics"), "continuous": k.get("continuous")}
-                for k in rows
-            }
+            keep = ("metrics", "continuous", "fields")
+            return {str(k["name"]): {key: k.get(key) for key in keep} for k in rows}
         except (httpx.HTTPError, ValueError, KeyError, TypeError):
             return {}
 

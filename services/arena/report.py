@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from services.arena.breakdown import Labels, breakdown_markdown, known_labels
+from services.arena.records import gaps_markdown
 from services.arena.results import RunOutcome, RunResults, slot_label
 from services.shared.audit import FLAGS, count_flags
 from services.shared.scores import headline
@@ -214,6 +215,7 @@ def render_markdown(
         lines.append("")
         lines += [f"- {e}" for e in agg["explanation"]]
     lines += _trial_rows(agg, metrics)
+    lines += gaps_markdown(results)
     lines += _audit_rows(results)
     lines += breakdown_markdown(
         results.tasks, known_labels() if labels is None else labels, metrics

@@ -90,8 +90,14 @@ class RunOutcome(TaskOutcome):
     """Trajectory audit flags raised for the task (:mod:`services.shared.audit`), with their
     evidence; flags for a reader, never a score change."""
     provenance: dict[str, Any] | None = None
-    """What decides the score (scoring rule version, image digest, green's version; see
-    :mod:`services.arena.manifest`); the whole provenance is in ``task.json``."""
+    """What decides the score (scoring rule version, image digest and identity, green's
+    version; see :mod:`services.arena.manifest`); the whole provenance is in ``task.json``."""
+    disclosed: str | None = None
+    """How much of its record green showed (``all``; ``pending``: the rest once no task of the
+    same bug is unfinished; ``public``: without the operator token); None: a green or a run from
+    before green said so. :mod:`services.arena.records` fetches what was withheld."""
+    withheld: list[str] = []
+    """The fields green left out of the record when it was fetched (``scores.floors``...)."""
 
     @model_validator(mode="after")
     def _ended(self) -> RunOutcome:
@@ -154,8 +160,9 @@ class RunResults(BaseModel):
     """One outcome per (reference, trial) that has ended, in the order of ``task_ids`` then
     trial."""
     kinds: dict[str, dict[str, Any]] = {}
-    """What green declared of each kind's metrics (``GET /kinds``): ``metrics`` (names in report
-    order) and ``continuous`` (not hit/miss); None or absent: found in the records."""
+    """What green declared of each kind (``GET /kinds``): ``metrics`` (names in report order),
+    ``continuous`` (not hit/miss), ``fields`` (the score fields each record carries); None or
+    absent: found in the records."""
     aggregate: dict[str, Any] = {}
     green_run: str | None = None
     """Green's id of this run (``POST /runs``): its page is ``<green>/ui/runs/<id>``, and a
@@ -316,6 +323,8 @@ def outcome_from_task(task: dict[str, Any], *, task_dir: str | None = None) -> R
         scores=compact_scores(task.get("scores")),
         verified=task.get("verified"),
         provenance=decisive(task.get("provenance")),
+        disclosed=task.get("disclosed"),
+        withheld=list(task.get("withheld") or []),
         dir=task_dir,
         notes=notes,
     )
@@ -331,6 +340,7 @@ def decisive(provenance: dict[str, Any] | None) -> dict[str, Any] | None:
     return {
         "scoring_version": scoring.get("version"),
         "image_id": image.get("id"),
+        "image_identity": image.get("identity"),
         "image": image.get("name"),
         "green_version": green.get("version"),
         "green_commit": green.get("commit"),

@@ -16,11 +16,7 @@ from typing import Any
 
 import httpx
 
-from services.shared.http import async_client
-
-
-class Cut(Exception):
-    """The trajectory was not read to its end (too large): what was cut, as a sentence."""
+from services.shared.http import BodyTooLarge, async_client, read_capped
 
 
 @dataclass(frozen=True)
@@ -32,21 +28,9 @@ class Trajectory:
 
 
 async def _read_bounded(url: str, max_bytes: int) -> tuple[int, bytes]:
-    async with (
-        async_client(timeout=httpx.Timeout(10.0)) as client,
-        client.stream("GET", url) as resp,
-    ):
-        body, size = [], 0
-        async for chunk in resp.aiter_bytes():
-            size += len(chunk)
-            if size > max_bytes:
-                raise Cut(
-                    f"purple's trajectory at {url} is larger than {max_bytes:,} bytes "
-                    "(GREEN_TRAJECTORY_MAX_BYTES): green stopped reading it there and gives "
-                    "none of it; read it from purple directly"
-                )
-            body.append(chunk)
-        return resp.status_code, b"".join(body)
+    async with async_client(timeout=httpx.Timeout(10.0)) as client:
+        code, _, raw = await read_capped(client, url, max_bytes)
+        return code, raw
 
 
 async def fetch_trajectory(
@@ -57,8 +41,12 @@ async def fetch_trajectory(
     try:
         async with asyncio.timeout(timeout_s):
             code, raw = await _read_bounded(url, max_bytes)
-    except Cut as exc:
-        return None, str(exc)
+    except BodyTooLarge:
+        return None, (
+            f"purple's trajectory at {url} is larger than {max_bytes:,} bytes "
+            "(GREEN_TRAJECTORY_MAX_BYTES): green stopped reading it there and gives none of "
+            "it; read it from purple directly"
+        )
     except TimeoutError:
         return None, (
             f"purple's trajectory at {url} did not arrive within {timeout_s:g} s "

@@ -1,5 +1,4 @@
-"""Is the model there? Purple's readiness check of its OpenAI-compatible endpoint, and the card
-extension that names the model and its request settings.
+"""Is the model there? Purple's readiness check of its OpenAI-compatible endpoint.
 
 The check lists the endpoint's models (``GET <base>/models``, the key sent): down or refusing ->
 not ok; the configured model missing from a non-empty list -> not ok (vLLM and OpenAI answer an
@@ -20,20 +19,15 @@ import time
 from typing import Any
 
 import httpx
-from a2a.types import AgentExtension
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 
 from services.purple.config import PurpleSettings
-from services.purple.policies import agent_config
-from services.shared.a2a_numbers import with_record
 from services.shared.http import async_client
 
 TTL_S = 15.0
 PROBE_S = 1.5
 """The longest a probe of the model endpoint takes (connect and answer): /healthz stays under 2 s."""
-MODEL_EXTENSION = "urn:arvo-arena:purple:model:v1"
-"""The card extension whose ``params`` are the model, its endpoint kind and request settings."""
 
 
 class ModelCheck:
@@ -98,34 +92,6 @@ class ModelCheck:
             return out
         out["ok"] = True
         return out
-
-
-def model_extension(settings: PurpleSettings) -> AgentExtension:
-    """The card's record of the model and its request settings (never the key or the URL)."""
-    config = agent_config(settings)
-    ext = AgentExtension(
-        uri=MODEL_EXTENSION,
-        description="The LLM purple queries and its request settings.",
-    )
-    ext.params.update(
-        with_record(
-            {
-                "model": settings.model,
-                "mode": config.mode,
-                "context_window": config.context_window,
-                "llm_timeout_s": settings.llm_timeout_s,
-                "llm_timeout_retries": settings.llm_timeout_retries,
-                **config.llm.model_dump(),
-                "limits": {
-                    "step_limit": config.step_limit,
-                    "cost_limit": config.cost_limit,
-                    "wall_time_limit_s": config.wall_time_limit_s,
-                    "context_budget_tokens": config.context_budget_tokens,
-                },
-            }
-        )  # the record keeps its whole numbers whole on the card (services/shared/a2a_card)
-    )
-    return ext
 
 
 def add_health_routes(app: FastAPI, settings: PurpleSettings) -> None:

@@ -221,3 +221,15 @@ def submit_result_text(reply: SubmitResult) -> str:
     if reply.accepted:
         return "Submission accepted."
     return "Submission refused:\n" + "\n".join(f"- {e}" for e in reply.errors)
+
+
+# ---- what purple's agent card says of itself (read by green for each task's provenance) -------
+
+MODEL_EXTENSION = "urn:arvo-arena:purple:model:v1"
+"""Purple's card extension whose ``params`` name its model and request settings (model id,
+temperature, top_p, seed, max_tokens, context window, limits; never a key or a URL). Only a purple
+with a model has it (docs/models.md)."""
+AGENT_EXTENSION = "urn:arvo-arena:purple:agent:v1"
+"""Purple's card extension whose ``params`` say what answers: ``policy`` (its name),
+``agent_config`` (the config file's name and the sha256 of the whole effective config; None for a
+policy without one) and ``build`` (version, commit, dirty flag, lock-file sha256, Python)."""

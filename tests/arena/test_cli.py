@@ -474,7 +474,7 @@ def test_run_writes_results_tasks_and_report(fake, tmp_path: Path) -> None:
     assert agg == aggregate_outcomes(RunResults.model_validate(data).tasks)
 
     # green declared ARVO's metrics: iou is continuous although every iou here is 0 or 1
-    assert data["kinds"]["arvo"] == {"metrics": METRIC_NAMES, "continuous": ["iou"]}
+    assert data["kinds"]["arvo"] == {"metrics": METRIC_NAMES, "continuous": ["iou"], "fields": None}
     assert {t["scores"]["iou"] for t in data["tasks"] if t["scores"]} == {0.0, 1.0}
     assert RunResults.model_validate(data).binary() == set(METRIC_NAMES) - {"iou"}
 
