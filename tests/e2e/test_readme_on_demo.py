@@ -33,5 +33,9 @@ def test_readme_blocks_on_the_demo_stack(tmp_path: Path) -> None:
         replace = {"localhost:9009": f"localhost:{port}", "127.0.0.1:9009": f"127.0.0.1:{port}"}
         assert run_blocks(home, user_folder(home, token), replace) >= 4
         assert (home / "results" / "baseline" / "leaderboard.json").is_file()
+        # the batch block's trajectories came through green: the CLI was given no purple
+        # address, and purple's own (http://purple:9019) is known only inside compose
+        tasks = list((home / "results" / "baseline" / "tasks").iterdir())
+        assert len(tasks) == 2 and all((t / "trajectory.json").is_file() for t in tasks)
     finally:
         demo_down(env)
