@@ -133,8 +133,8 @@ class GreenExecutor(AgentExecutor):
         try:
             result = await self.assessments.run(request, progress)
         except (UnknownTask, ValueError) as exc:  # the request itself is wrong
-            known = isinstance(exc, UnknownTasks) or not isinstance(exc, UnknownTask)
-            why = str(exc) if known else f"unknown task {exc}"
+            single = isinstance(exc, UnknownTask) and not isinstance(exc, UnknownTasks)
+            why = f"unknown task {exc}" if single else str(exc)  # UnknownTasks names them all
             await updater.failed(updater.new_agent_message([new_text_part(why)]))
             return
         shown = json.loads(result.model_dump_json())

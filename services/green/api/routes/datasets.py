@@ -49,6 +49,7 @@ def _ref(text: str) -> TaskRef:
 
 
 ENGINE_RETRY_S = 60
+"""``Retry-After`` of a 503 for an engine that did not answer in time."""
 
 
 async def _offered(work: Callable[[], T]) -> T:
