@@ -12,8 +12,6 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-import httpx
-
 from services.purple.app import create_app
 from services.purple.config import PurpleSettings
 from tests.support import web
@@ -43,7 +41,7 @@ def _generate(llm: FakeLLMServer) -> threading.Thread:
     """A completion that holds the server's one slot for its delay."""
     body = {"model": "fake-model", "messages": [{"role": "user", "content": "hi"}]}
     thread = threading.Thread(
-        target=lambda: httpx.post(f"{llm.base_url}/chat/completions", json=body, timeout=60),
+        target=lambda: web.post(f"{llm.base_url}/chat/completions", json=body, timeout=60),
         daemon=True,
     )
     thread.start()
