@@ -28,13 +28,15 @@ from services.arena import options as opt
 from services.arena.batch import (
     EXIT_GREEN_UNREACHABLE,
     EXIT_INTERRUPTED,
+    EXIT_REFUSED,
     RunConfig,
     run_batch,
 )
-from services.arena.client import GreenUnreachable
+from services.arena.client import GreenUnreachable, RunRefused
 from services.arena.compare import compare_runs
 from services.arena.compare_report import write_comparison
 from services.arena.figures import bracket, num, p_value, signed, with_interval
+from services.arena.leaderboard import write_leaderboard
 from services.arena.manifest import provenance_conflicts, refresh_audit, write_manifest
 from services.arena.records import gaps, incomplete, repair_run
 from services.arena.refs import split_refs, task_refs
@@ -132,7 +134,6 @@ def _config(args: dict[str, Any], api_token: str | None) -> RunConfig:
     return RunConfig(
         green=args["green"],
         purple=args["purple"],
-        purple_api=args["purple_api"],
         concurrency=args["concurrency"],
         max_steps=args["max_steps"],
         task_timeout_s=args["task_timeout"],
@@ -156,7 +157,6 @@ def _start_session(
             "[red]error:[/] no task ids: give ids, --ids-file, or --run of an existing run"
         )
         raise typer.Exit(2)
-    write_split(run_dir, results.task_ids, args)
     if args.get("trials"):
         results.trials = max(results.trials, int(args["trials"]))
     todo = results.pending(retry_failed)
@@ -196,9 +196,31 @@ def _execute(
         results.sessions.pop()  # nothing happened: leave results.json as it was
         console.print(f"[red]error:[/] {escape(str(exc))}")
         raise typer.Exit(EXIT_GREEN_UNREACHABLE) from exc
+    except RunRefused as exc:  # nothing started: nothing is recorded, no mean counts them
+        _refused(exc, console)
+        raise typer.Exit(EXIT_REFUSED) from exc
     except KeyboardInterrupt:
         session.interrupted = True
         return EXIT_INTERRUPTED
+
+
+def _refused(exc: RunRefused, console: Console) -> None:
+    """Say which tasks green refused, and green's word on how to get each."""
+    if not exc.unknown:
+        console.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
+    else:
+        console.print(
+            f"[red]error:[/] green does not know {len(exc.unknown)} of the run's tasks, so "
+            "the run did not start:"
+        )
+        for u in exc.unknown:
+            console.print(f"  {escape(str(u.get('task')))}: {escape(str(u.get('reason')))}")
+    console.print(
+        "Nothing was started or recorded. Build or fetch the tasks named above (the bundled "
+        "fixtures: uv run python -m fixtures.build; real ARVO ids: arena tasks prefetch), or "
+        "leave them out, then run again.",
+        soft_wrap=True,
+    )
 
 
 def _close(
@@ -210,11 +232,17 @@ def _close(
         results.finished_at = session.finished_at
     results.refresh_aggregate()
     run_dir.mkdir(parents=True, exist_ok=True)
+    write_split(run_dir, results.task_ids, results.args)
     results.save(run_dir / RESULTS_FILE)
     write_manifest(results, run_dir)
+    write_leaderboard(results, run_dir)
     report = render_report(results, run_dir)
     _summary(results, console)
     console.print(f"results: {run_dir / RESULTS_FILE}\nreport:  {report}")
+    if results.green_run:
+        console.print(
+            f"on green's dashboard: {results.green.rstrip('/')}/ui/runs/{results.green_run}"
+        )
     if code == EXIT_INTERRUPTED:
         args = results.args
         again = f"arena run --run {args['run']} --out {args['out']} --green {args['green']}"
@@ -255,10 +283,16 @@ def run(
     because purple was unreachable always run again.
     Ctrl-C cancels the tasks in flight on green and saves what has ended (twice: stop at once).
 
-    Exit codes: 0 the run ended (whatever the tasks' outcomes), 2 green unreachable or bad
-    usage, 130 interrupted.
+    Exit codes: 0 the run ended with at least one attempt completed, 1 none of the attempts run
+    now completed, 2 green unreachable or bad usage, 4 green refused tasks it does not know
+    (nothing started), 130 interrupted.
     """
     console = Console(highlight=False)
+    if purple_api:
+        console.print(
+            "[yellow]note:[/] --purple-api is deprecated and ignored: trajectories now come "
+            "through green (GET /tasks/{id}/trajectory), which reaches purple itself"
+        )
     given = [*(ids or []), *([ids_file.read_text(encoding="utf-8")] if ids_file else [])]
     refs, bad = task_refs(split_refs(given))
     if bad:
@@ -273,7 +307,6 @@ def run(
         "ids_file": str(ids_file) if ids_file else None,
         "green": green,
         "purple": purple,
-        "purple_api": purple_api,
         "run": name,
         "out": str(out),
         "concurrency": concurrency,
@@ -358,6 +391,7 @@ def report(
     results.refresh_aggregate()
     refresh_audit(results, run_dir)
     write_manifest(results, run_dir)
+    write_leaderboard(results, run_dir)
     out = render_report(results, run_dir)
     _summary(results, console)
     console.print(f"report: {out}")

@@ -30,15 +30,15 @@ Purple = Annotated[
     str | None,
     typer.Option(
         help="Purple's A2A URL, sent to green with each task (default: green's configured "
-        "purple). Also where the trajectory is fetched from."
+        "purple). Green reaches it; this CLI never does."
     ),
 ]
 PurpleApi = Annotated[
     str | None,
     typer.Option(
         "--purple-api",
-        help="Where this CLI reaches purple's REST when that differs from "
-        "--purple (e.g. green reaches purple by a compose host name).",
+        hidden=True,
+        help="Deprecated and ignored: trajectories come through green.",
     ),
 ]
 RunName = Annotated[

@@ -33,6 +33,10 @@ NEVER_STARTED = "purple_unreachable"
 """End reason of a task purple could not be reached for: it never started, a resumed run runs
 it again (with or without --retry-failed)."""
 
+REFUSED = "rejected"
+"""End reason of an attempt green refused to create (its answer to ``POST /tasks`` was 4xx): it
+never ran, so it is listed but enters no mean."""
+
 Slot = tuple[TaskRef, int]
 """One attempt of the run: (task reference, trial index 1..K)."""
 SCORE_FLAGS = ("scorable", "submitted", "n_locations", "project", "floors", "bug_class")
@@ -174,6 +178,9 @@ class RunResults(BaseModel):
     ``continuous`` (not hit/miss), ``fields`` (the score fields each record carries); None or
     absent: found in the records."""
     aggregate: dict[str, Any] = {}
+    green_run: str | None = None
+    """Green's id of this run (``POST /runs``): its page is ``<green>/ui/runs/<id>``, and a
+    resumed run opens it again."""
 
     @field_validator("task_ids", mode="before")
     @classmethod
@@ -356,7 +363,8 @@ def aggregate_outcomes(
 ) -> dict[str, Any]:
     """The run aggregate (``Aggregate.to_dict()``) of the outcomes, over ``metrics`` (default:
     those found in their scores): failed and cancelled tasks count 0, infra failures are
-    reported apart, unscorable tasks stay out of the means. A failed outcome without a failure
+    reported apart, unscorable tasks stay out of the means, and attempts green refused
+    (:data:`REFUSED`: they never ran) stay out of everything. A failed outcome without a failure
     kind counts as an infra failure (as in green)."""
     records = [
         {
@@ -370,5 +378,6 @@ def aggregate_outcomes(
             "error": o.error,
         }
         for o in outcomes
+        if o.end_reason != REFUSED
     ]
     return aggregate_records(records, metrics).to_dict()

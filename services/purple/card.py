@@ -18,6 +18,7 @@ from a2a.types import AgentCard, AgentExtension, AgentSkill
 from services.purple.config import PurpleSettings
 from services.purple.policies import agent_config
 from services.shared.a2a import build_agent_card
+from services.shared.a2a_numbers import with_record
 from services.shared.build_info import build_info
 from services.shared.digests import sha256_json
 from services.shared.protocol import AGENT_EXTENSION, MODEL_EXTENSION
@@ -34,7 +35,8 @@ def agent_extension(settings: PurpleSettings, policy: str) -> AgentExtension:
         effective = agent_config(settings).model_dump(mode="json")
         config = {"file": file, "sha256": sha256_json(effective)}
     ext = AgentExtension(uri=AGENT_EXTENSION, description="The policy and code that answer.")
-    ext.params.update({"policy": policy, "agent_config": config, "build": build_info()})
+    params = {"policy": policy, "agent_config": config, "build": build_info()}
+    ext.params.update(with_record(params))  # whole numbers stay whole on the card
     return ext
 
 
@@ -46,20 +48,22 @@ def model_extension(settings: PurpleSettings) -> AgentExtension:
         description="The LLM purple queries and its request settings.",
     )
     ext.params.update(
-        {
-            "model": settings.model,
-            "mode": config.mode,
-            "context_window": config.context_window,
-            "llm_timeout_s": settings.llm_timeout_s,
-            "llm_timeout_retries": settings.llm_timeout_retries,
-            **config.llm.model_dump(),
-            "limits": {
-                "step_limit": config.step_limit,
-                "cost_limit": config.cost_limit,
-                "wall_time_limit_s": config.wall_time_limit_s,
-                "context_budget_tokens": config.context_budget_tokens,
-            },
-        }
+        with_record(  # whole numbers stay whole on the card (services/shared/a2a_card.py)
+            {
+                "model": settings.model,
+                "mode": config.mode,
+                "context_window": config.context_window,
+                "llm_timeout_s": settings.llm_timeout_s,
+                "llm_timeout_retries": settings.llm_timeout_retries,
+                **config.llm.model_dump(),
+                "limits": {
+                    "step_limit": config.step_limit,
+                    "cost_limit": config.cost_limit,
+                    "wall_time_limit_s": config.wall_time_limit_s,
+                    "context_budget_tokens": config.context_budget_tokens,
+                },
+            }
+        )
     )
     return ext
 

@@ -104,10 +104,17 @@ def test_health_shows_the_engine_pool_and_image_budget_only_to_the_operator(star
 
 def test_card_declares_the_operator_bearer_scheme(start_green):
     green = start_green()
-    card = web.get(f"{green.url}/.well-known/agent-card.json").json()
+    card = web.get(f"{green.url}/.well-known/agent-card.json", headers={"A2A-Version": "1.0"})
+    card = card.json()
     schemes = card["securitySchemes"]
     [(name, scheme)] = schemes.items()
     assert scheme["httpAuthSecurityScheme"]["scheme"] == "bearer"
+    plain = web.get(f"{green.url}/.well-known/agent-card.json").json()  # no header: 0.3's form
+    assert plain["securitySchemes"][name] | {"description": ""} == {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "",
+    }
     intake = next(s for s in card["skills"] if s["id"] == "rca_assessment")
     assert intake["securityRequirements"] == [{"schemes": {name: {}}}]
 
