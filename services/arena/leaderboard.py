@@ -2,7 +2,8 @@
 assessment, so ``docs/leaderboard/queries.json`` runs over it with DuckDB as it is.
 
 ``{"participants": {"agent": "<run name>"}, "results": [<flat row>]}``: the flat row is green's
-(:func:`services.shared.scores.flat_scores` of the same aggregate), with each attempt's reference,
+(:func:`services.shared.scores.flat_scores` of the same aggregate) with the run's ``assessment_id``
+(green's id of the run, as the ``Result`` artifact has it), and each attempt's reference,
 status and compact scores under ``tasks``. The run's name stands where AgentBeats puts the agent's
 id, so several runs read side by side are told apart.
 """
@@ -29,7 +30,12 @@ def leaderboard_row(results: RunResults) -> dict[str, Any]:
         }
         for o in results.tasks
     ]
-    return {"run": results.run, **flat_scores(results.aggregate), "tasks": tasks}
+    return {
+        "run": results.run,
+        "assessment_id": results.green_run or results.run,  # as green's Result artifact names it
+        **flat_scores(results.aggregate),
+        "tasks": tasks,
+    }
 
 
 def write_leaderboard(results: RunResults, run_dir: Path) -> Path:
