@@ -65,6 +65,7 @@ def provider(client: docker.DockerClient) -> Iterator[BlockingProvider]:
 
 def _spec(**overrides: object) -> SandboxSpec:
     fields: dict = {"image": IMAGE, "task_id": secrets.token_hex(8), "ref_id": "4242"}
+    fields["writable"] = ("/workspace",)  # the agent's, as a task's workspace is
     fields["memory"], fields["pids_limit"] = "256m", 256
     return SandboxSpec(**{**fields, **overrides})
 
@@ -113,9 +114,10 @@ def test_commands_cannot_stop_their_container(
 def test_memory_limit_killing_the_container_is_the_agents(
     make: Callable[..., DockerSandbox],
 ) -> None:
-    """The agent makes pid 1 the OOM killer's choice and fills the memory: the container dies,
-    the engine says OOMKilled, and that is the agent's failure, named."""
-    sandbox = make(memory="128m")
+    """The OOM killer choosing pid 1 (green's root keeper) kills the container; the engine says
+    OOMKilled, and that is the agent's failure, named. An agent can no longer make pid 1 that
+    choice (``test_sandbox_hostile.py``): here green's own container, as root, does."""
+    sandbox = make(memory="128m", agent_uid=None)
     hog = (
         "echo 1000 > /proc/1/oom_score_adj; for i in 1 2 3 4 5 6; do "
         "python3 -c 'import time; b = bytearray(30 * 2**20); time.sleep(5)' & done; wait"
@@ -184,14 +186,15 @@ def _exec_into(sandbox: DockerSandbox, command: str, errors: list[BaseException]
 
 def test_every_engine_error_is_a_sandbox_error(proxy: DockerProxy) -> None:
     provider = blocking(docker.DockerClient(base_url=proxy.url))
-    sandbox = provider.create(_spec())
+    sandbox, fresh = provider.create(_spec()), provider.create(_spec())
     try:
         assert sandbox.exec("echo up", timeout=10).output == "up\n"
         proxy.stop()
         for call in (
             lambda: sandbox.exec("echo up", timeout=10),
             lambda: sandbox.read_file("/etc/hostname"),
-            lambda: sandbox.put_files("/workspace", {"a": b"x"}),
+            lambda: fresh.put_files("/workspace", {"a": b"x"}),  # before the agent's commands
+            lambda: fresh.setup("true", 10),
             lambda: provider.create(_spec()),
             lambda: provider.reap(),
             sandbox.remove,
@@ -201,6 +204,7 @@ def test_every_engine_error_is_a_sandbox_error(proxy: DockerProxy) -> None:
     finally:
         proxy.start()
         sandbox.remove()
+        fresh.remove()
         provider.close()
 
 
