@@ -155,7 +155,8 @@ if [ -n "$U" ]; then  # the agent's commands run as uid and gid $U, with nothing
   }
   AS="$SP --reuid=$U --regid=$U @DROP@"
   if [ "$#" -gt 0 ]; then  # before its first command: what the agent may write becomes its own
-    mkdir -p -- "$@" && chown -R -h -- "$U:$U" "$@" || {
+    # (and / one it may enter: an image imported from a 0700 tree has it so on btrfs)
+    mkdir -p -- "$@" && chown -R -h -- "$U:$U" "$@" && chmod go+rx / || {
       echo "arena: cannot hand $* over to uid $U" >&2
       exit 3
     }

@@ -76,6 +76,7 @@ PROBE = (
 """Makes a directory (metadata) and writes 1 MiB (data, fsynced) in it at the container's root,
 then removes both; its output names the error."""
 HIDDEN = (
+    "command -v find >/dev/null && command -v awk >/dev/null || exit 127; "
     "find -L /proc/[0-9]*/fd -mindepth 1 -maxdepth 1 -type f -links 0 ! -fstype tmpfs"
     " -printf '%D %i %b\\n' 2>/dev/null | sort -u | awk '{t += $3} END {print t * 512 + 0}'"
 )
