@@ -20,31 +20,36 @@ Framing
     the image has no bash; in a container, the bash it started ahead as the previous command
     ended, see :mod:`~.shell_scripts`) in ``workdir`` with stdin from ``/dev/null`` and stderr
     merged into stdout, reports the command's process group (``<nonce>:sid <id>``) on stderr too
-    (a separate stream, so these lines never mix with the command's output), waits for it, kills
-    whatever it left behind, and prints ``<nonce> <exit status>`` on stdout. That end marker
-    travels through the same pipe as the output, so everything before it belongs to the command.
-    The nonce is 128 random bits, new for every command: output cannot forge it.
+    (a separate stream, so these lines never mix with the command's output), prints
+    ``<nonce>:go`` on stdout, waits for the command, prints ``<nonce> <exit status>`` on stdout,
+    and then kills whatever the command left behind before it reads the next one. The command's
+    output travels between the two stdout lines, so what lies between them is the command's and
+    nothing else (bytes a dying process printed after the last end marker come before the next
+    ``go``). The nonce is 128 random bits, new for every command, held by a driver the agent's
+    processes (another uid) cannot read: output cannot forge it.
 
 One process group per command
     The command leads a process group of its own (a bash job, ``set -m``; ``setsid``, a session
     too, where the image has no bash or outside a container); background jobs, pipelines and
     subshells stay in it. After the command exits, the driver kills
-    whatever it left: in a container with ``kill -KILL -1`` (every process but pid 1 and the
-    driver, in one pass of the kernel that no fork can outrun), elsewhere by sweeping that
+    whatever it left: in an agent's container with ``kill -KILL -1`` run as the agent's uid
+    (every process of the agent and none of green's, in one pass of the kernel that no fork can
+    outrun), in green's own with ``kill -KILL -1`` from the driver, elsewhere by sweeping that
     session and group through ``/proc`` (:data:`~.shell_scripts.SWEEP`). Nothing the agent
-    starts outlives its command, so nothing can print into the next command's output or touch
-    the next session.
+    starts outlives its command into the next one.
 
 Timeouts
     The clock starts before the command is sent: a driver that has not taken the whole command
     by the deadline is abandoned, the command never ran, and the result is a timeout. At the
-    deadline :data:`~.shell_scripts.KILLER` runs as a separate short process (the driver,
-    blocked in ``wait``, cannot be asked); it sweeps the command's group and, in case its id
-    was not reported yet, the session of every child of the driver. The driver's ``wait`` then
-    returns, it kills what is left as after any command, prints the end marker, the stream is
-    drained up to it and the session is reused. If the driver does not report back within
-    :data:`DRAIN_TIMEOUT`, the session is abandoned (driver killed too, with every other process
-    of the container) and the next command opens a new one.
+    deadline :data:`~.shell_scripts.KILLER` runs as a separate short process of root's (the
+    driver, blocked in ``wait``, cannot be asked), within the transport's deadline. In an
+    agent's container it kills every process but pid 1, the driver too, and the next command
+    opens a new session. In green's own it sweeps the command's group and, in case its id was
+    not reported yet, the session of every child of the driver; the driver's ``wait`` then
+    returns, it prints the end marker, the stream is drained up to it and the session is reused
+    (if the driver does not report back within :data:`DRAIN_TIMEOUT`, the session is abandoned
+    as above). A kill that does not run to its end in time raises
+    :class:`~services.sandbox.base.ExecFailed`: the sandbox decides whose doing that was.
 
 Session loss
     When the stream ends mid-command (the command killed the driver, say), every process left

@@ -1,16 +1,37 @@
 """The shell programs of a session, and how a command is framed for them (pure data, no I/O).
 
 :data:`BOOT` is what the session's process runs: it reads :data:`DRIVER` from stdin. The driver
-reads commands framed by :func:`frame_lines`, runs each in its own process group, kills what it
-left (:data:`SWEEP`) and prints an end marker. :data:`KILLER` kills a running command from a
-separate process. See :mod:`services.sandbox.framing` for the protocol.
+reads commands framed by :func:`frame_lines`, runs each in its own process group, prints an end
+marker, then kills what the command left (:data:`SWEEP`) before it reads the next. :data:`KILLER`
+kills a running command from a separate process. See :mod:`services.sandbox.framing` for the
+protocol.
 
-In a container (the driver's parent is outside its pid namespace) the cleanup is
-``kill -KILL -1``: the kernel delivers SIGKILL to every process of the namespace but pid 1 and
-the caller in one pass under the task list lock, and a fork racing it fails, so a process that
-forks in a loop (each child leaving its parent, ``setsid``) cannot outrun it the way it outruns
-a scan of ``/proc``. Elsewhere (a host, a shared pid namespace) only the command's own session
-and group are swept, by scanning.
+Whose processes are whose. In an agent's container the driver, the kill and green's other
+processes (disk scans, probes) run as root; the agent's commands run as a uid of their own
+(``setpriv`` with :data:`DROP`: no groups, no capabilities, none to gain, no new privileges).
+The kernel then refuses the agent every signal to, every trace of, and every read of the memory,
+environment or open files of green's processes, and every write to root's files (``/bin/sh``,
+``/usr/bin/bash``, ``/etc/ld.so.preload``). Before the agent's first command the driver makes the
+paths its task names (and its home) the agent's own; green looks its own programs up on
+:data:`SYSTEM_PATH` only. Green's own containers (builds, verification, judging) run their
+commands as root, as the driver.
+
+The cleanup after a command. With an agent uid: ``kill -KILL -1`` run *as that uid* (a fresh
+``setpriv``'d shell), which the kernel delivers in one pass under its task list lock to every
+process of the agent and to none of green's (a disk scan running meanwhile goes on), and a fork
+racing it fails, so a process that forks in a loop (each child leaving its parent, ``setsid``)
+cannot outrun it the way it outruns a scan of ``/proc``. Should that killer not run (the
+container at its process limit: no fork; or the agent killed it in the moment before it
+killed), the driver kills every process but pid 1 and itself, as root, without a fork. Without
+an agent uid, in a container: ``kill -KILL -1`` from the driver (every process but pid 1 and the
+caller). Elsewhere (a host, a shared pid namespace) only the command's own session and group
+are swept, by scanning. The result is printed before the cleanup (off the command's path), and
+the next command is read only once it is done; a ``<nonce>:go`` line before each command's
+output marks where it starts, so nothing a dying process printed counts as the next's.
+
+A timed-out command is killed by :data:`KILLER`, a separate exec of root's: in an agent's
+container with ``kill -KILL -1`` as root (the driver too: the session is replaced), which forks
+nothing and which no process of the agent can signal, stop or outrun.
 
 How a command gets its own group: in a container whose image has bash, the driver runs in bash
 and starts each command as a job of its own (``set -m``: a process group, no exec); elsewhere, or
@@ -23,7 +44,8 @@ fallback's scan needs: a child that left the group but not the session.
 The bash started ahead (in a container with bash): the fork and exec of a command's own bash
 cost about 1.7 ms of a trivial command's 2 ms there. So, once a command has ended and its
 processes are gone, the driver starts the next command's bash at once, as a job of its own
-(``coproc``), off the command's path: a fresh exec (none of the driver's memory, so no nonce;
+(``coproc``), off the command's path: a fresh exec (``setpriv``'s, under the agent's uid; none
+of the driver's memory, so no nonce;
 fds 0 to 2 only) that waits for the command's text on a pipe, reads it to EOF, takes stdin from
 ``/dev/null``, enters the working directory and ``eval``s it. When a command arrives, the driver
 writes it to that pipe: 0.34 ms for ``true`` against 2.0 ms for a new bash (means of 300 in

@@ -293,4 +293,6 @@ def test_40_5_a_scan_that_fails_is_no_measurement_and_the_disk_turns_unknown(
     while sandbox.disk_unknown is None and time.monotonic() < deadline:
         sandbox.exec("sleep 0.5", timeout=20)
     assert sandbox.disk_unknown and "scan of open files failed" in sandbox.disk_unknown
+    [row] = provider.run(provider.provider.engines)  # the operator's /healthz shows the count
+    assert row["disk_unknown"] >= 1, row
     print(f"\n{sandbox.disk_unknown}")

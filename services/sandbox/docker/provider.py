@@ -299,9 +299,15 @@ class DockerSandboxProvider:
                 "running": len(self.live),
                 "capacity": None,
                 "disk_cap": self.disk_cap,
+                "disk_unknown": self.disk_unknown(),
                 "error": None if up else "the engine does not answer",
             }
         ]
+
+    def disk_unknown(self) -> int:
+        """How many of its task containers' disk use is unknown now (their measurements keep
+        failing: a watched cap is blind there until one works again)."""
+        return sum(1 for sandbox in list(self.live) if sandbox.disk_unknown)
 
     async def has_image(self, image: str) -> bool:
         """Whether the engine holds ``image`` (False when it cannot be asked)."""
