@@ -22,11 +22,12 @@ import docker
 import docker.errors
 import pytest
 
-from services.sandbox.base import AgentFault, SandboxError, SandboxSpec, UnreadableFile
+from services.sandbox.base import AgentFault, UnreadableFile
 from services.sandbox.blocking import BlockingProvider
 from services.sandbox.blocking import BlockingSandbox as DockerSandbox
 from services.sandbox.docker import DockerSandboxProvider
 from services.sandbox.docker.disk import MeasurementFailed, hidden_bytes
+from tests.support.sandboxes import sandbox_maker
 from tests.support.second_dockerd import btrfs_dockerd  # noqa: F401
 
 pytestmark = pytest.mark.docker
@@ -113,18 +114,8 @@ def provider(request: pytest.FixtureRequest) -> Iterator[BlockingProvider]:
 
 @pytest.fixture
 def make(provider: BlockingProvider) -> Iterator[Callable[..., DockerSandbox]]:
-    made: list[DockerSandbox] = []
-
-    def make(**overrides: object) -> DockerSandbox:
-        fields: dict = {"image": IMAGE, "task_id": secrets.token_hex(8), "ref_id": "4242"}
-        fields.update(memory="512m", pids_limit=256, writable=("/workspace",))
-        made.append(provider.create(SandboxSpec(**{**fields, **overrides})))
-        return made[-1]
-
-    yield make
-    for sandbox in made:
-        with contextlib.suppress(SandboxError):
-            sandbox.remove()
+    with sandbox_maker(provider, IMAGE, memory="512m", pids_limit=256) as make:
+        yield make
 
 
 def _inspect_seconds(provider: BlockingProvider, sandbox: DockerSandbox) -> float:

@@ -21,11 +21,12 @@ import docker
 import docker.errors
 import pytest
 
-from services.sandbox.base import AgentFault, SandboxError, SandboxSpec
+from services.sandbox.base import AgentFault
 from services.sandbox.blocking import BlockingProvider
 from services.sandbox.blocking import BlockingSandbox as DockerSandbox
 from services.sandbox.docker import DockerSandboxProvider
 from services.sandbox.docker.disk import LayerEntries
+from tests.support.sandboxes import sandbox_maker
 
 pytestmark = pytest.mark.docker
 
@@ -82,19 +83,8 @@ def provider() -> Iterator[BlockingProvider]:
 
 @pytest.fixture
 def make(provider: BlockingProvider) -> Iterator[Callable[..., DockerSandbox]]:
-    made: list[DockerSandbox] = []
-
-    def make(**overrides: object) -> DockerSandbox:
-        fields: dict = {"image": IMAGE, "task_id": secrets.token_hex(8), "ref_id": "4242"}
-        fields["writable"] = ("/workspace",)  # the agent's, as a task's workspace is
-        fields["memory"], fields["pids_limit"] = "256m", 256
-        made.append(provider.create(SandboxSpec(**{**fields, **overrides})))
-        return made[-1]
-
-    yield make
-    for sandbox in made:
-        with contextlib.suppress(SandboxError):
-            sandbox.remove()
+    with sandbox_maker(provider, IMAGE, memory="256m", pids_limit=256) as make:
+        yield make
 
 
 def _start_hopper(sandbox: DockerSandbox) -> None:
