@@ -302,3 +302,50 @@ def test_disk_cap_does_not_count_what_green_copied_in(make: Callable[..., Docker
     sandbox.put_files("/workspace", {"source.bin": b"\0" * (80 * 2**20)})  # the task's files
     result = sandbox.exec("head -c 10M /dev/zero > /workspace/mine; sleep 1; echo ok", timeout=60)
     assert result.output == "ok\n"
+
+
+BOMB = """
+import os, time
+while True:  # fill the process limit and keep it full
+    try:
+        if os.fork() == 0:
+            while True:
+                time.sleep(1)
+    except OSError:
+        time.sleep(0.01)
+"""
+
+
+@pytest.mark.parametrize(
+    ("command", "reason"),
+    [
+        ("python3 -c 'while True: pass'", "cpu_limit"),
+        ("python3 /tmp/bomb.py", "pids_limit"),
+        ("sleep 60", None),
+    ],
+    ids=["cpu-busy", "process-limit-full", "idle"],
+)
+def test_a_kill_that_does_not_end_in_time_is_the_agents_only_at_a_limit(
+    make: Callable[..., DockerSandbox],
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+    reason: str | None,
+) -> None:
+    """Green's kill of a timed-out command is a root exec the agent cannot signal, but it can
+    starve it (its CPU share busy, its process limit full). A kill that does not end by its
+    deadline (here: one that sleeps, with a 1 s deadline) makes green read the container's
+    counters, kill it through the engine, and charge the agent only at one of its limits."""
+    monkeypatch.setattr("services.sandbox.framing.KILLER", "sleep 5")
+    monkeypatch.setattr("services.sandbox.docker.transport.EXEC_DEADLINE", 1.0)
+    sandbox = make(pids_limit=64, cpus=0.25)  # a quota a busy loop runs out of, whatever the host
+    sandbox.put_files("/tmp", {"bomb.py": BOMB.encode()})
+    if reason is None:
+        with pytest.raises(SandboxError) as infra:
+            sandbox.exec(command, timeout=1)
+        assert not isinstance(infra.value, AgentFault)
+        assert "none of its limits" in str(infra.value), infra.value
+        return
+    with pytest.raises(AgentFault) as caught:
+        sandbox.exec(command, timeout=2)
+    assert caught.value.reason == reason, caught.value
+    assert "could not be stopped" in str(caught.value)

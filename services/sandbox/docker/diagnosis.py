@@ -167,9 +167,10 @@ def unstoppable(
 def at_a_limit(
     api: APIClient, container_id: str, *, pids: int, cpus: float
 ) -> tuple[str, str] | None:
-    """(reason, what) when the container is at its process or memory limit, or keeps its CPU
-    share busy (two readings :data:`CPU_SAMPLE_S` apart); None when it is at none, or the
-    engine cannot tell."""
+    """(reason, what) when the container is at its process or memory limit, or uses up its CPU
+    share (two readings :data:`CPU_SAMPLE_S` apart: 90 % of it busy, or its quota run out);
+    None when it is at none (a busy host slows green's process without it), or the engine
+    cannot tell."""
     first = _stats(api, container_id)
     if first is None:
         return None
@@ -190,7 +191,8 @@ def at_a_limit(
     if second is None:
         return None
     busy = (_cpu_ns(second) - _cpu_ns(first)) / 1e9 / (time.monotonic() - started)
-    if busy >= 0.9 * cpus:
+    throttled = _throttled(second) - _throttled(first)
+    if busy >= 0.9 * cpus or throttled > 0:  # its quota ran out: its share is all used
         return "cpu_limit", f"its CPU limit ({busy:.2f} of {cpus:g} CPU busy)"
     return None
 
@@ -200,6 +202,13 @@ def _stats(api: APIClient, container_id: str) -> dict | None:
         return api.stats(container_id, stream=False, one_shot=True)
     except ENGINE_ERRORS:
         return None
+
+
+def _throttled(stats: dict) -> int:
+    """Periods in which the container used up its CPU quota (cgroup ``throttled_periods``)."""
+    return int(
+        ((stats.get("cpu_stats") or {}).get("throttling_data") or {}).get("throttled_periods") or 0
+    )
 
 
 def _cpu_ns(stats: dict) -> int:
