@@ -22,7 +22,7 @@ import docker
 import docker.errors
 import pytest
 
-from services.sandbox.base import AgentFault, UnreadableFile
+from services.sandbox.base import AgentFault, SandboxError, UnreadableFile
 from services.sandbox.blocking import BlockingProvider
 from services.sandbox.blocking import BlockingSandbox as DockerSandbox
 from services.sandbox.docker import DockerSandboxProvider
@@ -287,3 +287,16 @@ def test_40_5_a_scan_that_fails_is_no_measurement_and_the_disk_turns_unknown(
     [row] = provider.run(provider.provider.engines)  # the operator's /healthz shows the count
     assert row["disk_unknown"] >= 1, row
     print(f"\n{sandbox.disk_unknown}")
+
+
+def test_an_image_without_setpriv_fails_clearly_as_infra(
+    make: Callable[..., DockerSandbox],
+) -> None:
+    """The agent's commands need ``setpriv`` (util-linux) to run as a uid of their own: an
+    image without it fails the first command as infra, saying so, and never runs it as root."""
+    sandbox = make()
+    sandbox.setup("rm -f /usr/bin/setpriv /bin/setpriv", 20)
+    with pytest.raises(SandboxError) as caught:
+        sandbox.exec("touch /i-ran-as-root", timeout=20)
+    assert not isinstance(caught.value, AgentFault)
+    assert "has no setpriv" in str(caught.value), caught.value
