@@ -153,12 +153,6 @@ class LiveTask:
         """The agent's command ended the container (it stopped, a limit): ends the task."""
         self.fault = self.fault or exc
 
-    @property
-    def sandbox_error(self) -> str | None:
-        """Why the container broke, when that ended the task (the operator's record; the agent
-        is told only :data:`AGENT_SENTENCE`: engine errors name hosts, paths and libraries)."""
-        return str(self.fault) if isinstance(self.fault, SandboxError) else None
-
     def outcome(
         self,
         status: TaskStatus,
