@@ -278,6 +278,7 @@ async def evaluate(
         memory=memory,
         cpus=cpus,
         labels={"arena.kind": "swebench-eval"},
+        agent_uid=None,  # green's own container: its commands are green's
     )
     sandbox: Sandbox | None = None
     try:

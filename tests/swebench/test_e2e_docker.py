@@ -252,7 +252,13 @@ async def test_apply_and_run_tests_on_one_sandbox(dc, instances, provider) -> No
     """The pieces green reuses: apply_patch + run_tests (test_patch applied, idempotently)."""
     inst = instances["arena__semver-1"]
     sandbox = await provider.create(
-        SandboxSpec(image=inst.image_name, task_id="t", ref_id=inst.instance_id, workdir="/testbed")
+        SandboxSpec(  # the judge's own container: its commands are green's, as root
+            image=inst.image_name,
+            task_id="t",
+            ref_id=inst.instance_id,
+            workdir="/testbed",
+            agent_uid=None,
+        )
     )
     try:
         before = await run_tests(sandbox, inst, inst.FAIL_TO_PASS)
