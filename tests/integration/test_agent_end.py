@@ -5,6 +5,7 @@ purple's in-flight model call."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import httpx
@@ -54,17 +55,20 @@ def test_the_agents_reason_and_usage_reach_green_when_it_submits_nothing(
     assert "The agent said" in page.text and "does not exist" in page.text
 
 
-async def test_arena_saves_purples_full_trajectory(start_green, llm, llm_purple) -> None:
+async def test_arena_saves_purples_full_trajectory(start_green, llm, llm_purple, tmp_path) -> None:
     llm.push(bash("true", 500, 5), FakeError(404, "gone", type="NotFoundError"))
     purple = llm_purple()
     green = start_green(purple_url=purple.url)
     done = wait_terminal(green.url, submit_task(green.url, {"task": "arvo:900001"})["id"])
-    async with httpx.AsyncClient(headers=OPERATOR) as http:
-        saved, note = await GreenClient(http, green.url, 1.0).trajectory(done, purple.url)
-    assert note is None and saved is not None
+    dest = tmp_path / "trajectory.json"
+    async with httpx.AsyncClient(headers=OPERATOR) as http:  # through green: no purple address
+        note = await GreenClient(http, green.url, 1.0).save_trajectory(done["id"], dest)
+    assert note is None
+    saved = json.loads(dest.read_text())
     (call,) = [c for s in saved["steps"] for c in s["llm_calls"]]
     assert (call["tokens_in"], call["finish_reason"]) == (500, "tool_calls")
-    assert call["duration_s"] >= 0 and saved["task"]["status"] == "failed"
+    assert call["duration_s"] >= 0 and saved["task_id"] == done["id"]
+    assert saved["status"] == "failed"  # purple's view of its run, as green served it
 
 
 def test_green_cancels_purples_task_and_its_model_call_when_it_ends_the_task(

@@ -266,14 +266,13 @@ def test_6_odd_files_at_submission_are_the_agent_s_and_name_no_host_path(
     assert "/var/lib" not in str(missing.value)
 
 
+@pytest.mark.parametrize("provider", ["default"], indirect=True)  # an enforced quota scans nothing
 def test_40_5_a_scan_that_fails_is_no_measurement_and_the_disk_turns_unknown(
     make: Callable[..., DockerSandbox], provider: BlockingProvider
 ) -> None:
     """A scan whose exec fails (here its ``find`` is gone: as when the engine answers an exec
     with an OCI error, which the scan once read as its output and counted 0 bytes) raises
     MeasurementFailed; a few in a row while commands run make the task's disk use *unknown*."""
-    if provider.name == "btrfs":
-        pytest.skip("an enforced quota runs no scan")
     sandbox = make(disk_limit=256 * MiB, disk_check_s=0.2)
     sandbox.setup("rm -f /usr/bin/find", 20)  # green's own set-up, as root
     with pytest.raises(MeasurementFailed):

@@ -42,7 +42,7 @@ OUTCOMES: dict[str, list[str]] = {
         r"comparison: results/compare-baseline-vs-baseline-k3/compare\.md",
     ],
     "uv run python - <<'EOF'": [
-        r"Localization: mean and 95% interval per metric",
+        r"Localization: mean, SE and 95% interval per metric",
         r"\bbaseline\b",
         r"\bbaseline-k3\b",
     ],
