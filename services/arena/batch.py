@@ -39,9 +39,9 @@ from services.arena.results import (
     outcome_from_task,
     slot_label,
     task_dir_name,
+    write_task_file,
 )
 from services.shared.audit import audit
-from services.shared.files import write_json_atomic
 from services.shared.http import async_client
 from services.shared.task_ref import TaskRef
 
@@ -184,14 +184,14 @@ class Batch:
         ref, trial = slot
         name = task_dir_name(ref, task["id"])
         tdir = self.run_dir / "tasks" / name
-        write_json_atomic(tdir / "task.json", task)
+        write_task_file(tdir / "task.json", task)
         commands, note_c = await self.green.commands(task["id"])
-        write_json_atomic(tdir / "commands.json", commands)
+        write_task_file(tdir / "commands.json", commands)
         trajectory, note_t = await self.green.trajectory(
             task, self.cfg.purple_api or self.cfg.purple
         )
         if trajectory is not None:
-            write_json_atomic(tdir / "trajectory.json", trajectory)
+            write_task_file(tdir / "trajectory.json", trajectory)
         outcome = outcome_from_task(task, task_dir=f"tasks/{name}")
         outcome.kind, outcome.ref_id, outcome.trial = ref.kind, ref.id, trial
         outcome.audit = audit(

@@ -31,6 +31,10 @@ NEVER_STARTED = "purple_unreachable"
 """End reason of a task purple could not be reached for: it never started, a resumed run runs
 it again (with or without --retry-failed)."""
 
+TASK_FILE_MODE = 0o600
+"""``tasks/*/task.json`` holds the ground truth once green discloses it (and the other files of
+a task what the agent did and answered): readable by the run's owner only."""
+
 Slot = tuple[TaskRef, int]
 """One attempt of the run: (task reference, trial index 1..K)."""
 SCORE_FLAGS = ("scorable", "submitted", "n_locations", "project", "floors", "bug_class")
@@ -49,6 +53,12 @@ def now_iso() -> str:
 def task_dir_name(ref: TaskRef, task_id: str) -> str:
     """``<kind>_<id>-<first 8 characters of green's task id>`` (``arvo_10055-1a2b3c4d``)."""
     return f"{ref.kind}_{ref.id}-{task_id[:8]}"
+
+
+def write_task_file(path: Path, data: Any) -> None:
+    """One of a task's files (``task.json``, ``commands.json``, ``trajectory.json``), written
+    atomically with :data:`TASK_FILE_MODE`."""
+    write_json_atomic(path, data, mode=TASK_FILE_MODE)
 
 
 def compact_scores(scores: dict[str, Any] | None) -> dict[str, Any] | None:

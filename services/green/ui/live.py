@@ -23,6 +23,7 @@ from services.green.live_task import TaskEvent, TaskNotFound
 from services.green.orchestrator import Orchestrator
 from services.green.store.models import CommandPublic
 from services.green.ui.auth import require_api
+from services.green.ui.templating import shown
 
 router = APIRouter(prefix="/ui", include_in_schema=False, dependencies=[Depends(require_api)])
 KEEPALIVE_S = 15.0
@@ -31,9 +32,19 @@ POLL_S = 1.0
 up the shutdown; the browser reconnects to the restarted green)."""
 
 
+def _shown(data: Any) -> Any:
+    """The event's strings as the pages show them (:func:`services.green.ui.templating.shown`):
+    the browser inserts them as text, which JSON would hand it with their controls intact."""
+    if isinstance(data, dict):
+        return {k: _shown(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_shown(v) for v in data]
+    return shown(data)
+
+
 def sse(event: str, data: Any, event_id: int | None = None) -> str:
     head = f"id: {event_id}\n" if event_id is not None else ""
-    return f"{head}event: {event}\ndata: {json.dumps(data, default=str)}\n\n"
+    return f"{head}event: {event}\ndata: {json.dumps(_shown(data), default=str)}\n\n"
 
 
 def _command(c: CommandPublic) -> str:
