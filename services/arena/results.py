@@ -29,7 +29,8 @@ SCHEMA_VERSION = 2
 """2: outcomes keyed by ``kind`` + ``ref_id`` (1: by ``arvo_id``, still read)."""
 NEVER_STARTED = "purple_unreachable"
 """End reason of a task purple could not be reached for: it never started, a resumed run runs
-it again (with or without --retry-failed)."""
+it again (with or without --retry-failed), unless it ran a command (an older green recorded a
+purple that used the task and then failed its hand-over this way too)."""
 
 TASK_FILE_MODE = 0o600
 """``tasks/*/task.json`` holds the ground truth once green discloses it (and the other files of
@@ -213,15 +214,15 @@ class RunResults(BaseModel):
 
     def pending(self, retry_failed: bool) -> list[Slot]:
         """Attempts still to run: never ended, cancelled (an interrupted run), never started
-        because purple was unreachable, and, with ``retry_failed``, failed. A scored attempt
-        never runs again."""
+        because purple was unreachable (and ran no command), and, with ``retry_failed``, failed.
+        A scored attempt never runs again."""
         ended = {o.slot: o for o in self.tasks}
         return [
             slot
             for slot in self.slots()
             if (o := ended.get(slot)) is None
             or o.status == "cancelled"
-            or o.end_reason == NEVER_STARTED
+            or (o.end_reason == NEVER_STARTED and not o.steps)
             or (o.status == "failed" and retry_failed)
         ]
 

@@ -8,7 +8,10 @@ Real green, the real purple service with a scripted policy, real containers; the
 from __future__ import annotations
 
 import json
+import re
+import socket
 import stat
+import threading
 from pathlib import Path
 
 import pytest
@@ -17,6 +20,7 @@ from typer.testing import CliRunner
 from services.arena.app import app as arena
 from tests.integration.helpers import OPERATOR, OPERATOR_TOKEN
 from tests.support import web
+from tests.support.hostile_http import execute_rpc, reply_text
 from tests.support.scripted_purple import Script
 
 pytestmark = pytest.mark.docker
@@ -73,3 +77,84 @@ def test_13_control_characters_from_commands_are_escaped_and_task_files_are_priv
     for name in ("task.json", "commands.json"):
         mode = stat.S_IMODE((run / outcome["dir"] / name).stat().st_mode)
         assert mode == 0o600, (name, oct(mode))
+
+
+def _read_request(conn: socket.socket) -> tuple[bytes, bytes]:
+    data = b""
+    while b"\r\n\r\n" not in data and (chunk := conn.recv(65536)):
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+    while length and len(body) < int(length.group(1)) and (chunk := conn.recv(65536)):
+        body += chunk
+    return head, body
+
+
+class UsesTheTaskThenHangsUp:
+    """A purple that serves a real purple's card, takes green's hand-over, runs a command on
+    the task with the token it came with, and then closes the connection without answering the
+    hand-over: to green, a purple it could not reach."""
+
+    def __init__(self, card: bytes, command: str = "ls /workspace") -> None:
+        self.card, self.command = card, command
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.handovers: list[str] = []
+        """What green answered to the command run during each hand-over."""
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn:
+            head, body = _read_request(conn)
+            if head.startswith(b"GET"):
+                conn.sendall(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n"
+                    b"content-length: %d\r\n\r\n%s" % (len(self.card), self.card)
+                )
+                return
+            found = {
+                k: re.search(rf'"{k}":\s*"([^"]+)"', body.decode()).group(1)  # type: ignore[union-attr]
+                for k in ("task_id", "token", "green_url")
+            }
+            r = web.post(
+                found["green_url"], json=execute_rpc(found["task_id"], self.command, found["token"])
+            )
+            self.handovers.append(reply_text(r))
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def test_8_a_purple_that_used_its_task_then_failed_the_hand_over_gets_no_second_try(
+    tmp_path: Path, start_green, scripted_purple
+) -> None:
+    """The agent runs a command with the token of its hand-over, then lets the hand-over fail:
+    the task is its failure with a reason of its own (``purple_handover_failed``, not
+    ``purple_unreachable``, "never started"), and `arena run` resuming the run does not run it
+    again."""
+    green = start_green()
+    real, _ = scripted_purple(Script())
+    hostile = UsesTheTaskThenHangsUp(web.get(f"{real}/.well-known/agent-card.json").content)
+    out = tmp_path / "results"
+    args = ["run", TASK, "--green", green.url, "--purple", hostile.url, "--run", "r"]
+    args += ["--out", str(out), "--poll-interval", "0.2", "--api-token", OPERATOR_TOKEN]
+    try:
+        for _ in range(2):  # the second is a resume of the same run
+            res = CliRunner().invoke(arena, args)
+            assert res.exit_code == 0, res.output
+    finally:
+        hostile.close()
+    assert len(hostile.handovers) == 1, hostile.handovers
+    assert "<returncode>0</returncode>" in hostile.handovers[0]  # its command ran
+    [outcome] = json.loads((out / "r" / "results.json").read_text())["tasks"]
+    assert outcome["end_reason"] == "purple_handover_failed", outcome
+    assert (outcome["status"], outcome["failure_kind"], outcome["steps"]) == ("failed", "agent", 1)
+    assert "did not answer its hand-over" in outcome["error"]
