@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field, model_validator
 from services.green.api.deps import DisclosureDep, IntakeDep, OperatorDep, OrchestratorDep, admit
 from services.green.api.query_bounds import MAX_OFFSET
 from services.green.api.verification import annotate_verified
+from services.green.disclosure import WITHHELD
 from services.green.kinds.errors import UnknownTask
 from services.green.kinds.registry import CheckedRef, parse_ref
 from services.green.live_task import TaskNotFound
@@ -53,7 +54,8 @@ async def create_task(
     intake: IntakeDep,
     show: DisclosureDep,
 ) -> TaskPublic:
-    admit(intake, who, 1)
+    assert body.task is not None  # the model's validator saw to it
+    admit(intake, who, [body.task])
     opts = TaskOptions(
         purple_url=body.purple_url,
         max_steps=body.max_steps,
@@ -62,7 +64,6 @@ async def create_task(
         trial=body.trial,
     )
     try:
-        assert body.task is not None  # the model's validator saw to it
         task = await orch.create_task(body.task, opts)
     except UnknownTask as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown task {body.task}: {exc}") from exc
@@ -132,10 +133,12 @@ async def get_task(
 async def get_commands(
     task_id: str,
     orch: OrchestratorDep,
+    show: DisclosureDep,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     limit: Annotated[int, Query(ge=1, le=5000)] = 500,
 ) -> Any:
-    _get(orch, task_id)
+    if show.withheld([_get(orch, task_id)]):
+        raise HTTPException(status.HTTP_403_FORBIDDEN, WITHHELD)
     return orch.store.commands(task_id, offset, limit)
 
 
