@@ -1,4 +1,5 @@
-"""A hostile purple (and its friends outside) against green's HTTP plane: issue 20, attacks 4-11.
+"""A hostile purple (and its friends outside) against green's HTTP plane: issue 20, attacks 4-11,
+and issue 39, attack 11 (bodies admitted before they are read).
 
 Green runs as its own process with its real server (its connection cap, read deadline, RSS of
 its own); the purple is the real purple service with a hostile policy; tasks run in real
