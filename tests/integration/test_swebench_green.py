@@ -16,6 +16,7 @@ from tests.integration.helpers import OPERATOR, submit_task, wait_terminal
 from tests.support import web
 from tests.support.fake_llm import FakeReply
 from tests.support.servers import REPO
+from tests.support.swe_attacks import FAKE_PASS_CONFTEST
 
 pytestmark = pytest.mark.docker
 
@@ -122,17 +123,6 @@ def test_swebench_offers_its_dataset_tools_through_the_kind_protocol(
 
 # ---- the agent against the judge: issue 39, attack 7 ---------------------------------------------
 
-FAKE_PASS = """
-import pytest
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    report = outcome.get_result()
-    report.outcome, report.longrepr = "passed", None
-"""
-
 
 def test_7_a_conftest_that_marks_every_report_passed_scores_nothing(swe_stack):
     """The agent fixes nothing, adds a hook wrapper that turns every report into a pass to the
@@ -140,7 +130,9 @@ def test_7_a_conftest_that_marks_every_report_passed_scores_nothing(swe_stack):
     and the score says which change it did not apply."""
     green, llm = swe_stack
     llm.push(
-        call("run_bash_cmd", command=f"cat >> tests/conftest.py <<'EOF'\n{FAKE_PASS}\nEOF"),
+        call(
+            "run_bash_cmd", command=f"cat >> tests/conftest.py <<'EOF'\n{FAKE_PASS_CONFTEST}\nEOF"
+        ),
         call("run_bash_cmd", command="python -m pytest -q -p no:cacheprovider | tail -1"),
         call("run_bash_cmd", command="echo 'Fixed.' >> README.md"),
         call("finish", summary="all tests pass"),

@@ -32,6 +32,7 @@ from services.swebench.predictions import load_predictions
 from services.swebench.runner import RunConfig, run_batch
 from tests.support.containers import container_names
 from tests.support.fake_llm import FakeError, FakeLLMServer, FakeReply
+from tests.support.swe_attacks import FAKE_PASS_CONFTEST, FAKE_PASS_FROM_CODE
 
 from .test_swe_tools import git
 
@@ -274,35 +275,6 @@ async def test_apply_and_run_tests_on_one_sandbox(dc, instances, provider) -> No
 
 
 # ---- hostile patches: issue 39, attack 7 --------------------------------------------------------
-
-FAKE_PASS_CONFTEST = """
-import pytest
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    report = outcome.get_result()
-    report.outcome, report.longrepr = "passed", None
-"""
-"""A conftest.py that marks every report passed."""
-
-FAKE_PASS_FROM_CODE = """
-import sys
-
-if "_pytest.reports" in sys.modules:  # imported by a test: make every report a pass
-    from _pytest.reports import TestReport
-
-    _made = TestReport.from_item_and_call.__func__
-
-    def _passed(cls, item, call):
-        report = _made(cls, item, call)
-        report.outcome, report.longrepr = "passed", None
-        return report
-
-    TestReport.from_item_and_call = classmethod(_passed)
-"""
-"""The same, from the package's own code (which the tests import): not a file the judge drops."""
 
 
 def added_file(repo: Path, rel: str, text: str, append: bool = False) -> str:
