@@ -1,13 +1,15 @@
 """What of a task's record a caller may see.
 
 The ground truth (the changed files, functions and lines, and every score detail that names
-them) is for the operator only, and not even for the operator while any task of the same bug is
-unfinished: a hostile agent that learned the operator's token, or an operator's tool that shows
-results to an agent, must not turn a finished task into an answer key for a running one.
-Anyone else (an anonymous caller, when the operator plane is open) sees the numbers only, and
-of a task whose bug has an unfinished task not even those: no scores, no submission, no
-commands, while an agent may be working on that bug (another attempt's answer, or a score of a
-guess, would be its oracle).
+them: the floors too, which say whether the crash frame is the fix) is for the operator only,
+and not even for the operator while any task of the same bug is unfinished: a hostile agent that
+learned the operator's token, or an operator's tool that shows results to an agent, must not
+turn a finished task into an answer key for a running one. Anyone else sees the numbers only
+(and what the kind declares public: ARVO's project and bug class, which the agent's crash report
+names), and of a task whose bug has an unfinished task not even those: no scores, no submission,
+no commands, while an agent may be working on that bug (another attempt's answer, or the score
+of a guess, would be its oracle). Each view says what it withheld (``disclosed``, ``withheld``),
+so a client knows to ask again: ``arena`` does, once every task of the bug has ended.
 """
 
 from __future__ import annotations
@@ -35,6 +37,19 @@ def public_scores(kind: str, scores: Mapping[str, Any] | None) -> dict[str, Any]
         return None
     keys = public_score_keys(KINDS.get(kind))
     return {k: v for k, v in scores.items() if k in keys}
+
+
+def _withheld(task: Task, view: TaskPublic) -> list[str]:
+    """The names of the fields of ``task``'s record that ``view`` leaves out (the scores of an
+    unfinished task are not withheld: there are none yet)."""
+    out = ["ground_truth"] if task.ground_truth is not None else []
+    if "ground_truth_sha256" in (task.provenance or {}):
+        out.append("provenance.ground_truth_sha256")
+    if task.status.terminal:
+        out += [f"scores.{k}" for k in sorted(set(task.scores or {}) - set(view.scores or {}))]
+    if task.submission is not None and view.submission is None:
+        out.append("submission")
+    return out
 
 
 class Disclosure:
@@ -65,7 +80,9 @@ class Disclosure:
     def task(
         self, task: Task, reveal: bool | None = None, withhold: bool | None = None
     ) -> TaskPublic:
-        """The API view of one task: scores once it has ended, the ground truth if allowed."""
+        """The API view of one task: scores once it has ended, the ground truth if allowed, and
+        what was withheld (``disclosed``, ``withheld``: a client fetches a ``pending`` record
+        again once the bug's other tasks have ended)."""
         if reveal is None:
             reveal = task.id in self.revealable([task])
         if withhold is None:
@@ -83,6 +100,9 @@ class Disclosure:
                 view.provenance = {
                     k: v for k, v in view.provenance.items() if k != "ground_truth_sha256"
                 }
+            # pending: more is shown once no task of the bug is unfinished (ask again then)
+            view.disclosed = "pending" if self.caller.operator or withhold else "public"
+            view.withheld = _withheld(task, view)
         return view
 
     def tasks(self, tasks: list[Task]) -> list[TaskPublic]:

@@ -149,7 +149,7 @@ def test_8_a_purple_that_used_its_task_then_failed_the_hand_over_gets_no_second_
     try:
         for _ in range(2):  # the second is a resume of the same run
             res = CliRunner().invoke(arena, args)
-            assert res.exit_code == 0, res.output
+            assert res.exit_code in (0, 1), res.output  # 1: no attempt completed
     finally:
         hostile.close()
     assert len(hostile.handovers) == 1, hostile.handovers

@@ -28,3 +28,4 @@ def test_kinds_declare_their_metrics_to_the_operator(start_green) -> None:
         "iou",
     ]
     assert kinds["arvo"]["continuous"] == ["iou"]
+    assert kinds["arvo"]["fields"] == ["bug_class", "floors", "project"]

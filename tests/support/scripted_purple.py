@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +36,9 @@ class Script:
     per_call: list[list[dict[str, Any] | str]] = field(default_factory=list)
     """When given, the n-th task this purple gets (in arrival order) tries ``per_call[n %
     len(per_call)]`` instead of ``submissions`` (a purple that hits a known share)."""
+    hold: threading.Event | None = None
+    """When given, each task waits for it after its commands (a test keeps tasks running until
+    it says)."""
 
 
 @dataclass
@@ -73,6 +77,8 @@ class ScriptedPolicy:
                 stats.steps += 1
                 if self.script.pause_s:
                     await asyncio.sleep(self.script.pause_s)
+            while self.script.hold is not None and not self.script.hold.is_set():
+                await asyncio.sleep(0.05)
             for sub in self._submissions():
                 text = sub if isinstance(sub, str) else json.dumps(sub)
                 await task.env.execute(write_file_command(task.paths.submission, text))

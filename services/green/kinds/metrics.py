@@ -9,6 +9,10 @@
   the right answer was (ARVO: ``scorable``, ``n_locations``...). A caller who may not see the
   ground truth sees a task's metrics and these, nothing else (:mod:`services.green.disclosure`).
 
+- ``record_fields``: the other score fields every scored record of the kind carries (ARVO:
+  ``project``, ``floors``, ``bug_class``): the ``arena`` client lists a record without one of
+  them as incomplete, with the reason (``GET /kinds``).
+
 (A kind's ``scoring_version``, recorded in each task's provenance, is a class attribute too.)
 
 A kind that declares none of them still works (the third-kind test's needle kind does not); its
@@ -40,3 +44,10 @@ def public_score_keys(kind: object | None) -> frozenset[str]:
         return frozenset()
     metrics = getattr(kind, "metrics", None) or ()
     return frozenset(metrics) | frozenset(getattr(kind, "public_scores", None) or ())
+
+
+def record_fields(kind: object) -> list[str] | None:
+    """The score fields besides the metrics that every scored record of the kind carries
+    (None when it does not say)."""
+    fields = getattr(kind, "record_fields", None)
+    return sorted(fields) if fields is not None else None

@@ -75,6 +75,8 @@ def test_kind_aggregates_read_task_outcomes():
     agg = SweBenchKind("unused.jsonl", provider=None).aggregate(outcomes)  # type: ignore[arg-type]
     assert agg["resolved"] == 1 and agg["mean_all"]["resolved"] == 0.5
     assert agg["mean_non_infra"] == {"n": 1, "resolved": 1.0}
+    only_infra = SweBenchKind("unused.jsonl", provider=None).aggregate(outcomes[1:])  # type: ignore[arg-type]
+    assert only_infra["mean_non_infra"] == {"n": 0, "resolved": None}  # no mean, never 0
     assert outcomes[0].model_dump(mode="json")["ref"] == "swebench:a"
     with pytest.raises(ValueError, match="has not ended"):
         ArvoKind(assets=None, image_template="").aggregate(  # type: ignore[arg-type]

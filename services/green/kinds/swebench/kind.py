@@ -303,7 +303,7 @@ class SweBenchKind:
         def mean(of: list[TaskOutcome]) -> dict[str, Any]:
             return {
                 "n": len(of),
-                "resolved": round(sum(map(resolved, of)) / len(of), 6) if of else 0.0,
+                "resolved": round(sum(map(resolved, of)) / len(of), 6) if of else None,
             }
 
         non_infra = [o for o in rows if o.failure_kind != "infra" and o.status != "cancelled"]
