@@ -231,12 +231,11 @@ class BodyBudget:
         if size <= 0:
             return
         anonymous = who.startswith("anonymous:")
-        if self.held[who] + size > self.per_caller or (
-            anonymous and self.anonymous_held + size > self.anonymous
-        ):
+        over_caller = self.held[who] + size > self.per_caller
+        if over_caller or (anonymous and self.anonymous_held + size > self.anonymous):
             whose = (
                 "its caller's (GREEN_BODY_BYTES_PER_CALLER)"
-                if self.held[who] + size > self.per_caller
+                if over_caller
                 else "all anonymous callers' (GREEN_BODY_BYTES_ANONYMOUS)"
             )
             raise Refused(

@@ -190,8 +190,13 @@ At most {lim.max_steps} commands; the task ends at {lim.deadline.isoformat()} (U
             if report.tampered
             else f"not resolved: {len(failing)} test(s) do not pass: {', '.join(failing[:5])}"
         )
+        explanation = [why]
         dropped = {**submission.ignored, **report.ignored}  # at submission, and by the judge
-        ignored = [f"{p} ({why})" for p, why in dropped.items()]
+        if dropped:
+            ignored = "; ".join(f"{p} ({reason})" for p, reason in dropped.items())
+            explanation.append(f"changes the judge took from the task instead: {ignored}")
+        if report.error:
+            explanation.append(report.error)
         return SweScore(
             resolved=1.0 if report.resolved else 0.0,
             submitted=True,
@@ -201,12 +206,7 @@ At most {lim.max_steps} commands; the task ends at {lim.deadline.isoformat()} (U
             error=report.error,
             duration_s=report.duration_s,
             log_tail=report.log[-LOG_KEEP:],
-            explanation=[why]
-            + (
-                [f"changes the judge took from the task instead: {'; '.join(ignored)}"]
-                * bool(ignored)
-            )
-            + ([report.error] if report.error else []),
+            explanation=explanation,
         )
 
     def ground_truth(self) -> SweTruth:
