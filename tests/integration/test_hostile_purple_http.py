@@ -437,8 +437,12 @@ async def _post_body(port: int, source: str, size: int) -> str:
         return type(exc).__name__
     answer = asyncio.ensure_future(reader.readline())  # a refusal comes while the body goes
     try:
-        writer.write(request + body)
-        await writer.drain()
+        writer.write(request)
+        for at in range(0, len(body), MIB):  # as a client does: it stops once refused
+            if answer.done():
+                break
+            writer.write(body[at : at + MIB])
+            await writer.drain()
     except OSError:
         pass  # refused and closed while sending: the answer came first
     try:
