@@ -45,13 +45,9 @@ JUDGE_SCRIPT = Path(__file__).with_name("pytest_judge.py")
 """The judge's pytest launcher and plugin, copied into the container (:mod:`.pytest_judge`)."""
 LOG_LIMIT = 20_000
 """Characters of test output kept in an :class:`EvalReport` (head and tail)."""
-GIT = (
-    "GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null git -c core.fsmonitor=false "
-    "-c core.hooksPath=/dev/null -c core.fileMode=false"
-)
-"""git as the judge runs it in the agent's repository: no hook, no file-system monitor and no
-configuration but the repository's own (whose diff and text-conversion drivers ``--no-ext-diff
---no-textconv`` turn off)."""
+GIT = "GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null git -c core.fileMode=false"
+"""git as the judge runs it on the agent's repository: no system or global configuration (and,
+in :func:`extract_patch`, a git directory of its own: none of the repository's)."""
 _SUMMARY = re.compile(
     r"^(?P<status>PASSED|FAILED|ERROR|XFAIL|XPASS|SKIPPED)\s+(?P<id>[^\s\[]+(?:\[.*?\])?)"
     r"(?:\s+-\s.*)?\s*$"
@@ -149,18 +145,34 @@ async def extract_patch(
 ) -> Restricted:
     """The changes made in ``workdir`` since the base commit, as a binary-safe ``git diff``
     (new files included) restricted to what the judge applies (:func:`~.patch_filter.restrict`:
-    the rest is listed as ignored). The diff goes through a file in a folder made for it, so it
-    is never cut and no link the agent left decides where it goes. A repository that gives no
-    diff (``.git`` removed or broken) raises :class:`PatchUnavailable`: the agent's doing."""
+    the rest is listed as ignored). A repository that gives no diff (``.git`` removed or broken)
+    raises :class:`PatchUnavailable`: the agent's doing.
+
+    git runs with a git directory of the judge's own, in a folder made for it: the repository's
+    objects are only read (as alternates), its configuration, hooks, index and
+    ``info/attributes`` never, so no filter, hook or monitor the agent configured runs, and its
+    index is left as it was. The diff goes through a file in that folder, so it is never cut
+    and no link the agent left decides where it goes."""
     folder = f"/tmp/arena-patch-{secrets.token_hex(8)}"
-    out = posixpath.join(folder, "model.patch")
-    base = shlex.quote(f"{instance.base_commit}^{{commit}}") if instance.base_commit else "HEAD"
-    script = (
-        f"mkdir -m 700 {folder} && cd {shlex.quote(workdir)} && "
-        f"{{ base=$({GIT} rev-parse --verify -q {base}) || base=$({GIT} rev-parse HEAD); }} && "
-        f"{GIT} add -A && "
-        f'{GIT} diff --cached --binary --no-ext-diff --no-textconv "$base" -- . > {out}'
+    repo = shlex.quote(workdir)
+    base = (
+        shlex.quote(f"{instance.base_commit}^{{commit}}")
+        if instance.base_commit
+        else f"$(GIT_DIR={repo}/.git {GIT} rev-parse --verify HEAD^{{commit}})"
     )
+    script = f"""set -e
+t={folder}
+mkdir -m 700 "$t"
+mkdir -p "$t/git/objects/info" "$t/git/refs"
+echo 'ref: refs/heads/judge' > "$t/git/HEAD"
+echo {repo}/.git/objects > "$t/git/objects/info/alternates"
+export GIT_DIR="$t/git" GIT_WORK_TREE={repo} GIT_INDEX_FILE="$t/git/index"
+cd {repo}
+base=$({GIT} rev-parse --verify -q {base})
+{GIT} read-tree "$base"
+{GIT} add -A
+{GIT} diff --cached --binary --no-ext-diff --no-textconv "$base" > "$t/model.patch"
+"""
     result = await sandbox.exec(script, timeout)
     if result.exit_code != 0 or result.timed_out:
         why = "timed out" if result.timed_out else f"exit {result.exit_code}"
@@ -168,7 +180,7 @@ async def extract_patch(
             f"git could not diff {workdir} against the task's commit ({why}): "
             f"{clip_middle(result.output.strip(), 500)}"
         )
-    data = await sandbox.read_file(out, max_bytes=max_bytes)
+    data = await sandbox.read_file(f"{folder}/model.patch", max_bytes=max_bytes)
     return restrict(data.decode("utf-8", errors="replace"), instance)
 
 
@@ -176,8 +188,9 @@ async def extract_patch(
 
 
 def parse_pytest_log(text: str) -> dict[str, TestStatus]:
-    """Test statuses from the output of an instance's own ``test_cmd`` (pytest's): the ``-rA`` short summary (``PASSED path::test``,
-    ``FAILED path::test - message``) and verbose lines (``path::test PASSED [ 50%]``). XFAIL
+    """Test statuses from the output of an instance's own ``test_cmd`` (pytest's): the ``-rA``
+    short summary (``PASSED path::test``, ``FAILED path::test - message``) and verbose lines
+    (``path::test PASSED [ 50%]``). XFAIL
     counts as passed, XPASS and SKIPPED as failed; a test reported twice keeps its worst
     status (a pass with an error at teardown is an ERROR)."""
     out: dict[str, TestStatus] = {}

@@ -27,7 +27,7 @@ from services.sandbox.base import SandboxSpec
 from services.sandbox.docker import DockerSandboxProvider
 from services.swebench import cli
 from services.swebench.instances import load_instances
-from services.swebench.judge import apply_patch, evaluate, patch_files, run_tests
+from services.swebench.judge import apply_patch, evaluate, extract_patch, patch_files, run_tests
 from services.swebench.predictions import load_predictions
 from services.swebench.runner import RunConfig, run_batch
 from tests.support.containers import container_names
@@ -345,4 +345,30 @@ async def test_test_output_that_prints_passes_is_not_read_as_statuses(
     assert report.patch_applied and not report.resolved, report.log
     assert f"PASSED {ids[0]}" in report.log  # it was printed, and not believed
     assert set(report.fail_to_pass.values()) | set(report.pass_to_pass.values()) == {"ERROR"}
+    assert leftovers(dc) == []
+
+
+async def test_taking_the_patch_out_runs_nothing_the_agent_configured(dc, instances, provider):
+    """The agent's repository names a clean filter for every file and a file-system monitor,
+    both programs of the agent's (run as green's exec user, they would be its code outside its
+    own commands): taking the patch out runs neither, and leaves the agent's index as it was."""
+    inst = instances[WRAP]
+    sandbox = await provider.create(
+        SandboxSpec(image=inst.image_name, task_id="t", ref_id=inst.instance_id, workdir="/testbed")
+    )
+    try:
+        agent = (
+            "printf '#!/bin/sh\\ntouch /tmp/agent-code-ran\\ncat\\n' > /tmp/run.sh && "
+            "chmod +x /tmp/run.sh && git config filter.mine.clean /tmp/run.sh && "
+            "git config core.fsmonitor /tmp/run.sh && echo '* filter=mine' > .git/info/attributes"
+            f" && sed -i 's/{BUGGY.strip()}/{FIXED.strip()}/' src/wraptext/wrap.py"
+        )
+        assert (await sandbox.exec(agent, 30)).exit_code == 0
+        patch = await extract_patch(sandbox, inst)
+        assert patch.files == ["src/wraptext/wrap.py"] and FIXED.strip() in patch.patch
+        ran = await sandbox.exec("ls /tmp/agent-code-ran; git status --porcelain", 30)
+        assert "No such file" in ran.output, ran.output  # neither the filter nor the monitor
+        assert " M src/wraptext/wrap.py" in ran.output  # still unstaged: its index untouched
+    finally:
+        await sandbox.remove()
     assert leftovers(dc) == []
