@@ -35,7 +35,14 @@ WRITES = {
 
 
 def run(provider, image: str, cap: int | None, command: str, root: str) -> tuple[int, int, str]:
-    spec = SandboxSpec(image=image, task_id="bench", ref_id="disk", memory="1g", disk_limit=cap)
+    spec = SandboxSpec(
+        image=image,
+        task_id="bench",
+        ref_id="disk",
+        memory="1g",
+        disk_limit=cap,
+        writable=("/workspace",),  # the agent's, as a task's
+    )
     sandbox = provider.create(spec)
     try:
         sandbox.exec("sync", 60)

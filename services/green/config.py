@@ -111,6 +111,10 @@ class GreenSettings(BaseSettings):
     """Process limit of a task container."""
     container_network: bool = False
     """Give task containers a network (off: network_mode=none)."""
+    agent_uid: int = Field(1000, ge=1, lt=2**31 - 1)
+    """The uid and gid the agent's commands run as in its container (no passwd entry needed; not
+    0: root's processes there are green's, out of the agent's reach). Its home and the paths its
+    task kind names become its own before its first command; the image must have setpriv."""
     output_limit_bytes: int = Field(64 * 1024, ge=1024)
     """Bytes of command output kept (head and tail)."""
     command_max_bytes: int = Field(1024 * 1024, ge=1024)

@@ -129,6 +129,8 @@ class LiveTask:
     """execute/submit requests admitted and not yet answered (at most one)."""
     usage: Usage | None = None
     """The agent's own running usage, as last reported (with a command, a submit or its end)."""
+    disk_unknown: str | None = None
+    """Why the sandbox's disk use was unknown when last looked at (None: measured, or no cap)."""
 
     id = _of_row("id")
     purple_url = _of_row("purple_url")
@@ -150,11 +152,6 @@ class LiveTask:
     def agent_fault(self, exc: AgentFault) -> None:
         """The agent's command ended the container (it stopped, a limit): ends the task."""
         self.fault = self.fault or exc
-
-    @property
-    def sandbox_error(self) -> str | None:
-        """Why the container broke, when that ended the task (the agent is told this)."""
-        return str(self.fault) if isinstance(self.fault, SandboxError) else None
 
     def outcome(
         self,
@@ -198,6 +195,8 @@ class LiveTask:
             pids_limit=s.container_pids,
             network=s.container_network,
             output_limit=s.output_limit_bytes,
+            agent_uid=s.agent_uid,
+            writable=tuple(self.plan.writable),
         )
 
     def report_fields(self) -> dict[str, Any]:
@@ -363,7 +362,24 @@ class LiveTasks:
             raise RequestRefused(str(exc)) from exc
         except SandboxError as exc:  # the container is gone: the harness failed, end it
             live.sandbox_broke(exc)
-            raise RequestRefused(live.sandbox_error or str(exc)) from exc
+            raise RequestRefused(AGENT_SENTENCE) from exc
+        finally:
+            self._note_disk(live)
+
+    def _note_disk(self, live: LiveTask) -> None:
+        """Tell the operator (the task's log and events) when its disk use turns unknown (its
+        measurements keep failing: the cap is not watched meanwhile), and when it is known again."""
+        unknown = live.sandbox.disk_unknown if live.sandbox is not None else None
+        if unknown == live.disk_unknown:
+            return
+        live.disk_unknown = unknown
+        if unknown:
+            log.warning("disk.unknown", detail=unknown)
+            message = f"the task's disk use is unknown: {unknown}"
+        else:
+            log.info("disk.known")
+            message = "the task's disk use is measured again"
+        live.publish(TaskEvent(live.id, live.status, message))
 
     def _record(self, live: LiveTask, command: str, result: CommandResult, started: Any) -> None:
         """The command's one row in the store, and its event for listeners."""
@@ -422,7 +438,7 @@ class LiveTasks:
         except SandboxError as exc:  # the engine or container failed, not the submission
             with live.log_context():
                 live.sandbox_broke(exc)
-            raise RequestRefused(live.sandbox_error or str(exc)) from exc
+            raise RequestRefused(AGENT_SENTENCE) from exc
         accepted = submission is not None and not errors
         live.submissions += 1
         live.usage = stats.usage()

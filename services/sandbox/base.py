@@ -22,6 +22,9 @@ from typing import BinaryIO, Protocol, runtime_checkable
 
 from services.shared.commands import CommandResult
 
+AGENT_UID = 1000
+"""The uid and gid of an agent's commands unless the spec says otherwise."""
+
 
 class SandboxError(RuntimeError):
     """Infrastructure: the sandbox could not do what was asked (container gone, engine error)."""
@@ -33,6 +36,18 @@ class EngineUnreachable(SandboxError, ConnectionError):
 
 class SandboxTimeout(SandboxError, TimeoutError):
     """The sandbox itself (not a command) did not answer in time: a ``TimeoutError``."""
+
+
+class ExecFailed(SandboxError):
+    """One of green's own processes in the sandbox did not run to its end: it was still running
+    at its deadline (``stalled``; it is left to the sandbox, which the caller kills or not), or
+    the sandbox could not start it or it failed (at the process limit, say). Whose doing that is
+    depends on the sandbox's state (:mod:`services.sandbox.docker.diagnosis`)."""
+
+    def __init__(self, message: str, *, stalled: bool = False, exit_code: int | None = None):
+        super().__init__(message)
+        self.stalled = stalled
+        self.exit_code = exit_code
 
 
 class ImageNotFound(SandboxError, LookupError):
@@ -92,6 +107,18 @@ class SandboxSpec:
     quota the engine enforces, so the cap is what the agent's commands may add."""
     disk_check_s: float = 1.0
     """How often the writable layer is measured while a command runs (with a disk_limit)."""
+    agent_uid: int | None = AGENT_UID
+    """The uid and gid :meth:`Sandbox.exec`'s commands run as, with no group, no capability and
+    no way to gain one: they cannot signal, trace or replace what green runs in the sandbox as
+    root (the session's driver, the kill, the disk scans), nor write root's files. None: as root,
+    for green's own containers only (builds, task verification, judging), never an agent's."""
+    agent_home: str = "/home/agent"
+    """The agent's ``HOME``: made its own before its first command (no passwd entry is needed)."""
+    writable: tuple[str, ...] = ()
+    """What the agent's commands may write besides its home and ``/tmp``: these paths (created
+    when missing) become its own, recursively, before its first command. Everything else keeps
+    the image's owners (root). A kind names them (ARVO: ``/workspace``; a kind whose agent
+    edits the project: its source tree); on overlay2 a path of the image is copied up whole."""
 
 
 @runtime_checkable
@@ -110,6 +137,13 @@ class Sandbox(Protocol):
     """Why the sandbox can no longer be used although no call failed yet (its engine stopped
     answering, say); None while all is well. The orchestrator ends such a task as infra."""
 
+    @property
+    def disk_unknown(self) -> str | None:
+        """Why its disk use could not be measured lately (its measurements failed again and
+        again): the task runs on, its cap unwatched meanwhile, and the operator is told. None
+        while measurements work, or without a cap."""
+        ...
+
     async def exec(self, command: str, timeout: float) -> CommandResult:
         """Run ``command`` with ``bash -c`` semantics (``sh -c`` when the image has no bash),
         in ``spec.workdir``, stdin empty, stdout and stderr interleaved. Never raises for a
@@ -120,8 +154,15 @@ class Sandbox(Protocol):
         the engine unreachable), which is an infrastructure failure, not the agent's."""
         ...
 
+    async def setup(self, command: str, timeout: float) -> CommandResult:
+        """Run green's own ``command`` (``sh -c``) as root, to its end within ``timeout``
+        seconds: a kind's preparation of the workspace. Only before the agent's first command
+        (then refused: root never acts on what the agent could have changed)."""
+        ...
+
     async def put_files(self, dest_dir: str, files: Mapping[str, bytes]) -> None:
-        """Create ``dest_dir/<relpath>`` for each entry (parents created)."""
+        """Create ``dest_dir/<relpath>`` for each entry (parents created). Only before the
+        agent's first command, as :meth:`setup`."""
         ...
 
     async def put_archive(self, dest_dir: str, archive: bytes | BinaryIO) -> None:
@@ -131,8 +172,9 @@ class Sandbox(Protocol):
 
     async def read_file(self, path: str, max_bytes: int = 1 << 20) -> bytes:
         """Read one regular file out of the container (works on a stopped one too). Raises
-        FileNotFoundError, or UnreadableFile when it is a directory or larger than
-        ``max_bytes``."""
+        FileNotFoundError, or UnreadableFile when it, or a directory on its path, is a
+        symbolic link, when it is not a regular file (a directory, a fifo, a device) or larger
+        than ``max_bytes``: what the agent left, never infra. Error texts name only ``path``."""
         ...
 
     async def remove(self) -> None:

@@ -55,6 +55,9 @@ class BlockingSandbox:
     def exec(self, command: str, timeout: float) -> CommandResult:
         return self._loop.call(self.sandbox.exec(command, timeout))
 
+    def setup(self, command: str, timeout: float) -> CommandResult:
+        return self._loop.call(self.sandbox.setup(command, timeout))
+
     def put_files(self, dest_dir: str, files: Mapping[str, bytes]) -> None:
         self._loop.call(self.sandbox.put_files(dest_dir, files))
 

@@ -20,31 +20,36 @@ Framing
     the image has no bash; in a container, the bash it started ahead as the previous command
     ended, see :mod:`~.shell_scripts`) in ``workdir`` with stdin from ``/dev/null`` and stderr
     merged into stdout, reports the command's process group (``<nonce>:sid <id>``) on stderr too
-    (a separate stream, so these lines never mix with the command's output), waits for it, kills
-    whatever it left behind, and prints ``<nonce> <exit status>`` on stdout. That end marker
-    travels through the same pipe as the output, so everything before it belongs to the command.
-    The nonce is 128 random bits, new for every command: output cannot forge it.
+    (a separate stream, so these lines never mix with the command's output), prints
+    ``<nonce>:go`` on stdout, waits for the command, prints ``<nonce> <exit status>`` on stdout,
+    and then kills whatever the command left behind before it reads the next one. The command's
+    output travels between the two stdout lines, so what lies between them is the command's and
+    nothing else (bytes a dying process printed after the last end marker come before the next
+    ``go``). The nonce is 128 random bits, new for every command, held by a driver the agent's
+    processes (another uid) cannot read: output cannot forge it.
 
 One process group per command
     The command leads a process group of its own (a bash job, ``set -m``; ``setsid``, a session
     too, where the image has no bash or outside a container); background jobs, pipelines and
     subshells stay in it. After the command exits, the driver kills
-    whatever it left: in a container with ``kill -KILL -1`` (every process but pid 1 and the
-    driver, in one pass of the kernel that no fork can outrun), elsewhere by sweeping that
+    whatever it left: in an agent's container with ``kill -KILL -1`` run as the agent's uid
+    (every process of the agent and none of green's, in one pass of the kernel that no fork can
+    outrun), in green's own with ``kill -KILL -1`` from the driver, elsewhere by sweeping that
     session and group through ``/proc`` (:data:`~.shell_scripts.SWEEP`). Nothing the agent
-    starts outlives its command, so nothing can print into the next command's output or touch
-    the next session.
+    starts outlives its command into the next one.
 
 Timeouts
     The clock starts before the command is sent: a driver that has not taken the whole command
     by the deadline is abandoned, the command never ran, and the result is a timeout. At the
-    deadline :data:`~.shell_scripts.KILLER` runs as a separate short process (the driver,
-    blocked in ``wait``, cannot be asked); it sweeps the command's group and, in case its id
-    was not reported yet, the session of every child of the driver. The driver's ``wait`` then
-    returns, it kills what is left as after any command, prints the end marker, the stream is
-    drained up to it and the session is reused. If the driver does not report back within
-    :data:`DRAIN_TIMEOUT`, the session is abandoned (driver killed too, with every other process
-    of the container) and the next command opens a new one.
+    deadline :data:`~.shell_scripts.KILLER` runs as a separate short process of root's (the
+    driver, blocked in ``wait``, cannot be asked), within the transport's deadline. In an
+    agent's container it kills every process but pid 1, the driver too, and the next command
+    opens a new session. In green's own it sweeps the command's group and, in case its id was
+    not reported yet, the session of every child of the driver; the driver's ``wait`` then
+    returns, it prints the end marker, the stream is drained up to it and the session is reused
+    (if the driver does not report back within :data:`DRAIN_TIMEOUT`, the session is abandoned
+    as above). A kill that does not run to its end in time raises
+    :class:`~services.sandbox.base.ExecFailed`: the sandbox decides whose doing that was.
 
 Session loss
     When the stream ends mid-command (the command killed the driver, say), every process left
@@ -65,12 +70,14 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from services.sandbox.base import SandboxError, SandboxTimeout
+from services.sandbox.base import ExecFailed, SandboxError, SandboxTimeout
 from services.sandbox.output import OutputCapture
 from services.sandbox.shell_scripts import BOOT, DRIVER, KILLER, frame_lines
 from services.shared.commands import CommandResult
 
 STDOUT, STDERR = 1, 2
+KILLED = 128 + 9
+"""The exit status of a process killed by SIGKILL."""
 HANDSHAKE_TIMEOUT = 15.0
 """Seconds for a new session to answer its first line."""
 DRAIN_TIMEOUT = 10.0
@@ -111,7 +118,9 @@ class ExecTransport(Protocol):
         ...
 
     async def run(self, argv: Sequence[str], env: Mapping[str, str] | None = None) -> None:
-        """Run ``argv`` to its end, output ignored. Raises SandboxError."""
+        """Run ``argv`` as root to its end, output ignored, within the transport's deadline.
+        Raises ExecFailed when it did not end in time or failed, SandboxError when the sandbox
+        or its engine did."""
         ...
 
 
@@ -133,8 +142,8 @@ class MarkerScanner:
     """Splits a stream into content and a final marker line ``<token> <value>\\n``.
 
     Content goes to ``sink`` as it arrives, except the last ``len(token) - 1`` bytes, which
-    might be the start of the marker; after the marker, :attr:`value` is set and later bytes
-    are ignored.
+    might be the start of the marker; after the marker, :attr:`value` is set, the bytes that
+    followed it in the same piece are :attr:`rest`, and later bytes are ignored.
     """
 
     def __init__(self, token: str, sink: OutputCapture) -> None:
@@ -142,6 +151,7 @@ class MarkerScanner:
         self._sink = sink
         self._pending = bytearray()
         self.value: bytes | None = None
+        self.rest = b""
 
     def feed(self, data: bytes) -> None:
         if self.value is not None:
@@ -155,6 +165,7 @@ class MarkerScanner:
             if end >= 0:
                 self._sink.feed(self._pending[:start])
                 self.value = bytes(self._pending[start + len(self._token) : end])
+                self.rest = bytes(self._pending[end + 1 :])
                 self._pending.clear()
                 return
             flush = start
@@ -169,11 +180,13 @@ class MarkerScanner:
 
 
 class _Command:
-    """The scanners of one running command: its output and end marker, its ack and its sid."""
+    """The scanners of one running command: its start, output and end marker on stdout (what
+    came before the start is a dead command's), its ack and its sid on stderr."""
 
     def __init__(self, output_limit: int) -> None:
         self.nonce = secrets.token_hex(16)
         self.capture = OutputCapture(output_limit)
+        self.go = MarkerScanner(f"{self.nonce}:go", OutputCapture(0))  # its output follows
         self.stdout = MarkerScanner(self.nonce, self.capture)
         self.ack = MarkerScanner(f"{self.nonce}:ack", OutputCapture(0))  # it is starting
         self.sid = MarkerScanner(f"{self.nonce}:sid", OutputCapture(0))  # its session id
@@ -182,6 +195,11 @@ class _Command:
     def feed(self, pieces: Pieces) -> None:
         for channel, payload in pieces:
             if channel == STDOUT:
+                if self.go.value is None:
+                    self.go.feed(payload)
+                    if self.go.value is None:
+                        continue
+                    payload, self.go.rest = self.go.rest, b""
                 self.stdout.feed(payload)
             else:
                 self.ack.feed(payload)
@@ -203,11 +221,24 @@ class _Command:
 
 class ShellSession:
     """One driver shell in one sandbox. Not safe for concurrent commands: the sandbox
-    serializes them; :meth:`abort` may be called at any time."""
+    serializes them; :meth:`abort` may be called at any time.
 
-    def __init__(self, transport: ExecTransport, workdir: str) -> None:
+    ``uid``: the commands run as this uid and gid, with nothing of root's (``setpriv``); the
+    driver, the kill and the cleanup stay root's, out of their reach. None: as the driver's own
+    user. ``home``: the commands' ``HOME`` under ``uid``."""
+
+    def __init__(
+        self,
+        transport: ExecTransport,
+        workdir: str,
+        *,
+        uid: int | None = None,
+        home: str = "/home/agent",
+    ) -> None:
         self._transport = transport
         self._workdir = workdir
+        self._uid = uid
+        self._home = home
         self._stream: ExecStream | None = None
         self.driver_pid = ""
         self.shell = ""
@@ -217,12 +248,16 @@ class ShellSession:
     def alive(self) -> bool:
         return self._stream is not None
 
-    async def open(self) -> None:
-        """Start the driver and wait for its handshake. Raises SandboxError from the transport,
-        SessionNotStarted when the driver dies before it answers (SessionNotAnswering, a
+    async def open(self, hand_over: Sequence[str] = ()) -> None:
+        """Start the driver and wait for its handshake; with a ``uid``, the driver first makes
+        ``hand_over`` (paths) that uid's, recursively: pass them before the agent's first
+        command only. Raises SandboxError from the transport, SessionNotStarted when the driver
+        dies before it answers (the image lacks ``setpriv``, say; SessionNotAnswering, a
         SandboxTimeout, when it does not answer in time)."""
+        uid = "" if self._uid is None else str(self._uid)
+        paths = list(hand_over) if uid else []
         self._stream = await self._transport.open(
-            ["/bin/sh", "-c", BOOT, "arena-session", self._workdir]
+            ["/bin/sh", "-c", BOOT, "arena-session", self._workdir, uid, self._home, *paths]
         )
         # The driver is silent until it reads this line, so nothing it prints can be swallowed
         # by a transport still setting the stream up.
@@ -282,6 +317,10 @@ class ShellSession:
                     break
                 await self._kill(cmd.sid.value)
                 timed_out, deadline = True, now + DRAIN_TIMEOUT
+                if self._uid is not None:  # the driver died with the command: a new session
+                    self.close()
+                    cmd.stdout.flush()
+                    break
                 continue
             pieces = await self._receive(deadline - now)
             if pieces is None:
@@ -306,11 +345,22 @@ class ShellSession:
         return cmd.result(-1, timed_out=timed_out, note=note)
 
     async def _kill(self, sid: bytes | None, *, abandon: bool = False) -> None:
-        """Kill the running command (session ``sid`` if known, else every child session of
-        the driver) with a separate short process."""
-        args = [self.driver_pid, (sid or b"").decode()]
+        """Kill the running command with a separate short process of root's: session ``sid``
+        if known, and every child session of the driver; with ``abandon``, or where commands
+        run as an agent's ``uid``, every process but pid 1 (the driver too: its session is
+        replaced), with one ``kill -KILL -1`` that forks nothing and that no process of the
+        agent can signal, stop or outrun. Raises ExecFailed (the session closed) when that
+        process did not run to its end in time."""
+        abandon = abandon or self._uid is not None
         env = {"ABANDON": "1"} if abandon else None
-        await self._transport.run(["/bin/sh", "-c", KILLER, "arena-kill", *args], env)
+        argv = ["/bin/sh", "-c", KILLER, "arena-kill", self.driver_pid, (sid or b"").decode()]
+        try:
+            await self._transport.run(argv, env)
+        except ExecFailed as e:
+            if e.exit_code == KILLED:  # by the driver's own cleanup, which kills the same
+                return
+            self.close()  # the command may run on: nothing here can stop it
+            raise
 
     async def _send(self, data: bytes, timeout: float) -> bool:
         stream = self._stream

@@ -150,8 +150,8 @@ async def extract_patch(
 
     git runs with a git directory of the judge's own, in a folder made for it: the repository's
     objects are only read (as alternates), its configuration, hooks, index and
-    ``info/attributes`` never, so no filter, hook or monitor the agent configured runs, and its
-    index is left as it was. The diff goes through a file in that folder, so it is never cut
+    ``info/attributes`` never, so no filter, hook or monitor the agent configured runs (its
+    code, outside its commands, rewriting what is taken), and its index is left as it was. The diff goes through a file in that folder, so it is never cut
     and no link the agent left decides where it goes."""
     folder = f"/tmp/arena-patch-{secrets.token_hex(8)}"
     repo = shlex.quote(workdir)
@@ -355,6 +355,7 @@ async def evaluate(
         memory=memory,
         cpus=cpus,
         labels={"arena.kind": "swebench-eval"},
+        agent_uid=None,  # green's own container: its commands are green's
     )
     sandbox: Sandbox | None = None
     try:

@@ -136,6 +136,7 @@ def _sandbox_spec(iid: str, image: str, config: RunConfig) -> SandboxSpec:
         memory=config.memory,
         cpus=config.cpus,
         labels={"arena.kind": "swebench"},
+        writable=(config.workdir,),
     )
 
 

@@ -53,19 +53,24 @@ def test_killing_everything_in_the_container_does_not_end_the_task(start_green, 
     assert seen.results[-1].output == "alive\n"
 
 
-def test_memory_limit_killing_the_container_is_the_agents_failure(
+def test_a_memory_hog_kills_only_its_own_processes_and_fails_as_the_agent(
     start_green, scripted_purple, docker_client
 ):
+    """The agent tries to make pid 1 the OOM killer's choice (before, that killed the container:
+    ``memory_limit``): pid 1 is root's now, so the hog's own processes die, the container and
+    the session go on, and the task, with no submission, is the agent's failure. (OOMKilled of
+    the container is still the agent's ``memory_limit``: tests/sandbox/test_sandbox_faults.py.)"""
     hog = (
         "echo 1000 > /proc/1/oom_score_adj; for i in 1 2 3 4 5 6; do "
         "python3 -c 'import time; b = bytearray(60 * 2**20); time.sleep(5)' & done; wait"
     )
-    purple_url, _ = scripted_purple(Script(commands=[hog, "echo never"]))
+    purple_url, seen = scripted_purple(Script(commands=[hog, "echo still"]))
     green = start_green(purple_url=purple_url, container_memory="256m")
     task = submit_task(green.url, {"task": "arvo:900001"})
     done = wait_terminal(green.url, task["id"])
     assert done["status"] == "failed" and done["failure_kind"] == "agent", done
-    assert done["end_reason"] == "memory_limit" and "memory limit" in done["error"]
+    assert "Permission denied" in seen.results[0].output, seen.results[0].output
+    assert seen.results[1].output == "still\n"
     assert _containers_of(docker_client, task["id"]) == []
 
 

@@ -167,6 +167,7 @@ async def test_an_engine_over_tcp_with_mutual_tls(
     sandbox = None
     try:
         sandbox = await pool.create(_spec())  # pulls through the registry if absent
+        await sandbox.put_files("/tmp/in", {"a/b.txt": b"through TLS\n"})  # before commands
         # the shell session over an SSL socket: a short answer, then a long one in pieces
         short = await sandbox.exec("echo over-tls", 30)
         assert (short.exit_code, short.output.strip()) == (0, "over-tls")
@@ -174,7 +175,6 @@ async def test_an_engine_over_tcp_with_mutual_tls(
         assert long.exit_code == 3 and long.output.count("x") + long.bytes_cut == 300000
         timed = await sandbox.exec("sleep 30", 1)
         assert timed.timed_out and (await sandbox.exec("echo still-here", 10)).exit_code == 0
-        await sandbox.put_files("/tmp/in", {"a/b.txt": b"through TLS\n"})
         assert await sandbox.read_file("/tmp/in/a/b.txt") == b"through TLS\n"
     finally:
         if sandbox is not None:

@@ -74,6 +74,7 @@ def provider(client: docker.DockerClient) -> Iterator[BlockingProvider]:
 
 def _spec(**overrides: object) -> SandboxSpec:
     fields: dict = {"image": IMAGE, "task_id": secrets.token_hex(8), "ref_id": "4242"}
+    fields["writable"] = ("/workspace",)  # the agent's, as a task's workspace is
     fields["memory"], fields["cpus"], fields["pids_limit"] = "512m", 1.0, 256
     return SandboxSpec(**{**fields, **overrides})
 
@@ -115,6 +116,7 @@ def _processes(sandbox: DockerSandbox, reaped_within: float = 10.0) -> list[str]
         "/bin/sh -c read -r k",
         "bash -c d=$_arena",
         'bash -c IFS= read -r -d "" _arena_cmd',
+        '/usr/bin/bash -c IFS= read -r -d "" _arena_cmd',  # as the agent: setpriv's exec of it
     )
     while True:
         out = sandbox.exec("ps -eo args=", timeout=10).output.splitlines()
@@ -393,8 +395,8 @@ def test_memory_limit_kills_a_hog(make: Callable[..., DockerSandbox]) -> None:
 def test_containers_are_isolated(make: Callable[..., DockerSandbox]) -> None:
     a, b = make(), make()
     assert a.name != b.name
-    a.exec("echo secret > /workspace/a.txt; sleep 300 >/dev/null &", timeout=10)
     a.put_files("/workspace", {"b.txt": b"only in a"})
+    a.exec("echo secret > /workspace/a.txt; sleep 300 >/dev/null &", timeout=10)
     assert b.exec("ls /workspace", timeout=10).output == ""
     assert b.exec("cat /workspace/a.txt", timeout=10).exit_code == 1
     with pytest.raises(FileNotFoundError):
@@ -422,7 +424,10 @@ def test_ping(provider: BlockingProvider) -> None:
 # -- files ------------------------------------------------------------------------------------
 
 
-def test_put_archive_put_files_read_file(shared: DockerSandbox) -> None:
+def test_put_archive_put_files_read_file(make: Callable[..., DockerSandbox]) -> None:
+    """Files go in before the agent's first command (after it, root writing where the agent
+    may have put a link is refused) and come out as regular files only."""
+    shared = make()
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:
         for name, data in {"proj/src/a.c": b"int main(){}\n", "proj/README": b"hi\n"}.items():
@@ -430,23 +435,27 @@ def test_put_archive_put_files_read_file(shared: DockerSandbox) -> None:
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
     shared.put_archive("/workspace/src-vul", buf.getvalue())
-    listing = shared.exec("cd src-vul && find . -type f | sort", timeout=10).output
-    assert listing == "./proj/README\n./proj/src/a.c\n"
     buf.seek(0)  # an open file is streamed to the engine, the same result
     shared.put_archive("/workspace/streamed", buf)
+    binary = bytes(range(256)) * 100
+    shared.put_files("/workspace/shared", {"loc.json": b"{}", "deep/er/blob.bin": binary})
+    shared.put_files("/tmp", {"x": b"1"})  # an existing directory keeps its mode
+    with pytest.raises(ValueError):
+        shared.put_files("/workspace", {"../escape": b""})
+    listing = shared.exec("cd src-vul && find . -type f | sort", timeout=10).output
+    assert listing == "./proj/README\n./proj/src/a.c\n"
     listing = shared.exec("cd streamed && find . -type f | sort", timeout=10).output
     assert listing == "./proj/README\n./proj/src/a.c\n"
     assert shared.read_file("/workspace/src-vul/proj/src/a.c") == b"int main(){}\n"
-
-    binary = bytes(range(256)) * 100
-    shared.put_files("/workspace/shared", {"loc.json": b"{}", "deep/er/blob.bin": binary})
     assert shared.read_file("/workspace/shared/deep/er/blob.bin") == binary
     assert shared.read_file("/workspace/shared/loc.json") == b"{}"
-    shared.put_files("/tmp", {"x": b"1"})  # an existing directory keeps its mode
     assert shared.exec("stat -c %a /tmp", timeout=10).output == "1777\n"
+    with pytest.raises(SandboxError, match="only before the agent"):
+        shared.put_files("/workspace", {"late": b""})
 
     shared.exec("ln -sf /workspace/shared/loc.json /workspace/link", timeout=10)
-    assert shared.read_file("/workspace/link") == b"{}"
+    with pytest.raises(UnreadableFile, match="symbolic link"):  # never followed
+        shared.read_file("/workspace/link")
     with pytest.raises(FileNotFoundError):
         shared.read_file("/workspace/shared/missing.json")
     with pytest.raises(UnreadableFile, match="directory") as caught:  # not infra: an OSError
@@ -455,9 +464,6 @@ def test_put_archive_put_files_read_file(shared: DockerSandbox) -> None:
     with pytest.raises(UnreadableFile, match="bytes") as caught:
         shared.read_file("/workspace/shared/deep/er/blob.bin", max_bytes=1000)
     assert caught.value.errno == errno.EFBIG
-    with pytest.raises(ValueError):
-        shared.put_files("/workspace", {"../escape": b""})
-    shared.exec("rm -rf /workspace/src-vul /workspace/shared /workspace/link /tmp/x", timeout=10)
 
 
 # -- failures and cleanup ---------------------------------------------------------------------
@@ -466,7 +472,9 @@ def test_put_archive_put_files_read_file(shared: DockerSandbox) -> None:
 def test_session_recovers_after_the_shell_is_killed(
     client: docker.DockerClient, make: Callable[..., DockerSandbox]
 ) -> None:
-    sandbox = make()
+    """Where the commands run as root (green's own containers; an agent's cannot signal its
+    driver: ``test_sandbox_hostile.py``)."""
+    sandbox = make(agent_uid=None)
     result = sandbox.exec("echo dying; kill -9 $PPID; sleep 1000", timeout=20)
     assert result.exit_code == -1 and not result.timed_out
     assert result.output.startswith("dying\n") and "session ended" in result.output
@@ -487,7 +495,7 @@ def test_session_is_replaced_when_the_driver_hangs(
     """A driver that never reports back after the kill (here: stopped by its command) is
     abandoned after DRAIN_TIMEOUT; the next command gets a new session."""
     monkeypatch.setattr("services.sandbox.framing.DRAIN_TIMEOUT", 1.0)
-    sandbox = make()
+    sandbox = make(agent_uid=None)  # as root: an agent's command cannot stop its driver
     result = sandbox.exec("echo frozen; kill -STOP $PPID; sleep 1000", timeout=1.0)
     assert result.timed_out and result.exit_code == -1 and result.output == "frozen\n"
     assert result.duration_s < 6

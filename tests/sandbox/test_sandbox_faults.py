@@ -65,6 +65,7 @@ def provider(client: docker.DockerClient) -> Iterator[BlockingProvider]:
 
 def _spec(**overrides: object) -> SandboxSpec:
     fields: dict = {"image": IMAGE, "task_id": secrets.token_hex(8), "ref_id": "4242"}
+    fields["writable"] = ("/workspace",)  # the agent's, as a task's workspace is
     fields["memory"], fields["pids_limit"] = "256m", 256
     return SandboxSpec(**{**fields, **overrides})
 
@@ -113,9 +114,10 @@ def test_commands_cannot_stop_their_container(
 def test_memory_limit_killing_the_container_is_the_agents(
     make: Callable[..., DockerSandbox],
 ) -> None:
-    """The agent makes pid 1 the OOM killer's choice and fills the memory: the container dies,
-    the engine says OOMKilled, and that is the agent's failure, named."""
-    sandbox = make(memory="128m")
+    """The OOM killer choosing pid 1 (green's root keeper) kills the container; the engine says
+    OOMKilled, and that is the agent's failure, named. An agent can no longer make pid 1 that
+    choice (``test_sandbox_hostile.py``): here green's own container, as root, does."""
+    sandbox = make(memory="128m", agent_uid=None)
     hog = (
         "echo 1000 > /proc/1/oom_score_adj; for i in 1 2 3 4 5 6; do "
         "python3 -c 'import time; b = bytearray(30 * 2**20); time.sleep(5)' & done; wait"
@@ -184,14 +186,15 @@ def _exec_into(sandbox: DockerSandbox, command: str, errors: list[BaseException]
 
 def test_every_engine_error_is_a_sandbox_error(proxy: DockerProxy) -> None:
     provider = blocking(docker.DockerClient(base_url=proxy.url))
-    sandbox = provider.create(_spec())
+    sandbox, fresh = provider.create(_spec()), provider.create(_spec())
     try:
         assert sandbox.exec("echo up", timeout=10).output == "up\n"
         proxy.stop()
         for call in (
             lambda: sandbox.exec("echo up", timeout=10),
             lambda: sandbox.read_file("/etc/hostname"),
-            lambda: sandbox.put_files("/workspace", {"a": b"x"}),
+            lambda: fresh.put_files("/workspace", {"a": b"x"}),  # before the agent's commands
+            lambda: fresh.setup("true", 10),
             lambda: provider.create(_spec()),
             lambda: provider.reap(),
             sandbox.remove,
@@ -201,6 +204,7 @@ def test_every_engine_error_is_a_sandbox_error(proxy: DockerProxy) -> None:
     finally:
         proxy.start()
         sandbox.remove()
+        fresh.remove()
         provider.close()
 
 
@@ -298,3 +302,50 @@ def test_disk_cap_does_not_count_what_green_copied_in(make: Callable[..., Docker
     sandbox.put_files("/workspace", {"source.bin": b"\0" * (80 * 2**20)})  # the task's files
     result = sandbox.exec("head -c 10M /dev/zero > /workspace/mine; sleep 1; echo ok", timeout=60)
     assert result.output == "ok\n"
+
+
+BOMB = """
+import os, time
+while True:  # fill the process limit and keep it full
+    try:
+        if os.fork() == 0:
+            while True:
+                time.sleep(1)
+    except OSError:
+        time.sleep(0.01)
+"""
+
+
+@pytest.mark.parametrize(
+    ("command", "reason"),
+    [
+        ("python3 -c 'while True: pass'", "cpu_limit"),
+        ("python3 /tmp/bomb.py", "pids_limit"),
+        ("sleep 60", None),
+    ],
+    ids=["cpu-busy", "process-limit-full", "idle"],
+)
+def test_a_kill_that_does_not_end_in_time_is_the_agents_only_at_a_limit(
+    make: Callable[..., DockerSandbox],
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+    reason: str | None,
+) -> None:
+    """Green's kill of a timed-out command is a root exec the agent cannot signal, but it can
+    starve it (its CPU share busy, its process limit full). A kill that does not end by its
+    deadline (here: one that sleeps, with a 1 s deadline) makes green read the container's
+    counters, kill it through the engine, and charge the agent only at one of its limits."""
+    monkeypatch.setattr("services.sandbox.framing.KILLER", "sleep 5")
+    monkeypatch.setattr("services.sandbox.docker.transport.EXEC_DEADLINE", 1.0)
+    sandbox = make(pids_limit=64, cpus=0.25)  # a quota a busy loop runs out of, whatever the host
+    sandbox.put_files("/tmp", {"bomb.py": BOMB.encode()})
+    if reason is None:
+        with pytest.raises(SandboxError) as infra:
+            sandbox.exec(command, timeout=1)
+        assert not isinstance(infra.value, AgentFault)
+        assert "none of its limits" in str(infra.value), infra.value
+        return
+    with pytest.raises(AgentFault) as caught:
+        sandbox.exec(command, timeout=2)
+    assert caught.value.reason == reason, caught.value
+    assert "could not be stopped" in str(caught.value)

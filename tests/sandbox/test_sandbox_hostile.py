@@ -21,11 +21,12 @@ import docker
 import docker.errors
 import pytest
 
-from services.sandbox.base import AgentFault, SandboxError, SandboxSpec
+from services.sandbox.base import AgentFault
 from services.sandbox.blocking import BlockingProvider
 from services.sandbox.blocking import BlockingSandbox as DockerSandbox
 from services.sandbox.docker import DockerSandboxProvider
 from services.sandbox.docker.disk import LayerEntries
+from tests.support.sandboxes import sandbox_maker
 
 pytestmark = pytest.mark.docker
 
@@ -82,18 +83,8 @@ def provider() -> Iterator[BlockingProvider]:
 
 @pytest.fixture
 def make(provider: BlockingProvider) -> Iterator[Callable[..., DockerSandbox]]:
-    made: list[DockerSandbox] = []
-
-    def make(**overrides: object) -> DockerSandbox:
-        fields: dict = {"image": IMAGE, "task_id": secrets.token_hex(8), "ref_id": "4242"}
-        fields["memory"], fields["pids_limit"] = "256m", 256
-        made.append(provider.create(SandboxSpec(**{**fields, **overrides})))
-        return made[-1]
-
-    yield make
-    for sandbox in made:
-        with contextlib.suppress(SandboxError):
-            sandbox.remove()
+    with sandbox_maker(provider, IMAGE, memory="256m", pids_limit=256) as make:
+        yield make
 
 
 def _start_hopper(sandbox: DockerSandbox) -> None:
@@ -117,12 +108,13 @@ def test_a_forking_setsid_loop_does_not_outlive_its_command(
 def test_a_forking_loop_that_kills_the_session_mid_command_is_gone_after_it(
     make: Callable[..., DockerSandbox],
 ) -> None:
-    """The hopper starts and kills the running command's own session: that command ends
-    (exit -1), and the next one finds nothing of it left."""
+    """The hopper starts and tries to kill the running command's own session, which is
+    root's: it cannot (before, the command ended -1), and the next command finds nothing of it
+    left."""
     sandbox = make()
     sandbox.put_files("/tmp", {"hop.py": HOPPER.encode()})
-    killed = sandbox.exec("python3 /tmp/hop.py 0 & sleep 10", timeout=20)  # t0=0: kills at once
-    assert killed.exit_code == -1, killed.output
+    survived = sandbox.exec("python3 /tmp/hop.py 0 & sleep 3", timeout=20)  # t0=0: kills at once
+    assert survived.exit_code == 0, survived.output
     time.sleep(2)
     after = sandbox.exec(LEFT, timeout=20)
     assert (after.exit_code, after.output) == (0, "0\n"), after.output
@@ -131,9 +123,10 @@ def test_a_forking_loop_that_kills_the_session_mid_command_is_gone_after_it(
 def test_a_session_the_agent_kills_is_the_agents_failure(
     make: Callable[..., DockerSandbox],
 ) -> None:
-    """The agent breaks the shell every new session starts with: the container runs and the
-    engine answers, so the lost session is the agent's doing (``session_killed``)."""
-    sandbox = make()
+    """Green's own container, whose commands run as root, breaks the shell every new session
+    starts with: the container runs and the engine answers, so the lost session is the
+    commands' doing (``session_killed``). An agent cannot do it (attack 5 below)."""
+    sandbox = make(agent_uid=None)
     sandbox.exec("printf '#!/bin/true\\n' > /bin/sh.new; chmod +x /bin/sh.new", timeout=20)
     broken = sandbox.exec("mv /bin/sh.new /bin/dash; kill -9 $PPID", timeout=20)
     assert broken.exit_code == -1
@@ -260,7 +253,7 @@ def test_a_layer_the_engine_could_never_count_is_not_the_agents_disk_limit(
 def test_the_walk_counts_what_the_engines_diff_lists(make: Callable[..., DockerSandbox]) -> None:
     """Added, changed (copied up), deleted (a whiteout) and linked: the same number both ways,
     and a link to / is one entry (the host's tree is never walked)."""
-    sandbox = make(disk_limit=256 * 2**20, disk_check_s=0.2)
+    sandbox = make(disk_limit=256 * 2**20, disk_check_s=0.2, agent_uid=None)  # root: /etc
     counted_by(sandbox, "walked")
     sandbox.exec(
         "mkdir -p /tmp/a/b/c && touch /etc/passwd && rm -f /etc/group && ln -s / /tmp/root"
@@ -311,8 +304,8 @@ def test_a_command_is_not_charged_for_files_the_last_one_held(
     last scan's, and a command far under the cap was stopped as over it)."""
     cap = 64 * 2**20
     sandbox = make(disk_limit=cap, disk_check_s=2.0)
-    sandbox.exec("true", timeout=20)  # the baseline
     sandbox.put_files("/tmp", {"hold.py": HOLDER.encode()})
+    sandbox.exec("true", timeout=20)  # the baseline
     with contextlib.closing(docker.from_env()) as client:
         container = client.containers.get(sandbox.id)
         container.exec_run(["python3", "/tmp/hold.py"], detach=True)  # as a command's would
@@ -321,7 +314,10 @@ def test_a_command_is_not_charged_for_files_the_last_one_held(
             assert time.monotonic() < deadline, "the holder did not start"
             time.sleep(0.1)
         time.sleep(2.1)  # one interval after the baseline: the next measurement scans
-        assert sandbox.disk_used() >= 48 * 2**20  # the scan sees what the holder hides
+        deadline = time.monotonic() + 20  # beside it (never waited for): a later one has it
+        while sandbox.disk_used() < 48 * 2**20:  # the scan sees what the holder hides
+            assert time.monotonic() < deadline, "no scan counted the held file"
+            time.sleep(0.2)
         container.exec_run(["sh", "-c", "kill -9 $(cat /tmp/holder.pid)"])  # as a command's end
     result = sandbox.exec("head -c 24M /dev/zero > /tmp/visible; sleep 1; echo done", timeout=20)
     assert result.output.strip() == "done", result
@@ -366,10 +362,10 @@ def test_no_command_reaches_the_bash_started_for_the_next(
     agent leaves behind to write into that pipe (through ``/proc/<pid>/fd/0``) must be gone
     before it exists, and while a command runs no such bash exists yet."""
     sandbox = make()
-    others = "ps -eo pgid=,args= | awk -v g=$$ '$1 != g && / bash -c IFS= read -r -d/' | wc -l"
+    sandbox.put_files("/tmp", {"inject.py": INJECTOR.encode()})
+    others = "ps -eo pgid=,args= | awk -v g=$$ '$1 != g && /bash -c IFS= read -r -d/' | wc -l"
     waiting = sandbox.exec(others, timeout=20)  # (its own group: its bash, forks of it)
     assert waiting.output == "0\n", waiting.output  # no bash waits for the next command
-    sandbox.put_files("/tmp", {"inject.py": INJECTOR.encode()})
     started = sandbox.exec("python3 /tmp/inject.py 8 & sleep 0.5; echo started", timeout=20)
     assert started.output == "started\n", started.output
     for i in range(5):

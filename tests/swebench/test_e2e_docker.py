@@ -253,7 +253,13 @@ async def test_apply_and_run_tests_on_one_sandbox(dc, instances, provider) -> No
     """The pieces green reuses: apply_patch + run_tests (test_patch applied, idempotently)."""
     inst = instances["arena__semver-1"]
     sandbox = await provider.create(
-        SandboxSpec(image=inst.image_name, task_id="t", ref_id=inst.instance_id, workdir="/testbed")
+        SandboxSpec(  # the judge's own container: its commands are green's, as root
+            image=inst.image_name,
+            task_id="t",
+            ref_id=inst.instance_id,
+            workdir="/testbed",
+            agent_uid=None,
+        )
     )
     try:
         before = await run_tests(sandbox, inst, inst.FAIL_TO_PASS)
@@ -350,12 +356,18 @@ async def test_test_output_that_prints_passes_is_not_read_as_statuses(
 
 async def test_taking_the_patch_out_runs_nothing_the_agent_configured(dc, instances, provider):
     """The agent's repository names a clean filter for every file and a file-system monitor,
-    both programs of the agent's (run as green's exec user, they would be its code outside its
-    own commands): taking the patch out runs neither, and leaves the agent's index as it was."""
+    both programs of the agent's (run by green's submit, they would be its code outside its own
+    commands, rewriting what it submits): taking the patch out runs neither, and leaves the
+    agent's index as it was."""
     inst = instances[WRAP]
-    sandbox = await provider.create(
-        SandboxSpec(image=inst.image_name, task_id="t", ref_id=inst.instance_id, workdir="/testbed")
+    spec = SandboxSpec(
+        image=inst.image_name,
+        task_id="t",
+        ref_id=inst.instance_id,
+        workdir="/testbed",
+        writable=("/testbed",),  # as the agent gets it
     )
+    sandbox = await provider.create(spec)
     try:
         agent = (
             "printf '#!/bin/sh\\ntouch /tmp/agent-code-ran\\ncat\\n' > /tmp/run.sh && "

@@ -44,11 +44,16 @@ class TaskPlan(Protocol[S, R, G]):
     """Where things are inside the container (told to the agent)."""
     workdir: str
     """Where the agent's commands run."""
+    writable: tuple[str, ...]
+    """What the agent's commands may write besides their home and ``/tmp`` (they run as a uid of
+    their own; these paths become its own before its first command): ARVO's ``/workspace``; a
+    kind whose agent edits the project names its tree."""
     log_key: str
     """The per-task log file name (``<kind>_<id>``, e.g. ``arvo_10055``)."""
 
     async def populate(self, sandbox: Sandbox) -> None:
-        """Put the agent's workspace into a fresh container (through the Docker API)."""
+        """Put the agent's workspace into a fresh container (through the Docker API, and
+        ``sandbox.setup`` for green's own commands as root: before the agent's first command)."""
         ...
 
     def wrap(self, command: str) -> str:

@@ -14,10 +14,17 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import docker.errors
+from docker import APIClient
+from docker.utils import decode_json_header
+
 from services.sandbox.base import UnreadableFile
 
 GO_MODE_DIR = 1 << 31
 """Go's os.ModeDir, as in the archive endpoint's path stat."""
+GO_MODE_TYPE = (1 << 31) | (1 << 27) | (1 << 26) | (1 << 25) | (1 << 24) | (1 << 21) | (1 << 19)
+"""Go's os.ModeType: a directory, link, device, fifo, socket, character device or irregular
+file (a regular file has none of these bits)."""
 
 
 def absolute(path: str) -> str:
@@ -48,10 +55,44 @@ def files_tar(dest: str, files: Mapping[str, bytes]) -> bytes:
     return buf.getvalue()
 
 
+def parents(path: str) -> list[str]:
+    """The directories above ``path`` (absolute, normalized), ``/`` excluded, outermost first."""
+    found, head = [], posixpath.dirname(path)
+    while head not in ("/", ""):
+        found.append(head)
+        head = posixpath.dirname(head)
+    return found[::-1]
+
+
+def path_stat(api: APIClient, container_id: str, path: str) -> dict[str, Any] | None:
+    """The engine's stat of ``path`` in the container (``name``, ``mode``, ``linkTarget``: a
+    final link is not followed), from a HEAD of the archive endpoint (nothing is read); None
+    when there is no such path. Engine errors raise as docker-py's."""
+    res = api.head(api._url("/containers/{0}/archive", container_id), params={"path": path})
+    if res.status_code == 404:
+        return None
+    api._raise_for_status(res)
+    encoded = res.headers.get("X-Docker-Container-Path-Stat")
+    return decode_json_header(encoded) if encoded else None
+
+
+def refuse_odd(path: str, stat: dict[str, Any], *, directory: bool = False) -> None:
+    """UnreadableFile unless ``path`` is a regular file (a directory with ``directory``) and no
+    symbolic link: the sentence names only ``path``."""
+    mode = int(stat.get("mode", 0))
+    if stat.get("linkTarget"):
+        raise UnreadableFile(f"{path} is a symbolic link; green reads only a file itself")
+    if directory and not mode & GO_MODE_DIR:
+        raise UnreadableFile(f"{path} is not a directory", errno.ENOTDIR)
+    if not directory and mode & GO_MODE_DIR:
+        raise UnreadableFile(f"{path} is a directory", errno.EISDIR)
+    if not directory and mode & GO_MODE_TYPE:
+        raise UnreadableFile(f"{path} is not a regular file (a fifo, socket or device)")
+
+
 def extract_single(path: str, stream: Iterator[bytes], stat: dict[str, Any], limit: int) -> bytes:
     """The content of the one regular file in a ``get_archive`` stream, at most ``limit`` bytes."""
-    if int(stat.get("mode", 0)) & GO_MODE_DIR:
-        raise UnreadableFile(f"{path} is a directory", errno.EISDIR)
+    refuse_odd(path, stat)
     if int(stat.get("size", 0)) > limit:
         raise UnreadableFile(f"{path} is {stat['size']:,} bytes, more than {limit:,}", errno.EFBIG)
     buf = bytearray()
@@ -68,3 +109,38 @@ def extract_single(path: str, stream: Iterator[bytes], stat: dict[str, Any], lim
     if len(content) > limit:
         raise UnreadableFile(f"{path} is larger than {limit:,} bytes", errno.EFBIG)
     return content
+
+
+def read_regular_file(api: APIClient, container_id: str, path: str, limit: int) -> bytes:
+    """The content of the regular file ``path`` in the container, at most ``limit`` bytes
+    (blocking). UnreadableFile when it, or a directory above it, is a symbolic link (one that
+    leads nowhere too: the engine's error would name its own disk), or it is no regular file;
+    FileNotFoundError from docker-py's NotFound or a missing directory. Other engine errors
+    raise as docker-py's."""
+    try:
+        stream, stat = api.get_archive(container_id, path, chunk_size=64 * 1024)
+    except docker.errors.NotFound:
+        raise
+    except docker.errors.APIError as e:  # the engine could not resolve the path: a link loop
+        _check_parents(api, container_id, path)
+        raise UnreadableFile(f"{path} is a symbolic link that leads nowhere") from e
+    try:
+        refuse_odd(path, stat)
+        _check_parents(api, container_id, path)  # the container exists: the file was there
+        return extract_single(path, stream, stat, limit)
+    finally:
+        stream.close()
+
+
+def _check_parents(api: APIClient, container_id: str, path: str) -> None:
+    """Each directory above ``path`` is one, and no symbolic link (UnreadableFile)."""
+    for parent in parents(path):
+        try:
+            found = path_stat(api, container_id, parent)
+        except docker.errors.APIError as e:
+            if e.status_code and e.status_code >= 500:  # a loop of links, as above
+                raise UnreadableFile(f"{parent} is a symbolic link that leads nowhere") from e
+            raise
+        if found is None:
+            raise FileNotFoundError(f"{path} does not exist")
+        refuse_odd(parent, found, directory=True)

@@ -7,6 +7,13 @@ commands runs inside, and its pid 1 (the keeper) cannot be signalled from there.
 the engine was asked to kill or stop it (``docker kill``/``stop``, the engine shutting down:
 its events say so), or the engine cannot be asked.
 
+Green's own processes in the container (the kill of a command past its timeout) run as root,
+out of the agent's reach, but on the container's share of the machine: an agent can fill its
+process limit (then none starts) or starve them of its CPU. When such a kill does not end by its
+deadline (:class:`~services.sandbox.base.ExecFailed`), :func:`unstoppable` reads the container's
+counters from the engine, kills it through the engine, and charges the agent only when the
+container was at one of its limits, which only the agent's processes can take it to.
+
 A shell session lost while the container runs (unpaused, no engine error, nobody asked the
 engine to kill or stop it, still running a moment later) and the engine answers
 (:class:`SessionKilled`) is the agent's too (``session_killed``): after each command
@@ -21,8 +28,11 @@ import time
 import docker.errors
 from docker import APIClient
 
-from services.sandbox.base import AgentFault, SandboxError
+from services.sandbox.base import AgentFault, ExecFailed, SandboxError
 from services.sandbox.docker.errors import ENGINE_ERRORS, engine_error
+
+CPU_SAMPLE_S = 0.5
+"""Seconds between the two readings of a container's CPU time that tell whether it is busy."""
 
 
 class SessionKilled(SandboxError):
@@ -123,3 +133,83 @@ def killed_through_engine(api: APIClient, container_id: str, since: int) -> bool
         return any(True for _ in events)
     except ENGINE_ERRORS:
         return True
+
+
+def unstoppable(
+    api: APIClient, container_id: str, name: str, error: ExecFailed, *, pids: int, cpus: float
+) -> Exception:
+    """Green could not stop the agent's command (``error``: its kill did not run, or not to its
+    end in time). The container's counters are read, then it is killed through the engine (no
+    exec in it is waited for again); the exception for the task: AgentFault when the container
+    was at one of its limits (``pids``, its memory, ``cpus``), SandboxError (infra) otherwise."""
+    limit = at_a_limit(api, container_id, pids=pids, cpus=cpus)
+    try:
+        api.kill(container_id)
+    except docker.errors.NotFound as e:
+        return SandboxError(f"{name} is gone: {e.explanation}")
+    except docker.errors.APIError:
+        pass  # 409: no longer running
+    except ENGINE_ERRORS as e:
+        return engine_error(e, f"{error}; the container could not be killed")
+    if limit is None:
+        return SandboxError(
+            f"{error}: green could not stop the command, and the container was at none of its "
+            "limits (the engine was slow); the container was killed"
+        )
+    reason, what = limit
+    return AgentFault(
+        reason,
+        f"the agent's command could not be stopped: the container was at {what}, so green's "
+        "kill could not run; the container was killed",
+    )
+
+
+def at_a_limit(
+    api: APIClient, container_id: str, *, pids: int, cpus: float
+) -> tuple[str, str] | None:
+    """(reason, what) when the container is at its process or memory limit, or uses up its CPU
+    share (two readings :data:`CPU_SAMPLE_S` apart: 90 % of it busy, or its quota run out);
+    None when it is at none (a busy host slows green's process without it), or the engine
+    cannot tell."""
+    first = _stats(api, container_id)
+    if first is None:
+        return None
+    running = int((first.get("pids_stats") or {}).get("current") or 0)
+    if pids and running >= pids - 8:
+        return "pids_limit", f"its process limit ({running} of {pids} processes)"
+    memory = first.get("memory_stats") or {}
+    inner = memory.get("stats") or {}
+    used = int(memory.get("usage") or 0) - int(
+        inner.get("total_inactive_file", inner.get("inactive_file", 0)) or 0
+    )
+    ceiling = int(memory.get("limit") or 0)
+    if ceiling and used >= 0.95 * ceiling:
+        return "memory_limit", f"its memory limit ({used:,} of {ceiling:,} bytes)"
+    started = time.monotonic()
+    time.sleep(CPU_SAMPLE_S)
+    second = _stats(api, container_id)
+    if second is None:
+        return None
+    busy = (_cpu_ns(second) - _cpu_ns(first)) / 1e9 / (time.monotonic() - started)
+    throttled = _throttled(second) - _throttled(first)
+    if busy >= 0.9 * cpus or throttled > 0:  # its quota ran out: its share is all used
+        return "cpu_limit", f"its CPU limit ({busy:.2f} of {cpus:g} CPU busy)"
+    return None
+
+
+def _stats(api: APIClient, container_id: str) -> dict | None:
+    try:
+        return api.stats(container_id, stream=False, one_shot=True)
+    except ENGINE_ERRORS:
+        return None
+
+
+def _throttled(stats: dict) -> int:
+    """Periods in which the container used up its CPU quota (cgroup ``throttled_periods``)."""
+    return int(
+        ((stats.get("cpu_stats") or {}).get("throttling_data") or {}).get("throttled_periods") or 0
+    )
+
+
+def _cpu_ns(stats: dict) -> int:
+    return int(((stats.get("cpu_stats") or {}).get("cpu_usage") or {}).get("total_usage") or 0)

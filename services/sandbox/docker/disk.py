@@ -48,6 +48,8 @@ from typing import Any
 import docker.errors
 from docker import APIClient
 
+from services.sandbox.base import SandboxError
+from services.sandbox.docker.transport import EXEC_DEADLINE, run_to_end
 from services.shared.logging import get_logger
 
 log = get_logger("services.sandbox.disk")
@@ -62,6 +64,9 @@ STOP_LAG = 0.25
 """Seconds between deciding to stop a writer and its last byte (measurement, the engine's
 kill): a command whose size plus this much writing at its current rate would pass the cap is
 stopped now, so the cap holds for fast writers too."""
+UNKNOWN_AFTER = 3
+"""Measurements that failed in a row (retried each time) before a task's disk use is
+*unknown*: the operator is told (the task's events, ``/healthz``) until one works again."""
 
 
 PROBE = (
@@ -71,6 +76,7 @@ PROBE = (
 """Makes a directory (metadata) and writes 1 MiB (data, fsynced) in it at the container's root,
 then removes both; its output names the error."""
 HIDDEN = (
+    "command -v find >/dev/null && command -v awk >/dev/null || exit 127; "
     "find -L /proc/[0-9]*/fd -mindepth 1 -maxdepth 1 -type f -links 0 ! -fstype tmpfs"
     " -printf '%D %i %b\\n' 2>/dev/null | sort -u | awk '{t += $3} END {print t * 512 + 0}'"
 )
@@ -81,16 +87,25 @@ INODE_BYTES = 4096
 directory, a block), which ``SizeRw`` does not count."""
 
 
+class MeasurementFailed(RuntimeError):
+    """A measurement of the container's disk use did not give a figure (the engine could not
+    run it, it failed, it did not end in time): never read as 0 bytes."""
+
+
 def hidden_bytes(api: APIClient, container_id: str) -> int:
-    """:data:`HIDDEN`, run as root in the container (blocking); 0 when it cannot tell (the
-    image lacks the tools, the agent killed the scan, the container stopped), logged."""
+    """:data:`HIDDEN`, run as root in the container, bounded by
+    :data:`~.transport.EXEC_DEADLINE` (blocking). Root keeps ``CAP_SYS_PTRACE`` in the
+    container (the agent's processes, another uid, cannot use it), so a process that made
+    itself non-dumpable is scanned like any other. Raises MeasurementFailed unless the scan
+    exited 0 with one number as its output (an error the engine wrote in its stead included)."""
     try:
-        exec_id = api.exec_create(container_id, ["/bin/sh", "-c", HIDDEN], user="0")["Id"]
-        out = api.exec_start(exec_id).decode("utf-8", "replace").strip()
-        return int(out.splitlines()[-1]) if out else 0
-    except Exception as exc:
-        log.warning("disk.hidden_failed", error=str(exc)[-300:])
-        return 0
+        code, out = run_to_end(api, container_id, ["/bin/sh", "-c", HIDDEN], EXEC_DEADLINE)
+    except SandboxError as exc:
+        raise MeasurementFailed(f"the scan of open files did not run: {exc}") from exc
+    text = out.decode("utf-8", "replace").strip()
+    if code != 0 or not text.isdigit():
+        raise MeasurementFailed(f"the scan of open files failed (exit {code}): {text[-300:]!r}")
+    return int(text)
 
 
 LOCAL_ENGINE = "http+docker://localhost"
@@ -177,12 +192,11 @@ def quota_full(api: APIClient, container_id: str) -> bool:
     command, when nothing of the agent runs). Anything else that fails (the agent broke the
     tools, the container is gone) is not a full quota: False, logged."""
     try:
-        exec_id = api.exec_create(container_id, ["/bin/sh", "-c", PROBE], user="0")["Id"]
-        out = api.exec_start(exec_id).decode("utf-8", "replace")
-        code = api.exec_inspect(exec_id).get("ExitCode")
-    except Exception as exc:
+        code, raw = run_to_end(api, container_id, ["/bin/sh", "-c", PROBE], EXEC_DEADLINE)
+    except SandboxError as exc:
         log.warning("disk.probe_failed", error=str(exc))
         return False
+    out = raw.decode("utf-8", "replace")
     if code == 0:
         return False
     if any(text in out for text in FULL):
@@ -257,6 +271,8 @@ class DiskWatch:
         self._measured_at = float("-inf")
         """When the last measurement that succeeded was started (monotonic)."""
         self._exceeding = threading.Lock()
+        self.failures = Failures()
+        """Measurements that failed in a row, and the last one's error."""
         self._thread = threading.Thread(target=self._loop, name="green-disk-watch", daemon=True)
         self._thread.start()
 
@@ -302,10 +318,11 @@ class DiskWatch:
         try:
             size = self._measure()
         except Exception as exc:  # the engine hiccupped: measure again next time
-            log.warning("disk.measure_failed", error=str(exc))
+            self.failures.failed(f"the container's size could not be measured: {exc}")
             return None
         if size is None:
             return None
+        self.failures.worked()
         self._measured_at = max(self._measured_at, started)
         return size - (self.baseline or 0)
 
@@ -344,6 +361,31 @@ class DiskWatch:
             self._on_exceeded(size)
         except Exception as exc:
             log.warning("disk.stop_failed", error=str(exc))
+
+
+class Failures:
+    """Consecutive failures of one kind of measurement (thread-safe enough: one writer)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.error = ""
+
+    def failed(self, error: str) -> None:
+        self.count += 1
+        self.error = error
+        log.warning("disk.measure_failed", error=error[-300:], in_a_row=self.count)
+
+    def worked(self) -> None:
+        if self.count >= UNKNOWN_AFTER:
+            log.info("disk.measured_again", after=self.count)
+        self.count = 0
+
+    @property
+    def unknown(self) -> str | None:
+        """Why the disk use is unknown, once :data:`UNKNOWN_AFTER` failed in a row."""
+        if self.count < UNKNOWN_AFTER:
+            return None
+        return f"{self.count} measurements in a row failed; the last: {self.error}"
 
 
 def _rate(last: tuple[float, int] | None, now: float, size: int) -> float:

@@ -70,6 +70,7 @@ class Engine:
             "running": self.running,
             "capacity": self.capacity or None,
             "disk_cap": self.provider.disk_cap,
+            "disk_unknown": self.provider.disk_unknown(),
             "error": self.error,
         }
 

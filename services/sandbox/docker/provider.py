@@ -2,7 +2,11 @@
 
 Containers are created locked down: no network (``network_mode=none``) unless the spec asks
 for it, no privileges, ``no-new-privileges``, a few capabilities dropped, memory, CPU and
-process limits, no core dumps. Their pid 1 is :data:`KEEPER`, a shell that ignores every
+process limits, no core dumps, no log kept by the engine (green reads commands over their exec
+streams; a container log would be a disk the agent fills unmetered). The agent's commands run as
+a uid of their own with no capability (:mod:`services.sandbox.shell_scripts`); what runs as root
+is green's (the keeper, the session's driver, kills, scans), which keeps ``CAP_SYS_PTRACE`` so
+that its scan of open files sees a process the agent made non-dumpable. Their pid 1 is :data:`KEEPER`, a shell that ignores every
 signal and reaps the zombies killed commands leave; the kernel never delivers SIGKILL or
 SIGSTOP to a pid namespace's init from inside, so no command (``kill -9 -1`` included) can
 stop the container. docker-py is blocking: every call runs in the provider's thread pool, so
@@ -20,7 +24,7 @@ from typing import Any
 
 import docker
 import docker.errors
-from docker.types import Ulimit
+from docker.types import LogConfig, Ulimit
 
 from services.sandbox.base import Progress, SandboxError, SandboxSpec
 from services.sandbox.docker.disk import LOCAL_ENGINE, local_btrfs_updates_atime
@@ -39,13 +43,17 @@ DROPPED_CAPS = [
     "SETFCAP",
     "SYS_ADMIN",
     "SYS_MODULE",
-    "SYS_PTRACE",
     "SYS_RAWIO",
     "SYS_TIME",
 ]
 """Dropped on top of Docker's defaults. Kept: what builds and tar extraction need (CHOWN,
-DAC_OVERRIDE, FOWNER, FSETID, SETUID, SETGID, KILL). Sanitizers need no capability; gdb on
-the agent's own processes works without SYS_PTRACE."""
+DAC_OVERRIDE, FOWNER, FSETID, SETUID, SETGID, KILL), for green's own root processes and
+containers; the agent's commands hold none of them. Sanitizers need no capability; gdb on the
+agent's own processes works without SYS_PTRACE."""
+ADDED_CAPS = ["SYS_PTRACE"]
+"""Added for root only: green's scan of ``/proc/*/fd`` must read a non-dumpable process's
+files. The agent's processes (another uid, an empty bounding set, no new privileges) can never
+hold it, so they cannot trace or read any process that is not theirs."""
 
 KEEPER = (
     "trap '' HUP INT QUIT TERM USR1 USR2 PIPE ALRM TSTP TTIN TTOU; "
@@ -222,9 +230,12 @@ class DockerSandboxProvider:
             "command": [KEEPER],
             "working_dir": spec.workdir,
             "init": False,  # the keeper is pid 1: Docker's init would stop with its child
+            "user": "0",  # green's processes are root's whatever the image says; the agent's not
             "privileged": False,
             "security_opt": ["no-new-privileges"],
             "cap_drop": DROPPED_CAPS,
+            "cap_add": ADDED_CAPS,
+            "log_config": LogConfig(type=LogConfig.types.NONE),
             "mem_limit": spec.memory,
             "memswap_limit": spec.memory,  # no swap on top of the memory limit
             "nano_cpus": int(min(spec.cpus, self._host_cpus()) * 1e9),
@@ -288,9 +299,15 @@ class DockerSandboxProvider:
                 "running": len(self.live),
                 "capacity": None,
                 "disk_cap": self.disk_cap,
+                "disk_unknown": self.disk_unknown(),
                 "error": None if up else "the engine does not answer",
             }
         ]
+
+    def disk_unknown(self) -> int:
+        """How many of its task containers' disk use is unknown now (their measurements keep
+        failing: a watched cap is blind there until one works again)."""
+        return sum(1 for sandbox in list(self.live) if sandbox.disk_unknown)
 
     async def has_image(self, image: str) -> bool:
         """Whether the engine holds ``image`` (False when it cannot be asked)."""

@@ -30,21 +30,28 @@ import docker
 import docker.errors
 from docker.models.containers import Container
 
-from services.sandbox.base import AgentFault, SandboxError, SandboxSpec
-from services.sandbox.docker.archive import absolute, extract_single, files_tar
-from services.sandbox.docker.diagnosis import SessionKilled, diagnose, raise_if_stopped
+from services.sandbox.base import AgentFault, ExecFailed, SandboxError, SandboxSpec
+from services.sandbox.docker.archive import absolute, files_tar, read_regular_file
+from services.sandbox.docker.diagnosis import (
+    SessionKilled,
+    diagnose,
+    raise_if_stopped,
+    unstoppable,
+)
 from services.sandbox.docker.disk import (
     INODE_BYTES,
     QUOTA_TEXT,
     DiskWatch,
+    Failures,
     LayerEntries,
+    MeasurementFailed,
     QuotaWatch,
     hidden_bytes,
     quota_full,
 )
 from services.sandbox.docker.errors import ENGINE_ERRORS, engine_error
 from services.sandbox.docker.images import image_identity
-from services.sandbox.docker.transport import DockerExecTransport
+from services.sandbox.docker.transport import EXEC_DEADLINE, DockerExecTransport, run_to_end
 from services.sandbox.framing import SessionLost, SessionNotStarted, ShellSession
 from services.shared.commands import CommandResult
 from services.shared.logging import get_logger
@@ -94,6 +101,9 @@ class DockerSandbox:
         self._count_ended = float("-inf")  # when the last count ended (worked or not)
         self._ran_until = float("-inf")  # when the last command ended; +inf while one runs
         self._hidden: tuple[float, int] = (float("-inf"), 0)  # when last scanned, bytes held
+        self._scanning = threading.Lock()  # one scan of open files at a time, never waited for
+        self._scans = Failures()
+        self._handed_over = spec.agent_uid is None  # the agent's paths are its own: root is done
         self._counting = threading.Lock()
         self._created_at = int(time.time()) - 60  # events since then (slack for clock skew)
         self.quota = quota
@@ -119,6 +129,14 @@ class DockerSandbox:
     @property
     def engine(self) -> str:
         return self._engine
+
+    @property
+    def disk_unknown(self) -> str | None:
+        """Why the disk use is unknown lately (:data:`~.disk.UNKNOWN_AFTER` measurements, or
+        scans of open files, failed in a row); None while they work or without a watched cap."""
+        if self._disk is None or self.quota:
+            return None
+        return self._disk.failures.unknown or self._scans.unknown
 
     def image_facts(self) -> dict[str, Any]:
         """The container's image by digest (``Id``, as ``docker image inspect`` gives it), its
@@ -158,12 +176,13 @@ class DockerSandbox:
             # container, the dearest part of a measurement).
             self._hidden = (time.monotonic(), 0)
             self._ran_until = math.inf
-            if self._disk:  # only its first start measures (the baseline): off the loop
-                if self._disk.baseline is None:
-                    await self._io(self._disk.start)
-                else:
-                    self._disk.start()
             try:
+                if self._disk:  # only its first start measures (the baseline): off the loop
+                    if self._disk.baseline is None:
+                        await self._live_session()  # after the hand-over: not the agent's bytes
+                        await self._io(self._disk.start)
+                    else:
+                        self._disk.start()
                 result = await self._exec(command, timeout)
             except SandboxError as e:
                 raise await self._diagnose(e) from e
@@ -207,6 +226,18 @@ class DockerSandbox:
             return self._disk_fault()
         if self._removed:
             return error
+        if isinstance(error, ExecFailed) and await self._io(self._running):  # a kill failed
+            spec = self.spec
+            return await self._io(
+                lambda: unstoppable(
+                    self._client.api,
+                    self.id,
+                    self.name,
+                    error,
+                    pids=spec.pids_limit,
+                    cpus=spec.cpus,
+                )
+            )
         return await self._io(
             lambda: diagnose(
                 self._client.api,
@@ -217,6 +248,13 @@ class DockerSandbox:
                 since=self._created_at,
             )
         )
+
+    def _running(self) -> bool:
+        """Whether the engine says the container runs (False when it cannot say)."""
+        try:
+            return bool(self._client.api.inspect_container(self.id)["State"].get("Running"))
+        except ENGINE_ERRORS:
+            return False
 
     def _disk_fault(self) -> AgentFault:
         if self.quota or self._disk is None:
@@ -240,15 +278,20 @@ class DockerSandbox:
         if self._removed:
             raise SandboxError(f"{self.name} was removed")
         if self._session is None or not self._session.alive:
-            session = ShellSession(self._transport, self.spec.workdir)
+            spec = self.spec
+            session = ShellSession(
+                self._transport, spec.workdir, uid=spec.agent_uid, home=spec.agent_home
+            )
+            hand_over = () if self._handed_over else (spec.agent_home, *spec.writable)
             try:
-                await session.open()
+                await session.open(hand_over)
             except SessionNotStarted as e:
                 if self._sessions and not self._removed:  # one started here before
                     raise SessionKilled(f"{self.name}: {e}") from e
                 raise
             self._session = session
             self._sessions += 1
+            self._handed_over = True
         return self._session
 
     def disk_used(self) -> int | None:
@@ -274,10 +317,27 @@ class DockerSandbox:
         hidden = 0
         if rows[0].get("State") == "running":
             now = time.monotonic()
-            if now - self._hidden[0] >= self.spec.disk_check_s:
-                self._hidden = (now, hidden_bytes(api, self.id))
+            if now - self._hidden[0] >= self.spec.disk_check_s and not self._scanning.locked():
+                self._hidden = (now, self._hidden[1])  # the next one an interval from now
+                threading.Thread(target=self._scan_hidden, args=(now,), daemon=True).start()
             hidden = self._hidden[1]
         return int(rows[0].get("SizeRw") or 0) + hidden + self._entries
+
+    def _scan_hidden(self, started: float) -> None:
+        """Scan for deleted-but-open files (:func:`~.disk.hidden_bytes`) in a thread of its own:
+        the watch never waits for it (a scan the agent slows cannot blind the watch); its figure
+        counts from the next measurement on, unless a command started since. A scan that fails
+        is a failed measurement (retried; the disk use turns unknown after a few), never 0."""
+        with self._scanning:
+            try:
+                held = hidden_bytes(self._client.api, self.id)
+            except MeasurementFailed as exc:
+                if not self._removed:
+                    self._scans.failed(str(exc))
+                return
+            self._scans.worked()
+            if started >= self._hidden[0]:
+                self._hidden = (started, held)
 
     def _count_inodes(self) -> None:
         """Count the entries of the writable layer (:class:`LayerEntries`; later counts run in
@@ -310,10 +370,36 @@ class DockerSandbox:
 
     # -- files -----------------------------------------------------------------------------
 
+    async def setup(self, command: str, timeout: float) -> CommandResult:
+        """Green's own ``command`` as root, to its end within ``timeout`` s (a one-off exec,
+        not the agent's session); before the agent's first command only."""
+        self._before_the_agent("run its own commands as root")
+        started = time.monotonic()
+
+        def run() -> tuple[int | None, bytes]:
+            with self._api_errors("set the container up"):
+                return run_to_end(self._client.api, self.id, ["/bin/sh", "-c", command], timeout)
+
+        async with self._lock:
+            code, out = await self._io(run)
+        return CommandResult(
+            exit_code=-1 if code is None else code,
+            output=out.decode("utf-8", "replace"),
+            duration_s=time.monotonic() - started,
+        )
+
+    def _before_the_agent(self, what: str) -> None:
+        """Root acts in the container (green's set-up, files copied in through the engine) only
+        before the agent's first command: after it, a path green names may be the agent's link
+        to a file of root's."""
+        if self._handed_over and self.spec.agent_uid is not None:
+            raise SandboxError(f"{self.name}: green may {what} only before the agent's commands")
+
     async def put_files(self, dest_dir: str, files: Mapping[str, bytes]) -> None:
         """Write ``dest_dir/<relpath>`` for each entry (mode 0644, owner root). Parents are
         created by the engine while extracting (mode 0755); existing directories keep their
-        mode because the archive holds file entries only."""
+        mode because the archive holds file entries only. Before the agent's first command."""
+        self._before_the_agent("copy files in")
         dest = absolute(dest_dir)
         if not files:
             await self._mkdir(dest)
@@ -322,28 +408,25 @@ class DockerSandbox:
 
     async def put_archive(self, dest_dir: str, archive: bytes | BinaryIO) -> None:
         """Extract a tar (plain, gzip, bzip2 or xz: the engine decompresses) into ``dest_dir``;
-        an open file is streamed to the engine."""
+        an open file is streamed to the engine. Before the agent's first command."""
+        self._before_the_agent("copy files in")
         dest = absolute(dest_dir)
         await self._mkdir(dest)
         await self._put(dest, archive)
 
     async def read_file(self, path: str, max_bytes: int = 1 << 20) -> bytes:
-        """Read one regular file (a symlink is followed) through ``get_archive``, streamed and
-        bounded: a file larger than ``max_bytes`` is refused without being read whole."""
+        """Read one regular file through ``get_archive``, streamed and bounded: a file larger
+        than ``max_bytes`` is refused without being read whole. A symbolic link (the file, or a
+        directory on its path), a directory, a fifo or a device is refused (UnreadableFile),
+        never followed: what the agent left there, not infra, and no error names more than
+        ``path``."""
         path = absolute(path)
         async with self._lock:
             return await self._io(self._read_file, path, max_bytes)
 
     def _read_file(self, path: str, max_bytes: int) -> bytes:
         with self._api_errors(f"read {path}", missing=FileNotFoundError):
-            stream, stat = self._container.get_archive(path, chunk_size=64 * 1024)
-            if stat.get("linkTarget"):  # the archive would hold the link: read its target
-                stream.close()
-                stream, stat = self._container.get_archive(stat["linkTarget"], 64 * 1024)
-            try:
-                return extract_single(path, stream, stat, max_bytes)
-            finally:
-                stream.close()
+            return read_regular_file(self._client.api, self.id, path, max_bytes)
 
     async def _put(self, dest: str, data: bytes | BinaryIO) -> None:
         def put() -> None:
@@ -355,9 +438,11 @@ class DockerSandbox:
             await self._io(put)
 
     async def _mkdir(self, dest: str) -> None:
-        def mkdir() -> tuple[int, bytes]:
+        def mkdir() -> tuple[int | None, bytes]:
             with self._api_errors(f"mkdir {dest}"):
-                return self._container.exec_run(["mkdir", "-p", "--", dest])
+                return run_to_end(
+                    self._client.api, self.id, ["mkdir", "-p", "--", dest], EXEC_DEADLINE
+                )
 
         async with self._lock:
             code, out = await self._io(mkdir)
@@ -374,7 +459,7 @@ class DockerSandbox:
         except docker.errors.NotFound as e:
             if "No such container" in str(e.explanation):
                 raise SandboxError(f"{self.name} is gone: {e.explanation}") from e
-            raise missing(f"{self.name}: cannot {what}: {e.explanation}") from e
+            raise missing(f"cannot {what}: no such file or directory") from e
         except docker.errors.APIError as e:
             raise SandboxError(f"{self.name}: cannot {what}: {e.explanation or e}") from e
         except ENGINE_ERRORS as e:

@@ -1,5 +1,6 @@
 """The Docker transport of a shell session: a process started with ``exec``, reached through
-the hijacked HTTP connection of its ``exec_start``, read as an async byte stream.
+the hijacked HTTP connection of its ``exec_start``, read as an async byte stream; and green's
+own short processes in a container (:func:`run_to_end`), each bounded by a deadline.
 
 The engine multiplexes the process's stdout and stderr on that connection (``tty=False``):
 each frame is an 8-byte header (stream id, 3 zero bytes, big-endian payload length) and the
@@ -26,11 +27,16 @@ from typing import Any
 import docker.errors
 from docker import APIClient
 
-from services.sandbox.base import SandboxError
+from services.sandbox.base import ExecFailed, SandboxError
 from services.sandbox.docker.errors import ENGINE_ERRORS, engine_error
 from services.sandbox.framing import Pieces
+from services.sandbox.shell_scripts import SYSTEM_PATH
 
 RECV_BYTES = 1 << 18
+EXEC_DEADLINE = 30.0
+"""Seconds one of green's own processes in a container (a kill, a scan, a probe, a ``mkdir``)
+may take from its start to its end; past it green stops waiting. A trivial one takes about
+0.1 s; the container's other processes (the agent's, on their share of its CPU) can slow it."""
 
 
 class FrameDecoder:
@@ -218,34 +224,98 @@ class DockerExecTransport:
         return DockerExecStream(sock, self._executor, threaded=self._threaded)
 
     async def run(self, argv: Sequence[str], env: Mapping[str, str] | None = None) -> None:
-        await self._in_thread(self._run, list(argv), dict(env) if env else None)
+        code, out = await self._in_thread(
+            run_to_end, self._api, self._container_id, list(argv), EXEC_DEADLINE, env
+        )
+        if code != 0:
+            said = out.decode("utf-8", "replace").strip()[-300:]
+            name = argv[3] if len(argv) > 3 else argv[0]  # sh -c SCRIPT NAME ...: its name
+            raise ExecFailed(f"{name} failed (exit {code}): {said}", exit_code=code)
 
     def _start(self, argv: list[str]) -> Any:
-        exec_id = self._create(argv, stdin=True)
+        exec_id = create_exec(self._api, self._container_id, argv, stdin=True)
         try:
             return self._api.exec_start(exec_id, socket=True)
         except ENGINE_ERRORS as e:
             raise engine_error(e, "cannot start a shell session") from e
 
-    def _run(self, argv: list[str], env: dict[str, str] | None) -> None:
-        exec_id = self._create(argv, environment=env)
-        try:
-            self._api.exec_start(exec_id)
-        except ENGINE_ERRORS as e:
-            raise engine_error(e, "cannot run in the container") from e
-
-    def _create(self, cmd: list[str], **kwargs: Any) -> str:
-        try:
-            return self._api.exec_create(self._container_id, cmd, **kwargs)["Id"]
-        except docker.errors.NotFound as e:
-            raise SandboxError(f"the container is gone: {e.explanation}") from e
-        except docker.errors.APIError as e:  # 409: not running
-            raise SandboxError(f"cannot exec in the container: {e.explanation}") from e
-        except ENGINE_ERRORS as e:
-            raise engine_error(e, "cannot exec in the container") from e
-
     async def _in_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+
+def create_exec(api: APIClient, container_id: str, cmd: list[str], **kwargs: Any) -> str:
+    """A new exec of ``cmd`` in the container, as root (the container's user: green creates
+    them with none). Raises SandboxError (EngineUnreachable when the engine does not answer)."""
+    try:
+        return api.exec_create(container_id, cmd, user="0", **kwargs)["Id"]
+    except docker.errors.NotFound as e:
+        raise SandboxError(f"the container is gone: {e.explanation}") from e
+    except docker.errors.APIError as e:  # 409: not running
+        raise SandboxError(f"cannot exec in the container: {e.explanation}") from e
+    except ENGINE_ERRORS as e:
+        raise engine_error(e, "cannot exec in the container") from e
+
+
+def run_to_end(
+    api: APIClient,
+    container_id: str,
+    argv: list[str],
+    timeout: float,
+    env: Mapping[str, str] | None = None,
+    keep: int = 1 << 16,
+) -> tuple[int | None, bytes]:
+    """Run ``argv`` as root in the container to its end, within ``timeout`` seconds (blocking):
+    its exit code (None when the engine could not say) and the last ``keep`` bytes of its
+    output, stdout and stderr together. Its programs are looked up on :data:`SYSTEM_PATH`
+    unless ``env`` says otherwise. Raises ExecFailed (``stalled``) when it is still running at
+    the deadline: green stops waiting and leaves it to the container (the caller decides
+    whether to kill that). The engine's own calls are bounded by its client's timeout, and
+    their failures are SandboxError (EngineUnreachable)."""
+    exec_id = create_exec(api, container_id, argv, environment={"PATH": SYSTEM_PATH, **(env or {})})
+    deadline = time.monotonic() + timeout
+    try:
+        sock = api.exec_start(exec_id, socket=True)
+    except ENGINE_ERRORS as e:
+        raise engine_error(e, "cannot run in the container") from e
+    raw: Any = getattr(sock, "_sock", sock)
+    frames, out = FrameDecoder(), bytearray()
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ExecFailed(f"{argv[0]} did not end within {timeout:g} s", stalled=True)
+            buffered = isinstance(raw, ssl.SSLSocket) and raw.pending()
+            if not buffered and not readable(raw, left):
+                continue
+            try:
+                data = raw.recv(RECV_BYTES)
+            except (TimeoutError, BlockingIOError, InterruptedError, ssl.SSLWantReadError):
+                continue
+            except OSError:
+                break
+            if not data:
+                break
+            for _, piece in frames.feed(data):
+                out += piece
+                del out[:-keep]
+    finally:
+        for s in (sock, raw):
+            with contextlib.suppress(OSError):
+                s.close()
+    return _exit_code(api, exec_id), bytes(out)
+
+
+def _exit_code(api: APIClient, exec_id: str, tries: int = 20) -> int | None:
+    """The exit code of an exec whose output ended (the engine records it a moment later)."""
+    for _ in range(tries):
+        try:
+            state = api.exec_inspect(exec_id)
+        except ENGINE_ERRORS as e:
+            raise engine_error(e, "cannot ask how a process in the container ended") from e
+        if not state.get("Running") and state.get("ExitCode") is not None:
+            return int(state["ExitCode"])
+        time.sleep(0.01)
+    return None
 
 
 def readable(sock: socket.socket, timeout: float) -> bool:

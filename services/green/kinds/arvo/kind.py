@@ -44,6 +44,7 @@ class ArvoPlan:
     mask_arvo_id: bool
     paths: TaskPaths = field(default_factory=lambda: RCA_PATHS.model_copy())
     workdir: str = WORKSPACE
+    writable: tuple[str, ...] = (WORKSPACE,)
 
     @property
     def workspace_bytes(self) -> int:
@@ -73,7 +74,7 @@ class ArvoPlan:
             hardening.append(f"rm -rf {WORKSPACE}/src-vul/*/.git /src/*/.git")
         if self.hide_poc:
             hardening.append("rm -f /tmp/poc")
-        result = await sandbox.exec(" ; ".join(hardening), 60)
+        result = await sandbox.setup(" ; ".join(hardening), 60)  # root's: /src and /tmp/poc are
         if result.exit_code != 0:
             raise RuntimeError(f"workspace set-up failed: {result.output[-500:]}")
 

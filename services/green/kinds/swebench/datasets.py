@@ -52,6 +52,7 @@ class SweDatasets:
             ref_id=ref_id,
             workdir=WORKDIR,
             labels={"arena.purpose": "prefetch"},
+            agent_uid=None,  # green's own container: its commands are green's
         )
         sandbox = await self.kind.provider.create(spec)
         await sandbox.remove()

@@ -96,6 +96,7 @@ class SwePlan:
         default_factory=lambda: TaskPaths(workspace=WORKDIR, source_dir=WORKDIR)
     )
     workdir: str = WORKDIR
+    writable: tuple[str, ...] = (WORKDIR,)
     activate: str = ""
 
     @property

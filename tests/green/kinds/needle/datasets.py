@@ -57,6 +57,7 @@ class NeedleDatasets:
             ref_id=ref_id,
             workdir=plan.workdir,
             labels={"arena.purpose": "verify"},
+            agent_uid=None,  # green's own container: its commands are green's
         )
         try:
             sandbox = await self.sandboxes.create(spec)

@@ -78,6 +78,7 @@ class NeedlePlan:
     image: str
     paths: TaskPaths = field(default_factory=PATHS.model_copy)
     workdir: str = "/workspace"
+    writable: tuple[str, ...] = ("/workspace",)
 
     @property
     def log_key(self) -> str:

@@ -196,6 +196,7 @@ class TaskVerifier:
             workdir=f"/src/{project}" if project else "/src",
             labels={"arena.purpose": "verify"},
             **self.limits,
+            agent_uid=None,  # green's own container: its commands are green's
         )
         try:
             sandbox = await self.sandboxes.create(spec)
