@@ -116,13 +116,19 @@ export PYTHON_IMAGE
 
 step "Build the service images (deploy/Dockerfile, FROM $PYTHON_IMAGE)" \
   "read the build output above (all of it is in build/demo-compose-build.log); a network error while installing packages: retry"
-# The services run as uid 10001; the demo's logs go to ./logs on this machine, and green keeps
-# its operator token in data/compose/operator-token (mode 0600), where the demo client reads it.
-# (ARENA_LOGS_DIR and ARENA_TOKEN_DIR move them: tests run a second demo stack that way.)
+# Green runs as uid 10001, purple as 10002; the demo's logs go to ./logs/green and ./logs/purple
+# on this machine (one folder each: purple never sees green's, which name each task's bug), and
+# green keeps its operator token in data/compose/operator-token (mode 0600), where the demo client
+# reads it. (ARENA_LOGS_DIR and ARENA_TOKEN_DIR move them: tests run a second demo stack that way.)
 logs_dir=${ARENA_LOGS_DIR:-logs}
 token_dir=${ARENA_TOKEN_DIR:-data/compose}
-mkdir -p build "$logs_dir" "$token_dir"
-if [ "$(id -u)" = 0 ]; then chown 10001:10001 "$logs_dir" "$token_dir"; else chmod a+rwx "$logs_dir" "$token_dir"; fi
+mkdir -p build "$logs_dir/green" "$logs_dir/purple" "$token_dir"
+if [ "$(id -u)" = 0 ]; then
+  chown 10001:10001 "$logs_dir/green" "$token_dir"
+  chown 10002:10002 "$logs_dir/purple"
+else
+  chmod a+rwx "$logs_dir/green" "$logs_dir/purple" "$token_dir"
+fi
 ARENA_LOGS_DIR=$(cd "$logs_dir" && pwd)
 ARENA_TOKEN_DIR=$(cd "$token_dir" && pwd)
 export ARENA_LOGS_DIR ARENA_TOKEN_DIR
@@ -183,8 +189,8 @@ cat <<EOF
   curl -s $green/.well-known/agent-card.json          # green's A2A agent card
   curl -s $purple/healthz                             # purple's policy
   $green/docs                                      # the REST API (OpenAPI)
-  logs/$ARENA_LOG_RUN/arvo_$task.log         # green's lines about the task
-  logs/$ARENA_LOG_RUN/task_<id>.log          # purple's (it never learns the bug id)
+  logs/green/$ARENA_LOG_RUN/arvo_$task.log   # green's lines about the task
+  logs/purple/$ARENA_LOG_RUN/task_<id>.log   # purple's (it never learns the bug id)
   bash deploy/compose.sh ps                           # the stack (also: logs -f green)
   uv run python -m fixtures.build                     # every bundled task: arvo:900001..900014,
                                                       # and 900901, 900902 (broken on purpose)

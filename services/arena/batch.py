@@ -41,9 +41,9 @@ from services.arena.results import (
     outcome_from_task,
     slot_label,
     task_dir_name,
+    write_task_file,
 )
 from services.shared.audit import audit
-from services.shared.files import write_json_atomic
 from services.shared.http import async_client
 from services.shared.task_ref import TaskRef
 
@@ -199,9 +199,9 @@ class Batch:
         ref, trial = slot
         name = task_dir_name(ref, task["id"])
         tdir = self.run_dir / "tasks" / name
-        write_json_atomic(tdir / "task.json", task)
+        write_task_file(tdir / "task.json", task)
         commands, note_c = await self.green.commands(task["id"])
-        write_json_atomic(tdir / "commands.json", commands)
+        write_task_file(tdir / "commands.json", commands)
         note_t = await self.green.save_trajectory(task["id"], tdir / "trajectory.json")
         outcome = outcome_from_task(task, task_dir=f"tasks/{name}")
         outcome.kind, outcome.ref_id, outcome.trial = ref.kind, ref.id, trial

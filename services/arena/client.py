@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -258,7 +259,8 @@ class GreenClient:
     async def save_trajectory(self, task_id: str, dest: Path) -> str | None:
         """Stream purple's trajectory of the task, as green serves it (``GET /tasks/{id}/
         trajectory``), into ``dest``: never more than :data:`TRAJECTORY_MAX_BYTES`, never whole
-        in memory, written whole or not at all. None when saved, else a note saying why not."""
+        in memory, written whole or not at all, readable by its owner only (as the task's other
+        files). None when saved, else a note saying why not."""
         url = self._url(f"/tasks/{task_id}/trajectory")
         part = dest.with_name(dest.name + ".part")
         try:
@@ -270,7 +272,8 @@ class GreenClient:
                     why = (await _head(resp, 600)).decode("utf-8", "replace")
                     return f"trajectory not saved: green answered HTTP {resp.status_code}: {why}"
                 dest.parent.mkdir(parents=True, exist_ok=True)
-                with part.open("wb") as out:
+                part.unlink(missing_ok=True)
+                with open(os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
                     size = 0
                     async for chunk in resp.aiter_bytes():
                         size += len(chunk)

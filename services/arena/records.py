@@ -35,8 +35,8 @@ from services.arena.results import (
     RunResults,
     compact_scores,
     decisive,
+    write_task_file,
 )
-from services.shared.files import write_json_atomic
 from services.shared.http import async_client
 from services.shared.task_ref import TaskRef
 
@@ -71,7 +71,7 @@ def apply(run_dir: Path, o: RunOutcome, task: dict[str, Any]) -> bool:
     o.disclosed = task.get("disclosed")
     o.withheld = list(task.get("withheld") or [])
     if o.dir:
-        write_json_atomic(run_dir / o.dir / "task.json", task)
+        write_task_file(run_dir / o.dir / "task.json", task)
     return not incomplete(o)
 
 

@@ -31,7 +31,12 @@ SCHEMA_VERSION = 2
 """2: outcomes keyed by ``kind`` + ``ref_id`` (1: by ``arvo_id``, still read)."""
 NEVER_STARTED = "purple_unreachable"
 """End reason of a task purple could not be reached for: it never started, a resumed run runs
-it again (with or without --retry-failed)."""
+it again (with or without --retry-failed), unless it ran a command (an older green recorded a
+purple that used the task and then failed its hand-over this way too)."""
+
+TASK_FILE_MODE = 0o600
+"""``tasks/*/task.json`` holds the ground truth once green discloses it (and the other files of
+a task what the agent did and answered): readable by the run's owner only."""
 
 REFUSED = "rejected"
 """End reason of an attempt green refused to create (its answer to ``POST /tasks`` was 4xx): it
@@ -55,6 +60,12 @@ def now_iso() -> str:
 def task_dir_name(ref: TaskRef, task_id: str) -> str:
     """``<kind>_<id>-<first 8 characters of green's task id>`` (``arvo_10055-1a2b3c4d``)."""
     return f"{ref.kind}_{ref.id}-{task_id[:8]}"
+
+
+def write_task_file(path: Path, data: Any) -> None:
+    """One of a task's files (``task.json``, ``commands.json``, ``trajectory.json``), written
+    atomically with :data:`TASK_FILE_MODE`."""
+    write_json_atomic(path, data, mode=TASK_FILE_MODE)
 
 
 def compact_scores(scores: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -231,15 +242,15 @@ class RunResults(BaseModel):
 
     def pending(self, retry_failed: bool) -> list[Slot]:
         """Attempts still to run: never ended, cancelled (an interrupted run), never started
-        because purple was unreachable, and, with ``retry_failed``, failed. A scored attempt
-        never runs again."""
+        because purple was unreachable (and ran no command), and, with ``retry_failed``, failed.
+        A scored attempt never runs again."""
         ended = {o.slot: o for o in self.tasks}
         return [
             slot
             for slot in self.slots()
             if (o := ended.get(slot)) is None
             or o.status == "cancelled"
-            or o.end_reason == NEVER_STARTED
+            or (o.end_reason == NEVER_STARTED and not o.steps)
             or (o.status == "failed" and retry_failed)
         ]
 

@@ -191,6 +191,18 @@ class GreenSettings(BaseSettings):
     a2a_body_max_bytes: int = Field(8 * 1024**2, ge=64 * 1024, le=1024**3)
     """Largest JSON-RPC request body (POST /), counted while it is read (413 beyond it). It
     carries purple's commands (twice: text and data) and must exceed 2 x command_max_bytes."""
+    body_bytes_per_caller: int = Field(16 * 1024**2, ge=64 * 1024, le=64 * 1024**3)
+    """Request body bytes one caller may have in flight at once (its bodies being read, and
+    those held while their request is served), counted before a body is read: by its declared
+    Content-Length (a chunked body: its route's limit). Beyond it the request is refused with
+    429 unread. The caller: the operator token or a dashboard session, else the address (a task
+    token travels in the body, so it cannot be known before). At least GREEN_A2A_BODY_MAX_BYTES."""
+    body_bytes_anonymous: int = Field(32 * 1024**2, ge=64 * 1024, le=64 * 1024**3)
+    """The same bound for all callers without the operator token or a session together (by
+    address they are many), so a crowd of addresses cannot make green buffer gigabytes; the
+    operator's requests are not counted in it. At least GREEN_BODY_BYTES_PER_CALLER. An 8 MiB
+    JSON-RPC body costs green about 40 MiB while it is parsed and served: the default keeps
+    that near 200 MiB."""
     api_body_max_bytes: int = Field(1024**2, ge=4 * 1024, le=1024**3)
     """Largest request body of the REST API (413 beyond it, before authentication)."""
     ui_body_max_bytes: int = Field(64 * 1024, ge=4 * 1024, le=1024**3)
@@ -225,6 +237,12 @@ class GreenSettings(BaseSettings):
             raise ValueError(
                 "GREEN_MAX_CONNECTIONS_PER_CREDENTIAL must be below GREEN_MAX_CONNECTIONS, so one "
                 "credential cannot hold every connection"
+            )
+        largest = max(self.a2a_body_max_bytes, self.api_body_max_bytes, self.ui_body_max_bytes)
+        if not largest <= self.body_bytes_per_caller <= self.body_bytes_anonymous:
+            raise ValueError(
+                "need every GREEN_*_BODY_MAX_BYTES <= GREEN_BODY_BYTES_PER_CALLER <= "
+                "GREEN_BODY_BYTES_ANONYMOUS (a body green accepts must fit in each)"
             )
         if self.a2a_body_max_bytes <= 2 * self.command_max_bytes:
             raise ValueError(

@@ -6,8 +6,10 @@ and not even for the operator while any task of the same bug is unfinished: a ho
 learned the operator's token, or an operator's tool that shows results to an agent, must not
 turn a finished task into an answer key for a running one. Anyone else sees the numbers only
 (and what the kind declares public: ARVO's project and bug class, which the agent's crash report
-names). Each view says what it withheld (``disclosed``, ``withheld``), so a client knows to ask
-again: ``arena`` does, once every task of the bug has ended.
+names), and of a task whose bug has an unfinished task not even those: no scores, no submission,
+no commands, while an agent may be working on that bug (another attempt's answer, or the score
+of a guess, would be its oracle). Each view says what it withheld (``disclosed``, ``withheld``),
+so a client knows to ask again: ``arena`` does, once every task of the bug has ended.
 """
 
 from __future__ import annotations
@@ -20,6 +22,12 @@ from services.green.kinds.metrics import public_score_keys
 from services.green.kinds.registry import KINDS
 from services.green.store.crud import TaskStore
 from services.green.store.models import Task, TaskPublic
+
+WITHHELD = (
+    "a task of this bug is unfinished: until it ends, the commands, submission and scores of "
+    "its tasks are the operator's"
+)
+"""Why a caller other than the operator is refused a task's commands (:meth:`Disclosure.withheld`)."""
 
 
 def public_scores(kind: str, scores: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -39,6 +47,8 @@ def _withheld(task: Task, view: TaskPublic) -> list[str]:
         out.append("provenance.ground_truth_sha256")
     if task.status.terminal:
         out += [f"scores.{k}" for k in sorted(set(task.scores or {}) - set(view.scores or {}))]
+    if task.submission is not None and view.submission is None:
+        out.append("submission")
     return out
 
 
@@ -57,16 +67,32 @@ class Disclosure:
         busy = self.store.unfinished_refs({(t.kind, t.ref_id) for t in ended})
         return {t.id for t in ended if (t.kind, t.ref_id) not in busy}
 
-    def task(self, task: Task, reveal: bool | None = None) -> TaskPublic:
+    def withheld(self, tasks: Iterable[Task]) -> set[str]:
+        """Ids of the tasks of which this caller may see only their state (no scores, no
+        submission, no commands): for anyone but the operator, the tasks of every bug that
+        has an unfinished task (its own included)."""
+        if self.caller.operator:
+            return set()
+        rows = list(tasks)
+        busy = self.store.unfinished_refs({(t.kind, t.ref_id) for t in rows})
+        return {t.id for t in rows if (t.kind, t.ref_id) in busy}
+
+    def task(
+        self, task: Task, reveal: bool | None = None, withhold: bool | None = None
+    ) -> TaskPublic:
         """The API view of one task: scores once it has ended, the ground truth if allowed, and
         what was withheld (``disclosed``, ``withheld``: a client fetches a ``pending`` record
         again once the bug's other tasks have ended)."""
         if reveal is None:
             reveal = task.id in self.revealable([task])
+        if withhold is None:
+            withhold = task.id in self.withheld([task])
         view = TaskPublic.model_validate(task, from_attributes=True)
+        if withhold:
+            view.scores = view.submission = None
         if not task.status.terminal:
             view.scores = None
-        elif not reveal:
+        elif not reveal and view.scores is not None:
             view.scores = public_scores(task.kind, task.scores)
         if not reveal:
             view.ground_truth = None
@@ -74,22 +100,26 @@ class Disclosure:
                 view.provenance = {
                     k: v for k, v in view.provenance.items() if k != "ground_truth_sha256"
                 }
-            view.disclosed = "pending" if self.caller.operator else "public"
+            # pending: more is shown once no task of the bug is unfinished (ask again then)
+            view.disclosed = "pending" if self.caller.operator or withhold else "public"
             view.withheld = _withheld(task, view)
         return view
 
     def tasks(self, tasks: list[Task]) -> list[TaskPublic]:
-        allowed = self.revealable(tasks)
-        return [self.task(t, t.id in allowed) for t in tasks]
+        allowed, withheld = self.revealable(tasks), self.withheld(tasks)
+        return [self.task(t, t.id in allowed, t.id in withheld) for t in tasks]
 
     def outcomes(self, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Stored assessment outcomes (``task_id``, ``scores``...), redacted where needed."""
         stored = self.store.get_many([o["task_id"] for o in tasks])
-        allowed = self.revealable(stored)
+        allowed, withheld = self.revealable(stored), self.withheld(stored)
         kinds = {t.id: t.kind for t in stored}
-        return [
-            o
-            if o["task_id"] in allowed
-            else {**o, "scores": public_scores(kinds.get(o["task_id"], ""), o.get("scores"))}
-            for o in tasks
-        ]
+
+        def shown(o: dict[str, Any]) -> dict[str, Any]:
+            if o["task_id"] in withheld:
+                return {**o, "scores": None}
+            if o["task_id"] in allowed:
+                return o
+            return {**o, "scores": public_scores(kinds.get(o["task_id"], ""), o.get("scores"))}
+
+        return [shown(o) for o in tasks]

@@ -2,6 +2,13 @@
 
 One ASGI middleware, outermost in green's app:
 
+- **body admission**: before a byte of a body is read, its declared size (a chunked body: its
+  route's limit) is reserved against its caller's bytes in flight (GREEN_BODY_BYTES_PER_CALLER)
+  and, for a caller without the operator token or a session, against all such callers' together
+  (GREEN_BODY_BYTES_ANONYMOUS); over either, 429 unread. The reservation lasts until the request
+  has been served (its body is held that long), so 400 anonymous 8 MiB bodies at once never
+  make green hold more than those bounds. The caller here is the one the headers name (the
+  bearer token, a session, else the address): a task token travels inside the body.
 - **body size**: a request body is counted while it is read and refused with 413 (and a sentence)
   once it passes its route's limit, before authentication. A declared ``Content-Length`` over
   the limit is refused without reading a byte. Limits: GREEN_A2A_BODY_MAX_BYTES for JSON-RPC
@@ -50,6 +57,8 @@ class Bounds:
     rpc_depth: int
     rpc_values: int
     per_credential: int
+    body_bytes_per_caller: int = 16 * 2**20
+    body_bytes_anonymous: int = 32 * 2**20
 
     @classmethod
     def of(cls, s: GreenSettings) -> Bounds:
@@ -60,6 +69,8 @@ class Bounds:
             rpc_depth=s.rpc_max_depth,
             rpc_values=s.rpc_max_values,
             per_credential=s.max_connections_per_credential,
+            body_bytes_per_caller=s.body_bytes_per_caller,
+            body_bytes_anonymous=s.body_bytes_anonymous,
         )
 
     def body_limit(self, method: str, path: str) -> tuple[int, str]:
@@ -204,6 +215,47 @@ def parse_rpc(raw: bytes, bounds: Bounds) -> Any:
     return body
 
 
+class BodyBudget:
+    """Request body bytes in flight (being read, or held while their request is served): per
+    caller, and for all anonymous callers together. A body is admitted, by its declared size,
+    before it is read."""
+
+    def __init__(self, per_caller: int, anonymous: int) -> None:
+        self.per_caller = per_caller
+        self.anonymous = anonymous
+        self.held: Counter[str] = Counter()
+        self.anonymous_held = 0
+
+    def reserve(self, who: str, size: int) -> None:
+        """Hold ``size`` bytes for ``who``'s body, or Refused (429) when they do not fit."""
+        if size <= 0:
+            return
+        anonymous = who.startswith("anonymous:")
+        over_caller = self.held[who] + size > self.per_caller
+        if over_caller or (anonymous and self.anonymous_held + size > self.anonymous):
+            whose = (
+                "its caller's (GREEN_BODY_BYTES_PER_CALLER)"
+                if over_caller
+                else "all anonymous callers' (GREEN_BODY_BYTES_ANONYMOUS)"
+            )
+            raise Refused(
+                429,
+                f"too many request bytes in flight: a body of {size:,} bytes would pass {whose} "
+                "bound; it was not read, send it again when your other requests are answered",
+            )
+        self.held[who] += size
+        self.anonymous_held += size if anonymous else 0
+
+    def release(self, who: str, size: int) -> None:
+        if size <= 0:
+            return
+        self.held[who] -= size
+        if self.held[who] <= 0:
+            del self.held[who]
+        if who.startswith("anonymous:"):
+            self.anonymous_held -= size
+
+
 ConnKey = tuple[Any, Any]
 """A TCP connection: (green's address, the client's address)."""
 
@@ -258,11 +310,35 @@ class RequestLimits:
         self.bounds = bounds
         self.verify = verify or Verifier()
         self.in_flight: Counter[str] = Counter()
+        self.bodies = BodyBudget(bounds.body_bytes_per_caller, bounds.body_bytes_anonymous)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        caller, size = credential(scope, None, self.verify), self._declared_size(scope)
+        try:
+            self.bodies.reserve(caller, size)
+        except Refused as refusal:
+            log.info("http.refused", path=scope["path"], status=429, reason=refusal.message)
+            await _refuse(send, refusal, rpc=is_rpc(scope["method"], scope["path"]))
+            return
+        try:
+            await self._serve(scope, receive, send)
+        finally:
+            self.bodies.release(caller, size)
+
+    def _declared_size(self, scope: Scope) -> int:
+        """What a body will take at most, known from the headers: its Content-Length, or its
+        route's limit when it is chunked (0 when there is none). Never more than the route's
+        limit: past it the body is refused (413) as it is read."""
+        limit = self.bounds.body_limit(scope["method"], scope["path"])[0]
+        declared = (_header(scope, b"content-length") or "").strip()
+        if declared.isascii() and declared.isdigit():
+            return min(int(declared), limit)
+        return limit if "chunked" in (_header(scope, b"transfer-encoding") or "").lower() else 0
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         method, path = scope["method"], scope["path"]
         try:
             raw = await self._read_body(scope, receive)

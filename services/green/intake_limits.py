@@ -1,8 +1,11 @@
-"""Bounds on the operator plane's intake: requests per credential, tasks waiting at once, and the
-purple URLs a task may name.
+"""Bounds on the operator plane's intake: requests per credential, tasks waiting at once, the
+bugs an anonymous caller may start, and the purple URLs a task may name.
 
 A caller over a bound gets :class:`TooBusy` (429 with ``Retry-After`` over REST, the same code
-and sentence over A2A); nothing is created.
+and sentence over A2A); an anonymous caller (the operator plane open) who names a bug with an
+unfinished task gets :class:`BugBusy` (409): while an agent works on a bug, no one but the
+operator may start another task of it, or an agent could score its guesses on decoy tasks of its
+own bug. Nothing is created.
 """
 
 from __future__ import annotations
@@ -10,13 +13,15 @@ from __future__ import annotations
 import fnmatch
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from limits import RateLimitItemPerMinute
 from limits.storage import MemoryStorage
 from limits.strategies import MovingWindowRateLimiter
 
+from services.green.auth import Caller
 from services.green.config import GreenSettings
+from services.shared.task_ref import TaskRef
 
 
 class TooBusy(Exception):
@@ -27,6 +32,15 @@ class TooBusy(Exception):
         self.retry_after = max(1, retry_after)
 
 
+class BugBusy(Exception):
+    """An anonymous caller named a bug that has an unfinished task: only the operator may start
+    another task of it now."""
+
+
+Bug = tuple[str, str]
+"""A bug: a task's kind and its id within the kind (tasks of one bug share its answer)."""
+
+
 class IntakeLimits:
     def __init__(
         self,
@@ -35,22 +49,33 @@ class IntakeLimits:
         max_queued: int,
         max_batch: int,
         unfinished: Callable[[], int],
+        busy: Callable[[set[Bug]], set[Bug]] = lambda bugs: set(),
     ) -> None:
         self._limiter = MovingWindowRateLimiter(MemoryStorage())
         self._rate = RateLimitItemPerMinute(per_minute)
         self.max_queued = max_queued
         self.max_batch = max_batch
         self._unfinished = unfinished
+        self._busy = busy
+        """Which of these bugs have an unfinished task (any replica's)."""
 
-    def admit(self, caller: str, n_tasks: int) -> None:
-        """Count one intake request of ``caller`` creating ``n_tasks`` tasks, or refuse it."""
+    def admit(self, caller: Caller, refs: Collection[TaskRef], trials: int = 1) -> None:
+        """Count one intake request of ``caller`` creating ``trials`` tasks of each of ``refs``,
+        or refuse it."""
+        n_tasks = len(refs) * trials
         if n_tasks > self.max_batch:
             raise ValueError(
                 f"{n_tasks} task ids in one request; at most {self.max_batch} "
                 "(GREEN_MAX_ASSESSMENT_TASKS)"
             )
-        if not self._limiter.hit(self._rate, caller):
-            reset, _ = self._limiter.get_window_stats(self._rate, caller)
+        if not caller.operator and (busy := self._busy({(r.kind, r.id) for r in refs})):
+            named = ", ".join(sorted(str(TaskRef(*bug)) for bug in busy)[:5])
+            raise BugBusy(
+                f"a task of {named} is unfinished: until it ends, only the operator may start "
+                "another task of the same bug"
+            )
+        if not self._limiter.hit(self._rate, caller.name):
+            reset, _ = self._limiter.get_window_stats(self._rate, caller.name)
             raise TooBusy(
                 f"too many requests: at most {self._rate.amount} per minute per credential",
                 math.ceil(reset - time.time()),

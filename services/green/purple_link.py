@@ -36,12 +36,17 @@ _ENDED = {
 }
 
 
+NEVER_STARTED = "purple_unreachable"
+"""The end of a task whose hand-over purple never answered and that purple never used (no
+command, no submission): it never started, and a resumed run runs it again."""
+
+
 class PurpleUnreachable(TaskEnd):
     """Purple could not be reached or refused the task: the agent's failure. ``reason``:
-    ``purple_unreachable`` (never reached: the task never started, a resumed run retries it) or
-    ``purple_refused``."""
+    :data:`NEVER_STARTED` (the hand-over got no answer; the task runner charges a purple that
+    used the task meanwhile with ``purple_handover_failed`` instead) or ``purple_refused``."""
 
-    def __init__(self, message: str, reason: str = "purple_unreachable") -> None:
+    def __init__(self, message: str, reason: str = NEVER_STARTED) -> None:
         super().__init__(reason, message, FailureKind.agent)
         self.reason = reason
 
@@ -96,8 +101,9 @@ class PurpleLink:
                 reply.status.state in _ENDED
                 and reply.status.state != TaskState.TASK_STATE_COMPLETED
             ):
-                raise PurpleUnreachable(
-                    f"purple ended the task at once: {_ENDED[reply.status.state]}"
+                raise PurpleUnreachable(  # it was reached and had the task: not a re-run
+                    f"purple ended the task at once: {_ENDED[reply.status.state]}",
+                    "purple_refused",
                 )
         log.info("purple.started", purple_task=self._purple_task_id, purple_url=self.base_url)
 

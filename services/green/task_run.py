@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING, Any
 from services.green.kinds.base import stored
 from services.green.live_task import LiveTask, TaskEvent, TaskLost
 from services.green.provenance import provenance_of, purple_card
-from services.green.purple_link import PurpleLink
+from services.green.purple_link import NEVER_STARTED, PurpleLink, PurpleUnreachable
 from services.green.store.models import FailureKind, TaskStatus, utcnow
 from services.green.task_end import TaskEnd, task_end
 from services.sandbox.base import SandboxError
 from services.shared.aio import through_cancels
 from services.shared.logging import get_logger
 from services.shared.outcome import TaskOutcome
-from services.shared.protocol import TaskLimits
+from services.shared.protocol import TaskAssignment, TaskLimits
 
 if TYPE_CHECKING:
     from services.green.orchestrator import Orchestrator
@@ -161,7 +161,7 @@ class TaskRun:
             )
             link = self.orch.purple_link(live.purple_url)
             try:
-                await link.start(assignment, live.plan.describe(assignment))
+                await self._hand_over(link, assignment)
                 await self._record_purple()
                 return await self._wait_for_end(link)
             finally:  # whatever ended the task, purple's task ends too (and says why)
@@ -170,6 +170,26 @@ class TaskRun:
                 grace = 3.0 if live.told_purple_it_ended else 0.0
                 live.agent_report = await through_cancels(link.stop(grace))
                 await link.aclose()
+
+    async def _hand_over(self, link: PurpleLink, assignment: TaskAssignment) -> None:
+        """Send purple the task. A purple that was never reached ends the task as
+        ``purple_unreachable``, which a resumed run starts again (it never started); one that
+        used the task (its token came with the hand-over) and then failed to answer it is
+        charged with the attempt: ``purple_handover_failed``, never a free second try."""
+        live = self.live
+        assert live.plan is not None
+        try:
+            await link.start(assignment, live.plan.describe(assignment))
+        except PurpleUnreachable as exc:
+            used = live.commands + live.submissions + live.requests_in_flight
+            if exc.reason != NEVER_STARTED or not used:
+                raise
+            raise TaskEnd(
+                "purple_handover_failed",
+                f"purple used the task ({live.commands} command(s), {live.submissions} "
+                f"submission(s)) but did not answer its hand-over: {exc}",
+                FailureKind.agent,
+            ) from exc
 
     async def _record_purple(self) -> None:
         """Purple's card as it is now that purple took the task, into the provenance: read for

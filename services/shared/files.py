@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 
-def write_atomic(path: str | Path, data: bytes | str) -> None:
+def write_atomic(path: str | Path, data: bytes | str, mode: int = 0o644) -> None:
     """Write ``data`` (text as UTF-8) to a temporary file in the same folder (created if
-    needed), flush it to disk, then rename it over ``path`` (mode 0644)."""
+    needed), flush it to disk, then rename it over ``path`` (with ``mode``)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -20,13 +20,13 @@ def write_atomic(path: str | Path, data: bytes | str) -> None:
             fh.write(data.encode("utf-8") if isinstance(data, str) else data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
 
-def write_json_atomic(path: str | Path, data: Any) -> None:
+def write_json_atomic(path: str | Path, data: Any, mode: int = 0o644) -> None:
     """``data`` as indented JSON (non-ASCII kept) with a final newline, written atomically."""
-    write_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    write_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n", mode)

@@ -23,6 +23,8 @@ from typing import Any, TextIO
 
 import structlog
 
+from services.shared.text import escape_controls
+
 AGENTS_LOG = "agents"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
@@ -64,8 +66,11 @@ class LogRouter:
                 f.close()
 
     def emit(self, event_dict: dict[str, Any]) -> None:
+        """Render the event as one logfmt line, its control characters escaped (an agent's
+        command text and output reach the logs: an ESC, a NUL or a U+202E must not drive the
+        terminal that shows them, nor forge or reorder a line), and write it."""
         key = event_dict.pop("log_key", None)
-        self.write(key, self._render(None, "", event_dict))
+        self.write(key, escape_controls(self._render(None, "", event_dict), keep=""))
 
     def close_all(self) -> None:
         with self._lock:

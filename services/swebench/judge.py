@@ -4,10 +4,12 @@ The steps of the official harness, for instances whose tests run with pytest:
 
 1. :func:`apply_patch` the model's patch to the repository (``git apply``, then ``patch``);
 2. :func:`run_tests`: put the instance's test files back to the base commit, apply its
-   ``test_patch`` (the hidden tests), run the given test ids and read pytest's ``-rA`` summary;
-3. :func:`evaluate` does both in a fresh container (never the agent's) and decides:
-   resolved = the patch applies, every FAIL_TO_PASS test passes and every PASS_TO_PASS test
-   still passes.
+   ``test_patch`` (the hidden tests), run the given test ids and read each one's status from the
+   reports pytest made (:mod:`.pytest_judge`: a report changed after the fact is caught);
+3. :func:`evaluate` does both in a fresh container (never the agent's), with only the part of
+   the patch that changes code (:mod:`.patch_filter`: the tests, their configuration and
+   Python's start-up hooks are the task's), and decides: resolved = that patch applies, every
+   FAIL_TO_PASS test passes, every PASS_TO_PASS test still passes, and no report was faked.
 
 Real SWE-bench repositories need per-repository test commands (django's runtests.py, sympy's
 bin/test...): for those, use the official harness (``python -m swebench.harness.run_evaluation``).
@@ -15,11 +17,14 @@ bin/test...): for those, use the official harness (``python -m swebench.harness.
 
 from __future__ import annotations
 
+import json
 import posixpath
 import re
+import secrets
 import shlex
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel
@@ -28,17 +33,21 @@ from services.sandbox.base import Sandbox, SandboxError, SandboxProvider, Sandbo
 from services.shared.text import clip_middle
 from services.swebench.activation import resolve_activate, with_activate
 from services.swebench.instances import WORKDIR, SweInstance, image_name
+from services.swebench.patch_filter import Restricted, patch_files, restrict
 
 TestStatus = Literal["PASSED", "FAILED", "ERROR"]
 
-DEFAULT_TEST_CMD = "python -m pytest -rA -p no:cacheprovider"
-"""Runs test ids (pytest node ids) and prints the ``-rA`` summary :func:`parse_pytest_log` reads."""
+PYTEST_ARGS = "-rA -p no:cacheprovider"
+"""pytest's arguments before the test ids (``-rA``: the summary a reader of the log wants)."""
 SCRATCH = "/tmp/swebench"
 """Where patches and test output go inside the container (outside the repository)."""
+JUDGE_SCRIPT = Path(__file__).with_name("pytest_judge.py")
+"""The judge's pytest launcher and plugin, copied into the container (:mod:`.pytest_judge`)."""
 LOG_LIMIT = 20_000
 """Characters of test output kept in an :class:`EvalReport` (head and tail)."""
-
-_DIFF_GIT = re.compile(r"^diff --git a/(.+?) b/(.+)$", re.MULTILINE)
+GIT = "GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null git -c core.fileMode=false"
+"""git as the judge runs it on the agent's repository: no system or global configuration (and,
+in :func:`extract_patch`, a git directory of its own: none of the repository's)."""
 _SUMMARY = re.compile(
     r"^(?P<status>PASSED|FAILED|ERROR|XFAIL|XPASS|SKIPPED)\s+(?P<id>[^\s\[]+(?:\[.*?\])?)"
     r"(?:\s+-\s.*)?\s*$"
@@ -57,12 +66,22 @@ _STATUS: dict[str, TestStatus] = {
 _RANK = {"PASSED": 0, "FAILED": 1, "ERROR": 2}
 
 
+class PatchUnavailable(Exception):
+    """The agent's repository gives no patch (its ``.git`` removed or broken, the diff too
+    slow): what the agent left, never an infrastructure failure."""
+
+
 class EvalReport(BaseModel):
     instance_id: str
     resolved: bool
     patch_applied: bool
     fail_to_pass: dict[str, TestStatus] = {}
     pass_to_pass: dict[str, TestStatus] = {}
+    ignored: dict[str, str] = {}
+    """Files the patch changed that the judge takes from the task instead, and why
+    (:func:`~.patch_filter.restrict`)."""
+    tampered: list[str] = []
+    """Tests whose report says passed although they raised: the run was tampered with."""
     log: str = ""
     """How the patch applied, then the test output (cut in the middle when long)."""
     error: str | None = None
@@ -79,6 +98,8 @@ class TestRun:
     output: str
     exit_code: int
     timed_out: bool = False
+    tampered: list[str] = field(default_factory=list)
+    """Tests reported passed although they raised (:mod:`.pytest_judge`)."""
 
     def status_of(self, test_id: str) -> TestStatus:
         """A test that was asked for but never reported (not collected) is an ERROR."""
@@ -86,15 +107,6 @@ class TestRun:
 
 
 # ---- patches ----------------------------------------------------------------------------------
-
-
-def patch_files(patch: str) -> list[str]:
-    """Repository paths a ``git diff`` touches (both sides of a rename), in order."""
-    seen: dict[str, None] = {}
-    for a, b in _DIFF_GIT.findall(patch or ""):
-        seen.setdefault(a, None)
-        seen.setdefault(b, None)
-    return list(seen)
 
 
 async def apply_patch(
@@ -130,34 +142,55 @@ async def extract_patch(
     workdir: str = WORKDIR,
     timeout: float = 120.0,
     max_bytes: int = 32 << 20,
-) -> str:
+) -> Restricted:
     """The changes made in ``workdir`` since the base commit, as a binary-safe ``git diff``
-    (new files included; the test files of the instance's ``test_patch`` excluded, so the
-    tests stay untouched). The diff goes through a file, so it is never cut."""
-    excludes = " ".join(shlex.quote(f":(exclude){p}") for p in patch_files(instance.test_patch))
-    out = posixpath.join(SCRATCH, "model.patch")
-    base = shlex.quote(f"{instance.base_commit}^{{commit}}") if instance.base_commit else "HEAD"
-    script = (
-        f"mkdir -p {SCRATCH} && cd {shlex.quote(workdir)} && "
-        f"{{ base=$(git rev-parse --verify -q {base}) || base=$(git rev-parse HEAD); }} && "
-        "git -c core.fileMode=false add -A && "
-        f'git -c core.fileMode=false diff --cached --binary "$base" -- . {excludes} > {out}'
+    (new files included) restricted to what the judge applies (:func:`~.patch_filter.restrict`:
+    the rest is listed as ignored). A repository that gives no diff (``.git`` removed or broken)
+    raises :class:`PatchUnavailable`: the agent's doing.
+
+    git runs with a git directory of the judge's own, in a folder made for it: the repository's
+    objects are only read (as alternates), its configuration, hooks, index and
+    ``info/attributes`` never, so no filter, hook or monitor the agent configured runs (its
+    code, outside its commands, rewriting what is taken), and its index is left as it was. The diff goes through a file in that folder, so it is never cut
+    and no link the agent left decides where it goes."""
+    folder = f"/tmp/arena-patch-{secrets.token_hex(8)}"
+    repo = shlex.quote(workdir)
+    base = (
+        shlex.quote(f"{instance.base_commit}^{{commit}}")
+        if instance.base_commit
+        else f"$(GIT_DIR={repo}/.git {GIT} rev-parse --verify HEAD^{{commit}})"
     )
+    script = f"""set -e
+t={folder}
+mkdir -m 700 "$t"
+mkdir -p "$t/git/objects/info" "$t/git/refs"
+echo 'ref: refs/heads/judge' > "$t/git/HEAD"
+echo {repo}/.git/objects > "$t/git/objects/info/alternates"
+export GIT_DIR="$t/git" GIT_WORK_TREE={repo} GIT_INDEX_FILE="$t/git/index"
+cd {repo}
+base=$({GIT} rev-parse --verify -q {base})
+{GIT} read-tree "$base"
+{GIT} add -A
+{GIT} diff --cached --binary --no-ext-diff --no-textconv "$base" > "$t/model.patch"
+"""
     result = await sandbox.exec(script, timeout)
-    if result.exit_code != 0:
-        raise SandboxError(
-            f"cannot extract the patch (exit {result.exit_code}): {result.output[-2000:]}"
+    if result.exit_code != 0 or result.timed_out:
+        why = "timed out" if result.timed_out else f"exit {result.exit_code}"
+        raise PatchUnavailable(
+            f"git could not diff {workdir} against the task's commit ({why}): "
+            f"{clip_middle(result.output.strip(), 500)}"
         )
-    data = await sandbox.read_file(out, max_bytes=max_bytes)
-    return data.decode("utf-8", errors="replace")
+    data = await sandbox.read_file(f"{folder}/model.patch", max_bytes=max_bytes)
+    return restrict(data.decode("utf-8", errors="replace"), instance)
 
 
 # ---- tests ------------------------------------------------------------------------------------
 
 
 def parse_pytest_log(text: str) -> dict[str, TestStatus]:
-    """Test statuses from pytest output: the ``-rA`` short summary (``PASSED path::test``,
-    ``FAILED path::test - message``) and verbose lines (``path::test PASSED [ 50%]``). XFAIL
+    """Test statuses from the output of an instance's own ``test_cmd`` (pytest's): the ``-rA``
+    short summary (``PASSED path::test``, ``FAILED path::test - message``) and verbose lines
+    (``path::test PASSED [ 50%]``). XFAIL
     counts as passed, XPASS and SKIPPED as failed; a test reported twice keeps its worst
     status (a pass with an error at teardown is an ERROR)."""
     out: dict[str, TestStatus] = {}
@@ -172,6 +205,37 @@ def parse_pytest_log(text: str) -> dict[str, TestStatus]:
         if test_id not in out or _RANK[status] > _RANK[out[test_id]]:
             out[test_id] = status
     return out
+
+
+def read_judge_report(text: str) -> tuple[dict[str, TestStatus], list[str]]:
+    """Test statuses from :mod:`.pytest_judge`'s report (one JSON line per test phase), and the
+    tests reported passed although a phase raised (tampered with, counted FAILED). As in
+    :func:`parse_pytest_log`: an expected failure counts as passed, an unexpected pass and a
+    skip as failed, a failed set-up or tear-down is an ERROR, and a test keeps its worst status."""
+    out: dict[str, TestStatus] = {}
+    tampered: dict[str, None] = {}
+    for line in text.splitlines():
+        try:
+            phase = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(phase, dict) or not isinstance(test_id := phase.get("id"), str):
+            continue
+        when, outcome, xfail = phase.get("when"), phase.get("outcome"), bool(phase.get("xfail"))
+        status: TestStatus
+        if outcome == "passed" and phase.get("raised"):
+            tampered[test_id], status = None, "FAILED"
+        elif outcome == "failed":
+            status = "FAILED" if when == "call" else "ERROR"
+        elif outcome == "skipped":
+            status = "PASSED" if xfail else "FAILED"
+        elif outcome == "passed" and when == "call":
+            status = "FAILED" if xfail else "PASSED"
+        else:  # a set-up or tear-down that passed says nothing of the test
+            continue
+        if test_id not in out or _RANK[status] > _RANK[out[test_id]]:
+            out[test_id] = status
+    return out, list(tampered)
 
 
 def reset_tests_script(instance: SweInstance, workdir: str = WORKDIR) -> str:
@@ -199,7 +263,8 @@ async def run_tests_with_log(
     timeout: float = 1800.0,
 ) -> TestRun:
     """Reset and apply the instance's ``test_patch`` (unless told not to), run ``tests``
-    (all the tests when empty) with the instance's test command, parse the output.
+    (all the tests when empty) and read their statuses: from the judge's own pytest run
+    (:mod:`.pytest_judge`), or, for an instance with its own ``test_cmd``, from its output.
     ``activate``: an activation prefix (see :func:`~.activation.resolve_activate`)."""
     notes = ""
     if apply_test_patch and instance.test_patch.strip():
@@ -212,7 +277,11 @@ async def run_tests_with_log(
         if not ok:
             raise SandboxError(f"the instance's test_patch does not apply:\n{out[-2000:]}")
         notes = f"[test_patch applied]\n{out.strip()}\n"
-    cmd = instance.test_cmd or DEFAULT_TEST_CMD
+    reports = posixpath.join(SCRATCH, "reports.jsonl")
+    cmd = instance.test_cmd
+    if cmd is None:
+        await sandbox.put_files(SCRATCH, {JUDGE_SCRIPT.name: JUDGE_SCRIPT.read_bytes()})
+        cmd = f"python {SCRATCH}/{JUDGE_SCRIPT.name} {reports} {PYTEST_ARGS}"
     ids = " ".join(shlex.quote(t) for t in tests or [])
     output = posixpath.join(SCRATCH, "test_output.txt")
     script = with_activate(
@@ -220,14 +289,22 @@ async def run_tests_with_log(
         activate,
     )
     result = await sandbox.exec(script, timeout)
-    try:
-        data = await sandbox.read_file(output, max_bytes=16 << 20)
-        text = data.decode("utf-8", errors="replace")
-    except (OSError, SandboxError) as exc:  # missing, unreadable, or the engine failed
-        text = f"[no test output: {exc}]\n{result.output}"
+    text = await _read_text(sandbox, output, f"no test output\n{result.output}")
     if result.timed_out:
         text += f"\n[the tests timed out after {timeout:.0f}s and were killed]"
-    return TestRun(parse_pytest_log(text), notes + text, result.exit_code, result.timed_out)
+    run = TestRun(parse_pytest_log(text), notes + text, result.exit_code, result.timed_out)
+    if instance.test_cmd is None:  # never the output's word: the tests' code may print it
+        run.statuses, run.tampered = read_judge_report(
+            await _read_text(sandbox, reports, "no report of the judge's pytest")
+        )
+    return run
+
+
+async def _read_text(sandbox: Sandbox, path: str, missing: str) -> str:
+    try:
+        return (await sandbox.read_file(path, max_bytes=16 << 20)).decode("utf-8", "replace")
+    except (OSError, SandboxError) as exc:  # missing, unreadable, or the engine failed
+        return f"[{missing}: {exc}]"
 
 
 async def run_tests(
@@ -282,11 +359,16 @@ async def evaluate(
     )
     sandbox: Sandbox | None = None
     try:
+        kept = restrict(model_patch, instance)
+        report.ignored = kept.ignored
         sandbox = await provider.create(spec)
         prefix = await resolve_activate(sandbox, activate)
-        applied, apply_log = await apply_patch(sandbox, model_patch, workdir=workdir)
+        applied, apply_log = await apply_patch(sandbox, kept.patch, workdir=workdir)
         report.patch_applied = applied
         report.log = f"[model patch]\n{apply_log.strip()}\n"
+        if kept.ignored:
+            ignored = "".join(f"\n  {p}: {why}" for p, why in kept.ignored.items())
+            report.log += f"[changes the judge takes from the task instead]{ignored}\n"
         if applied:
             tests = [*instance.FAIL_TO_PASS, *instance.PASS_TO_PASS]
             run = await run_tests_with_log(
@@ -295,6 +377,7 @@ async def evaluate(
             report.fail_to_pass = {t: run.status_of(t) for t in instance.FAIL_TO_PASS}
             report.pass_to_pass = {t: run.status_of(t) for t in instance.PASS_TO_PASS}
             report.log += clip_middle(run.output, LOG_LIMIT)
+            report.tampered = run.tampered
             if run.timed_out:
                 report.error = f"the tests timed out after {timeout:.0f}s"
             report.resolved = (
@@ -303,6 +386,7 @@ async def evaluate(
                     for s in [*report.fail_to_pass.values(), *report.pass_to_pass.values()]
                 )
                 and not run.timed_out
+                and not run.tampered
             )
     except (SandboxError, OSError) as exc:
         report.error = f"{type(exc).__name__}: {exc}"

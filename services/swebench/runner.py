@@ -40,7 +40,7 @@ from services.swebench.instances import (
     issue_description,
     swe_paths,
 )
-from services.swebench.judge import extract_patch
+from services.swebench.judge import PatchUnavailable, extract_patch
 from services.swebench.predictions import load_predictions, prediction, write_predictions
 
 log = get_logger(__name__)
@@ -218,7 +218,10 @@ async def run_instance(
         )
         result = _with_run(result, run)
         notify(iid, state="extracting")
-        extracted = await extract_patch(sandbox, instance, workdir=config.workdir)
+        try:
+            extracted = (await extract_patch(sandbox, instance, workdir=config.workdir)).patch
+        except PatchUnavailable as exc:  # the agent broke its repository: an empty answer
+            extracted, result.reason = "", str(exc)
         result.patch_lines = count_patch_lines(extracted)
         if run.status != "error":  # an answer (even an empty one): it becomes a prediction
             patch = extracted

@@ -815,14 +815,21 @@ def test_api_token_goes_to_green_only_and_is_never_saved(fake, tmp_path: Path) -
 
 
 def test_resume_runs_tasks_that_never_started_because_purple_was_unreachable() -> None:
-    results = RunResults(run="r", green="g", task_ids=["1", "2", "3", "4"])
+    """Only a task purple never reached and never used; one that ran a command before its
+    hand-over failed (an older green called it purple_unreachable too) is not a free re-roll."""
+    results = RunResults(run="r", green="g", task_ids=["1", "2", "3", "4", "5"])
+    unreachable = {"status": "failed", "end_reason": "purple_unreachable", "failure_kind": "agent"}
     results.tasks = [
         RunOutcome(ref="arvo:1", status="completed"),
-        RunOutcome(
-            ref="arvo:2", status="failed", end_reason="purple_unreachable", failure_kind="agent"
-        ),
+        RunOutcome(ref="arvo:2", **unreachable),
         RunOutcome(ref="arvo:3", status="failed", end_reason="purple_lost", failure_kind="agent"),
+        RunOutcome(ref="arvo:5", steps=3, **unreachable),
     ]
-    ref = {i: TaskRef("arvo", str(i)) for i in range(1, 5)}
+    ref = {i: TaskRef("arvo", str(i)) for i in range(1, 6)}
     assert results.pending(retry_failed=False) == [(ref[2], 1), (ref[4], 1)]
-    assert results.pending(retry_failed=True) == [(ref[2], 1), (ref[3], 1), (ref[4], 1)]
+    assert results.pending(retry_failed=True) == [
+        (ref[2], 1),
+        (ref[3], 1),
+        (ref[4], 1),
+        (ref[5], 1),
+    ]

@@ -24,7 +24,9 @@ from fixtures.catalog import REPO_ROOT
 COMPOSE_SH = REPO_ROOT / "deploy" / "compose.sh"
 E2E_FILE = Path(__file__).resolve().parent / "docker-compose.e2e.yml"
 PYTHON_BASE_SH = REPO_ROOT / "images" / "python-base.sh"
-SERVICE_UID = 10001
+GREEN_UID = 10001
+PURPLE_UID = 10002
+"""The services' users (deploy/Dockerfile): each its own, so neither reads or writes the other's files."""
 TERMINAL = {"completed", "failed", "cancelled"}
 
 
@@ -82,7 +84,8 @@ class ComposeStack:
     """One project of deploy/docker-compose.yml + the demo overlay + tests/e2e's overlay."""
 
     workdir: Path
-    """Holds the stack's log folder (bind-mounted at /logs in both services)."""
+    """Holds the stack's log folders (``logs/green`` and ``logs/purple``, each bind-mounted at
+    /logs in its service only)."""
     project: str = field(default_factory=lambda: f"arena-e2e-{secrets.token_hex(3)}")
     green_port: int = field(default_factory=free_port)
     purple_port: int = field(default_factory=free_port)
@@ -93,10 +96,16 @@ class ComposeStack:
     def __post_init__(self) -> None:
         self.logs_dir = self.workdir / "logs"
         self.token_dir = self.workdir / "secrets"
-        for d in (self.logs_dir, self.token_dir):
+        self.logs_dir.mkdir(parents=True, exist_ok=True)
+        owners = {
+            self.logs_dir / "green": GREEN_UID,
+            self.logs_dir / "purple": PURPLE_UID,
+            self.token_dir: GREEN_UID,
+        }
+        for d, uid in owners.items():
             d.mkdir(parents=True, exist_ok=True)
             if os.geteuid() == 0:
-                os.chown(d, SERVICE_UID, SERVICE_UID)
+                os.chown(d, uid, uid)
             else:
                 d.chmod(0o777)
         self.docker = docker.from_env()

@@ -28,6 +28,8 @@ from a2a.types import Role, Task, TaskState
 from fixtures.catalog import REPO_ROOT
 from services.shared.a2a import A2APeer, new_protocol_message
 from tests.e2e.compose import (
+    GREEN_UID,
+    PURPLE_UID,
     TERMINAL,
     ComposeStack,
     compose_available,
@@ -105,9 +107,9 @@ def assert_scores(scores: dict[str, Any] | None) -> None:
 
 def test_services_run_unprivileged_with_the_socket(stack: ComposeStack) -> None:
     green_c, purple_c = stack.container("green"), stack.container("purple")
-    for c in (green_c, purple_c):
+    for c, uid in ((green_c, GREEN_UID), (purple_c, PURPLE_UID)):  # each its own user
         code, out = c.exec_run(["id", "-u"])
-        assert (code, out.decode().strip()) == (0, "10001"), c.name
+        assert (code, out.decode().strip()) == (0, str(uid)), c.name
     mounts = {m["Destination"] for m in green_c.attrs["Mounts"]}
     assert "/var/run/docker.sock" in mounts
     assert "/var/run/docker.sock" not in {m["Destination"] for m in purple_c.attrs["Mounts"]}
@@ -140,10 +142,11 @@ def test_rest_task_runs_in_a_sibling_container(stack: ComposeStack, green: httpx
     assert "create" in events and "start" in events and "destroy" in events, events
     assert stack.task_containers(task_id) == []
 
-    # Both services wrote into the same run folder (ARENA_LOG_RUN), bind-mounted from the host.
-    log = (stack.logs_dir / stack.log_run / "arvo_900001.log").read_text()
+    # Each service wrote into its own folder (logs/green, logs/purple; the same ARENA_LOG_RUN),
+    # bind-mounted from the host.
+    log = (stack.logs_dir / "green" / stack.log_run / "arvo_900001.log").read_text()
     assert task_id in log and "service=green" in log
-    purple_log = (stack.logs_dir / stack.log_run / f"task_{task_id}.log").read_text()
+    purple_log = (stack.logs_dir / "purple" / stack.log_run / f"task_{task_id}.log").read_text()
     assert "service=purple" in purple_log and "900001" not in purple_log
 
 
@@ -225,6 +228,24 @@ def test_green_restarted_mid_task(stack: ComposeStack, green: httpx.Client) -> N
     assert stack.task_containers(task_id) == []
 
 
+def test_purple_can_read_nothing_of_greens_and_no_bug_id(stack: ComposeStack) -> None:
+    """Issue 39, attack 10: green's logs pair each task's id with its bug's (``arvo_<id>.log``),
+    which the task message masks. Purple shares no volume with green and runs as another user;
+    after the tasks above, no file purple can read names a bug, and it writes no file of green's."""
+    green_c, purple_c = stack.container("green"), stack.container("purple")
+    shared = {m["Name"] for m in green_c.attrs["Mounts"] if m.get("Name")} & {
+        m["Name"] for m in purple_c.attrs["Mounts"] if m.get("Name")
+    }
+    assert not shared, shared
+    sources = {m["Source"] for m in purple_c.attrs["Mounts"]}
+    assert not sources & {m["Source"] for m in green_c.attrs["Mounts"]}, sources
+    pattern = "|".join(f"arvo.{t}" for t in TASKS)  # arvo:900001, arvo_900001.log, ...
+    code, out = purple_c.exec_run(["grep", "-rlE", pattern, "/logs", "/data", "/tmp"])
+    assert (code, out.decode()) == (1, ""), out.decode()  # its files: nothing names a bug
+    code, out = purple_c.exec_run(["sh", "-c", "ls /logs/*/ && ls /logs/*/arvo_* 2>&1"])
+    assert "task_" in out.decode() and "No such file" in out.decode(), out.decode()
+
+
 def test_down_leaves_nothing(stack: ComposeStack, green: httpx.Client) -> None:
     r = green.get("/tasks", params={"limit": 500})
     task_ids = [t["id"] for t in r.json()["items"]]
@@ -237,7 +258,10 @@ def test_down_leaves_nothing(stack: ComposeStack, green: httpx.Client) -> None:
 
 
 def test_logs_folder_is_on_the_host(stack: ComposeStack) -> None:
-    run_dir: Path = stack.logs_dir / stack.log_run
+    run_dir: Path = stack.logs_dir / "green" / stack.log_run
     assert (run_dir / "agents.log").is_file()
     names = {p.name for p in run_dir.iterdir()}
     assert {"arvo_900001.log", "arvo_900006.log"} <= names, names
+    purple_names = {p.name for p in (stack.logs_dir / "purple" / stack.log_run).iterdir()}
+    assert any(n.startswith("task_") for n in purple_names), purple_names
+    assert not any(n.startswith("arvo_") for n in purple_names), purple_names

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+import yaml
 from pydantic_settings import BaseSettings
 
 from fixtures.catalog import REPO_ROOT
@@ -17,6 +18,10 @@ from services.green.config import GreenSettings
 from services.purple.config import PurpleSettings
 
 COMPOSE = REPO_ROOT / "deploy" / "docker-compose.yml"
+OVERLAYS = (
+    REPO_ROOT / "deploy" / "docker-compose.demo.yml",
+    REPO_ROOT / "tests" / "e2e" / "docker-compose.e2e.yml",
+)
 DOCKERFILE = REPO_ROOT / "deploy" / "Dockerfile"
 # Set by deploy/Dockerfile (ENV) or by the compose file itself; never from a host .env.
 INTERNAL = {
@@ -84,3 +89,45 @@ def test_the_dependency_layer_is_keyed_by_the_lock_alone() -> None:
     before_sync = deps.split("RUN uv sync")[0]
     copied = [line.split()[1:-1] for line in before_sync.splitlines() if line.startswith("COPY ")]
     assert copied == [["pyproject.toml", "uv.lock"]]
+
+
+def _source(volume: str) -> str:
+    """A short-syntax volume's source (``${ARENA_LOGS_DIR:-../logs}/green:/logs`` ->
+    ``${ARENA_LOGS_DIR:-../logs}/green``): what comes before the ``:/`` of its target."""
+    m = re.match(r"^(.+?):(/.*)$", volume)
+    return m.group(1) if m else volume
+
+
+def _stage(dockerfile: str, target: str) -> str:
+    m = re.search(rf"^FROM \S+ AS {target}\n(.*?)(?=^FROM |\Z)", dockerfile, re.S | re.M)
+    assert m, f"no stage {target} in {DOCKERFILE}"
+    return m.group(1)
+
+
+def test_purple_shares_no_volume_with_green_and_runs_as_another_user() -> None:
+    """Issue 39, attack 10: green's logs pair each task with its bug (``arvo_<id>.log``), which
+    the task message masks. No volume or host folder of green's is mounted into purple (or any
+    other service), in the stack, the demo overlay or the tests' overlay; and the two images run
+    as different users, so neither could read or change the other's files on a shared one."""
+    green: set[str] = set()
+    others: dict[str, set[str]] = {}
+    for path in (COMPOSE, *OVERLAYS):
+        for name, service in yaml.safe_load(path.read_text())["services"].items():
+            sources = {_source(str(v)) for v in service.get("volumes") or []}
+            (
+                green.update(sources)
+                if name == "green"
+                else others.setdefault(name, set()).update(sources)
+            )
+    assert "purple" in others
+    for name, sources in others.items():
+        assert not sources & green, f"{name} mounts green's {sorted(sources & green)}"
+    dockerfile = DOCKERFILE.read_text()
+    users = {
+        t: re.findall(r"^USER (\S+)", _stage(dockerfile, t), re.M) for t in ("green", "purple")
+    }
+    uids = {
+        t: re.findall(r"useradd --uid (\d+)", _stage(dockerfile, t)) for t in ("green", "purple")
+    }
+    assert len(users["green"]) == len(users["purple"]) == 1 and users["green"] != users["purple"]
+    assert uids["green"] and uids["purple"] and uids["green"] != uids["purple"], uids

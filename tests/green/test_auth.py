@@ -7,8 +7,9 @@ import threading
 
 import pytest
 
-from services.green.auth import OperatorAuth, load_operator_token
-from services.green.intake_limits import IntakeLimits, TooBusy
+from services.green.auth import Caller, OperatorAuth, load_operator_token
+from services.green.intake_limits import BugBusy, IntakeLimits, TooBusy
+from services.shared.task_ref import TaskRef
 
 
 @pytest.mark.parametrize(
@@ -65,15 +66,32 @@ def test_greens_starting_together_agree_on_one_token(tmp_path):
 def test_intake_bounds_refuse_before_anything_is_created():
     unfinished = [0]
     limits = IntakeLimits(per_minute=3, max_queued=5, max_batch=4, unfinished=lambda: unfinished[0])
+    op, other = Caller("op", True, True), Caller("other", True, True)
+    refs = [TaskRef("arvo", str(i)) for i in range(5)]
     with pytest.raises(ValueError, match="at most 4"):
-        limits.admit("op", 5)
-    limits.admit("op", 4)
+        limits.admit(op, refs)
+    with pytest.raises(ValueError, match="at most 4"):
+        limits.admit(op, refs[:2], trials=3)
+    limits.admit(op, refs[:4])
     unfinished[0] = 4
     with pytest.raises(TooBusy, match="GREEN_MAX_QUEUED_TASKS") as full:
-        limits.admit("op", 2)
+        limits.admit(op, refs[:2])
     assert full.value.retry_after >= 1
-    limits.admit("other", 1)  # budgets are per caller
-    limits.admit("op", 1)  # the 3rd request of "op" this minute (a refused one counts too)
+    limits.admit(other, refs[:1])  # budgets are per caller
+    limits.admit(op, refs[:1])  # the 3rd request of "op" this minute (a refused one counts too)
     with pytest.raises(TooBusy, match="per minute") as rate:
-        limits.admit("op", 1)  # the 4th request of "op" this minute
+        limits.admit(op, refs[:1])  # the 4th request of "op" this minute
     assert 1 <= rate.value.retry_after <= 60
+
+
+def test_only_the_operator_may_start_a_task_of_a_bug_that_has_an_unfinished_one():
+    busy = {("arvo", "1")}
+    limits = IntakeLimits(
+        per_minute=100, max_queued=100, max_batch=10, unfinished=lambda: 0,
+        busy=lambda bugs: bugs & busy,
+    )  # fmt: skip
+    anonymous = Caller("anonymous", operator=False, may_operate=True)  # the plane is open
+    with pytest.raises(BugBusy, match="arvo:1 is unfinished"):
+        limits.admit(anonymous, [TaskRef("arvo", "2"), TaskRef("arvo", "1")])
+    limits.admit(anonymous, [TaskRef("arvo", "2"), TaskRef("swebench", "1")])
+    limits.admit(Caller("operator:abc", operator=True, may_operate=True), [TaskRef("arvo", "1")])

@@ -8,7 +8,9 @@ import json
 
 import pytest
 
+from services.green.config import GreenSettings
 from services.green.http_limits import (
+    BodyBudget,
     Bounds,
     ConnectionBook,
     Refused,
@@ -97,3 +99,29 @@ def test_a_made_up_credential_counts_as_its_callers_address():
     assert credential(fake, real, strict).startswith("task:")
     operator = {"headers": [(b"authorization", b"Bearer op")], "client": ("10.0.0.9", 8)}
     assert credential(operator, None, strict).startswith("bearer:")
+
+
+def test_body_bytes_are_reserved_per_caller_and_for_anonymous_callers_together():
+    budget = BodyBudget(per_caller=10, anonymous=15)
+    budget.reserve("anonymous:10.0.0.1", 8)
+    with pytest.raises(Refused) as caller:
+        budget.reserve("anonymous:10.0.0.1", 3)  # 11 > its 10
+    assert caller.value.status == 429 and "GREEN_BODY_BYTES_PER_CALLER" in caller.value.message
+    budget.reserve("anonymous:10.0.0.2", 7)
+    with pytest.raises(Refused) as crowd:
+        budget.reserve("anonymous:10.0.0.3", 1)  # 16 > all anonymous callers' 15
+    assert "GREEN_BODY_BYTES_ANONYMOUS" in crowd.value.message
+    budget.reserve("bearer:op", 10)  # the operator is not in the anonymous bound
+    budget.reserve("anonymous:10.0.0.3", 0)  # no body: nothing to hold
+    budget.release("anonymous:10.0.0.1", 8)
+    budget.reserve("anonymous:10.0.0.3", 8)
+    for who, size in (("anonymous:10.0.0.2", 7), ("anonymous:10.0.0.3", 8), ("bearer:op", 10)):
+        budget.release(who, size)
+    assert (budget.held, budget.anonymous_held) == ({}, 0)
+
+
+def test_a_body_larger_than_green_accepts_cannot_fit_its_callers_bound():
+    with pytest.raises(ValueError, match="GREEN_BODY_BYTES_PER_CALLER"):
+        GreenSettings(a2a_body_max_bytes=8 << 20, body_bytes_per_caller=4 << 20)
+    with pytest.raises(ValueError, match="GREEN_BODY_BYTES_ANONYMOUS"):
+        GreenSettings(body_bytes_per_caller=32 << 20, body_bytes_anonymous=16 << 20)

@@ -1,4 +1,5 @@
-"""A hostile purple (and its friends outside) against green's HTTP plane: issue 20, attacks 4-11.
+"""A hostile purple (and its friends outside) against green's HTTP plane: issue 20, attacks 4-11,
+and issue 39, attack 11 (bodies admitted before they are read).
 
 Green runs as its own process with its real server (its connection cap, read deadline, RSS of
 its own); the purple is the real purple service with a hostile policy; tasks run in real
@@ -8,12 +9,14 @@ are printed (run with -s), not asserted as times.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import select
 import socket
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator
 
 import httpx
@@ -414,3 +417,62 @@ def test_an_execute_gets_the_same_reply_sent_or_streamed(green_process, flooding
         }  # fmt: skip
     commands = web.get(f"{green.url}/tasks/{task['id']}/commands", headers=OPERATOR).json()
     assert [c["command"] for c in commands].count("echo same") == 2
+
+
+# ---- issue 39, attack 11: bodies read before the per-credential bound ------------------------
+
+
+async def _post_body(port: int, source: str, size: int) -> str:
+    """One anonymous POST to ``/`` of ``size`` bytes (a JSON-RPC message with one big text part)
+    from the address ``source``; green's status line, or what ended the exchange."""
+    head = b'{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"role":"user",'
+    head += b'"messageId":"m","parts":[{"kind":"text","text":"'
+    tail = b'"}]}}}'
+    body = head + b"x" * (size - len(head) - len(tail)) + tail
+    request = b"POST / HTTP/1.1\r\nHost: g\r\nContent-Type: application/json\r\n"
+    request += b"Content-Length: %d\r\n\r\n" % len(body)
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=(source, 0))
+    except OSError as exc:
+        return type(exc).__name__
+    answer = asyncio.ensure_future(reader.readline())  # a refusal comes while the body goes
+    try:
+        writer.write(request)
+        for at in range(0, len(body), MIB):  # as a client does: it stops once refused
+            if answer.done():
+                break
+            writer.write(body[at : at + MIB])
+            await writer.drain()
+    except OSError:
+        pass  # refused and closed while sending: the answer came first
+    try:
+        async with asyncio.timeout(120):
+            return (await answer).decode("latin-1").strip() or "closed"
+    except (OSError, TimeoutError) as exc:
+        return type(exc).__name__
+    finally:
+        writer.close()
+
+
+def test_11_bodies_are_admitted_by_caller_and_size_before_they_are_read(green_process):
+    """400 anonymous POSTs of (almost) 8 MiB at once, from 100 addresses: 3.1 GiB of bodies. A
+    body is admitted before it is read (by its caller's bytes in flight, and all anonymous
+    callers' together), so green's memory stays far below what the bodies would take, the
+    refused ones get 429 at once, and the operator is served meanwhile."""
+    green = green_process()
+    size, n, sources = 8 * MIB - 4096, 400, [f"127.0.1.{i}" for i in range(1, 101)]
+
+    async def attack() -> list[str]:
+        return await asyncio.gather(
+            *(_post_body(green.port, sources[i % len(sources)], size) for i in range(n))
+        )
+
+    with PeakRss(green.proc.pid) as rss:
+        answers = asyncio.run(attack())
+    statuses = Counter(a.split(" ", 2)[1] if a.startswith("HTTP/") else a for a in answers)
+    print(f"\n{n} x {size / MIB:.1f} MiB anonymous POSTs ({n * size / MIB / 1024:.1f} GiB): "
+          f"{dict(statuses)}; green's RSS {rss.base:.0f} -> peak {rss.peak:.0f} MiB "
+          f"(+{rss.growth:.0f} MiB)")  # fmt: skip
+    assert rss.growth < 600, rss.growth  # the bodies: 3,200 MiB
+    assert statuses["429"] > 0, statuses
+    assert web.get(f"{green.url}/tasks?limit=1", headers=OPERATOR).status_code == 200

@@ -148,7 +148,7 @@ def test_a2a_tasks_belong_to_the_credential_that_created_them(start_green, scrip
     green = start_green(purple_url=purple_url, open_operator_plane=True)
     url = green.url
     mine = start_a2a_task(url, "Task ID: arvo:900001")
-    theirs = start_a2a_task(url, "Task ID: arvo:900001", headers=None)
+    theirs = start_a2a_task(url, "Task ID: arvo:900002", headers=None)  # 900001: unfinished
     # each sees only its own
     for headers, own, other in ((OPERATOR, mine, theirs), (None, theirs, mine)):
         listed = rpc(url, "ListTasks", {}, headers=headers, version="1.0").json()["result"]
@@ -172,11 +172,6 @@ def test_a2a_tasks_belong_to_the_credential_that_created_them(start_green, scrip
         time.sleep(0.5)
     assert got["status"]["state"] == "completed"
     assert len([a for a in got["artifacts"] if a["name"] == "Result"]) == 1
-
-
-def _result_scores(task_result: dict) -> dict:
-    data = next(p["data"] for a in task_result["artifacts"] for p in a["parts"] if "data" in p)
-    return data["tasks"][0]["scores"]
 
 
 def test_ground_truth_is_for_the_operator_and_only_when_the_bug_is_done(
@@ -217,12 +212,65 @@ def test_ground_truth_is_for_the_operator_and_only_when_the_bug_is_done(
     listed = web.get(f"{green.url}/tasks", headers=OPERATOR).json()["items"]
     assert all(t["ground_truth"] is None for t in listed)
     a2a = rpc(green.url, "message/send", {"message": text_message("Task ID: arvo:900001")})
-    assert "regions" not in _result_scores(a2a.json()["result"])  # a decoy learns nothing
+    assert a2a.status_code == 409 and "unfinished" in _error(a2a)["message"]  # no decoy
     wait_terminal(green.url, running["id"])
     after = web.get(f"{green.url}/tasks/{anon['id']}", headers=OPERATOR).json()
     assert after["ground_truth"] and after["scores"]["regions"]
     assert len(after["provenance"]["ground_truth_sha256"]) == 64
     assert (after["disclosed"], after["withheld"]) == ("all", []) and after["scores"]["floors"]
+
+
+def test_9_no_anonymous_caller_creates_or_reads_tasks_of_a_bug_while_one_is_unfinished(
+    start_green, scripted_purple
+):
+    """The operator plane is open (AgentBeats). An agent whose task runs makes decoy tasks of
+    its own bug to score guesses on, over REST and A2A, and reads the scores, submission and
+    commands of an earlier task of that bug: all refused while its task is unfinished. Another
+    bug is not affected, the operator is not, and after the task the numbers are shown again."""
+    fast, _ = scripted_purple(Script(commands=["true"], submissions=[VALID]))
+    slow, _ = scripted_purple(Script(commands=["sleep 1"] * 30, submit=False))
+    green = start_green(purple_url=fast, open_operator_plane=True)
+    earlier = submit_task(green.url, {"task": "arvo:900001"})
+    assert wait_terminal(green.url, earlier["id"])["scores"]["file@1"] == 1.0
+    agents = submit_task(green.url, {"task": "arvo:900001", "purple_url": slow})
+    wait_status(green.url, agents["id"], "running")
+
+    decoy = web.post(f"{green.url}/tasks", json={"task": "arvo:900001"})  # anonymous
+    assert decoy.status_code == 409 and "unfinished" in decoy.json()["detail"], decoy.text
+    batch = web.post(f"{green.url}/assessments", json={"task_ids": ["arvo:900002", "900001"]})
+    assert batch.status_code == 409, batch.text
+    for text in ("Task ID: arvo:900001", json.dumps(AGENTBEATS_DECOY)):
+        a2a = rpc(green.url, "message/send", {"message": text_message(text)})
+        assert a2a.status_code == 409 and "unfinished" in _error(a2a)["message"], a2a.text
+    seen = web.get(f"{green.url}/tasks/{earlier['id']}").json()
+    assert seen["status"] == "completed" and seen["scores"] is seen["submission"] is None
+    listed = web.get(f"{green.url}/tasks", params={"ref": "arvo:900001"}).json()["items"]
+    assert len(listed) == 2 and all(t["scores"] is None for t in listed)
+    for task_id in (earlier["id"], agents["id"]):
+        r = web.get(f"{green.url}/tasks/{task_id}/commands")
+        assert r.status_code == 403 and "operator's" in r.text, r.text
+        page = web.get(f"{green.url}/ui/tasks/{task_id}").text
+        assert 'id="submission"' not in page and 'data-seq="1"' not in page
+        assert "the commands, submission and scores of its tasks are the operator" in page
+    assert web.get(f"{green.url}/ui/tasks/{agents['id']}/stream").status_code == 403
+    other = web.post(f"{green.url}/tasks", json={"task": "arvo:900002"})  # another bug: fine
+    assert other.status_code == 202, other.text
+    operator = web.get(f"{green.url}/tasks/{earlier['id']}", headers=OPERATOR).json()
+    assert operator["scores"]["file@1"] == 1.0 and operator["submission"]
+    assert web.get(f"{green.url}/tasks/{earlier['id']}/commands", headers=OPERATOR).json()
+
+    for task_id in (agents["id"], other.json()["id"]):
+        web.post(f"{green.url}/tasks/{task_id}/cancel", headers=OPERATOR)
+        wait_terminal(green.url, task_id)
+    after = web.get(f"{green.url}/tasks/{earlier['id']}").json()
+    assert after["scores"]["file@1"] == 1.0 and after["ground_truth"] is None
+    assert web.get(f"{green.url}/tasks/{earlier['id']}/commands").status_code == 200
+
+
+AGENTBEATS_DECOY = {
+    "participants": {"agent": "http://127.0.0.1:9"},
+    "config": {"task_ids": ["arvo:900001"]},
+}
 
 
 def test_intake_is_bounded(start_green, scripted_purple):

@@ -16,6 +16,7 @@ from tests.integration.helpers import OPERATOR, submit_task, wait_terminal
 from tests.support import web
 from tests.support.fake_llm import FakeReply
 from tests.support.servers import REPO
+from tests.support.swe_attacks import FAKE_PASS_CONFTEST
 
 pytestmark = pytest.mark.docker
 
@@ -117,4 +118,50 @@ def test_swebench_offers_its_dataset_tools_through_the_kind_protocol(
     assert row["steps"][0]["detail"] == "the gold patch resolves the instance"
     unknown = post("/datasets/verify", {"task": "swebench:arena__nope-1"})
     assert not unknown["verified"] and unknown["reason"].startswith("instance: no instance")
+    assert leftover_containers(docker_client, green.owner) == []
+
+
+# ---- the agent against the judge: issue 39, attack 7 ---------------------------------------------
+
+
+def test_7_a_conftest_that_marks_every_report_passed_scores_nothing(swe_stack):
+    """The agent fixes nothing, adds a hook wrapper that turns every report into a pass to the
+    tests' conftest.py, and submits: the judge takes conftest.py from the task. Not resolved,
+    and the score says which change it did not apply."""
+    green, llm = swe_stack
+    llm.push(
+        call(
+            "run_bash_cmd", command=f"cat >> tests/conftest.py <<'EOF'\n{FAKE_PASS_CONFTEST}\nEOF"
+        ),
+        call("run_bash_cmd", command="python -m pytest -q -p no:cacheprovider | tail -1"),
+        call("run_bash_cmd", command="echo 'Fixed.' >> README.md"),
+        call("finish", summary="all tests pass"),
+    )
+    done = wait_terminal(
+        green.url, submit_task(green.url, {"task": f"swebench:{WRAP}"})["id"], timeout=300
+    )
+    assert done["status"] == "completed", done["error"]
+    assert done["scores"]["resolved"] == 0.0, done["scores"]["explanation"]
+    assert done["submission"]["files"] == ["README.md"]
+    assert done["submission"]["ignored"] == {"tests/conftest.py": "pytest's configuration"}
+    assert "tests/conftest.py (pytest's configuration)" in str(done["scores"]["explanation"])
+
+
+def test_7_an_agent_that_removes_git_then_submits_fails_its_own_task(swe_stack, docker_client):
+    """``rm -rf /testbed/.git``, then submit: no patch can be taken, and that is the agent's
+    doing (refused, then no submission), never an infra failure; no message names a host path."""
+    green, llm = swe_stack
+    llm.push(
+        call("run_bash_cmd", command="rm -rf /testbed/.git"),
+        call("finish", summary="done"),
+        call("finish", summary="done, really"),
+    )
+    done = wait_terminal(
+        green.url, submit_task(green.url, {"task": f"swebench:{WRAP}"})["id"], timeout=300
+    )
+    assert (done["status"], done["failure_kind"]) == ("failed", "agent"), done
+    assert done["end_reason"] != "sandbox"
+    assert "could not take the patch out of /testbed: git could not diff" in done["error"]
+    assert "/var/lib/docker" not in done["error"] and "overlay2" not in done["error"]
+    assert done["scores"]["resolved"] == 0.0
     assert leftover_containers(docker_client, green.owner) == []

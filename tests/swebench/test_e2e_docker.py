@@ -27,11 +27,12 @@ from services.sandbox.base import SandboxSpec
 from services.sandbox.docker import DockerSandboxProvider
 from services.swebench import cli
 from services.swebench.instances import load_instances
-from services.swebench.judge import apply_patch, evaluate, patch_files, run_tests
+from services.swebench.judge import apply_patch, evaluate, extract_patch, patch_files, run_tests
 from services.swebench.predictions import load_predictions
 from services.swebench.runner import RunConfig, run_batch
 from tests.support.containers import container_names
 from tests.support.fake_llm import FakeError, FakeLLMServer, FakeReply
+from tests.support.swe_attacks import FAKE_PASS_CONFTEST, FAKE_PASS_FROM_CODE
 
 from .test_swe_tools import git
 
@@ -274,6 +275,112 @@ async def test_apply_and_run_tests_on_one_sandbox(dc, instances, provider) -> No
         }
         again, out = await apply_patch(sandbox, inst.patch)  # already applied: refused
         assert not again and "NOT APPLIED" in out
+    finally:
+        await sandbox.remove()
+    assert leftovers(dc) == []
+
+
+# ---- hostile patches: issue 39, attack 7 --------------------------------------------------------
+
+
+def added_file(repo: Path, rel: str, text: str, append: bool = False) -> str:
+    """The ``git diff`` that writes ``text`` to ``rel`` (appends it with ``append``)."""
+    path = repo / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    before = path.read_text() if path.exists() else None
+    path.write_text((before or "") + text if append else text)
+    git(repo, "add", "-A")
+    out = git(repo, "diff", "--cached")
+    git(repo, "reset", "-q", "--hard")
+    return out
+
+
+async def test_a_conftest_that_marks_every_report_passed_is_not_judged(
+    dc, instances, provider, tmp_path
+) -> None:
+    """No fix, and a conftest.py hook wrapper that turns every report into a pass, at the
+    repository's top and beside the tests: the judge applies neither (they are the task's)."""
+    inst = instances[WRAP]
+    repo = local_repo(tmp_path, "wraptext")
+    conftests = added_file(repo, "conftest.py", FAKE_PASS_CONFTEST) + added_file(
+        repo, "tests/conftest.py", FAKE_PASS_CONFTEST, append=True
+    )
+    report = await evaluate(provider, inst, None, conftests)
+    assert not report.patch_applied and not report.resolved, report.log
+    assert report.ignored == {
+        "conftest.py": "pytest's configuration",
+        "tests/conftest.py": "pytest's configuration",
+    }
+    readme = diff_after(repo, "README.md", ("Greedy word wrapping", "Greedy wrapping"))
+    report = await evaluate(provider, inst, None, readme + conftests)
+    assert report.patch_applied and not report.resolved, report.log
+    assert report.fail_to_pass == {"tests/test_wrap.py::test_line_may_be_exactly_width": "FAILED"}
+    # with a real fix beside it, the fix alone is judged: resolved
+    fixed = conftests + diff_after(repo, "src/wraptext/wrap.py", (BUGGY, FIXED))
+    report = await evaluate(provider, inst, None, fixed)
+    assert report.resolved and list(report.ignored) == ["conftest.py", "tests/conftest.py"]
+    assert leftovers(dc) == []
+
+
+async def test_reports_faked_from_the_code_under_test_fail_the_task(
+    dc, instances, provider, tmp_path
+) -> None:
+    """The package itself, imported by the tests, rewrites how pytest makes reports: the
+    judge's plugin sees a test that raised reported passed, and the task is not resolved."""
+    inst = instances[WRAP]
+    repo = local_repo(tmp_path, "wraptext")
+    patch = added_file(repo, "src/wraptext/__init__.py", FAKE_PASS_FROM_CODE, append=True)
+    report = await evaluate(provider, inst, None, patch)
+    assert report.patch_applied and not report.resolved, report.log
+    assert report.tampered == ["tests/test_wrap.py::test_line_may_be_exactly_width"]
+    assert report.fail_to_pass == {"tests/test_wrap.py::test_line_may_be_exactly_width": "FAILED"}
+    assert leftovers(dc) == []
+
+
+async def test_test_output_that_prints_passes_is_not_read_as_statuses(
+    dc, instances, provider, tmp_path
+) -> None:
+    """The package prints a ``PASSED <id>`` line for every test and then fails to import, so
+    no test runs: the statuses come from pytest's reports, not from what the tests print."""
+    inst = instances[WRAP]
+    ids = [*inst.FAIL_TO_PASS, *inst.PASS_TO_PASS]
+    forged = "".join(f"print('PASSED {t}')\n" for t in ids) + "raise ImportError('later')\n"
+    repo = local_repo(tmp_path, "wraptext")
+    patch = added_file(repo, "src/wraptext/__init__.py", forged + "\n", append=False)
+    report = await evaluate(provider, inst, None, patch)
+    assert report.patch_applied and not report.resolved, report.log
+    assert f"PASSED {ids[0]}" in report.log  # it was printed, and not believed
+    assert set(report.fail_to_pass.values()) | set(report.pass_to_pass.values()) == {"ERROR"}
+    assert leftovers(dc) == []
+
+
+async def test_taking_the_patch_out_runs_nothing_the_agent_configured(dc, instances, provider):
+    """The agent's repository names a clean filter for every file and a file-system monitor,
+    both programs of the agent's (run by green's submit, they would be its code outside its own
+    commands, rewriting what it submits): taking the patch out runs neither, and leaves the
+    agent's index as it was."""
+    inst = instances[WRAP]
+    spec = SandboxSpec(
+        image=inst.image_name,
+        task_id="t",
+        ref_id=inst.instance_id,
+        workdir="/testbed",
+        writable=("/testbed",),  # as the agent gets it
+    )
+    sandbox = await provider.create(spec)
+    try:
+        agent = (
+            "printf '#!/bin/sh\\ntouch /tmp/agent-code-ran\\ncat\\n' > /tmp/run.sh && "
+            "chmod +x /tmp/run.sh && git config filter.mine.clean /tmp/run.sh && "
+            "git config core.fsmonitor /tmp/run.sh && echo '* filter=mine' > .git/info/attributes"
+            f" && sed -i 's/{BUGGY.strip()}/{FIXED.strip()}/' src/wraptext/wrap.py"
+        )
+        assert (await sandbox.exec(agent, 30)).exit_code == 0
+        patch = await extract_patch(sandbox, inst)
+        assert patch.files == ["src/wraptext/wrap.py"] and FIXED.strip() in patch.patch
+        ran = await sandbox.exec("ls /tmp/agent-code-ran; git status --porcelain", 30)
+        assert "No such file" in ran.output, ran.output  # neither the filter nor the monitor
+        assert " M src/wraptext/wrap.py" in ran.output  # still unstaged: its index untouched
     finally:
         await sandbox.remove()
     assert leftovers(dc) == []

@@ -37,7 +37,7 @@ from services.green.a2a.requests import (
 )
 from services.green.assessment import AssessmentRequest
 from services.green.auth import Caller, OperatorAuth
-from services.green.intake_limits import IntakeLimits, TooBusy
+from services.green.intake_limits import BugBusy, IntakeLimits, TooBusy
 from services.green.store.errors import OPERATOR_SENTENCE, RETRY_AFTER_S, STORAGE_ERRORS
 from services.shared.a2a import message_parts
 from services.shared.a2a_params import read_body, replaying
@@ -152,7 +152,9 @@ class GreenRequestHandler(DefaultRequestHandler):
         request = _intake_request(verdict)
         try:
             self.allowed_purple(request.purple_url)
-            self.intake.admit(caller.name, len(request.task_ids) * request.trials)
+            self.intake.admit(caller, request.task_ids, request.trials)
+        except BugBusy as exc:
+            raise _refuse(context, InvalidRequestError(str(exc)), 409) from exc
         except TooBusy as exc:
             raise _refuse(
                 context, InvalidRequestError(str(exc)), 429, **{"Retry-After": str(exc.retry_after)}

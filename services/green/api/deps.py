@@ -9,9 +9,10 @@ from fastapi import Depends, HTTPException, Request, status
 from services.green.assessment import AssessmentRunner
 from services.green.auth import Caller, OperatorAuth
 from services.green.disclosure import Disclosure
-from services.green.intake_limits import IntakeLimits, TooBusy
+from services.green.intake_limits import BugBusy, IntakeLimits, TooBusy
 from services.green.orchestrator import Orchestrator
 from services.green.store.crud import AssessmentStore
+from services.shared.task_ref import TaskRef
 
 
 def _orchestrator(request: Request) -> Orchestrator:
@@ -69,10 +70,12 @@ def _intake(request: Request) -> IntakeLimits:
 IntakeDep = Annotated[IntakeLimits, Depends(_intake)]
 
 
-def admit(intake: IntakeLimits, who: Caller, n_tasks: int) -> None:
-    """Apply the intake bounds, as HTTP errors (429 with Retry-After, or 422)."""
+def admit(intake: IntakeLimits, who: Caller, refs: list[TaskRef], trials: int = 1) -> None:
+    """Apply the intake bounds, as HTTP errors (429 with Retry-After, 409, or 422)."""
     try:
-        intake.admit(who.name, n_tasks)
+        intake.admit(who, refs, trials)
+    except BugBusy as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from exc
     except TooBusy as exc:
         raise HTTPException(
             status.HTTP_429_TOO_MANY_REQUESTS,

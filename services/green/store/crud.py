@@ -35,6 +35,17 @@ _COUNT_STEPS = (
 )
 
 
+def storable(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` with every NUL in their text replaced by U+FFFD (as undecodable output bytes
+    already are): PostgreSQL refuses a NUL in a text column, and what the agent sends or prints
+    (a command, its output, its reason) must never fail green's write, which would make the
+    agent's act an infra failure."""
+    return {
+        k: v.replace("\x00", "\ufffd") if isinstance(v, str) and "\x00" in v else v
+        for k, v in values.items()
+    }
+
+
 class TaskStore:
     """Thin synchronous repository; callers in async code wrap calls with ``asyncio.to_thread``
     when they may block (SQLite writes are sub-millisecond, so the orchestrator calls it inline)."""
@@ -84,7 +95,7 @@ class TaskStore:
                 col(Task.owner) == owner,
                 col(Task.status).in_(_HELD),
             )
-            .values(updated_at=utcnow(), **fields)
+            .values(updated_at=utcnow(), **storable(fields))
         )
         with self.engine.begin() as conn:
             return conn.execute(stmt).rowcount == 1
@@ -222,7 +233,7 @@ class TaskStore:
         cached Core statements, no ORM unit of work; ``command`` is left as it was given)."""
         row = command.model_dump(exclude={"id"} if command.id is None else set())
         with self.engine.begin() as conn:
-            conn.execute(_INSERT_COMMAND, row)
+            conn.execute(_INSERT_COMMAND, storable(row))
             conn.execute(
                 _COUNT_STEPS,
                 {"task_id": command.task_id, "steps": command.seq, "now": utcnow()},

@@ -19,10 +19,12 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from fastapi.responses import StreamingResponse
 
 from services.green.api.query_bounds import MAX_SEQ
+from services.green.disclosure import WITHHELD
 from services.green.live_task import TaskEvent, TaskNotFound
 from services.green.orchestrator import Orchestrator
 from services.green.store.models import CommandPublic
-from services.green.ui.auth import require_api
+from services.green.ui.auth import disclosure, require_api
+from services.green.ui.templating import shown
 
 router = APIRouter(prefix="/ui", include_in_schema=False, dependencies=[Depends(require_api)])
 KEEPALIVE_S = 15.0
@@ -31,9 +33,19 @@ POLL_S = 1.0
 up the shutdown; the browser reconnects to the restarted green)."""
 
 
+def _shown(data: Any) -> Any:
+    """The event's strings as the pages show them (:func:`services.green.ui.templating.shown`):
+    the browser inserts them as text, which JSON would hand it with their controls intact."""
+    if isinstance(data, dict):
+        return {k: _shown(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_shown(v) for v in data]
+    return shown(data)
+
+
 def sse(event: str, data: Any, event_id: int | None = None) -> str:
     head = f"id: {event_id}\n" if event_id is not None else ""
-    return f"{head}event: {event}\ndata: {json.dumps(data, default=str)}\n\n"
+    return f"{head}event: {event}\ndata: {json.dumps(_shown(data), default=str)}\n\n"
 
 
 def _command(c: CommandPublic) -> str:
@@ -101,6 +113,12 @@ async def stream(
     # green gave it, so anything else (or a number past the range) is ignored, not an error
     if resume.isascii() and resume.isdigit() and len(resume) <= len(str(MAX_SEQ)):
         after = max(after, min(int(resume), MAX_SEQ))
+    try:
+        row = orch.get(task_id)
+    except TaskNotFound:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no task {task_id}") from None
+    if disclosure(request).withheld([row]):  # its bug has an unfinished task
+        raise HTTPException(status.HTTP_403_FORBIDDEN, WITHHELD)
     try:
         queue = orch.subscribe(task_id)  # before the first read: no command falls in between
     except TaskNotFound:

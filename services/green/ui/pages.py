@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from services.green.api.query_bounds import MAX_PAGE
-from services.green.intake_limits import TooBusy
+from services.green.intake_limits import BugBusy, TooBusy
 from services.green.kinds.errors import UnknownTask
 from services.green.kinds.registry import parse_ref
 from services.green.live_task import TaskNotFound
@@ -39,7 +39,7 @@ async def tasks(
     fragment: str = "",
 ) -> Response:
     f = TaskFilters(status_, kind, bug_class, run, page)
-    data = await task_page(_orch(request).store, request.app.state.ui_facts, f)
+    data = await task_page(_orch(request).store, request.app.state.ui_facts, f, disclosure(request))
     name = "task_rows.html" if fragment == "rows" else "tasks.html"
     return render(request, name, f=f, **data)
 
@@ -61,13 +61,15 @@ async def start_task(request: Request) -> Response:
         try:
             parsed = parse_ref(ref)
             # the same intake bounds as REST and A2A (rate per credential, queued tasks)
-            request.app.state.intake.admit(caller(request).name, 1)
+            request.app.state.intake.admit(caller(request), [parsed])
             task = await _orch(request).create_task(parsed, opts)
             return RedirectResponse(f"/ui/tasks/{task.id}", status_code=303)
         except UnknownTask as exc:
             error, code = f"Unknown task {ref}: {exc}", 404
         except TooBusy as exc:
             error, code = str(exc), 429
+        except BugBusy as exc:
+            error, code = str(exc), 409
         except ValueError as exc:
             error = str(exc)
     return render(request, "start_error.html", code, error=error, form=form)
@@ -80,15 +82,17 @@ async def task(task_id: str, request: Request) -> Response:
         row = orch.get(task_id)
     except TaskNotFound:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no task {task_id}") from None
-    view = disclosure(request).task(row)
+    show = disclosure(request)
+    withheld = bool(show.withheld([row]))  # its bug has an unfinished task: the operator's
+    view = show.task(row, withhold=withheld)
     facts = request.app.state.ui_facts
     report = await facts.report(view.kind, view.ref_id)
-    stored = orch.store.commands(task_id, 0, MAX_COMMANDS_SHOWN)
+    stored = [] if withheld else orch.store.commands(task_id, 0, MAX_COMMANDS_SHOWN)
     commands = [CommandPublic.model_validate(c, from_attributes=True) for c in stored]
     flags = audit(
         [c.command for c in stored],
-        row.submission,
-        (row.scores or {}).get("project"),
+        None if withheld else row.submission,
+        None if withheld else (row.scores or {}).get("project"),
     )
     return render(
         request,
@@ -102,6 +106,7 @@ async def task(task_id: str, request: Request) -> Response:
         events=timeline(view),
         took=duration(view.started_at, view.finished_at),
         result=await result_view(facts, view),
+        withheld=withheld,
     )
 
 

@@ -9,8 +9,10 @@ from typing import Any
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
+from markupsafe import Markup
 
 from services.green.ui.auth import auth_on, csrf_token
+from services.shared.text import escape_controls
 
 HERE = Path(__file__).parent
 templates = Jinja2Templates(directory=HERE / "templates")
@@ -31,6 +33,22 @@ def _score(value: Any) -> str:
     return f"{value:.2f}" if value not in (0.0, 1.0) else f"{value:g}"
 
 
+PAGE_KEEPS = "\t\n\r"
+"""The control characters a page shows as they are (a ``<pre>`` of command output breaks lines
+at them); every other one is written as an escape."""
+
+
+def shown(value: Any) -> Any:
+    """Every ``{{ ... }}`` of every template passes through here before autoescape (which
+    covers HTML's ``<&>"'`` only): what an agent wrote (commands, output, its reason, the source
+    it changed) shows an ESC, a NUL or a bidirectional control such as U+202E as an escape,
+    never as an instruction to the browser's text layout."""
+    if isinstance(value, Markup):
+        return Markup(escape_controls(value, PAGE_KEEPS))
+    return escape_controls(value, PAGE_KEEPS) if isinstance(value, str) else value
+
+
+templates.env.finalize = shown
 templates.env.filters["when"] = _when
 templates.env.filters["score"] = _score
 

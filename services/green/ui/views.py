@@ -8,6 +8,7 @@ from typing import Any
 
 from fastapi import HTTPException, status
 
+from services.green.disclosure import Disclosure
 from services.green.store.crud import UNFINISHED
 from services.green.store.models import Task, TaskPublic, TaskStatus
 from services.green.ui.facts import TaskFacts
@@ -52,8 +53,9 @@ class TaskFilters:
         return "&".join(f"{k}={v}" for k, v in values.items() if v not in ("", None, 1))
 
 
-async def task_page(store, facts: TaskFacts, f: TaskFilters) -> dict[str, Any]:
-    """One page of the task list with everything its filters need."""
+async def task_page(store, facts: TaskFacts, f: TaskFilters, show: Disclosure) -> dict[str, Any]:
+    """One page of the task list with everything its filters need (scores as ``show`` lets
+    its caller see them)."""
     ids = store.distinct_ids()
     classes = await facts.bug_classes(ids)
     ref_ids = None
@@ -68,8 +70,9 @@ async def task_page(store, facts: TaskFacts, f: TaskFilters) -> dict[str, Any]:
         limit=PAGE_SIZE,
     )
     items = []
+    withheld = show.withheld(rows)
     for r in rows:
-        ended = TaskStatus(r.status).terminal
+        ended = TaskStatus(r.status).terminal and r.id not in withheld
         items.append(
             {
                 "row": r,

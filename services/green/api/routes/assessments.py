@@ -48,7 +48,7 @@ async def create_assessment(
     who: OperatorDep,
     intake: IntakeDep,
 ) -> Any:
-    admit(intake, who, len(body.task_ids) * body.trials)
+    admit(intake, who, body.task_ids, body.trials)
     left_out = keep_verified(request, body) if body.verified_only else []
     aid = str(uuid.uuid4())
     try:

@@ -77,7 +77,7 @@ async def open_run(
     """Open a named run: every task is checked, then an assessment record is written (or the
     run named by ``resume`` is opened again). Its tasks join it with ``POST /tasks``'s
     ``run_id``."""
-    admit(intake, who, 0)  # the rate per credential; the tasks are admitted one by one
+    admit(intake, who, [])  # the rate per credential; the tasks are admitted one by one
     distinct = list(dict.fromkeys(body.task_ids))
     if len(distinct) > intake.max_batch:
         raise HTTPException(

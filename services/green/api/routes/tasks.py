@@ -19,6 +19,7 @@ from services.green.api.deps import (
 from services.green.api.query_bounds import MAX_OFFSET
 from services.green.api.routes.runs import client_run
 from services.green.api.verification import annotate_verified
+from services.green.disclosure import WITHHELD
 from services.green.kinds.errors import UnknownTask
 from services.green.kinds.registry import CheckedRef, parse_ref
 from services.green.live_task import TaskNotFound
@@ -68,7 +69,8 @@ async def create_task(
     show: DisclosureDep,
     store: AssessmentStoreDep,
 ) -> TaskPublic:
-    admit(intake, who, 1)
+    assert body.task is not None  # the model's validator saw to it
+    admit(intake, who, [body.task])
     if body.run_id is not None:
         client_run(store, body.run_id)  # 404 unless POST /runs opened it
     opts = TaskOptions(
@@ -80,7 +82,6 @@ async def create_task(
         assessment_id=body.run_id,
     )
     try:
-        assert body.task is not None  # the model's validator saw to it
         task = await orch.create_task(body.task, opts)
     except UnknownTask as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown task {body.task}: {exc}") from exc
@@ -150,10 +151,12 @@ async def get_task(
 async def get_commands(
     task_id: str,
     orch: OrchestratorDep,
+    show: DisclosureDep,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     limit: Annotated[int, Query(ge=1, le=5000)] = 500,
 ) -> Any:
-    _get(orch, task_id)
+    if show.withheld([_get(orch, task_id)]):
+        raise HTTPException(status.HTTP_403_FORBIDDEN, WITHHELD)
     return orch.store.commands(task_id, offset, limit)
 
 

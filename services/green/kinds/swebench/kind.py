@@ -2,8 +2,10 @@
 
 The agent works in the instance's image (the repository at ``/testbed``), with no network, as
 in an ARVO task. At ``submit`` green takes the patch out of the container (``git diff`` against
-the base commit, the instance's test files excluded); the judge applies it in a FRESH container,
-applies the hidden ``test_patch`` and runs FAIL_TO_PASS and PASS_TO_PASS: resolved or not.
+the base commit), keeping only its changes to code (the tests, their configuration and Python's
+start-up hooks are the task's: :mod:`services.swebench.patch_filter`); the judge applies that to
+the task's pristine tree in a FRESH container, applies the hidden ``test_patch`` and runs
+FAIL_TO_PASS and PASS_TO_PASS with its own pytest launcher: resolved or not.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from services.green.kinds.datasets import DatasetContext
 from services.green.kinds.errors import UnknownTask
 from services.green.kinds.swebench.datasets import SweDatasets
 from services.sandbox.base import Sandbox, SandboxError, SandboxProvider, UnreadableFile
+from services.shared.logging import get_logger
 from services.shared.outcome import TaskOutcome
 from services.shared.protocol import SweTask, TaskAssignment, TaskPaths
 from services.shared.scores import aggregate
@@ -32,18 +35,21 @@ from services.swebench.instances import (
     image_name,
     load_instances,
 )
-from services.swebench.judge import evaluate, extract_patch, patch_files
+from services.swebench.judge import PatchUnavailable, evaluate, extract_patch, patch_files
 
+log = get_logger("services.green.kinds.swebench")
 _ID_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,200}$")
 LOG_KEEP = 4000
 """Characters of the judge's test log stored with the scores."""
 
 
 class SwePatch(BaseModel):
-    """A SWE-bench submission: the agent's ``git diff`` (test files excluded)."""
+    """A SWE-bench submission: the agent's ``git diff``, restricted to what the judge applies."""
 
     model_patch: str
     files: list[str]
+    ignored: dict[str, str] = Field(default_factory=dict, exclude_if=lambda v: not v)
+    """The files it also changed that the judge takes from the task, and why."""
 
 
 def _absent(value: Any) -> bool:
@@ -114,8 +120,10 @@ class SwePlan:
 
 The repository {i.repo} is checked out at {WORKDIR} (commit {i.base_commit[:12] or "unknown"}),
 inside a sandbox container without network. Change the code so that the issue is fixed; do not
-edit the tests (hidden tests will judge your change; edits to the instance's test files are
-ignored).
+edit the tests (hidden tests will judge your change): the judge ignores your changes to test
+files (`test_*.py`, `*_test.py`, `tests/`), to pytest's configuration (`conftest.py`,
+`pytest.ini`, `tox.ini`, `setup.cfg`, `pyproject.toml`), to Python's start-up files and to
+links.
 
 ## How to act
 Send messages in this conversation (A2A context `{task.task_id}`):
@@ -130,19 +138,29 @@ At most {lim.max_steps} commands; the task ends at {lim.deadline.isoformat()} (U
 """
 
     async def read_submission(self, sandbox: Sandbox) -> tuple[SwePatch | None, list[str]]:
+        """The agent's patch; a repository that gives none (``.git`` removed or broken, a patch
+        too large) is the agent's doing: a refusal that says why, never an infrastructure
+        failure (which only the engine's own errors are)."""
         try:
             patch = await extract_patch(sandbox, self.instance, workdir=self.workdir)
-        except UnreadableFile as exc:  # too large: what the agent left
+        except (PatchUnavailable, UnreadableFile) as exc:  # what the agent left
             return None, [f"could not take the patch out of {self.workdir}: {exc}"]
         except SandboxError:  # the engine or the container failed: infra
             raise
-        except Exception as exc:
-            return None, [f"could not take the patch out of {self.workdir}: {exc}"]
-        if not patch.strip():
+        except Exception:  # whatever it says may name green's internals: the log only
+            log.exception("swebench.patch_unreadable")
+            return None, [f"could not take the patch out of {self.workdir}"]
+        if not patch.patch.strip():
+            ignored = "; ".join(f"{p} ({why})" for p, why in patch.ignored.items())
             return None, [
-                f"{self.workdir} has no changes (besides test files): edit the code, then submit"
+                f"{self.workdir} has no changes to code: edit the code, then submit"
+                + (
+                    f" (changes the judge takes from the task instead: {ignored})"
+                    if ignored
+                    else ""
+                )
             ]
-        return SwePatch(model_patch=patch, files=patch_files(patch)), []
+        return SwePatch(model_patch=patch.patch, files=patch.files, ignored=patch.ignored), []
 
     async def score(self, submission: SwePatch | None) -> SweScore:
         if submission is None:
@@ -168,8 +186,18 @@ At most {lim.max_steps} commands; the task ends at {lim.deadline.isoformat()} (U
             if report.resolved
             else "the patch does not apply"
             if not report.patch_applied
+            else f"not resolved: the test run was tampered with: {len(report.tampered)} "
+            f"test(s) raised but were reported passed: {', '.join(report.tampered[:5])}"
+            if report.tampered
             else f"not resolved: {len(failing)} test(s) do not pass: {', '.join(failing[:5])}"
         )
+        explanation = [why]
+        dropped = {**submission.ignored, **report.ignored}  # at submission, and by the judge
+        if dropped:
+            ignored = "; ".join(f"{p} ({reason})" for p, reason in dropped.items())
+            explanation.append(f"changes the judge took from the task instead: {ignored}")
+        if report.error:
+            explanation.append(report.error)
         return SweScore(
             resolved=1.0 if report.resolved else 0.0,
             submitted=True,
@@ -179,7 +207,7 @@ At most {lim.max_steps} commands; the task ends at {lim.deadline.isoformat()} (U
             error=report.error,
             duration_s=report.duration_s,
             log_tail=report.log[-LOG_KEEP:],
-            explanation=[why] + ([report.error] if report.error else []),
+            explanation=explanation,
         )
 
     def ground_truth(self) -> SweTruth:
@@ -198,7 +226,7 @@ class SweBenchKind:
     continuous: frozenset[str] = frozenset()
     public_scores = frozenset({"submitted"})
     """Shown to anyone besides ``resolved`` (the test report names the tests: not shown)."""
-    scoring_version = "swebench-resolved-1"
+    scoring_version = "swebench-resolved-2"
     """The version of its scoring rule, recorded in each task's provenance: bump it whenever
     ``docs/scoring.md`` changes what a submission scores (runs of different versions are not
     compared)."""
