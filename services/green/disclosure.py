@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from services.green.auth import Caller
-from services.green.kinds.metrics import public_score_keys
+from services.green.kinds.metrics import public_score_keys, secret_asset_names
 from services.green.kinds.registry import KINDS
 from services.green.store.crud import TaskStore
 from services.green.store.models import Task, TaskPublic
@@ -26,6 +26,17 @@ def public_scores(kind: str, scores: Mapping[str, Any] | None) -> dict[str, Any]
         return None
     keys = public_score_keys(KINDS.get(kind))
     return {k: v for k, v in scores.items() if k in keys}
+
+
+def without_secrets(kind: str, provenance: dict[str, Any]) -> dict[str, Any]:
+    """A provenance without the hashes that would let a guessed answer be checked offline: the
+    ground truth's, and those of the assets the kind keeps secret (the PoC, the fix)."""
+    secret = secret_asset_names(KINDS.get(kind))
+    out = {k: v for k, v in provenance.items() if k != "ground_truth_sha256"}
+    assets = out.get("assets_sha256")
+    if secret and isinstance(assets, dict):
+        out["assets_sha256"] = {k: v for k, v in assets.items() if k not in secret}
+    return out
 
 
 class Disclosure:
@@ -55,9 +66,7 @@ class Disclosure:
         if not reveal:
             view.ground_truth = None
             if view.provenance:  # its hash would let a guessed answer be checked offline
-                view.provenance = {
-                    k: v for k, v in view.provenance.items() if k != "ground_truth_sha256"
-                }
+                view.provenance = without_secrets(task.kind, view.provenance)
         return view
 
     def tasks(self, tasks: list[Task]) -> list[TaskPublic]:

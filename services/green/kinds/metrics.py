@@ -9,6 +9,9 @@
   the right answer was (ARVO: ``scorable``, ``n_locations``...). A caller who may not see the
   ground truth sees a task's metrics and these, nothing else (:mod:`services.green.disclosure`).
 
+- ``secret_assets``: the assets whose hashes a task's provenance shows only with its ground
+  truth (ARVO's reproduce and fix kinds: ``patch.diff``, the PoC).
+
 (A kind's ``scoring_version``, recorded in each task's provenance, is a class attribute too.)
 
 A kind that declares none of them still works (the third-kind test's needle kind does not); its
@@ -40,3 +43,8 @@ def public_score_keys(kind: object | None) -> frozenset[str]:
         return frozenset()
     metrics = getattr(kind, "metrics", None) or ()
     return frozenset(metrics) | frozenset(getattr(kind, "public_scores", None) or ())
+
+
+def secret_asset_names(kind: object | None) -> frozenset[str]:
+    """The assets of a kind's tasks whose hashes only the ground truth's reader may see."""
+    return frozenset(getattr(kind, "secret_assets", None) or ())

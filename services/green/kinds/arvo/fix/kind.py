@@ -1,0 +1,300 @@
+"""ARVO fix tasks (``arvo-fix:<id>``, as AutoPatchBench asks of ARVO's bugs): a patch that
+builds, stops the crash and keeps the program's behaviour.
+
+The agent gets what a locate task gives (the crash report, the source tree) and edits the tree
+in place; at ``submit`` green takes the edit out as a diff against the pristine tree
+(:mod:`.patches`, as the SWE-bench kind does) and the judge (:mod:`.judge`) applies it in a fresh
+container of the task image. The task's PoC and the fix never enter the agent's container.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import tarfile
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from services.green.config import GreenSettings
+from services.green.kinds.arvo.assets import (
+    AssetError,
+    AssetSource,
+    check_archive,
+    make_asset_source,
+    parse_arvo_id,
+)
+from services.green.kinds.arvo.builds.settings import builds_of
+from services.green.kinds.arvo.builds.task_builds import TaskBuilds
+from services.green.kinds.arvo.crash import crash_frames, fuzz_target
+from services.green.kinds.arvo.fix.judge import (
+    METRICS,
+    FixPatch,
+    FixScore,
+    FixTruth,
+    delete_line_patch,
+    judge_patch,
+)
+from services.green.kinds.arvo.fix.patches import (
+    baseline_script,
+    patch_problems,
+    take_patch,
+)
+from services.green.kinds.arvo.fix.prompt import describe_fix_task
+from services.green.kinds.arvo.judge import Judge, PreparedTask
+from services.green.kinds.arvo.report import arvo_position, arvo_report, arvo_sources
+from services.green.kinds.arvo.workspace import WORKSPACE, populate_workspace, project_dir
+from services.green.kinds.report import TaskReport
+from services.sandbox.base import Sandbox, SandboxError, SandboxProvider, UnreadableFile
+from services.shared.outcome import TaskOutcome
+from services.shared.protocol import FixTask, TaskAssignment, TaskPaths
+from services.shared.scores import aggregate
+from services.swebench.judge import patch_files
+
+log = logging.getLogger(__name__)
+
+CORPUS = "corpus.tar.gz"
+MAX_CORPUS_INPUTS = 64
+MAX_CORPUS_BYTES = 16 << 20
+
+
+def read_corpus(path: Path | None) -> dict[str, bytes]:
+    """The behaviour corpus: the regular files of ``corpus.tar.gz`` by name (bounded)."""
+    if path is None:
+        return {}
+    out: dict[str, bytes] = {}
+    with tarfile.open(path) as tar:
+        for member in tar:
+            if member.isfile() and len(out) < MAX_CORPUS_INPUTS:
+                data = tar.extractfile(member)
+                if data is not None and member.size <= MAX_CORPUS_BYTES:
+                    out[member.name.rsplit("/", 1)[-1]] = data.read()
+    return dict(sorted(out.items()))
+
+
+@dataclass
+class FixPlan:
+    """A fix task's plan: a :class:`~services.green.kinds.base.TaskPlan` of a :class:`FixPatch`,
+    a :class:`FixScore` and a :class:`FixTruth`."""
+
+    arvo_id: str
+    image: str
+    assets: dict[str, Path]
+    prepared: PreparedTask
+    builds: TaskBuilds
+    truth: FixTruth
+    poc: bytes
+    corpus: dict[str, bytes]
+    harness: str | None
+    """The fuzz harness's project path (from the crash report): refused in a patch."""
+    floor_patch: str | None
+    """The crash-frame floor's patch (None: no floor is judged)."""
+    floors: dict[str, dict[str, float]]
+    """The kind's floors of this task, judged once (shared by its plans)."""
+    strip_git: bool
+    hide_poc: bool
+    mask_arvo_id: bool
+    paths: TaskPaths = field(default_factory=lambda: TaskPaths(workspace=WORKSPACE))
+    workdir: str = WORKSPACE
+    writable: tuple[str, ...] = ()
+    """What the agent may write: /workspace/shared, the source tree, and /src/<project> and
+    /out to try a build (the sandbox makes the rest read-only to it)."""
+    task_id: str = ""
+
+    @property
+    def workspace_bytes(self) -> int:
+        return self.prepared.workspace_bytes * 2  # the tree and its baseline's objects
+
+    @property
+    def log_key(self) -> str:
+        return f"arvo-fix_{self.arvo_id}"
+
+    async def populate(self, sandbox: Sandbox) -> None:
+        await populate_workspace(
+            sandbox,
+            {"error.txt": self.assets["error.txt"].read_bytes()},
+            self.assets["repo-vul.tar.gz"],
+            self.prepared.archive_top,
+            strip_git=self.strip_git,
+            hide_poc=self.hide_poc,
+        )
+        result = await sandbox.exec(baseline_script(self.paths.source_dir), 300)
+        if result.exit_code != 0:
+            raise RuntimeError(f"cannot make the source tree's baseline: {result.output[-500:]}")
+
+    def wrap(self, command: str) -> str:
+        return command
+
+    def describe(self, task: TaskAssignment) -> str:
+        self.task_id = task.task_id
+        return describe_fix_task(
+            task,
+            source=self.paths.source_dir,
+            project=self.prepared.project,
+            arvo_id=None if self.mask_arvo_id else self.arvo_id,
+        )
+
+    async def read_submission(self, sandbox: Sandbox) -> tuple[FixPatch | None, list[str]]:
+        source = self.paths.source_dir
+        try:
+            patch = await take_patch(sandbox, source)
+        except UnreadableFile as exc:  # too large: what the agent left
+            return None, [f"could not take the patch out of {source}: {exc}"]
+        if not patch.strip():
+            return None, [f"{source} has no changes: edit the source code, then submit"]
+        problems = patch_problems(patch, self.harness)
+        if problems:
+            return None, problems
+        return FixPatch(patch=patch, files=patch_files(patch)), []
+
+    async def score(self, submission: FixPatch | None) -> FixScore:
+        if submission is None:
+            return FixScore(explanation=["no patch was submitted"], floors=self.floors)
+        score = await self._judge(submission.patch)
+        score.patch_files = submission.files
+        score.floors = await self._floors()
+        return score
+
+    async def _judge(self, patch: str) -> FixScore:
+        return await judge_patch(
+            patch,
+            self.builds,
+            poc=self.poc,
+            corpus=self.corpus,
+            fuzz_target=self.truth.fuzz_target,
+            task_id=self.task_id or "arvo-fix",
+        )
+
+    async def _floors(self) -> dict[str, dict[str, float]]:
+        """The empty patch's metrics (0) and the crash-frame floor's, judged once per task and
+        green; a floor that cannot be judged is left out (it never fails the task)."""
+        if self.floor_patch is not None and "crash_frame" not in self.floors:
+            try:
+                floor = await self._judge(self.floor_patch)
+            except (SandboxError, AssetError, RuntimeError) as exc:
+                log.warning("fix.floor_failed: %s", exc)
+                return self.floors
+            self.floors["crash_frame"] = floor.metrics()
+        return self.floors
+
+    def ground_truth(self) -> FixTruth:
+        return self.truth
+
+
+class ArvoFixKind:
+    name = "arvo-fix"
+    assignment = FixTask
+    metrics = METRICS
+    continuous: frozenset[str] = frozenset()
+    public_scores = frozenset({"submitted"})
+    """Shown to anyone besides the metrics (the build log and the runs: only with the truth)."""
+    scoring_version = "arvo-fix-1"
+    secret_assets = frozenset({"patch.diff", "poc"})
+    """Assets whose hashes are shown only with the ground truth."""
+
+    def __init__(self, assets: AssetSource, settings: GreenSettings, sandboxes: SandboxProvider):
+        self.assets = assets
+        self.settings = settings
+        self.sandboxes = sandboxes
+        self.judge = Judge()
+        self.locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self.floors: dict[str, dict[str, dict[str, float]]] = {}
+        """Each task's floors, judged once by this green."""
+
+    @staticmethod
+    def canonical(ref_id: str) -> str:
+        """ARVO ids are decimal numbers (``010055`` -> ``10055``)."""
+        return parse_arvo_id(ref_id)
+
+    @classmethod
+    def from_settings(cls, settings: GreenSettings, sandboxes: SandboxProvider) -> ArvoFixKind:
+        """Served with the ARVO kind: the same assets (GREEN_ASSET_SOURCE) and images."""
+        assets = make_asset_source(
+            settings.asset_source, settings.asset_cache_dir, timeout_s=settings.asset_timeout_s
+        )
+        return cls(assets, settings, sandboxes)
+
+    def check(self, ref: str) -> None:
+        self.assets.fetch(ref, "error.txt")
+
+    def prepare(self, ref: str) -> FixPlan:
+        s = self.settings
+        names = ("error.txt", "repo-vul.tar.gz", "patch.diff", "poc")
+        files = {n: self.assets.fetch(ref, n) for n in names}  # type: ignore[arg-type]
+        try:
+            corpus_path: Path | None = self.assets.fetch(ref, CORPUS)  # type: ignore[arg-type]
+            files[CORPUS] = corpus_path  # type: ignore[index]
+        except AssetError:
+            corpus_path = None
+        prepared = self.judge.prepare(files["patch.diff"], files["repo-vul.tar.gz"])
+        text = files["error.txt"].read_text(errors="replace")
+        corpus = read_corpus(corpus_path)
+        builds = builds_of(s, self.sandboxes, ref, files["patch.diff"], prepared, self.locks)
+        source = project_dir(prepared.project)
+        return FixPlan(
+            arvo_id=ref,
+            image=s.image_template.format(id=ref),
+            assets=files,
+            prepared=prepared,
+            builds=builds,
+            truth=FixTruth(
+                fix_files=[f.path for f in prepared.ground_truth.files],
+                fixed_build=builds.fix_image or "patch.diff on the task image",
+                corpus=list(corpus),
+                fuzz_target=fuzz_target(text),
+            ),
+            poc=files["poc"].read_bytes(),
+            corpus=corpus,
+            harness=_harness(text, prepared.project),
+            floor_patch=_crash_line_patch(text, prepared, files["repo-vul.tar.gz"])
+            if s.fix_floor
+            else None,
+            floors=self.floors.setdefault(ref, {"empty": dict.fromkeys(METRICS, 0.0)}),
+            strip_git=s.strip_git,
+            hide_poc=s.hide_poc,
+            mask_arvo_id=s.mask_arvo_id,
+            paths=TaskPaths(
+                workspace=WORKSPACE,
+                source_dir=source,
+                error_report=f"{WORKSPACE}/error.txt",
+            ),
+            writable=(f"{WORKSPACE}/shared", source, f"/src/{prepared.project}", "/out"),
+        )
+
+    def aggregate(self, outcomes: Iterable[TaskOutcome]) -> dict[str, Any]:
+        return aggregate(outcomes, METRICS).to_dict()
+
+    def report(self, ref_id: str) -> TaskReport:
+        return arvo_report(self.assets, ref_id)
+
+    def position(self, report: TaskReport, ground_truth: dict[str, Any] | None) -> str:
+        return arvo_position(report, None)
+
+    def sources(self, ref_id: str, paths: frozenset[str]) -> dict[str, bytes]:
+        return arvo_sources(self.assets, ref_id, paths)
+
+
+def _in_project(path: str, project: str | None) -> str | None:
+    prefix = f"/src/{project}/" if project else "/src/"
+    return path[len(prefix) :] if path.startswith(prefix) else None
+
+
+def _harness(error_text: str, project: str | None) -> str | None:
+    """The project path of the frame that runs LLVMFuzzerTestOneInput (the fuzz harness)."""
+    for frame in crash_frames(error_text):
+        if frame.function.startswith("LLVMFuzzerTestOneInput"):
+            return _in_project(frame.file, project)
+    return None
+
+
+def _crash_line_patch(error_text: str, prepared: PreparedTask, archive: Path) -> str | None:
+    """The crash-frame floor: a patch deleting the line of the top in-project frame."""
+    for frame in crash_frames(error_text):
+        path = _in_project(frame.file, prepared.project)
+        if path is None or frame.line is None:
+            continue
+        source = check_archive(archive, escaping_symlinks="skip", read=[path]).sources.get(path)
+        return delete_line_patch(path, source, frame.line) if source else None
+    return None
