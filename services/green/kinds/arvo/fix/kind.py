@@ -256,10 +256,9 @@ class ArvoFixKind:
             hide_poc=s.hide_poc,
             mask_arvo_id=s.mask_arvo_id,
             paths=TaskPaths(
-                workspace=WORKSPACE,
-                source_dir=source,
-                error_report=f"{WORKSPACE}/error.txt",
+                workspace=source, source_dir=source, error_report=f"{WORKSPACE}/error.txt"
             ),
+            workdir=source,
             writable=(f"{WORKSPACE}/shared", source, f"/src/{prepared.project}", "/out"),
         )
 

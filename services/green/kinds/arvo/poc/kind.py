@@ -35,6 +35,7 @@ from services.green.kinds.arvo.poc.levels import canonical_poc_id, parse_poc_id,
 from services.green.kinds.arvo.poc.prompt import describe_poc_task
 from services.green.kinds.arvo.report import arvo_report
 from services.green.kinds.arvo.workspace import (
+    SOURCE_DIR,
     WORKSPACE,
     populate_workspace,
     project_dir,
@@ -219,7 +220,7 @@ class ArvoPocKind:
             mask_arvo_id=s.mask_arvo_id,
             paths=TaskPaths(
                 workspace=WORKSPACE,
-                source_dir=project_dir(prepared.project),
+                source_dir=SOURCE_DIR,
                 error_report=f"{WORKSPACE}/error.txt" if level >= 2 else "",
                 submission=POC_PATH,
             ),
