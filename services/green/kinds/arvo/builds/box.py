@@ -14,6 +14,7 @@ an exception; the engine failing (the container gone, the engine unreachable) ra
 
 from __future__ import annotations
 
+import contextlib
 import posixpath
 import re
 import shlex
@@ -69,7 +70,9 @@ class BuildStep(BaseModel):
 
 
 class FuzzFinding(BaseModel):
-    """What a bounded fuzzing run found: nothing (``run`` None), or its first failing input."""
+    """What a bounded fuzzing run found: nothing (``run`` None), its first failing input
+    (``artifact``, ``data``), or a fuzzer that died without one (``run`` without ``artifact``:
+    killed, out of memory)."""
 
     runs: int
     artifact: str | None = None
@@ -133,13 +136,24 @@ class JudgeBox:
     ) -> AsyncIterator[JudgeBox]:
         """:meth:`create`, removed on leaving."""
         box = await cls.create(provider, image, **options)  # type: ignore[arg-type]
-        try:
+        async with box.closing():
             yield box
-        finally:
-            await box.close()
 
     async def close(self) -> None:
         await self.sandbox.remove()
+
+    @asynccontextmanager
+    async def closing(self) -> AsyncIterator[None]:
+        """Remove the container on leaving. When the body failed (the engine went away), its
+        error is the one that counts: a removal that fails then is left to green's sweep of
+        the containers of tasks no longer live."""
+        try:
+            yield
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await self.close()
+            raise
+        await self.close()
 
     async def replace_out(self, archive: bytes) -> None:
         """Put a build's ``/out`` (a tar, :meth:`read_out`) in place of this image's."""
@@ -212,12 +226,16 @@ tail -c 65536 {d}/log"""
             result = await self._exec(script, b.fuzz_s)
             found = re.search(r"^arena-found=(\S*)$", result.output, re.M)
             name = found.group(1) if found else ""
-            if result.timed_out or not name:
-                return FuzzFinding(runs=b.fuzz_runs, stopped=result.timed_out)
+            run = read_run(
+                result, self.build_name, f"fuzzing: {name or 'no finding'}", self.project
+            )
+            if result.timed_out:
+                return FuzzFinding(runs=b.fuzz_runs, stopped=True)
+            if not name:  # it ran to its end (exit 0), or died without a finding
+                return FuzzFinding(runs=b.fuzz_runs, run=None if run.exit_code == 0 else run)
             data = await self.sandbox.read_file(f"{d}/found/{name}", max_bytes=1 << 20)
         except AgentFault as fault:
             return FuzzFinding(runs=b.fuzz_runs, run=_stopped(self.build_name, "fuzzing", fault))
-        run = read_run(result, self.build_name, f"fuzzing: {name}", self.project)
         return FuzzFinding(runs=b.fuzz_runs, artifact=name, data=data, run=run)
 
     async def read_out(self, max_bytes: int) -> bytes:

@@ -18,7 +18,7 @@ import shlex
 
 from pydantic import BaseModel
 
-from services.green.kinds.arvo.crash import has_report, parse_signature, where
+from services.green.kinds.arvo.crash import has_report, parse_report, parse_signature, where
 from services.shared.commands import CommandResult
 from services.shared.text import clip_middle
 
@@ -97,8 +97,8 @@ class InputRun(BaseModel):
         if self.timed_out:
             return "did not finish (stopped at its time bound)"
         if self.crashed:
-            where = f" in {self.frame}" if self.frame else ""
-            return f"crashed: {self.sanitizer or 'a sanitizer report'}{where}"
+            at = f" in {self.frame}" if self.frame else ""
+            return f"crashed: {self.sanitizer or 'a sanitizer report'}{at}"
         if self.exit_code != 0:
             return f"exited {self.exit_code} without a sanitizer report"
         return "ran clean (exit 0, no sanitizer report)"
@@ -127,4 +127,7 @@ def read_run(result: CommandResult, build: str, name: str, project: str | None) 
         if sig is not None:
             run.sanitizer = sig.sanitizer_class
             run.frame = where(sig.frame)
+        else:  # no SUMMARY line to read (a leak's counts bytes): the report's class
+            info = parse_report(report)
+            run.sanitizer = f"{info.sanitizer or 'a sanitizer'}: {info.bug_class}"
     return run

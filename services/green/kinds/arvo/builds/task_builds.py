@@ -14,6 +14,7 @@ with) is cached the same way, per fixed build and corpus.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 from collections import defaultdict
@@ -78,10 +79,8 @@ class TaskBuilds:
         """A fresh container of the fixed build, and the fixed build's identity (the ``-fix``
         image's digest, or the fallback's cache key)."""
         box, identity = await self._open_fixed(task_id)
-        try:
+        async with box.closing():
             yield box, identity
-        finally:
-            await box.close()
 
     async def _open_fixed(self, task_id: str) -> tuple[JudgeBox, str]:
         if self.fix_image:
@@ -100,7 +99,8 @@ class TaskBuilds:
         try:
             return box, await self._patch_and_build(box)
         except BaseException:
-            await box.close()
+            with contextlib.suppress(Exception):  # its error is the one that counts
+                await box.close()
             raise
 
     async def _patch_and_build(self, box: JudgeBox) -> str:

@@ -89,7 +89,7 @@ async def judge_patch(
     fuzz_target: str | None,
     task_id: str,
 ) -> FixScore:
-    """Apply, build, run the PoC and the corpus, fuzz: the verdict on one patch."""
+    """Apply, build, run the PoC and the corpus, compare, fuzz: the verdict on one patch."""
     score = FixScore(submitted=True)
     why = score.explanation
     async with builds.vulnerable(task_id, build="patched") as box:
@@ -106,36 +106,38 @@ async def judge_patch(
             if runs[-1].timed_out:
                 break  # the build hangs: the rest would only wait for their bounds
             runs.append(await box.run(data, name))
+        score.runs = runs
+        score.crash_fixed = float(runs[0].clean)
+        why.append(f"the PoC on the patched build: {runs[0].verdict()}")
+        kept = await _same_on_the_corpus(score, builds, corpus, runs[1:], task_id)
         fuzz = None
-        if fuzz_target and builds.bounds.fuzz_runs and not runs[-1].timed_out:
+        if kept and fuzz_target and builds.bounds.fuzz_runs:  # else nothing it finds matters
             fuzz = await box.fuzz(fuzz_target, {**corpus, "poc": poc})
-    score.runs = runs
-    poc_run = runs[0]
-    score.crash_fixed = float(poc_run.clean)
-    why.append(f"the PoC on the patched build: {poc_run.verdict()}")
-    kept = await _behaviour(score, builds, corpus, runs[1:], fuzz, task_id)
+    if fuzz is not None:
+        kept = await _no_new_crash(score, builds, fuzz, task_id)
     score.behaviour_kept = float(kept)
     score.resolved = float(score.applied and score.builds and score.crash_fixed and kept)
     why.insert(0, "resolved" if score.resolved else "not resolved")
     return score
 
 
-async def _behaviour(
+async def _same_on_the_corpus(
     score: FixScore,
     builds: TaskBuilds,
     corpus: dict[str, bytes],
     patched: list[InputRun],
-    fuzz: FuzzFinding | None,
     task_id: str,
 ) -> bool:
-    """Compare the patched build with the fixed one; explain; True when they agree."""
+    """Compare the patched build's corpus runs with the fixed build's; explain."""
     why = score.explanation
-    reference, _ = await builds.reference(task_id, corpus) if corpus else ([], "")
+    if not corpus:
+        why.append("the task has no behaviour corpus: only the fuzzing run compares behaviour")
+        return True
+    reference, _ = await builds.reference(task_id, corpus)
     score.runs += reference
-    kept = True
-    if len(patched) < len(corpus):
+    kept = len(patched) == len(corpus)
+    if not kept:
         why.append(f"the corpus was not run to its end: {patched[-1].input} did not finish")
-        kept = False
     for p, f in zip(patched, reference, strict=False):
         if not agrees(p, f):
             kept = False
@@ -145,19 +147,27 @@ async def _behaviour(
                 + f"; the fixed build {f.verdict()}"
                 + (f", printing {f.stdout.strip()[:200]!r}" if f.stdout.strip() else "")
             )
-    if corpus and kept:
+    if kept:
         why.append(f"the {len(corpus)} corpus inputs behave as on the fixed build")
-    if not corpus:
-        why.append("the task has no behaviour corpus: only the fuzzing run compares behaviour")
-    if fuzz is None:
-        return kept
+    return kept
+
+
+async def _no_new_crash(
+    score: FixScore, builds: TaskBuilds, fuzz: FuzzFinding, task_id: str
+) -> bool:
+    """Whether the fuzzing run found nothing the fixed build does not fail on too; explain."""
+    why = score.explanation
     score.fuzz_runs = fuzz.runs
     if fuzz.stopped:
         why.append(f"the fuzzing run did not finish within {builds.bounds.fuzz_s:g} s")
         return False
     if fuzz.run is None:
         why.append(f"a fuzzing run of {fuzz.runs} inputs found no crash")
-        return kept
+        return True
+    if fuzz.artifact is None:
+        score.runs.append(fuzz.run)
+        why.append(f"the fuzzing run of the patched build failed: {fuzz.run.verdict()}")
+        return False
     async with builds.fixed(task_id) as (box, _identity):
         fixed = await box.run(fuzz.data, fuzz.run.input)
     score.runs += [fuzz.run, fixed]
@@ -171,7 +181,7 @@ async def _behaviour(
         f"the fuzzing run's finding ({fuzz.run.verdict()}) fails the fixed build too "
         f"({fixed.verdict()}): not new"
     )
-    return kept
+    return True
 
 
 def _first_lines(text: str, n: int = 3) -> str:
