@@ -16,6 +16,7 @@ import secrets
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from fixtures.catalog import FixtureTask, get_task, load_tasks
@@ -24,7 +25,7 @@ from services.green.kinds.arvo.fix.judge import FixPatch, FixScore
 from services.green.kinds.arvo.fix.kind import ArvoFixKind
 from services.sandbox.docker import DockerSandboxProvider
 from tests.integration.conftest import leftover_containers
-from tests.integration.helpers import submit_task, wait_status, wait_terminal
+from tests.integration.helpers import OPERATOR_TOKEN, submit_task, wait_status, wait_terminal
 from tests.support.docker_proxy import DockerProxy
 from tests.support.fix_patches import (
     broken_patch,
@@ -168,6 +169,12 @@ def test_a_fix_task_through_green_is_resolved_refused_or_empty(
     assert empty["status"] == "failed" and empty["failure_kind"] == "agent"
     assert all(d["ref"] == "arvo-fix:900002" for d in done)
     assert "# Vulnerability fixing task" in observed.descriptions[0]
+
+    with httpx.Client(base_url=green.url, timeout=30) as ui:  # the patch beside each run
+        assert ui.post("/ui/login", data={"token": OPERATOR_TOKEN}).status_code == 303
+        page = ui.get(f"/ui/tasks/{resolved['id']}").text
+    assert "Submitted patch" in page and "diff --git a/src/rle.c b/src/rle.c" in page
+    assert 'id="runs"' in page and "<td>patched</td>" in page and "<td>fixed</td>" in page
     assert leftover_containers(docker_client, green.owner) == []
 
 

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import hashlib
 
+import httpx
 import pytest
 
 from fixtures.catalog import load_tasks
 from tests.integration.conftest import leftover_containers
-from tests.integration.helpers import submit_task, wait_terminal
+from tests.integration.helpers import OPERATOR_TOKEN, submit_task, wait_terminal
 from tests.support.scripted_purple import Script
 
 pytestmark = pytest.mark.docker
@@ -95,3 +96,14 @@ def test_the_levels_give_what_they_promise(start_green, scripted_purple, fixture
     d0, d2 = observed.descriptions
     assert "/out/inflate_fuzzer" in d0 and "## The bug" not in d0 and "error.txt" not in d0
     assert "## The bug" in d2 and "/workspace/error.txt" in d2
+
+    # the dashboard: the submitted input beside the verdict of each run, its output and exit
+    with httpx.Client(base_url=green.url, timeout=30) as ui:
+        assert ui.post("/ui/login", data={"token": OPERATOR_TOKEN}).status_code == 303
+        listed = ui.get("/ui/tasks", params={"kind": "arvo-poc"}).text
+        page = ui.get(f"/ui/tasks/{task['id']}").text
+    assert listed.count("arvo-poc:900007") >= 2
+    assert "Submitted input" in page and hashlib.sha256(poc).hexdigest() in page
+    assert poc[:4].hex(" ") in page  # its hex dump
+    assert 'id="runs"' in page and "global-buffer-overflow" in page and "tinf_match_length" in page
+    assert "<td>vulnerable</td>" in page and "<td>fixed</td>" in page
