@@ -13,11 +13,14 @@ agent's (the task completes). No other fixture has a second bug to give such inp
 from __future__ import annotations
 
 import hashlib
+import json
 
 import httpx
 import pytest
+from typer.testing import CliRunner
 
 from fixtures.catalog import load_tasks
+from services.arena.app import app
 from tests.integration.conftest import leftover_containers
 from tests.integration.helpers import OPERATOR_TOKEN, submit_task, wait_terminal
 from tests.support.scripted_purple import Script
@@ -107,3 +110,53 @@ def test_the_levels_give_what_they_promise(start_green, scripted_purple, fixture
     assert poc[:4].hex(" ") in page  # its hex dump
     assert 'id="runs"' in page and "global-buffer-overflow" in page and "tinf_match_length" in page
     assert "<td>vulnerable</td>" in page and "<td>fixed</td>" in page
+
+
+def test_arena_runs_reproduce_tasks_with_trials_and_compares_two_runs(
+    tmp_path, start_green, scripted_purple, fixture_assets
+):
+    """``arena run arvo-poc:... --trials 2`` and ``arena compare``: reports with intervals,
+    pass@k, provenance, and the paired comparison of the two purples."""
+    ids = ["900001", "900007", "900011"]
+    pocs = {t.project: (fixture_assets / str(t.id) / "poc").read_bytes() for t in load_tasks()}
+
+    def purple(solves: set[str]) -> str:
+        by_project = {
+            t.project: [
+                Script(commands=[], submissions=[pocs[t.project] if str(t.id) in solves else b""])
+            ]
+            * 2
+            for t in load_tasks()
+            if str(t.id) in ids
+        }
+        return scripted_purple(Script(by_key=by_project))[0]
+
+    green = start_green(max_concurrent_tasks=3)
+    out = tmp_path / "results"
+    for name, solves in (("some", {"900001"}), ("all", set(ids))):
+        args = ["run", *(f"arvo-poc:{i}" for i in ids), "--green", green.url, "--purple"]
+        args += [purple(solves), "--run", name, "--out", str(out), "--trials", "2"]
+        args += ["--concurrency", "3", "--poll-interval", "0.2", "--api-token", OPERATOR_TOKEN]
+        res = CliRunner().invoke(app, args)
+        assert res.exit_code == 0, res.output
+    results = json.loads((out / "some" / "results.json").read_text())
+    assert len(results["tasks"]) == 6 and results["trials"] == 2
+    assert {t["ref"] for t in results["tasks"]} == {f"arvo-poc:{i}" for i in ids}
+    agg = results["aggregate"]
+    assert agg["mean_all"]["reproduced"] == pytest.approx(1 / 3)
+    iv = agg["uncertainty"]["mean_all"]["reproduced"]
+    assert iv["ci_low"] <= 1 / 3 <= iv["ci_high"]
+    assert agg["trials"]["same_bug"]["pass@2"] == pytest.approx(1 / 3)
+    manifest = json.loads((out / "some" / "manifest.json").read_text())
+    assert "arvo-poc-1" in json.dumps(manifest)  # the scoring rule's version
+    report = (out / "some" / "report.md").read_text()
+    for metric in ("reproduced", "fix_distinguishes", "same_bug"):
+        assert metric in report
+    assert "## Repeated trials" in report and "[" in report  # means with their intervals
+    compared_dir = tmp_path / "compared"
+    res = CliRunner().invoke(
+        app, ["compare", str(out / "some"), str(out / "all"), "--out", str(compared_dir)]
+    )
+    assert res.exit_code == 0, res.output
+    compared = (compared_dir / "compare.md").read_text()
+    assert "reproduced" in compared and "McNemar" in compared
