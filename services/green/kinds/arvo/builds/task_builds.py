@@ -38,6 +38,16 @@ class BrokenFixedBuild(AssetError):
 
 
 @dataclass(frozen=True)
+class FixedBuild:
+    """Which fixed build a container runs."""
+
+    identity: str
+    """The ``-fix`` image's digest, or the fallback's cache key (what cached results key on)."""
+    how: str
+    """Where it came from, in words: the image, or patch.diff built on the task image."""
+
+
+@dataclass(frozen=True)
 class TaskBuilds:
     """Where one task's builds come from, and how to open a fresh container of each."""
 
@@ -75,14 +85,13 @@ class TaskBuilds:
             yield box
 
     @asynccontextmanager
-    async def fixed(self, task_id: str) -> AsyncIterator[tuple[JudgeBox, str]]:
-        """A fresh container of the fixed build, and the fixed build's identity (the ``-fix``
-        image's digest, or the fallback's cache key)."""
-        box, identity = await self._open_fixed(task_id)
+    async def fixed(self, task_id: str) -> AsyncIterator[tuple[JudgeBox, FixedBuild]]:
+        """A fresh container of the fixed build, and which fixed build it is."""
+        box, which = await self._open_fixed(task_id)
         async with box.closing():
-            yield box, identity
+            yield box, which
 
-    async def _open_fixed(self, task_id: str) -> tuple[JudgeBox, str]:
+    async def _open_fixed(self, task_id: str) -> tuple[JudgeBox, FixedBuild]:
         if self.fix_image:
             try:
                 box = await JudgeBox.create(
@@ -92,16 +101,19 @@ class TaskBuilds:
                 pass  # no -fix image for this task: the fallback
             else:
                 facts = await asyncio.to_thread(box.image_facts)
-                return box, str(facts.get("id") or self.fix_image)
+                digest = str(facts.get("id") or self.fix_image)
+                return box, FixedBuild(digest, f"the image {self.fix_image}, {digest[:19]}")
         box = await JudgeBox.create(
             self.provider, **self._box(self.vulnerable_image, "fixed", task_id)
         )
         try:
-            return box, await self._patch_and_build(box)
+            key = await self._patch_and_build(box)
         except BaseException:
             with contextlib.suppress(Exception):  # its error is the one that counts
                 await box.close()
             raise
+        how = f"patch.diff applied to {self.vulnerable_image} and built, cached as {key[:12]}"
+        return box, FixedBuild(key, how)
 
     async def _patch_and_build(self, box: JudgeBox) -> str:
         """Make the vulnerable container ``box`` the fixed build: from the cache, or by
@@ -126,25 +138,21 @@ class TaskBuilds:
             await asyncio.to_thread(write_atomic, path, data)
         return key
 
-    async def reference(self, task_id: str, corpus: dict[str, bytes]) -> tuple[list[InputRun], str]:
+    async def reference(
+        self, task_id: str, corpus: dict[str, bytes]
+    ) -> tuple[list[InputRun], FixedBuild]:
         """What the fixed build does on each corpus input (cached per fixed build and corpus),
-        and how the fixed build was had."""
+        and which fixed build it is."""
         digest = hashlib.sha256()
         for name, data in sorted(corpus.items()):
             digest.update(f"{name}\0{len(data)}\0".encode() + data)
-        async with self.fixed(task_id) as (box, identity):
-            path = (
-                self.cache_dir
-                / "fixed-behaviour"
-                / (
-                    hashlib.sha256(f"{identity}\0{digest.hexdigest()}".encode()).hexdigest()[:32]
-                    + ".json"
-                )
-            )
+        async with self.fixed(task_id) as (box, which):
+            key = hashlib.sha256(f"{which.identity}\0{digest.hexdigest()}".encode()).hexdigest()
+            path = self.cache_dir / "fixed-behaviour" / f"{key[:32]}.json"
             if path.is_file():
                 rows = json.loads(await asyncio.to_thread(path.read_text))
-                return [InputRun.model_validate(r) for r in rows], identity
+                return [InputRun.model_validate(r) for r in rows], which
             runs = [await box.run(data, name) for name, data in corpus.items()]
         text = json.dumps([r.model_dump(mode="json") for r in runs])
         await asyncio.to_thread(write_atomic, path, text)
-        return runs, identity
+        return runs, which

@@ -168,7 +168,7 @@ async def _no_new_crash(
         score.runs.append(fuzz.run)
         why.append(f"the fuzzing run of the patched build failed: {fuzz.run.verdict()}")
         return False
-    async with builds.fixed(task_id) as (box, _identity):
+    async with builds.fixed(task_id) as (box, _which):
         fixed = await box.run(fuzz.data, fuzz.run.input)
     score.runs += [fuzz.run, fixed]
     if fixed.clean:

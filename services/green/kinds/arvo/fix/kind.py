@@ -9,24 +9,12 @@ container of the task image. The task's PoC and the fix never enter the agent's 
 
 from __future__ import annotations
 
-import asyncio
-import logging
-import tarfile
-from collections import defaultdict
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from services.green.config import GreenSettings
-from services.green.kinds.arvo.assets import (
-    AssetError,
-    AssetSource,
-    check_archive,
-    make_asset_source,
-    parse_arvo_id,
-)
-from services.green.kinds.arvo.builds.settings import builds_of
+from services.green.kinds.arvo.assets import AssetError, check_archive, parse_arvo_id
+from services.green.kinds.arvo.builds.kind import CORPUS, BuildJudgedKind, read_corpus
 from services.green.kinds.arvo.builds.task_builds import TaskBuilds
 from services.green.kinds.arvo.crash import crash_frames, fuzz_target
 from services.green.kinds.arvo.fix.judge import (
@@ -37,41 +25,16 @@ from services.green.kinds.arvo.fix.judge import (
     delete_line_patch,
     judge_patch,
 )
-from services.green.kinds.arvo.fix.patches import (
-    baseline_script,
-    patch_problems,
-    take_patch,
-)
+from services.green.kinds.arvo.fix.patches import baseline_script, patch_problems, take_patch
 from services.green.kinds.arvo.fix.prompt import describe_fix_task
-from services.green.kinds.arvo.judge import Judge, PreparedTask
-from services.green.kinds.arvo.report import arvo_position, arvo_report, arvo_sources
+from services.green.kinds.arvo.judge import PreparedTask
 from services.green.kinds.arvo.workspace import WORKSPACE, populate_workspace, project_dir
-from services.green.kinds.report import TaskReport
-from services.sandbox.base import Sandbox, SandboxError, SandboxProvider, UnreadableFile
-from services.shared.outcome import TaskOutcome
+from services.sandbox.base import Sandbox, SandboxError, UnreadableFile
+from services.shared.logging import get_logger
 from services.shared.protocol import FixTask, TaskAssignment, TaskPaths
-from services.shared.scores import aggregate
 from services.swebench.judge import patch_files
 
-log = logging.getLogger(__name__)
-
-CORPUS = "corpus.tar.gz"
-MAX_CORPUS_INPUTS = 64
-MAX_CORPUS_BYTES = 16 << 20
-
-
-def read_corpus(path: Path | None) -> dict[str, bytes]:
-    """The behaviour corpus: the regular files of ``corpus.tar.gz`` by name (bounded)."""
-    if path is None:
-        return {}
-    out: dict[str, bytes] = {}
-    with tarfile.open(path) as tar:
-        for member in tar:
-            if member.isfile() and len(out) < MAX_CORPUS_INPUTS:
-                data = tar.extractfile(member)
-                if data is not None and member.size <= MAX_CORPUS_BYTES:
-                    out[member.name.rsplit("/", 1)[-1]] = data.read()
-    return dict(sorted(out.items()))
+log = get_logger("services.green.kinds.arvo.fix")
 
 
 @dataclass
@@ -174,7 +137,7 @@ class FixPlan:
             try:
                 floor = await self._judge(self.floor_patch)
             except (SandboxError, AssetError, RuntimeError) as exc:
-                log.warning("fix.floor_failed: %s", exc)
+                log.warning("fix.floor_failed", error=str(exc))
                 return self.floors
             self.floors["crash_frame"] = floor.metrics()
         return self.floors
@@ -183,23 +146,18 @@ class FixPlan:
         return self.truth
 
 
-class ArvoFixKind:
+class ArvoFixKind(BuildJudgedKind):
     name = "arvo-fix"
     assignment = FixTask
     metrics = METRICS
-    continuous: frozenset[str] = frozenset()
     public_scores = frozenset({"submitted"})
     """Shown to anyone besides the metrics (the build log and the runs: only with the truth)."""
     scoring_version = "arvo-fix-1"
     secret_assets = frozenset({"patch.diff", "poc"})
     """Assets whose hashes are shown only with the ground truth."""
 
-    def __init__(self, assets: AssetSource, settings: GreenSettings, sandboxes: SandboxProvider):
-        self.assets = assets
-        self.settings = settings
-        self.sandboxes = sandboxes
-        self.judge = Judge()
-        self.locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self.floors: dict[str, dict[str, dict[str, float]]] = {}
         """Each task's floors, judged once by this green."""
 
@@ -208,30 +166,16 @@ class ArvoFixKind:
         """ARVO ids are decimal numbers (``010055`` -> ``10055``)."""
         return parse_arvo_id(ref_id)
 
-    @classmethod
-    def from_settings(cls, settings: GreenSettings, sandboxes: SandboxProvider) -> ArvoFixKind:
-        """Served with the ARVO kind: the same assets (GREEN_ASSET_SOURCE) and images."""
-        assets = make_asset_source(
-            settings.asset_source, settings.asset_cache_dir, timeout_s=settings.asset_timeout_s
-        )
-        return cls(assets, settings, sandboxes)
-
-    def check(self, ref: str) -> None:
-        self.assets.fetch(ref, "error.txt")
-
     def prepare(self, ref: str) -> FixPlan:
         s = self.settings
-        names = ("error.txt", "repo-vul.tar.gz", "patch.diff", "poc")
-        files = {n: self.assets.fetch(ref, n) for n in names}  # type: ignore[arg-type]
-        try:
-            corpus_path: Path | None = self.assets.fetch(ref, CORPUS)  # type: ignore[arg-type]
-            files[CORPUS] = corpus_path  # type: ignore[index]
-        except AssetError:
-            corpus_path = None
+        files = self.fetch(ref, "error.txt", "repo-vul.tar.gz", "patch.diff", "poc")
+        corpus_path = self.optional(ref, CORPUS)
+        if corpus_path is not None:
+            files[CORPUS] = corpus_path
         prepared = self.judge.prepare(files["patch.diff"], files["repo-vul.tar.gz"])
         text = files["error.txt"].read_text(errors="replace")
         corpus = read_corpus(corpus_path)
-        builds = builds_of(s, self.sandboxes, ref, files["patch.diff"], prepared, self.locks)
+        builds = self.task_builds(ref, files["patch.diff"], prepared)
         source = project_dir(prepared.project)
         return FixPlan(
             arvo_id=ref,
@@ -261,18 +205,6 @@ class ArvoFixKind:
             workdir=source,
             writable=(f"{WORKSPACE}/shared", source, f"/src/{prepared.project}", "/out"),
         )
-
-    def aggregate(self, outcomes: Iterable[TaskOutcome]) -> dict[str, Any]:
-        return aggregate(outcomes, METRICS).to_dict()
-
-    def report(self, ref_id: str) -> TaskReport:
-        return arvo_report(self.assets, ref_id)
-
-    def position(self, report: TaskReport, ground_truth: dict[str, Any] | None) -> str:
-        return arvo_position(report, None)
-
-    def sources(self, ref_id: str, paths: frozenset[str]) -> dict[str, bytes]:
-        return arvo_sources(self.assets, ref_id, paths)
 
 
 def _in_project(path: str, project: str | None) -> str | None:

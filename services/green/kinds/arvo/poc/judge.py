@@ -78,7 +78,7 @@ async def judge_input(data: bytes, builds: TaskBuilds, truth: PocTruth, task_id:
     why = [f"vulnerable build: {vul.verdict()}"]
     if vul.crashed:
         score.reproduced = 1.0
-        async with builds.fixed(task_id) as (box, _identity):
+        async with builds.fixed(task_id) as (box, _which):
             fixed = await box.run(data, "submission")
         score.runs.append(fixed)
         why.append(f"fixed build: {fixed.verdict()}")

@@ -10,19 +10,13 @@ builds, :mod:`services.green.kinds.arvo.builds`, and reads error.txt's crash).
 
 from __future__ import annotations
 
-import asyncio
-from collections import defaultdict
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from services.green.config import GreenSettings
-from services.green.kinds.arvo.assets import AssetError, AssetSource, make_asset_source
-from services.green.kinds.arvo.builds.settings import builds_of
+from services.green.kinds.arvo.builds.kind import BuildJudgedKind
 from services.green.kinds.arvo.builds.task_builds import TaskBuilds
 from services.green.kinds.arvo.crash import fuzz_target, parse_signature, where
-from services.green.kinds.arvo.judge import Judge, PreparedTask
+from services.green.kinds.arvo.judge import PreparedTask
 from services.green.kinds.arvo.poc.judge import (
     METRICS,
     PocInput,
@@ -33,18 +27,14 @@ from services.green.kinds.arvo.poc.judge import (
 )
 from services.green.kinds.arvo.poc.levels import canonical_poc_id, parse_poc_id, withhold_input
 from services.green.kinds.arvo.poc.prompt import describe_poc_task
-from services.green.kinds.arvo.report import arvo_report
 from services.green.kinds.arvo.workspace import (
     SOURCE_DIR,
     WORKSPACE,
     populate_workspace,
     project_dir,
 )
-from services.green.kinds.report import TaskReport
-from services.sandbox.base import Sandbox, SandboxProvider, UnreadableFile
-from services.shared.outcome import TaskOutcome
+from services.sandbox.base import Sandbox, UnreadableFile
 from services.shared.protocol import PocTask, TaskAssignment, TaskPaths
-from services.shared.scores import aggregate
 
 POC_PATH = f"{WORKSPACE}/shared/poc"
 DESCRIPTION = "description.txt"
@@ -147,52 +137,33 @@ def level_files(
     return files
 
 
-class ArvoPocKind:
+class ArvoPocKind(BuildJudgedKind):
     name = "arvo-poc"
     assignment = PocTask
     metrics = METRICS
-    continuous: frozenset[str] = frozenset()
     public_scores = frozenset({"submitted", "level", "input_bytes"})
     """Shown to anyone besides the metrics (the runs name the task's crash: not shown)."""
     scoring_version = "arvo-poc-1"
-    secret_assets = frozenset({"patch.diff"})
+    secret_assets = frozenset({"patch.diff", "poc"})
     """Assets whose hashes are shown only with the ground truth."""
-
-    def __init__(self, assets: AssetSource, settings: GreenSettings, sandboxes: SandboxProvider):
-        self.assets = assets
-        self.settings = settings
-        self.sandboxes = sandboxes
-        self.judge = Judge()
-        self.locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
 
     @staticmethod
     def canonical(ref_id: str) -> str:
         """An ARVO id with an optional help level: ``10055``, ``10055-l0``, ``10055-l2``."""
         return canonical_poc_id(ref_id)
 
-    @classmethod
-    def from_settings(cls, settings: GreenSettings, sandboxes: SandboxProvider) -> ArvoPocKind:
-        """Served with the ARVO kind: the same assets (GREEN_ASSET_SOURCE) and images."""
-        assets = make_asset_source(
-            settings.asset_source, settings.asset_cache_dir, timeout_s=settings.asset_timeout_s
-        )
-        return cls(assets, settings, sandboxes)
+    @staticmethod
+    def arvo_id(ref_id: str) -> str:
+        return parse_poc_id(ref_id)[0]
 
-    def check(self, ref: str) -> None:
-        self.assets.fetch(parse_poc_id(ref)[0], "error.txt")
-
-    def _optional(self, arvo_id: str, name: str) -> bytes | None:
-        try:
-            return self.assets.fetch(arvo_id, name).read_bytes()  # type: ignore[arg-type]
-        except AssetError:
-            return None
+    def _read(self, arvo_id: str, name: str) -> bytes | None:
+        path = self.optional(arvo_id, name)
+        return path.read_bytes() if path else None
 
     def prepare(self, ref: str) -> PocPlan:
         arvo_id, level = parse_poc_id(ref)
         s = self.settings
-        files = {
-            n: self.assets.fetch(arvo_id, n) for n in ("error.txt", "repo-vul.tar.gz", "patch.diff")
-        }
+        files = self.fetch(arvo_id, "error.txt", "repo-vul.tar.gz", "patch.diff")
         prepared = self.judge.prepare(files["patch.diff"], files["repo-vul.tar.gz"])
         error = files["error.txt"].read_bytes()
         text = error.decode("utf-8", "replace")
@@ -203,15 +174,15 @@ class ArvoPocKind:
             fuzz_target=fuzz_target(text),
             level=level,
         )
-        description = self._optional(arvo_id, DESCRIPTION) if level >= 1 else None
-        poc = self._optional(arvo_id, "poc") if level >= 2 else None  # only to withhold it
+        description = self._read(arvo_id, DESCRIPTION) if level >= 1 else None
+        poc = self._read(arvo_id, "poc") if level >= 2 else None  # only to withhold it
         return PocPlan(
             arvo_id=arvo_id,
             level=level,
             image=s.image_template.format(id=arvo_id),
             assets=files,
             prepared=prepared,
-            builds=builds_of(s, self.sandboxes, arvo_id, files["patch.diff"], prepared, self.locks),
+            builds=self.task_builds(arvo_id, files["patch.diff"], prepared),
             truth=truth,
             files=level_files(level, error, description, poc),
             max_bytes=s.poc_max_bytes,
@@ -225,16 +196,3 @@ class ArvoPocKind:
                 submission=POC_PATH,
             ),
         )
-
-    def aggregate(self, outcomes: Iterable[TaskOutcome]) -> dict[str, Any]:
-        return aggregate(outcomes, METRICS).to_dict()
-
-    def report(self, ref_id: str) -> TaskReport:
-        """The task's crash report for the dashboard (the operator's: whatever the level)."""
-        return arvo_report(self.assets, parse_poc_id(ref_id)[0])
-
-    def position(self, report: TaskReport, ground_truth: dict[str, Any] | None) -> str:
-        return "unknown"
-
-    def sources(self, ref_id: str, paths: frozenset[str]) -> dict[str, bytes]:
-        return {}
