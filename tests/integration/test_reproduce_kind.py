@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 
 import httpx
 import pytest
@@ -22,7 +23,14 @@ from typer.testing import CliRunner
 from fixtures.catalog import load_tasks
 from services.arena.app import app
 from tests.integration.conftest import leftover_containers
-from tests.integration.helpers import OPERATOR_TOKEN, submit_task, wait_terminal
+from tests.integration.helpers import (
+    OPERATOR,
+    OPERATOR_TOKEN,
+    start_a2a_task,
+    submit_task,
+    wait_terminal,
+)
+from tests.support import web
 from tests.support.scripted_purple import Script
 
 pytestmark = pytest.mark.docker
@@ -85,12 +93,16 @@ def test_the_levels_give_what_they_promise(start_green, scripted_purple, fixture
     poc = (fixture_assets / "900007" / "poc").read_bytes()
     purple_url, observed = scripted_purple(Script(commands=[look], submissions=[poc]))
     green = start_green(purple_url=purple_url)
-    for level in ("0", "2"):
-        task = wait_terminal(
-            green.url, submit_task(green.url, {"task": f"arvo-poc:900007-l{level}"})["id"]
-        )
+    level0 = wait_terminal(green.url, submit_task(green.url, {"task": "arvo-poc:900007-l0"})["id"])
+    start_a2a_task(green.url, "Task ID: arvo-poc:900007-l2")  # A2A text names it too
+    deadline = time.monotonic() + 60
+    while (listed := web.get(f"{green.url}/tasks", headers=OPERATOR).json())["total"] < 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    level2 = wait_terminal(green.url, listed["items"][0]["id"])
+    for level, task in ((0, level0), (2, level2)):
         assert task["status"] == "completed" and task["ref"] == f"arvo-poc:900007-l{level}"
-        assert task["scores"]["level"] == int(level) and task["scores"]["reproduced"] == 1.0
+        assert task["scores"]["level"] == level and task["scores"]["reproduced"] == 1.0
     zero, two = (r.output for r in observed.results)
     assert "description.txt" not in zero and "error.txt" not in zero
     assert "description.txt" in two and "error.txt" in two
@@ -104,7 +116,7 @@ def test_the_levels_give_what_they_promise(start_green, scripted_purple, fixture
     with httpx.Client(base_url=green.url, timeout=30) as ui:
         assert ui.post("/ui/login", data={"token": OPERATOR_TOKEN}).status_code == 303
         listed = ui.get("/ui/tasks", params={"kind": "arvo-poc"}).text
-        page = ui.get(f"/ui/tasks/{task['id']}").text
+        page = ui.get(f"/ui/tasks/{level2['id']}").text
     assert listed.count("arvo-poc:900007") >= 2
     assert "Submitted input" in page and hashlib.sha256(poc).hexdigest() in page
     assert poc[:4].hex(" ") in page  # its hex dump
