@@ -80,7 +80,8 @@ def _aggregate_rows(agg: dict[str, Any], metrics: list[str]) -> list[str]:
             "trials are averaged first."
             + (
                 " Floors: the same tasks scored by the same judge for an empty submission and "
-                "for the top in-project frame of the crash report as the only location."
+                "for the crash-frame baseline: the top in-project frame of the crash report as "
+                "the only location (arvo), or a patch that deletes its line (arvo-fix)."
                 if floors
                 else ""
             ),
