@@ -43,6 +43,23 @@ step() {
   printf '\n%s==>%s %s%s%s\n' "$blue" "$off" "$bold" "$1" "$off"
 }
 
+# Run a command that can be silent for minutes (a first build), saying every 15 s on the
+# terminal (fd 3, even when the command's output goes to a file) that it is still at work; its
+# exit status is the command's.
+exec 3>&1
+with_progress() {
+  local what=$1 t=$SECONDS n=0
+  shift
+  "$@" &
+  local pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep 1
+    n=$((n + 1))
+    [ $((n % 15)) != 0 ] || printf '    ... %s: %d s\n' "$what" $((SECONDS - t)) >&3
+  done
+  wait "$pid"
+}
+
 # Any failing command ends the demo with the step it was in and what to do about it; the
 # command's own output is just above.
 fail() {
@@ -67,18 +84,24 @@ uv --version
 
 step "Demo task arvo:$task (ARVO-shaped fixture: image arena/arvo:$task-vul, build/assets/$task)" \
   "the fixture build's own message is above; retry with: uv run python -m fixtures.build --only $task"
-uv run --frozen python -m fixtures.build --only "$task"
+# The tasks' base image first, where its output shows (a first build: clang and LLVM from
+# Debian's packages, minutes); then the task (a first build compiles the project in its image,
+# reproduces the crash and verifies the fix: a minute or two, silent without the progress lines).
+with_progress "base image" bash images/arvo-base.sh
+with_progress "building arvo:$task (compile, reproduce the crash, verify the fix)" \
+  uv run --frozen python -m fixtures.build --only "$task"
 
 if [ -n "${PYTHON_IMAGE:-}" ]; then
   step "Python base image $PYTHON_IMAGE (PYTHON_IMAGE)" \
     "PYTHON_IMAGE names an image that is neither on this engine nor pullable; unset it to use the default"
-  docker image inspect "$PYTHON_IMAGE" >/dev/null 2>&1 || docker pull -q "$PYTHON_IMAGE"
+  docker image inspect "$PYTHON_IMAGE" >/dev/null 2>&1 || docker pull "$PYTHON_IMAGE"
 else
   step "Python base image ($stock_python, else a local stand-in $own_python)" \
     "building the stand-in needs debootstrap and a Debian mirror (DEBIAN_MIRROR); or set PYTHON_IMAGE to a Python 3.11 image you have"
   # A stand-in of an earlier version of this script may carry the stock name: its label tells.
   label=$(docker image inspect -f '{{index .Config.Labels "arena.recipe"}}' "$stock_python" 2>/dev/null) \
     && [ -z "$label" ] && PYTHON_IMAGE=$stock_python && echo "$stock_python: present"
+  [ -n "${PYTHON_IMAGE:-}" ] || echo "pulling $stock_python (about 50 MB; a minute on a slow link)..."
   if [ -z "${PYTHON_IMAGE:-}" ] && docker pull -q "$stock_python" >/dev/null 2>&1; then
     PYTHON_IMAGE=$stock_python
     echo "$stock_python: pulled"
@@ -104,7 +127,8 @@ ARENA_LOGS_DIR=$(cd "$logs_dir" && pwd)
 ARENA_TOKEN_DIR=$(cd "$token_dir" && pwd)
 export ARENA_LOGS_DIR ARENA_TOKEN_DIR
 build_log=build/demo-compose-build.log
-if ! bash deploy/compose.sh --demo build >"$build_log" 2>&1; then
+if ! with_progress "building the service images (output in $build_log)" \
+  bash deploy/compose.sh --demo build >"$build_log" 2>&1; then
   tail -40 "$build_log"
   fail 1 "image build failed; the whole output is in $build_log"
 fi
@@ -162,7 +186,8 @@ cat <<EOF
   logs/$ARENA_LOG_RUN/arvo_$task.log         # green's lines about the task
   logs/$ARENA_LOG_RUN/task_<id>.log          # purple's (it never learns the bug id)
   bash deploy/compose.sh ps                           # the stack (also: logs -f green)
-  uv run python -m fixtures.build                     # the other demo tasks, arvo:900001..12
+  uv run python -m fixtures.build                     # every bundled task: arvo:900001..900014,
+                                                      # and 900901, 900902 (broken on purpose)
   make down   (= bash deploy/compose.sh down -v)      # stop it and remove its volumes
 EOF
 if [ "$rc" != 0 ]; then

@@ -28,15 +28,19 @@ from services.arena import options as opt
 from services.arena.batch import (
     EXIT_GREEN_UNREACHABLE,
     EXIT_INTERRUPTED,
+    EXIT_REFUSED,
     RunConfig,
     run_batch,
 )
-from services.arena.client import GreenUnreachable
+from services.arena.client import GreenUnreachable, RunRefused
 from services.arena.compare import compare_runs
 from services.arena.compare_report import write_comparison
+from services.arena.figures import bracket, num, p_value, signed, with_interval
+from services.arena.leaderboard import write_leaderboard
 from services.arena.manifest import provenance_conflicts, refresh_audit, write_manifest
+from services.arena.records import gaps, incomplete, repair_run
 from services.arena.refs import split_refs, task_refs
-from services.arena.report import render_report, with_interval
+from services.arena.report import render_report
 from services.arena.results import RESULTS_FILE, RunResults, Session, Slot, now_iso
 from services.arena.splits import write_split
 from services.arena.tasks import tasks_app
@@ -65,22 +69,28 @@ def _summary(results: RunResults, console: Console) -> None:
         table.add_column(m, justify="right")
     for label, key in (("all tasks", "mean_all"), ("non-infra", "mean_non_infra")):
         means = agg.get(key) or {}
-        table.add_row(
-            label, str(means.get("n", 0)), *(f"{float(means.get(m, 0)):.3f}" for m in metrics)
-        )
+        table.add_row(label, str(means.get("n", 0)), *(num(means.get(m)) for m in metrics))
     console.print(table)
     ivs = (agg.get("uncertainty") or {}).get("mean_all") or {}
     if ivs:
         console.print(
             "  95% intervals (all tasks): "
             + ", ".join(
-                f"{m} {with_interval(float((agg.get('mean_all') or {}).get(m, 0)), ivs.get(m))}"
+                f"{m} {with_interval((agg.get('mean_all') or {}).get(m), ivs.get(m))}"
                 for m in metrics
             ),
             highlight=False,
         )
     for line in agg.get("explanation", []):
         console.print(f"  {line}", highlight=False)
+    missing = gaps(results)
+    if missing:
+        console.print(
+            f"[yellow]{len(missing)} record(s) incomplete[/] ("
+            + ", ".join(f"{g.label}: {', '.join(g.fields)}" for g in missing[:5])
+            + (", ..." if len(missing) > 5 else "")
+            + '): see report.md, "Incomplete records"'
+        )
 
 
 def _run_dir(out: Path, run_name: str | None) -> tuple[str, Path]:
@@ -124,13 +134,13 @@ def _config(args: dict[str, Any], api_token: str | None) -> RunConfig:
     return RunConfig(
         green=args["green"],
         purple=args["purple"],
-        purple_api=args["purple_api"],
         concurrency=args["concurrency"],
         max_steps=args["max_steps"],
         task_timeout_s=args["task_timeout"],
         command_timeout_s=args["command_timeout"],
         poll_interval_s=args["poll_interval"],
         green_grace_s=args["green_grace"],
+        complete_wait_s=args["complete_wait"],
         api_token=api_token,
     )
 
@@ -147,7 +157,6 @@ def _start_session(
             "[red]error:[/] no task ids: give ids, --ids-file, or --run of an existing run"
         )
         raise typer.Exit(2)
-    write_split(run_dir, results.task_ids, args)
     if args.get("trials"):
         results.trials = max(results.trials, int(args["trials"]))
     todo = results.pending(retry_failed)
@@ -187,9 +196,31 @@ def _execute(
         results.sessions.pop()  # nothing happened: leave results.json as it was
         console.print(f"[red]error:[/] {escape(str(exc))}")
         raise typer.Exit(EXIT_GREEN_UNREACHABLE) from exc
+    except RunRefused as exc:  # nothing started: nothing is recorded, no mean counts them
+        _refused(exc, console)
+        raise typer.Exit(EXIT_REFUSED) from exc
     except KeyboardInterrupt:
         session.interrupted = True
         return EXIT_INTERRUPTED
+
+
+def _refused(exc: RunRefused, console: Console) -> None:
+    """Say which tasks green refused, and green's word on how to get each."""
+    if not exc.unknown:
+        console.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
+    else:
+        console.print(
+            f"[red]error:[/] green does not know {len(exc.unknown)} of the run's tasks, so "
+            "the run did not start:"
+        )
+        for u in exc.unknown:
+            console.print(f"  {escape(str(u.get('task')))}: {escape(str(u.get('reason')))}")
+    console.print(
+        "Nothing was started or recorded. Build or fetch the tasks named above (the bundled "
+        "fixtures: uv run python -m fixtures.build; real ARVO ids: arena tasks prefetch), or "
+        "leave them out, then run again.",
+        soft_wrap=True,
+    )
 
 
 def _close(
@@ -201,11 +232,17 @@ def _close(
         results.finished_at = session.finished_at
     results.refresh_aggregate()
     run_dir.mkdir(parents=True, exist_ok=True)
+    write_split(run_dir, results.task_ids, results.args)
     results.save(run_dir / RESULTS_FILE)
     write_manifest(results, run_dir)
+    write_leaderboard(results, run_dir)
     report = render_report(results, run_dir)
     _summary(results, console)
     console.print(f"results: {run_dir / RESULTS_FILE}\nreport:  {report}")
+    if results.green_run:
+        console.print(
+            f"on green's dashboard: {results.green.rstrip('/')}/ui/runs/{results.green_run}"
+        )
     if code == EXIT_INTERRUPTED:
         args = results.args
         again = f"arena run --run {args['run']} --out {args['out']} --green {args['green']}"
@@ -230,6 +267,7 @@ def run(
     retry_failed: opt.RetryFailed = False,
     poll_interval: opt.PollInterval = 2.0,
     green_grace: opt.GreenGrace = 60.0,
+    complete_wait: opt.CompleteWait = 600.0,
     api_token: opt.ApiToken = None,
     sample_n: opt.Sample = None,
     seed: opt.Seed = 0,
@@ -245,10 +283,16 @@ def run(
     because purple was unreachable always run again.
     Ctrl-C cancels the tasks in flight on green and saves what has ended (twice: stop at once).
 
-    Exit codes: 0 the run ended (whatever the tasks' outcomes), 2 green unreachable or bad
-    usage, 130 interrupted.
+    Exit codes: 0 the run ended with at least one attempt completed, 1 none of the attempts run
+    now completed, 2 green unreachable or bad usage, 4 green refused tasks it does not know
+    (nothing started), 130 interrupted.
     """
     console = Console(highlight=False)
+    if purple_api:
+        console.print(
+            "[yellow]note:[/] --purple-api is deprecated and ignored: trajectories now come "
+            "through green (GET /tasks/{id}/trajectory), which reaches purple itself"
+        )
     given = [*(ids or []), *([ids_file.read_text(encoding="utf-8")] if ids_file else [])]
     refs, bad = task_refs(split_refs(given))
     if bad:
@@ -263,7 +307,6 @@ def run(
         "ids_file": str(ids_file) if ids_file else None,
         "green": green,
         "purple": purple,
-        "purple_api": purple_api,
         "run": name,
         "out": str(out),
         "concurrency": concurrency,
@@ -274,6 +317,7 @@ def run(
         "retry_failed": retry_failed,
         "poll_interval": poll_interval,
         "green_grace": green_grace,
+        "complete_wait": complete_wait,
         "sample": sample_n,
         "seed": seed,
         "verified_only": verified_only,
@@ -288,13 +332,45 @@ def run(
         raise typer.Exit(code)
 
 
+def _repair(
+    results: RunResults, run_dir: Path, green: str, token: str | None, console: Console
+) -> None:
+    """Fetch from green what it withheld from the run's records; save the ones completed and
+    say which are not."""
+    todo = sum(1 for o in results.tasks if incomplete(o, unknown=True))
+    if not todo:
+        return
+    try:
+        why = repair_run(results, run_dir, green, token)
+    except GreenUnreachable as exc:
+        console.print(
+            f"[yellow]note:[/] {todo} record(s) not known whole, and green could not be asked "
+            f"for them: {escape(str(exc))}"
+        )
+        return
+    results.refresh_aggregate()
+    results.save(run_dir / RESULTS_FILE)
+    if len(why) < todo:
+        console.print(f"{todo - len(why)} record(s) fetched again from green at {green}")
+    for label, reason in why.items():
+        console.print(f"  still incomplete: {escape(label)}: {escape(reason)}", soft_wrap=True)
+
+
 @app.command()
-def report(run_dir: opt.RunDir, force: opt.Force = False) -> None:
+def report(
+    run_dir: opt.RunDir,
+    force: opt.Force = False,
+    green: opt.ReportGreen = None,
+    api_token: opt.ApiToken = None,
+    offline: opt.Offline = False,
+) -> None:
     """Re-render report.md and scores.png from a run's results.json.
 
-    The aggregate is recomputed from the recorded outcomes; results.json is not modified.
-    Refused (unless --force) when the trials of a task were scored with different scoring
-    rules or image digests.
+    Records green showed only in part (their bug had other tasks unfinished) are fetched again
+    from green first, and saved in results.json when they are now whole (--offline: not);
+    report.md lists what is still missing. The aggregate is recomputed from the recorded
+    outcomes. Refused (unless --force) when the trials of a task were scored with different
+    scoring rules or image digests.
     """
     console = Console(highlight=False)
     if run_dir.is_file():
@@ -304,6 +380,8 @@ def report(run_dir: opt.RunDir, force: opt.Force = False) -> None:
         console.print(f"[red]error:[/] no {RESULTS_FILE} in {run_dir}")
         raise typer.Exit(2)
     results = _load(path, console)
+    if not offline:
+        _repair(results, run_dir, green or results.green, api_token or find_local_token(), console)
     problems = provenance_conflicts([(run_dir, results)])
     if problems and not force:
         for p in problems:
@@ -313,6 +391,7 @@ def report(run_dir: opt.RunDir, force: opt.Force = False) -> None:
     results.refresh_aggregate()
     refresh_audit(results, run_dir)
     write_manifest(results, run_dir)
+    write_leaderboard(results, run_dir)
     out = render_report(results, run_dir)
     _summary(results, console)
     console.print(f"report: {out}")
@@ -329,9 +408,10 @@ def compare(
 ) -> None:
     """Compare runs on the tasks they all scored: the first run against each other one.
 
-    Per metric: the difference with a paired cluster-bootstrap 95% interval, McNemar's exact
-    test for hit/miss metrics, win/loss/tie; tasks lost to infra on a side are listed apart.
-    Runs whose scoring rule or image digest differs for a task are refused unless --force.
+    Per metric: the difference with the 95% interval and p-value of one sign-flip test (the
+    interval excludes 0 exactly when p < 0.05), win/loss/tie; every task not scored by both runs
+    is listed apart with each side's reason. Runs whose scoring rule, image, assets or ground
+    truth differ for a task, or that record no provenance, are refused unless --force.
     """
     console = Console(highlight=False)
     runs = []
@@ -365,10 +445,9 @@ def compare(
     for pair in cmp["pairs"]:
         m = pair["metrics"].get(top) or {"difference": {"mean": None}}
         d = m["difference"]
-        mcnemar = f", McNemar p {m['mcnemar']['p_value']:.4g}" if m.get("mcnemar") else ""
         console.print(
             f"{pair['a']} - {pair['b']} on {pair['n_common']} task(s): {top} "
-            f"{d['mean']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}]{mcnemar}, "
+            f"{signed(d['mean'])} {bracket(d, 3, sign=True)}, p {p_value(d.get('p_value'))}, "
             f"win/loss/tie {m['win']}/{m['loss']}/{m['tie']}"
             if d["mean"] is not None
             else f"{pair['a']} - {pair['b']}: no task scored by both"

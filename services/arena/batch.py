@@ -2,7 +2,7 @@
 
 Per task reference, of any kind green offers: ``POST /tasks`` (at most ``concurrency`` in
 flight), poll ``GET /tasks/{id}`` until the task ends, save green's view, its command log and
-purple's trajectory under ``<run>/tasks/<kind>_<id>-<task8>/``, and record the outcome in ``results.json`` at once (so an
+purple's trajectory (both from green) under ``<run>/tasks/<kind>_<id>-<task8>/``, and record the outcome in ``results.json`` at once (so an
 interrupted run resumes where it stopped). Ctrl-C once cancels the tasks in flight on green;
 twice stops at once.
 """
@@ -30,7 +30,9 @@ from services.arena.client import (
     detail,
 )
 from services.arena.live import LiveView
+from services.arena.records import Completion
 from services.arena.results import (
+    REFUSED,
     RESULTS_FILE,
     RunOutcome,
     RunResults,
@@ -45,7 +47,9 @@ from services.shared.files import write_json_atomic
 from services.shared.http import async_client
 from services.shared.task_ref import TaskRef
 
+EXIT_ALL_FAILED = 1
 EXIT_GREEN_UNREACHABLE = 2
+EXIT_REFUSED = 4
 EXIT_INTERRUPTED = 130
 
 
@@ -53,8 +57,6 @@ EXIT_INTERRUPTED = 130
 class RunConfig:
     green: str
     purple: str | None = None
-    purple_api: str | None = None
-    """Where the CLI reaches purple's REST (default: ``purple``, else the task's purple URL)."""
     concurrency: int = 4
     max_steps: int | None = None
     task_timeout_s: float | None = None
@@ -64,6 +66,11 @@ class RunConfig:
     """How long green may be unreachable before the run stops."""
     api_token: str | None = field(default=None, repr=False)
     """Green's GREEN_API_TOKEN, sent to green only (never recorded in results.json)."""
+    complete_wait_s: float = 600.0
+    """How long the run waits at its end for the records green withholds while other tasks of
+    their bugs are unfinished (:mod:`services.arena.records`)."""
+    run_id: str | None = None
+    """Green's id of the run (``POST /runs``), sent with each task (None: a green without runs)."""
 
     def task_body(self, ref: TaskRef, trial: int = 1) -> dict[str, Any]:
         """The ``POST /tasks`` body for a reference (green's defaults where nothing is given)."""
@@ -74,6 +81,7 @@ class RunConfig:
             "max_steps": self.max_steps,
             "task_timeout_s": self.task_timeout_s,
             "command_timeout_s": self.command_timeout_s,
+            "run_id": self.run_id,
         }
         return {k: v for k, v in body.items() if v is not None}
 
@@ -105,6 +113,13 @@ class Batch:
     in_flight: dict[str, str] = field(default_factory=dict)
     """slot label (``arvo:10055``, ``arvo:10055#2``) → green task id."""
     abort: GreenUnreachable | None = None
+    records: Completion | None = None
+    """The records green withheld part of, fetched again as their bugs' tasks end."""
+
+    def save(self) -> None:
+        """results.json as it is now (with its aggregate)."""
+        self.results.refresh_aggregate()
+        self.results.save(self.run_dir / RESULTS_FILE)
 
     def _record(self, outcome: RunOutcome) -> None:
         self.results.record(outcome)
@@ -129,7 +144,7 @@ class Batch:
             return None
         if resp.status_code >= 400:
             error = f"green refused the task (HTTP {resp.status_code}): {detail(resp)}"
-            self._record(_failure(slot, error, "rejected"))
+            self._record(_failure(slot, error, REFUSED))
             return None
         return resp.json()
 
@@ -187,11 +202,7 @@ class Batch:
         write_json_atomic(tdir / "task.json", task)
         commands, note_c = await self.green.commands(task["id"])
         write_json_atomic(tdir / "commands.json", commands)
-        trajectory, note_t = await self.green.trajectory(
-            task, self.cfg.purple_api or self.cfg.purple
-        )
-        if trajectory is not None:
-            write_json_atomic(tdir / "trajectory.json", trajectory)
+        note_t = await self.green.save_trajectory(task["id"], tdir / "trajectory.json")
         outcome = outcome_from_task(task, task_dir=f"tasks/{name}")
         outcome.kind, outcome.ref_id, outcome.trial = ref.kind, ref.id, trial
         outcome.audit = audit(
@@ -199,11 +210,13 @@ class Batch:
             task.get("submission"),
             (task.get("scores") or {}).get("project"),
         )
-        outcome.trajectory = trajectory is not None
+        outcome.trajectory = note_t is None
         outcome.notes += [n for n in (note_c, note_t) if n]
         if self.stop.is_set() and task.get("status") != "completed":
             outcome.notes.append("cancelled by the CLI (interrupted)")
         self._record(outcome)
+        if self.records is not None:
+            await self.records.after(ref)
 
     async def run(self, slots: list[Slot]) -> None:
         sem = asyncio.Semaphore(self.cfg.concurrency)
@@ -253,6 +266,33 @@ def _interrupts(batch: Batch, session: Session, console: Console):
             loop.remove_signal_handler(signal.SIGINT)
 
 
+async def _complete(batch: Batch, console: Console) -> None:
+    """Wait (``complete_wait_s``) for the records green withheld while other tasks of their bugs
+    ran: Ctrl-C only ends the wait."""
+    assert batch.records is not None
+    waiting = len(batch.records.pending())
+    if not waiting or batch.cfg.complete_wait_s <= 0:
+        return
+    console.print(
+        f"{waiting} record(s) withheld by green while other tasks of their bugs run: "
+        f"waiting up to {batch.cfg.complete_wait_s:g} s for them (Ctrl-C stops waiting)"
+    )
+    interrupted = batch.session.interrupted
+    try:
+        left = await batch.records.settle(
+            batch.cfg.complete_wait_s, batch.stop, batch.cfg.poll_interval_s
+        )
+    except GreenUnreachable as exc:
+        left = len(batch.records.pending())
+        console.print(f"[yellow]stopped waiting:[/] {escape(str(exc))}")
+    batch.session.interrupted = interrupted  # the tasks all ended: the run was not interrupted
+    if left:
+        console.print(
+            f"[yellow]{left} record(s) still withheld:[/] `arena report {batch.run_dir}` "
+            "fetches them once their bugs' tasks have ended"
+        )
+
+
 async def run_batch(
     cfg: RunConfig,
     results: RunResults,
@@ -273,15 +313,44 @@ async def run_batch(
             console.print(f"[yellow]warning:[/] {escape(warning)}")
         green = GreenClient(client, cfg.green, cfg.green_grace_s)
         results.kinds |= await green.kinds()
+        refs = list(dict.fromkeys(str(ref) for ref, _ in todo))
+        cfg.run_id = await green.open_run(
+            results.run, refs, cfg.purple, results.trials, results.green_run
+        )  # RunRefused: green does not know some of them, and nothing has started
+        results.green_run = cfg.run_id or results.green_run
         batch = Batch(cfg, results, run_dir, session, view, console, green)
+        batch.records = Completion(green, results, run_dir, batch.save)
         with _interrupts(batch, session, console):
             try:
                 with Live(view, console=console, refresh_per_second=4, transient=False):
                     await batch.run(todo)
+                if batch.abort is None and not batch.stop.is_set():
+                    await _complete(batch, console)
             except asyncio.CancelledError:
                 session.interrupted = True
+        if cfg.run_id is not None:
+            stopped = session.interrupted or batch.abort is not None
+            with contextlib.suppress(GreenUnreachable):
+                if note := await green.end_run(cfg.run_id, interrupted=stopped):
+                    console.print(f"[yellow]note:[/] {escape(note)}")
+    return _exit_code(batch, session, results, todo, console)
+
+
+def _exit_code(
+    batch: Batch, session: Session, results: RunResults, todo: list[Slot], console: Console
+) -> int:
+    """2 green lost, 130 interrupted, 1 when not one attempt of this session completed."""
     if batch.abort is not None:
         session.error = str(batch.abort)
         console.print(f"[red]error:[/] {escape(str(batch.abort))}")
         return EXIT_GREEN_UNREACHABLE
-    return EXIT_INTERRUPTED if session.interrupted else 0
+    if session.interrupted:
+        return EXIT_INTERRUPTED
+    ended = [o for slot in todo if (o := results.outcome(*slot)) is not None]
+    if ended and not any(o.status == "completed" for o in ended):
+        console.print(
+            f"[red]error:[/] none of the {len(ended)} attempt(s) run now completed "
+            "(see each one's error above, and in results.json)"
+        )
+        return EXIT_ALL_FAILED
+    return 0

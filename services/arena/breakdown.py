@@ -2,15 +2,19 @@
 
 A task's labels (``bug_class``: the sanitizer's SUMMARY type; ``fix_position``: crash-frame,
 caller, free-stack or off-stack) are known for the bundled fixtures (``fixtures/catalog.py``,
-``task.toml``); tasks without labels are grouped under ``unlabelled``. Failed tasks count 0, as
-in the aggregate.
+``task.toml``); tasks without labels are grouped under ``unlabelled``. Each group is aggregated
+exactly as the whole run is (:func:`services.arena.results.aggregate_outcomes`): a task's trials
+averaged first, failures 0, unscorable tasks left out, ``n`` = tasks, each mean with its 95%
+interval.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
-from services.arena.results import RunOutcome
+from services.arena.figures import with_interval
+from services.arena.results import RunOutcome, aggregate_outcomes
 
 Labels = dict[str, dict[str, str]]
 """Per task reference (``arvo:900001``): ``bug_class`` and ``fix_position``."""
@@ -27,17 +31,18 @@ def known_labels() -> Labels:
 
 def breakdown(
     outcomes: list[RunOutcome], group: Callable[[RunOutcome], str], metrics: Sequence[str]
-) -> list[dict]:
-    """One row per group, sorted by name: ``{"group", "n", <metric>: mean}``."""
+) -> list[dict[str, Any]]:
+    """One row per group, sorted by name: ``{"group", "n", <metric>: interval}`` (the group's
+    ``mean_all`` with its interval, as in the run's aggregate: ``mean``, ``ci_low``...)."""
     groups: dict[str, list[RunOutcome]] = {}
     for o in outcomes:
         groups.setdefault(group(o) or "unlabelled", []).append(o)
     rows = []
     for name in sorted(groups):
-        members = groups[name]
-        row: dict = {"group": name, "n": len(members)}
-        for m in metrics:
-            row[m] = sum(o.metric(m) for o in members) / len(members)
+        agg = aggregate_outcomes(groups[name], list(metrics))
+        ivs = (agg.get("uncertainty") or {}).get("mean_all") or {}
+        row: dict[str, Any] = {"group": name, "n": (agg.get("mean_all") or {}).get("n", 0)}
+        row.update({m: ivs.get(m) or {"mean": None} for m in metrics})
         rows.append(row)
     return rows
 
@@ -55,6 +60,11 @@ def breakdown_markdown(
         lines.append(f"| {title} | n | " + " | ".join(metrics) + " |")
         lines.append("|---|---:|" + "---:|" * len(metrics))
         for r in rows:
-            cells = " | ".join(f"{r[m]:.3f}".rstrip("0").rstrip(".") or "0" for m in metrics)
+            cells = " | ".join(with_interval(r[m].get("mean"), r[m]) for m in metrics)
             lines.append(f"| {r['group']} | {r['n']} | {cells} |")
+    lines += [
+        "",
+        "n: tasks of the group (trials averaged first; failures count 0, unscorable tasks are "
+        "left out); brackets: 95% intervals, as in the aggregate.",
+    ]
     return lines

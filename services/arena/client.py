@@ -1,7 +1,7 @@
 """Green's REST API for the batch: requests with retries, task polling, the logs of a task.
 
-Only green gets the operator token (:class:`GreenAuth`); purple is asked for the agent's view of
-a task (its trajectory) without it.
+The client talks to green only, with the operator token (:class:`GreenAuth`); purple's
+trajectory of a task comes through green, which reads it from purple within its own bounds.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,6 +20,11 @@ from services.shared.outcome import TaskStatus
 COMMANDS_PAGE = 5000
 """Green's largest page of ``GET /tasks/{id}/commands``."""
 RETRY_STATUS = {429, 502, 503, 504}
+TRAJECTORY_MAX_BYTES = 1024**3
+"""The most the client saves of one trajectory: the largest GREEN_TRAJECTORY_MAX_BYTES green
+may be set to serve."""
+TRAJECTORY_TIMEOUT_S = 600.0
+"""Total time for one trajectory (green itself waits at most 300 s for purple's)."""
 UNREACHABLE = "_unreachable"
 """Key set on a task whose cancel green never confirmed: its verdict is unknown."""
 
@@ -31,6 +37,15 @@ def _ended(task: dict[str, Any]) -> bool:
 
 class GreenUnreachable(Exception):
     """Green did not answer for longer than the grace period."""
+
+
+class RunRefused(Exception):
+    """Green refused to open the run (tasks it does not know, a kind it does not serve): nothing
+    was started. ``unknown``: each refused task with green's reason."""
+
+    def __init__(self, message: str, unknown: list[dict[str, str]]) -> None:
+        super().__init__(message)
+        self.unknown = unknown
 
 
 class GreenAuth(httpx.Auth):
@@ -129,17 +144,54 @@ class GreenClient:
             delay = min(delay * 2, 5.0)
 
     async def kinds(self) -> dict[str, dict[str, Any]]:
-        """What green declares of each kind's metrics (``GET /kinds``: names in report order,
-        which are continuous); empty from a green without the route."""
+        """What green declares of each kind (``GET /kinds``: its metrics' names in report order,
+        which are continuous, the score fields its records carry); empty from a green without
+        the route."""
         try:
             resp = await self.request("GET", "/kinds", retry=False)
             rows = resp.json()["kinds"] if resp.status_code == 200 else []
-            return {
-                str(k["name"]): {"metrics": k.get("metrics"), "continuous": k.get("continuous")}
-                for k in rows
-            }
+            keep = ("metrics", "continuous", "fields")
+            return {str(k["name"]): {key: k.get(key) for key in keep} for k in rows}
         except (httpx.HTTPError, ValueError, KeyError, TypeError):
             return {}
+
+    async def open_run(
+        self, name: str, refs: list[str], purple: str | None, trials: int, resume: str | None
+    ) -> str | None:
+        """Open the run on green (``POST /runs``, which checks every task first): its id, or
+        None from a green without runs (older than them). Raises :class:`RunRefused`."""
+        body = {"name": name, "task_ids": refs, "purple_url": purple, "trials": trials}
+        if resume:
+            body["resume"] = resume
+        resp = await self.request("POST", "/runs", json={k: v for k, v in body.items() if v})
+        if resp.status_code == 201:
+            return str(resp.json()["id"])
+        try:
+            data = resp.json()
+        except ValueError:
+            data = None
+        unknown = data.get("unknown") if isinstance(data, dict) else None
+        if resp.status_code == 404 and unknown is None:
+            if resume:  # green no longer has the earlier run (a new database): open a new one
+                return await self.open_run(name, refs, purple, trials, None)
+            return None  # a green without POST /runs
+        raise RunRefused(
+            f"green refused the run (HTTP {resp.status_code}): {detail(resp)}",
+            [u for u in unknown or [] if isinstance(u, dict)],
+        )
+
+    async def end_run(self, run_id: str, interrupted: bool) -> str | None:
+        """Tell green the run has stopped (its record gets the aggregate); a note when green
+        did not take it."""
+        try:
+            resp = await self.request(
+                "POST", f"/runs/{run_id}/end", json={"interrupted": interrupted}, retry=False
+            )
+        except httpx.HTTPError as exc:
+            return f"the run's end was not recorded on green ({type(exc).__name__})"
+        if resp.status_code != 200:
+            return f"the run's end was not recorded on green (HTTP {resp.status_code})"
+        return None
 
     async def get_task(self, task_id: str) -> dict[str, Any]:
         resp = await self.request("GET", f"/tasks/{task_id}")
@@ -203,37 +255,46 @@ class GreenClient:
         except (httpx.HTTPError, ValueError) as exc:
             return out, f"command log incomplete: {type(exc).__name__}: {exc}"
 
-    async def trajectory(
-        self, task: dict[str, Any], purple: str | None
-    ) -> tuple[dict[str, Any] | None, str | None]:
-        """Purple's full trajectory of the task (``/tasks/{id}/trajectory``: per step the
-        messages, commands, and each model call's tokens, seconds and finish reason) with its
-        view of the task under ``task``; from a purple without that route, its ``/tasks/{id}``.
-        From ``purple``, else the task's purple URL; or a note saying why it was not saved."""
-        base = purple or task.get("purple_url")
-        if not base:
-            return None, "no purple URL known: trajectory not saved"
-        url = f"{base.rstrip('/')}/tasks/{task['id']}"
-        full, _ = await self._purple_json(f"{url}/trajectory")
-        view, note = await self._purple_json(url)
-        if full is not None:
-            return ({**full, "task": view} if view is not None else full), None
-        return view, note
-
-    async def _purple_json(self, url: str) -> tuple[dict[str, Any] | None, str | None]:
+    async def save_trajectory(self, task_id: str, dest: Path) -> str | None:
+        """Stream purple's trajectory of the task, as green serves it (``GET /tasks/{id}/
+        trajectory``), into ``dest``: never more than :data:`TRAJECTORY_MAX_BYTES`, never whole
+        in memory, written whole or not at all. None when saved, else a note saying why not."""
+        url = self._url(f"/tasks/{task_id}/trajectory")
+        part = dest.with_name(dest.name + ".part")
         try:
-            resp = await self.client.get(url, timeout=10)
+            async with (
+                asyncio.timeout(TRAJECTORY_TIMEOUT_S),
+                self.client.stream("GET", url) as resp,
+            ):
+                if resp.status_code != 200:
+                    why = (await _head(resp, 600)).decode("utf-8", "replace")
+                    return f"trajectory not saved: green answered HTTP {resp.status_code}: {why}"
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                with part.open("wb") as out:
+                    size = 0
+                    async for chunk in resp.aiter_bytes():
+                        size += len(chunk)
+                        if size > TRAJECTORY_MAX_BYTES:
+                            return (
+                                f"trajectory not saved: larger than {TRAJECTORY_MAX_BYTES:,} "
+                                "bytes (the client stopped reading it there)"
+                            )
+                        out.write(chunk)
+            part.replace(dest)
+            return None
+        except TimeoutError:
+            return f"trajectory not saved: not received within {TRAJECTORY_TIMEOUT_S:g} s"
         except httpx.HTTPError as exc:
-            return (
-                None,
-                f"purple not reachable at {url} ({type(exc).__name__}): trajectory not saved",
-            )
-        if resp.status_code != 200:
-            return None, f"purple answered HTTP {resp.status_code} for {url}: trajectory not saved"
-        try:
-            data = resp.json()
-        except ValueError:
-            return None, f"purple's answer for {url} is not JSON: trajectory not saved"
-        return (
-            (data, None) if isinstance(data, dict) else (None, "purple's answer is not an object")
-        )
+            return f"trajectory not saved: {type(exc).__name__}: {exc}"
+        finally:
+            part.unlink(missing_ok=True)
+
+
+async def _head(resp: httpx.Response, limit: int) -> bytes:
+    """At most the first ``limit`` bytes of a streamed answer (an error's sentence)."""
+    out = b""
+    async for chunk in resp.aiter_bytes():
+        out += chunk[: limit - len(out)]
+        if len(out) >= limit:
+            break
+    return out

@@ -1,28 +1,25 @@
 """``arena compare RUN_A RUN_B [...]``: paired comparison of runs on the tasks both scored.
 
 Each further run is compared with the first (difference = first - other). Per metric: the mean
-difference with a paired cluster-bootstrap 95% interval (tasks of one project resampled
-together), McNemar's exact test for the hit/miss metrics, and win/loss/tie counts. Tasks that
-either side lost to infra (or never ran) are listed apart and never counted as a loss. The cost
-per hit of every run and a cost-accuracy plot come with it. The paired logic is kind-neutral
-(:mod:`services.shared.paired`, also used by green's dashboard); estimators:
-:mod:`services.shared.stats`; rules: ``docs/scoring.md`` ("Comparing runs").
+difference with the 95% interval and p-value of one sign-flip test (tasks of one project flipped
+together: the interval excludes 0 exactly when p < 0.05), and win/loss/tie counts. Every task
+not scored by both runs (not in a run, not run, lost to infra, refused, unscorable) is listed
+apart with each side's reason and never counted as a loss. The cost per hit of every run and a
+cost-accuracy plot come with it. The paired logic is kind-neutral (:mod:`services.shared.paired`,
+also used by green's dashboard); the test: :mod:`services.shared.signflip`; rules:
+``docs/scoring.md`` ("Comparing runs").
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from services.arena.results import RunOutcome, RunResults
-from services.shared import paired, stats
+from services.arena.results import RunResults
+from services.shared import paired, signflip, stats
 
 TaskView = paired.TaskView
 RunView = paired.RunView
 compare_pair = paired.compare_pair
-
-
-def _attempt(o: RunOutcome) -> paired.Attempt:
-    return paired.Attempt(o.ref or "", o.status, o.failure_kind, o.end_reason, o.scores)
 
 
 def run_view(results: RunResults) -> RunView:
@@ -30,7 +27,7 @@ def run_view(results: RunResults) -> RunView:
     return paired.run_view(
         results.run,
         results.task_ids,
-        map(_attempt, results.tasks),
+        (o.as_attempt() for o in results.tasks),
         results.metrics(),
         results.continuous(),
     )
@@ -43,7 +40,7 @@ def cost_per_hit(results: RunResults) -> dict[str, Any]:
     tokens = sum(o.tokens_in + o.tokens_out for o in results.tasks)
     out: dict[str, Any] = {"cost": round(cost, 6), "tokens": tokens}
     metrics = results.metrics()
-    rows = [_attempt(o).row(metrics) for o in results.tasks]
+    rows = [o.as_attempt().row(metrics) for o in results.tasks]
     for m in metrics:
         hits = sum(r[m] for r in rows)
         out[m] = {
@@ -66,7 +63,12 @@ def compare_runs(runs: list[RunResults]) -> dict[str, Any]:
     for v in views:  # every pair reports every metric of the comparison
         v.metrics = metrics
     return {
-        **stats.method_info(),
+        "level": stats.LEVEL,
+        "test": {
+            "exact_up_to_projects": signflip.EXACT_UP_TO,
+            "draws": signflip.DRAWS,
+            "seed": signflip.SEED,
+        },
         "metrics": metrics,
         "runs": [
             {

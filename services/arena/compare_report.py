@@ -10,17 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from services.arena.figures import bracket, num, p_value, signed, with_interval
 from services.shared.files import write_json_atomic
 
 MD_FILE, JSON_FILE, PLOT_FILE = "compare.md", "compare.json", "compare.png"
-
-
-def _f(x: float | None, digits: int = 3) -> str:
-    return "n/a" if x is None else f"{x:.{digits}f}"
-
-
-def _signed(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:+.3f}"
+_f = num
 
 
 def _pair_lines(pair: dict[str, Any], metrics: list[str]) -> list[str]:
@@ -28,28 +22,33 @@ def _pair_lines(pair: dict[str, Any], metrics: list[str]) -> list[str]:
         f"## `{pair['a']}` against `{pair['b']}`",
         "",
         f"{pair['n_common']} task(s) scored by both ({pair['n_clusters']} project clusters); "
-        "difference = first run minus the other.",
+        "difference = first run minus the other, on those tasks.",
         "",
-        "| metric | A | B | A - B | 95% interval | SE | win | loss | tie | only A hit | "
-        "only B hit | McNemar p |",
-        "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| metric | A | B | A - B | 95% interval | p | SE | win | loss | tie |",
+        "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|",
     ]
+    methods = set()
     for m in metrics:
         e = pair["metrics"][m]
         d = e["difference"]
-        mc = e.get("mcnemar")
+        methods.add((d.get("method"), d.get("assignments")))
         lines.append(
-            f"| {m} | {_f(e['a'])} | {_f(e['b'])} | {_signed(d['mean'])} | "
-            f"[{_signed(d['ci_low'])}, {_signed(d['ci_high'])}] | {_f(d['se'])} | "
-            f"{e['win']} | {e['loss']} | {e['tie']} | "
-            + (f"{mc['only_a']} | {mc['only_b']} | {mc['p_value']:.4g} |" if mc else "| | |")
+            f"| {m} | {_f(e['a'])} | {_f(e['b'])} | {signed(d['mean'])} | "
+            f"{bracket(d, 3, sign=True)} | {p_value(d.get('p_value'))} | {_f(d['se'])} | "
+            f"{e['win']} | {e['loss']} | {e['tie']} |"
         )
-    if pair["lost"]:
-        lines += ["", "Left out (lost to infra, cancelled or not run on a side; never a loss):", ""]
+    tests = "; ".join(f"{m}, {t:,} sign assignments" for m, t in sorted(methods) if m)
+    lines += [
+        "",
+        "Interval and p from one sign-flip test per metric (" + (tests or "none") + "; whole "
+        "projects flipped together): the interval excludes 0 exactly when p < 0.05. With one "
+        "trial per task and hit/miss values, p is the exact McNemar (sign) test on the tasks "
+        "only one run hit (win / loss).",
+    ]
+    if pair["not_compared"]:
+        lines += ["", "Not compared (each side's reason; never counted as a loss):", ""]
         lines += ["| task | A | B |", "|---|---|---|"]
-        lines += [f"| {t} | {w['a']} | {w['b']} |" for t, w in pair["lost"].items()]
-    if pair["unscorable"]:
-        lines += ["", "Empty ground truth (left out): " + ", ".join(pair["unscorable"])]
+        lines += [f"| {t} | {w['a']} | {w['b']} |" for t, w in pair["not_compared"].items()]
     return [*lines, ""]
 
 
@@ -61,15 +60,7 @@ def render_markdown(cmp: dict[str, Any], plot: str | None = PLOT_FILE) -> str:
     lines.append("|---|---|---:|" + "---:|" * (len(metrics) + 2))
     for r in cmp["runs"]:
         means, unc = r.get("mean_all") or {}, r.get("uncertainty") or {}
-        cells = []
-        for m in metrics:
-            iv = unc.get(m) or {}
-            band = (
-                f" [{_f(iv['ci_low'], 2)}, {_f(iv['ci_high'], 2)}]"
-                if iv.get("ci_low") is not None
-                else ""
-            )
-            cells.append(_f(means.get(m)) + band)
+        cells = [with_interval(means.get(m), unc.get(m)) for m in metrics]
         cost = r["cost"]
         lines.append(
             f"| `{r['run']}` | `{r['purple'] or '(green default)'}` | {r['n_tasks']} | "
@@ -78,10 +69,14 @@ def render_markdown(cmp: dict[str, Any], plot: str | None = PLOT_FILE) -> str:
         )
     lines += [
         "",
-        f"Intervals: {round(100 * cmp['level'])}% {cmp['method']}, {cmp['resamples']} resamples, "
-        f"seed {cmp['seed']}; paired differences resample tasks with both runs' values together.",
+        f"Each run's means over its own tasks, with {round(100 * cmp['level'])}% intervals (each "
+        "with its method: docs/scoring.md, section 5); the pairs below compare the tasks both "
+        "scored.",
         "",
     ]
+    if cmp.get("forced_despite"):
+        lines += ["**Compared despite (--force):**", ""]
+        lines += [f"- {p}" for p in cmp["forced_despite"]] + [""]
     for pair in cmp["pairs"]:
         lines += _pair_lines(pair, metrics)
     lines += ["## Cost per hit", "", "| run | " + " | ".join(metrics) + " |"]
@@ -117,12 +112,12 @@ def render_plot(cmp: dict[str, Any], path: Path) -> Path:
     for i, pair in enumerate(cmp["pairs"]):
         xs = [j + (i - (n - 1) / 2) * 0.8 / n for j in range(len(metrics))]
         d = [pair["metrics"][m]["difference"] for m in metrics]
-        ys = [x["mean"] or 0.0 for x in d]
+        ys = [x["mean"] if x["mean"] is not None else float("nan") for x in d]
         lo = [
-            y - (x["ci_low"] if x["ci_low"] is not None else y) for x, y in zip(d, ys, strict=True)
+            y - x["ci_low"] if x["ci_low"] is not None else 0.0 for x, y in zip(d, ys, strict=True)
         ]
         hi = [
-            (x["ci_high"] if x["ci_high"] is not None else y) - y
+            x["ci_high"] - y if x["ci_high"] is not None else 0.0
             for x, y in zip(d, ys, strict=True)
         ]
         ax_d.errorbar(
@@ -140,7 +135,9 @@ def render_plot(cmp: dict[str, Any], path: Path) -> Path:
     ax_d.legend(fontsize=8)
     ax_d.grid(axis="y", alpha=0.3)
     for i, r in enumerate(cmp["runs"]):
-        acc = (r.get("mean_all") or {}).get(top, 0.0)
+        acc = (r.get("mean_all") or {}).get(top)
+        if acc is None:
+            continue
         ax_c.scatter([r["cost"]["cost"]], [acc], color=colors(i), s=40)
         ax_c.annotate(
             r["run"],
@@ -149,8 +146,8 @@ def render_plot(cmp: dict[str, Any], path: Path) -> Path:
             xytext=(4, 4),
             textcoords="offset points",
         )
-    top = max((r["cost"]["cost"] for r in cmp["runs"]), default=0.0)
-    ax_c.set_xlim(0, top * 1.15 if top > 0 else 1.0)
+    most = max((r["cost"]["cost"] for r in cmp["runs"]), default=0.0)
+    ax_c.set_xlim(0, most * 1.15 if most > 0 else 1.0)
     ax_c.set_xlabel("total cost")
     ax_c.set_ylabel(f"{top} (mean over all tasks)")
     ax_c.set_title("cost-accuracy", fontsize=10)

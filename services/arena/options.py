@@ -30,15 +30,15 @@ Purple = Annotated[
     str | None,
     typer.Option(
         help="Purple's A2A URL, sent to green with each task (default: green's configured "
-        "purple). Also where the trajectory is fetched from."
+        "purple). Green reaches it; this CLI never does."
     ),
 ]
 PurpleApi = Annotated[
     str | None,
     typer.Option(
         "--purple-api",
-        help="Where this CLI reaches purple's REST when that differs from "
-        "--purple (e.g. green reaches purple by a compose host name).",
+        hidden=True,
+        help="Deprecated and ignored: trajectories come through green.",
     ),
 ]
 RunName = Annotated[
@@ -74,6 +74,15 @@ GreenGrace = Annotated[
         min=0, help="Seconds green may be unreachable mid-run before the run stops (exit 2)."
     ),
 ]
+CompleteWait = Annotated[
+    float,
+    typer.Option(
+        min=0,
+        help="Seconds the run waits at its end for the records green withholds while other "
+        "tasks of their bugs are unfinished (another run's, say); 0: not at all. What is still "
+        "withheld is listed in report.md; arena report fetches it later.",
+    ),
+]
 ApiToken = Annotated[
     str | None,
     typer.Option(
@@ -107,6 +116,18 @@ Trials = Annotated[
         help="Independent attempts per id, each its own green task with its trial index "
         "(reports give pass@k and pass^k for k = 1..K).",
     ),
+]
+ReportGreen = Annotated[
+    str | None,
+    typer.Option(
+        "--green",
+        envvar="ARENA_GREEN_URL",
+        help="Green to fetch the records it withheld from (default: the run's green).",
+        show_default=False,
+    ),
+]
+Offline = Annotated[
+    bool, typer.Option("--offline", help="Do not ask green for withheld records: the files only.")
 ]
 RunDirs = Annotated[
     list[Path], typer.Argument(help="Two or more run folders (results/<run>).", exists=True)

@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from services.arena.breakdown import Labels, breakdown_markdown, known_labels
+from services.arena.figures import num, with_interval
+from services.arena.records import gaps_markdown
 from services.arena.results import RunOutcome, RunResults, slot_label
 from services.shared.audit import FLAGS, count_flags
 from services.shared.scores import headline
@@ -22,21 +24,6 @@ def _cell(text: Any, limit: int = 160) -> str:
     return s.replace("|", "\\|")
 
 
-def _num(value: float, digits: int = 3) -> str:
-    return f"{value:.{digits}f}"
-
-
-def with_interval(value: float, iv: dict[str, Any] | None, digits: int = 3) -> str:
-    """``0.500 [0.250, 0.750]``: the mean with its 95% interval (when there is one)."""
-    if not iv or iv.get("ci_low") is None:
-        return _num(value, digits)
-    return f"{_num(value, digits)} [{_num(iv['ci_low'], 2)}, {_num(iv['ci_high'], 2)}]"
-
-
-def _opt(value: float | None) -> str:
-    return "n/a" if value is None else _num(value)
-
-
 def _aggregate_rows(agg: dict[str, Any], metrics: list[str]) -> list[str]:
     """The means with their 95% intervals and standard errors, and how they were computed."""
     unc = agg.get("uncertainty") or {}
@@ -47,12 +34,12 @@ def _aggregate_rows(agg: dict[str, Any], metrics: list[str]) -> list[str]:
         ivs = unc.get(key) or {}
         lines.append(
             f"| {label} | {means.get('n', 0)} | "
-            + " | ".join(with_interval(float(means.get(m, 0.0)), ivs.get(m)) for m in metrics)
+            + " | ".join(with_interval(means.get(m), ivs.get(m)) for m in metrics)
             + " |"
         )
         lines.append(
             f"| {label}: SE | | "
-            + " | ".join(_opt((ivs.get(m) or {}).get("se")) for m in metrics)
+            + " | ".join(num((ivs.get(m) or {}).get("se")) for m in metrics)
             + " |"
         )
     floors = agg.get("floors") or {}
@@ -65,28 +52,41 @@ def _aggregate_rows(agg: dict[str, Any], metrics: list[str]) -> list[str]:
             lines.append(
                 f"| {label} | {floors.get('n', 0)} | "
                 + " | ".join(
-                    with_interval(float((ivs.get(m) or {}).get("mean") or 0.0), ivs.get(m))
-                    for m in metrics
+                    with_interval((ivs.get(m) or {}).get("mean"), ivs.get(m)) for m in metrics
                 )
                 + " |"
             )
     if unc:
-        some = next(iter((unc.get("mean_all") or {}).values()), {})
-        lines += [
-            "",
-            f"Brackets: {round(100 * float(unc.get('level', 0.95)))}% interval, "
-            f"{unc.get('method')}, {unc.get('resamples')} resamples, seed {unc.get('seed')} "
-            f"({some.get('n_clusters', 0)} clusters over {some.get('n', 0)} tasks); a task's "
-            "trials are averaged first."
-            + (
-                " Floors: the same tasks scored by the same judge for an empty submission and "
-                "for the crash-frame baseline: the top in-project frame of the crash report as "
-                "the only location (arvo), or a patch that deletes its line (arvo-fix)."
-                if floors
-                else ""
-            ),
-        ]
+        lines += ["", _interval_note(agg, metrics)]
     return lines
+
+
+def _interval_note(agg: dict[str, Any], metrics: list[str]) -> str:
+    """Which method made which metric's intervals, and over how many clusters."""
+    unc = agg.get("uncertainty") or {}
+    some = next(iter((unc.get("mean_all") or {}).values()), {})
+    head = (
+        f"Brackets: {round(100 * float(unc.get('level', 0.95)))}% interval, clustered by project "
+        f"({some.get('n_clusters', 0)} clusters over {some.get('n', 0)} tasks); a task's trials "
+        "are averaged first; n/a: no interval can be computed, and why."
+    )
+    if "methods" not in unc:  # an aggregate stored before intervals named their method
+        return f"{head} Method: {unc.get('method')}."
+    used: dict[str, list[str]] = {}
+    for m in metrics:
+        for key in ("mean_all", "mean_non_infra"):
+            method = ((unc.get(key) or {}).get(m) or {}).get("method")
+            if method and m not in used.setdefault(method, []):
+                used[method].append(m)
+    described = "; ".join(f"{', '.join(ms)}: {unc['methods'].get(k, k)}" for k, ms in used.items())
+    floors = (
+        " Floors: the same tasks scored by the same judge for an empty submission and for the "
+        "crash-frame baseline: the top in-project frame of the crash report as the only location "
+        "(arvo), or a patch that deletes its line (arvo-fix)."
+        if agg.get("floors")
+        else ""
+    )
+    return f"{head} Methods (docs/scoring.md, section 5): {described or 'none'}.{floors}"
 
 
 def _audit_rows(results: RunResults) -> list[str]:
@@ -105,24 +105,28 @@ def _audit_rows(results: RunResults) -> list[str]:
 
 
 def _trial_rows(agg: dict[str, Any], metrics: list[str]) -> list[str]:
-    """pass@k, pass^k and consistency per metric (repeated trials only)."""
+    """pass@k, pass^k and consistency per metric over one task set (repeated trials only)."""
     tr = agg.get("trials") or {}
     k = int(tr.get("k") or 0)
     if k < 2:
         return []
     head = [*(f"pass@{i}" for i in range(1, k + 1)), *(f"pass^{i}" for i in range(1, k + 1))]
     lines = ["", "## Repeated trials", ""]
-    lines.append("| metric | " + " | ".join(head) + " | consistency |")
-    lines.append("|---|" + "---:|" * (len(head) + 1))
+    lines.append("| metric | n | " + " | ".join(head) + " | consistency |")
+    lines.append("|---|---:|" + "---:|" * (len(head) + 1))
     for m in metrics:
         row = tr.get(m) or {}
-        cells = [_opt(row.get(h)) for h in head]
-        lines.append(f"| {m} | " + " | ".join(cells) + f" | {_opt(row.get('consistency'))} |")
+        n = row.get("n", row.get(f"n@{k}", ""))
+        cells = [num(row.get(h)) for h in head]
+        lines.append(f"| {m} | {n} | " + " | ".join(cells) + f" | {num(row.get('consistency'))} |")
+    fewer = tr.get("n_fewer")
     lines += [
         "",
-        f"Over the non-infra attempts, up to {k} per task; a hit is a metric of 1. pass@k = "
-        "1 - C(n-c, k)/C(n, k), pass^k = C(c, k)/C(n, k), averaged over the tasks with at least "
-        "k attempts (n/a: none). Consistency: share of tasks whose trials all agree.",
+        f"Over the tasks with {k} non-infra attempts (n"
+        + (f"; {fewer} task(s) with fewer left out" if fewer else "")
+        + "), the same tasks for every k; a hit is a metric of 1. pass@k = 1 - C(n-c, k)/C(n, k), "
+        "pass^k = C(c, k)/C(n, k) per task (n attempts, c hits), averaged over the tasks; n/a: "
+        "no task. Consistency: share of those tasks whose trials all agree.",
     ]
     return lines
 
@@ -215,6 +219,7 @@ def render_markdown(
         lines.append("")
         lines += [f"- {e}" for e in agg["explanation"]]
     lines += _trial_rows(agg, metrics)
+    lines += gaps_markdown(results)
     lines += _audit_rows(results)
     lines += breakdown_markdown(
         results.tasks, known_labels() if labels is None else labels, metrics
@@ -288,7 +293,7 @@ def render_plot(results: RunResults, path: Path) -> Path | None:
     ax_m.set_ylabel("score")
     ax_m.set_title(
         f"run {results.run}: {n} task(s); mean over all — "
-        + ", ".join(f"{m} {float(means.get(m, 0.0)):.2f}" for m in headline(metrics)),
+        + ", ".join(f"{m} {num(means.get(m), 2)}" for m in headline(metrics)),
         fontsize=10,
     )
     ax_m.legend(ncols=len(metrics), fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.02))

@@ -19,8 +19,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from services.shared.comparable import decisive_of
 from services.shared.files import write_json_atomic
 from services.shared.outcome import TaskOutcome
+from services.shared.paired import Attempt
 from services.shared.scores import aggregate_records, hit_or_miss, metric_names
 from services.shared.task_ref import TaskRef
 
@@ -30,6 +32,10 @@ SCHEMA_VERSION = 2
 NEVER_STARTED = "purple_unreachable"
 """End reason of a task purple could not be reached for: it never started, a resumed run runs
 it again (with or without --retry-failed)."""
+
+REFUSED = "rejected"
+"""End reason of an attempt green refused to create (its answer to ``POST /tasks`` was 4xx): it
+never ran, so it is listed but enters no mean."""
 
 Slot = tuple[TaskRef, int]
 """One attempt of the run: (task reference, trial index 1..K)."""
@@ -86,8 +92,14 @@ class RunOutcome(TaskOutcome):
     """Trajectory audit flags raised for the task (:mod:`services.shared.audit`), with their
     evidence; flags for a reader, never a score change."""
     provenance: dict[str, Any] | None = None
-    """What decides the score (scoring rule version, image digest, green's version; see
-    :mod:`services.arena.manifest`); the whole provenance is in ``task.json``."""
+    """What decides the score (scoring rule version, image digest and identity, green's
+    version; see :mod:`services.arena.manifest`); the whole provenance is in ``task.json``."""
+    disclosed: str | None = None
+    """How much of its record green showed (``all``; ``pending``: the rest once no task of the
+    same bug is unfinished; ``public``: without the operator token); None: a green or a run from
+    before green said so. :mod:`services.arena.records` fetches what was withheld."""
+    withheld: list[str] = []
+    """The fields green left out of the record when it was fetched (``scores.floors``...)."""
 
     @model_validator(mode="after")
     def _ended(self) -> RunOutcome:
@@ -99,6 +111,18 @@ class RunOutcome(TaskOutcome):
 
     def metric(self, name: str) -> float:
         return float((self.scores or {}).get(name, 0.0))
+
+    def as_attempt(self) -> Attempt:
+        """The attempt as the paired comparison and the provenance check read it."""
+        return Attempt(
+            self.ref or "",
+            self.status,
+            self.failure_kind,
+            self.end_reason,
+            self.scores,
+            self.error,
+            self.provenance,
+        )
 
     @property
     def slot(self) -> Slot:
@@ -150,9 +174,13 @@ class RunResults(BaseModel):
     """One outcome per (reference, trial) that has ended, in the order of ``task_ids`` then
     trial."""
     kinds: dict[str, dict[str, Any]] = {}
-    """What green declared of each kind's metrics (``GET /kinds``): ``metrics`` (names in report
-    order) and ``continuous`` (not hit/miss); None or absent: found in the records."""
+    """What green declared of each kind (``GET /kinds``): ``metrics`` (names in report order),
+    ``continuous`` (not hit/miss), ``fields`` (the score fields each record carries); None or
+    absent: found in the records."""
     aggregate: dict[str, Any] = {}
+    green_run: str | None = None
+    """Green's id of this run (``POST /runs``): its page is ``<green>/ui/runs/<id>``, and a
+    resumed run opens it again."""
 
     @field_validator("task_ids", mode="before")
     @classmethod
@@ -309,25 +337,24 @@ def outcome_from_task(task: dict[str, Any], *, task_dir: str | None = None) -> R
         scores=compact_scores(task.get("scores")),
         verified=task.get("verified"),
         provenance=decisive(task.get("provenance")),
+        disclosed=task.get("disclosed"),
+        withheld=list(task.get("withheld") or []),
         dir=task_dir,
         notes=notes,
     )
 
 
 def decisive(provenance: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The part of green's task provenance a RunOutcome keeps (what decides the score)."""
+    """The part of green's task provenance a RunOutcome keeps: what decides the score
+    (:func:`services.shared.comparable.decisive_of`), the image's name and green's version."""
     if not provenance:
         return None
-    image = provenance.get("image") or {}
-    scoring = provenance.get("scoring") or {}
     green = provenance.get("green") or {}
     return {
-        "scoring_version": scoring.get("version"),
-        "image_id": image.get("id"),
-        "image": image.get("name"),
+        **decisive_of(provenance),
+        "image": (provenance.get("image") or {}).get("name"),
         "green_version": green.get("version"),
         "green_commit": green.get("commit"),
-        "ground_truth_sha256": provenance.get("ground_truth_sha256"),
     }
 
 
@@ -336,7 +363,8 @@ def aggregate_outcomes(
 ) -> dict[str, Any]:
     """The run aggregate (``Aggregate.to_dict()``) of the outcomes, over ``metrics`` (default:
     those found in their scores): failed and cancelled tasks count 0, infra failures are
-    reported apart, unscorable tasks stay out of the means. A failed outcome without a failure
+    reported apart, unscorable tasks stay out of the means, and attempts green refused
+    (:data:`REFUSED`: they never ran) stay out of everything. A failed outcome without a failure
     kind counts as an infra failure (as in green)."""
     records = [
         {
@@ -350,5 +378,6 @@ def aggregate_outcomes(
             "error": o.error,
         }
         for o in outcomes
+        if o.end_reason != REFUSED
     ]
     return aggregate_records(records, metrics).to_dict()

@@ -6,16 +6,21 @@ from contextlib import asynccontextmanager
 from functools import partial
 
 from a2a.types import AgentSkill, HTTPAuthSecurityScheme, SecurityRequirement, StringList
-from fastapi import Depends, FastAPI, Request
+from fastapi import Depends, FastAPI
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
 from sqlalchemy.engine import Engine
 
 from services.green.a2a.executor import GreenExecutor
-from services.green.a2a.gate import CallContextBuilder, GreenRequestHandler, RefusalStatus
+from services.green.a2a.gate import (
+    CallContextBuilder,
+    GreenRequestHandler,
+    OperatorFirst,
+    RefusalStatus,
+)
 from services.green.api import outage
 from services.green.api.deps import require_operator
-from services.green.api.routes import assessments, datasets, health, kinds, tasks
+from services.green.api.invalid import invalid_request
+from services.green.api.routes import assessments, datasets, health, kinds, runs, tasks
 from services.green.assessment import AssessmentRunner
 from services.green.auth import OperatorAuth, load_operator_token
 from services.green.config import GreenSettings
@@ -90,6 +95,7 @@ def build_orchestrator(settings: GreenSettings, engine: Engine) -> Orchestrator:
         registry=settings.docker_registry,
         check_s=settings.docker_check_s,
         slot_wait_s=settings.docker_slot_wait_s,
+        timeout_s=settings.docker_timeout_s,
     )
     return Orchestrator(settings, TaskStore(engine), sandboxes, build_kinds(settings, sandboxes))
 
@@ -166,12 +172,7 @@ def create_app(
     app.state.datasets = tools = make_dataset_tools(settings, orch.kinds, orch.sandboxes, engine)
     orch.task_end_hooks.extend(tools.task_end_hooks())  # each kind's image budget
 
-    @app.exception_handler(RequestValidationError)
-    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = [
-            {"where": ".".join(str(p) for p in e["loc"]), "message": e["msg"]} for e in exc.errors()
-        ]
-        return JSONResponse({"detail": "invalid request", "errors": errors}, status_code=422)
+    app.add_exception_handler(RequestValidationError, invalid_request)
 
     outage.install(app)  # the database away: 503 with a sentence; any other failure: 500, JSON
 
@@ -180,6 +181,7 @@ def create_app(
     operator_only = [Depends(require_operator)]
     app.include_router(tasks.router, dependencies=operator_only)
     app.include_router(assessments.router, dependencies=operator_only)
+    app.include_router(runs.router, dependencies=operator_only)
     app.include_router(datasets.router, dependencies=operator_only)
     app.include_router(kinds.router, dependencies=operator_only)
     mount_ui(app)  # the dashboard at /ui, behind the same credential
@@ -192,6 +194,7 @@ def create_app(
         context_builder=CallContextBuilder(auth),
     )
     app.add_middleware(RefusalStatus)
+    app.add_middleware(OperatorFirst, auth=auth)  # 401 before any version or params check
     verify = Verifier(
         operator=lambda header: auth.caller(header).operator,
         session=lambda sid: app.state.ui_sessions.valid(sid),

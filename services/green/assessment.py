@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from services.green.kinds.errors import UnknownTask
+from services.green.kinds.errors import AssetError, UnknownTask
 from services.green.kinds.registry import CheckedRef
 from services.green.orchestrator import Orchestrator, TaskOptions
 from services.green.store.crud import AssessmentStore
@@ -26,6 +26,7 @@ from services.green.store.models import AssessmentRecord, Task, utcnow
 from services.shared.logging import get_logger
 from services.shared.outcome import TaskOutcome, TaskStatus
 from services.shared.scores import flat_scores, metric_names
+from services.shared.task_ref import TaskRef
 
 log = get_logger("services.green.assessment")
 
@@ -74,6 +75,17 @@ class AssessmentRequest(BaseModel):
             if k in config
         }
         return cls(task_ids=ids, purple_url=url, **limits)
+
+
+class UnknownTasks(UnknownTask):
+    """Tasks green cannot run, every one named with its kind's reason: a request naming any is
+    refused whole, before anything starts, and never scores them."""
+
+    def __init__(self, reasons: dict[str, str]) -> None:
+        self.reasons = reasons
+        """Each reference (``arvo:10055``) with its kind's reason."""
+        listed = "; ".join(f"{ref}: {why}" for ref, why in reasons.items())
+        super().__init__(f"green does not know {len(reasons)} of the tasks: {listed}")
 
 
 class AssessmentResult(BaseModel):
@@ -151,11 +163,7 @@ class AssessmentRunner:
             assessment_id=aid,
         )
         refs = request.task_ids
-        for ref in dict.fromkeys(refs):  # ValueError for a kind this green does not serve
-            try:
-                await asyncio.to_thread(self.orchestrator.kind(ref.kind).check, ref.id)
-            except UnknownTask as exc:
-                raise UnknownTask(f"{ref} ({exc})") from exc
+        await self.check(refs)
         self._record_start(aid, request)
         try:
             tasks = [
@@ -166,8 +174,24 @@ class AssessmentRunner:
             self.orchestrator.record(*tasks)  # all or none
             return tasks
         except BaseException as exc:
-            self._record_end(aid, TaskStatus.failed, error=f"its tasks were not created: {exc}")
+            self.record_end(aid, TaskStatus.failed, error=f"its tasks were not created: {exc}")
             raise
+
+    async def check(self, refs: list[TaskRef]) -> None:
+        """Raise :class:`UnknownTasks` naming every reference its kind does not know (checked
+        all, so one answer names them all), ValueError for a kind this green does not serve. A
+        source that fails otherwise (slow, broken) refuses nothing: preparation reports it."""
+        unknown: dict[str, str] = {}
+        for ref in dict.fromkeys(refs):
+            kind = self.orchestrator.kind(ref.kind)
+            try:
+                await asyncio.to_thread(kind.check, ref.id)
+            except UnknownTask as exc:
+                unknown[str(ref)] = str(exc)
+            except AssetError as exc:
+                log.warning("intake.asset_check_failed", task_ref=str(ref), error=str(exc))
+        if unknown:
+            raise UnknownTasks(unknown)
 
     def _record_start(self, aid: str, request: AssessmentRequest) -> None:
         if self.store is None:
@@ -182,8 +206,9 @@ class AssessmentRunner:
             )
         )
 
-    def _record_end(self, aid: str, status: TaskStatus, **fields: Any) -> None:
-        """Finish the record; a store that fails here is logged (the tasks' rows still hold
+    def record_end(self, aid: str, status: TaskStatus, **fields: Any) -> None:
+        """Finish the record (also a client's run: ``POST /runs/{id}/end``); a store that fails
+        here is logged (the tasks' rows still hold
         every result, and a restart marks the record failed)."""
         if self.store is None:
             return
@@ -226,14 +251,14 @@ class AssessmentRunner:
             await asyncio.gather(*(self._follow(t, report) for t in tasks))
             result = self.result(aid, [self.orchestrator.get(t.id) for t in tasks])
         except asyncio.CancelledError:
-            self._record_end(aid, TaskStatus.cancelled, error="assessment cancelled")
+            self.record_end(aid, TaskStatus.cancelled, error="assessment cancelled")
             raise
         except BaseException as exc:
-            self._record_end(aid, TaskStatus.failed, error=repr(exc))
+            self.record_end(aid, TaskStatus.failed, error=repr(exc))
             raise
         finally:
             beat.cancel()
-        self._record_end(aid, TaskStatus.completed, result=result.model_dump(mode="json"))
+        self.record_end(aid, TaskStatus.completed, result=result.model_dump(mode="json"))
         return result
 
     async def _follow(self, task: Task, progress: Progress) -> None:

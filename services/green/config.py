@@ -96,6 +96,10 @@ class GreenSettings(BaseSettings):
     docker_check_s: float = Field(5.0, gt=0)
     """How often each engine is pinged; one that does not answer within this time is down: no
     new tasks, and its running tasks end as infra."""
+    docker_timeout_s: float = Field(60.0, gt=0, le=3600)
+    """How long green waits for one Docker API call. A call that outlasts it is the engine's
+    failure to answer: a request answers 503 with a sentence, and an image removal of the image
+    budget is tried again after the next task (a loaded engine may take minutes to delete)."""
     docker_slot_wait_s: float = Field(600.0, gt=0, le=86_400)
     """How long a task waits for a free slot when every engine that answers is full; then it ends
     as infra ("every engine was full")."""

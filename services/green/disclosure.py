@@ -1,10 +1,13 @@
 """What of a task's record a caller may see.
 
 The ground truth (the changed files, functions and lines, and every score detail that names
-them) is for the operator only, and not even for the operator while any task of the same bug is
-unfinished: a hostile agent that learned the operator's token, or an operator's tool that shows
-results to an agent, must not turn a finished task into an answer key for a running one.
-Anyone else sees the numbers only.
+them: the floors too, which say whether the crash frame is the fix) is for the operator only,
+and not even for the operator while any task of the same bug is unfinished: a hostile agent that
+learned the operator's token, or an operator's tool that shows results to an agent, must not
+turn a finished task into an answer key for a running one. Anyone else sees the numbers only
+(and what the kind declares public: ARVO's project and bug class, which the agent's crash report
+names). Each view says what it withheld (``disclosed``, ``withheld``), so a client knows to ask
+again: ``arena`` does, once every task of the bug has ended.
 """
 
 from __future__ import annotations
@@ -39,6 +42,21 @@ def without_secrets(kind: str, provenance: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _withheld(task: Task, view: TaskPublic) -> list[str]:
+    """The names of the fields of ``task``'s record that ``view`` leaves out (the scores of an
+    unfinished task are not withheld: there are none yet)."""
+    out = ["ground_truth"] if task.ground_truth is not None else []
+    if "ground_truth_sha256" in (task.provenance or {}):
+        out.append("provenance.ground_truth_sha256")
+    if task.status.terminal:
+        out += [f"scores.{k}" for k in sorted(set(task.scores or {}) - set(view.scores or {}))]
+    if view.provenance:  # a kind's secret assets (the PoC, the fix)
+        shown = view.provenance.get("assets_sha256") or {}
+        hidden = set((task.provenance or {}).get("assets_sha256") or {}) - set(shown)
+        out += [f"provenance.assets_sha256.{name}" for name in sorted(hidden)]
+    return out
+
+
 class Disclosure:
     """Decides, for one caller, which tasks' ground truth may be shown."""
 
@@ -55,7 +73,9 @@ class Disclosure:
         return {t.id for t in ended if (t.kind, t.ref_id) not in busy}
 
     def task(self, task: Task, reveal: bool | None = None) -> TaskPublic:
-        """The API view of one task: scores once it has ended, the ground truth if allowed."""
+        """The API view of one task: scores once it has ended, the ground truth if allowed, and
+        what was withheld (``disclosed``, ``withheld``: a client fetches a ``pending`` record
+        again once the bug's other tasks have ended)."""
         if reveal is None:
             reveal = task.id in self.revealable([task])
         view = TaskPublic.model_validate(task, from_attributes=True)
@@ -67,6 +87,8 @@ class Disclosure:
             view.ground_truth = None
             if view.provenance:  # its hash would let a guessed answer be checked offline
                 view.provenance = without_secrets(task.kind, view.provenance)
+            view.disclosed = "pending" if self.caller.operator else "public"
+            view.withheld = _withheld(task, view)
         return view
 
     def tasks(self, tasks: list[Task]) -> list[TaskPublic]:

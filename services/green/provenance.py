@@ -1,35 +1,41 @@
 """A task's provenance: what decides its score, recorded on the task when its container is ready.
 
-Green's version and commit, the scoring rule's version, the task image by digest (``docker image
-inspect``'s ``Id``; a tag can be moved), the sha256 of each asset and of the ground truth (the
-hashes only: the ground truth itself never reaches the agent), the engine's version, purple's
-card (name, version, URL, and what its model extension reports: model id, request settings,
-context window, limits; never a key or URL) and the settings that change limits or scores. ``arena`` copies it
-into each run's ``manifest.json`` and refuses to compare runs whose scoring rule or image digest
-differs for a task.
+Green's build (version, commit, dirty flag, lock-file sha256, Python, numpy, scipy:
+:mod:`services.shared.build_info`), the scoring rule's version, the task image (``docker image
+inspect``'s ``Id``, its registry digests, and ``identity``: what decides its content, the same on
+every machine for the same image: :func:`services.sandbox.docker.images.image_identity`), the sha256
+of each asset and of the ground truth (the hashes only: the ground truth itself never reaches
+the agent), the engine's version, the settings that change limits or scores, and purple as it is
+when it takes the task: its card (name, version, URL), what its agent extension says (policy,
+agent config, build) and its model extension (model id, request settings such as the seed,
+context window, limits); never a key or a URL. Purple's card is read anew for every task, after
+purple accepted it (:func:`purple_card`): a purple restarted at the same URL with another policy,
+model or seed is recorded as it is. ``arena`` copies the provenance into each run's
+``manifest.json`` and refuses to compare runs whose scoring rule or image differs for a task.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import re
-import subprocess
-from functools import cache
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from services.green.config import GreenSettings
-from services.shared.http import async_client
+from services.shared.build_info import build_info
+from services.shared.digests import sha256_file, sha256_json
+from services.shared.http import BodyTooLarge, async_client, read_capped
+from services.shared.protocol import AGENT_EXTENSION, MODEL_EXTENSION
 
 CARD_TIMEOUT_S = 5.0
-MODEL_EXTENSION = "urn:arvo-arena:purple:model:v1"
-"""Purple's card extension whose ``params`` name its model and request settings (docs/models.md;
-the URI is repeated here: green never imports purple)."""
+"""Most seconds reading purple's card takes, in all."""
+CARD_MAX_BYTES = 64 * 1024
+"""Most bytes of purple's card green reads (a purple is not trusted; its card is a few KiB)."""
+TEXT_MAX = 1000
+"""Most characters kept of the card's name, version and description."""
 _SECRET_KEY = re.compile(
     r"(^|[_-])(api_?key|key|token|secret|password|passwd|auth|authorization|credentials?|"
     r"url|uri|endpoint|headers?|cookie)$",
@@ -48,80 +54,56 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def model_of(card: dict[str, Any]) -> dict[str, Any] | None:
-    """The params of the card's model extension (model id, temperature, top_p, seed, max_tokens,
-    context window, limits...), with nothing that could be a key or a URL; None without it."""
+def extension_params(card: dict[str, Any], uri: str) -> dict[str, Any] | None:
+    """The params of the card's extension ``uri``, with nothing that could be a key or a URL;
+    None without that extension."""
     caps = card.get("capabilities") if isinstance(card, dict) else None
-    for ext in (caps or {}).get("extensions") or []:
-        if isinstance(ext, dict) and ext.get("uri") == MODEL_EXTENSION:
+    extensions = caps.get("extensions") if isinstance(caps, dict) else None
+    for ext in extensions if isinstance(extensions, list) else []:
+        if isinstance(ext, dict) and ext.get("uri") == uri:
             params = ext.get("params")
             return _clean(params) if isinstance(params, dict) else {}
     return None
 
 
-@cache
-def green_version() -> dict[str, str | None]:
-    """The package version and, in a git checkout, the commit (None elsewhere)."""
-    try:
-        version: str | None = metadata.version("arvo-rca-arena")
-    except metadata.PackageNotFoundError:
-        version = None
-    commit = None
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=Path(__file__).resolve().parent,
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=False,
-        )
-        commit = out.stdout.strip() or None if out.returncode == 0 else None
-    except (OSError, subprocess.SubprocessError):
-        commit = None
-    return {"version": version, "commit": commit}
+def model_of(card: dict[str, Any]) -> dict[str, Any] | None:
+    """The params of the card's model extension (model id, temperature, top_p, seed, max_tokens,
+    context window, limits...), with nothing that could be a key or a URL; None without it."""
+    return extension_params(card, MODEL_EXTENSION)
 
 
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def sha256_json(obj: Any) -> str:
-    """sha256 of the canonical JSON (sorted keys, no spaces) of ``obj``."""
-    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-_cards: dict[str, dict[str, Any]] = {}
+def _text(value: Any) -> str | None:
+    return value[:TEXT_MAX] if isinstance(value, str) else None
 
 
 async def purple_card(url: str) -> dict[str, Any]:
-    """Name, version, URL and the model extension's params (``model``: None when the card has
-    none, e.g. the offline analyst) from purple's agent card (fetched once per URL; the error
-    when it cannot be read)."""
-    if url in _cards:
-        return _cards[url]
+    """What purple's agent card says of it now: name, version, URL, description, ``agent`` (the
+    agent extension's params: policy, agent config, build) and ``model`` (the model extension's;
+    None when the card has none, e.g. the offline analyst). Read anew at every call, at most
+    :data:`CARD_MAX_BYTES` within :data:`CARD_TIMEOUT_S`; an unreadable card is recorded as
+    its error."""
     card_url = url.rstrip("/") + "/.well-known/agent-card.json"
     try:
-        async with async_client(timeout=CARD_TIMEOUT_S, trust_env=False) as client:
-            resp = await client.get(card_url)
-            resp.raise_for_status()
-            data = resp.json()
-        card = {
-            "name": data.get("name"),
-            "version": data.get("version"),
+        async with (
+            asyncio.timeout(CARD_TIMEOUT_S),
+            async_client(timeout=CARD_TIMEOUT_S, trust_env=False) as client,
+        ):
+            status, _, body = await read_capped(client, card_url, CARD_MAX_BYTES)
+        if status != 200:
+            return {"url": url, "error": f"agent card unreadable: HTTP {status}"}
+        data = json.loads(body)
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        return {
+            "name": _text(data.get("name")),
+            "version": _text(data.get("version")),
             "url": url,
-            "description": data.get("description"),
+            "description": _text(data.get("description")),
+            "agent": extension_params(data, AGENT_EXTENSION),
             "model": model_of(data),
         }
-    except (httpx.HTTPError, ValueError, AttributeError) as exc:
+    except (httpx.HTTPError, TimeoutError, BodyTooLarge, ValueError, RecursionError) as exc:
         return {"url": url, "error": f"agent card unreadable: {type(exc).__name__}"}
-    _cards[url] = card
-    return card
 
 
 def limits(settings: GreenSettings, task: Any) -> dict[str, Any]:
@@ -153,18 +135,18 @@ def task_provenance(
     assets: dict[str, Path],
     ground_truth: dict[str, Any] | None,
     engine: str,
-    card: dict[str, Any],
+    purple_url: str,
 ) -> dict[str, Any]:
     facts = dict(image_facts or {})
     engine_version = facts.pop("engine_version", None)
     return {
-        "green": green_version(),
+        "green": build_info(),
         "scoring": {"kind": kind, "version": scoring_version},
         "image": {"name": image_name, **facts},
         "engine": {"name": engine, "version": engine_version},
         "assets_sha256": {name: sha256_file(p) for name, p in sorted(assets.items())},
         "ground_truth_sha256": sha256_json(ground_truth) if ground_truth is not None else None,
-        "purple": card,
+        "purple": {"url": purple_url},  # the card once purple took the task (purple_card)
         "limits": limits(settings, task),
         "trial": task.trial,
     }
@@ -180,7 +162,6 @@ async def provenance_of(live: Any, settings: GreenSettings, task: Any, io: Any) 
         facts = await io(facts_of) if facts_of else None
     except Exception as exc:
         facts = {"error": f"{type(exc).__name__}: {exc}"}
-    card = await purple_card(live.purple_url)
     return await asyncio.to_thread(
         task_provenance,
         settings=settings,
@@ -192,5 +173,5 @@ async def provenance_of(live: Any, settings: GreenSettings, task: Any, io: Any) 
         assets=dict(getattr(plan, "assets", {}) or {}),
         ground_truth=task.ground_truth,
         engine=sandbox.engine,
-        card=card,
+        purple_url=live.purple_url,
     )

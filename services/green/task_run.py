@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from services.green.kinds.base import stored
 from services.green.live_task import LiveTask, TaskEvent, TaskLost
-from services.green.provenance import provenance_of
+from services.green.provenance import provenance_of, purple_card
 from services.green.purple_link import PurpleLink
 from services.green.store.models import FailureKind, TaskStatus, utcnow
 from services.green.task_end import TaskEnd, task_end
@@ -42,6 +42,8 @@ class TaskRun:
         self.orch = orch
         self.live = live
         self.settings = orch.settings
+        self.provenance: dict[str, Any] | None = None
+        """What decides the task's score (:mod:`services.green.provenance`), as recorded."""
 
     async def run(self) -> None:
         """The whole life of the task."""
@@ -133,8 +135,8 @@ class TaskRun:
                 engine=live.sandbox.engine,
             )
             await plan.populate(live.sandbox)
-            prov = await provenance_of(live, self.settings, self.orch.get(live.id), io)
-            self._write(provenance=prov)
+            self.provenance = await provenance_of(live, self.settings, self.orch.get(live.id), io)
+            self._write(provenance=self.provenance)
 
     async def serve(self) -> str:
         """Hand the task to purple, then wait for a submission or an ending. Returns why it ended."""
@@ -160,6 +162,7 @@ class TaskRun:
             link = self.orch.purple_link(live.purple_url)
             try:
                 await link.start(assignment, live.plan.describe(assignment))
+                await self._record_purple()
                 return await self._wait_for_end(link)
             finally:  # whatever ended the task, purple's task ends too (and says why)
                 # A reply told purple the task is over: let it end by itself (and say so) before
@@ -167,6 +170,14 @@ class TaskRun:
                 grace = 3.0 if live.told_purple_it_ended else 0.0
                 live.agent_report = await through_cancels(link.stop(grace))
                 await link.aclose()
+
+    async def _record_purple(self) -> None:
+        """Purple's card as it is now that purple took the task, into the provenance: read for
+        every task, so a purple restarted at the same URL with other settings is recorded as
+        it is (one restarted after this no longer knows the task: it ends as ``purple_lost``)."""
+        card = await purple_card(self.live.purple_url)
+        self.provenance = {**(self.provenance or {}), "purple": card}
+        self._write(provenance=self.provenance)
 
     async def _wait_for_end(self, link: PurpleLink) -> str:
         live, poll = self.live, self.settings.purple_poll_s

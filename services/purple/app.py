@@ -2,7 +2,8 @@
 
 With the LLM agent, /healthz and /readyz also ask the model endpoint whether it is up and serves
 the configured model (:mod:`services.purple.model_check`); /readyz answers 503 when it does not.
-The card names the model and its request settings (an extension, ``MODEL_EXTENSION``).
+The card says what answers: the policy, its config and purple's build, and the model with its
+request settings (:mod:`services.purple.card`).
 """
 
 from __future__ import annotations
@@ -11,21 +12,20 @@ from collections.abc import Callable
 from contextlib import asynccontextmanager
 from functools import partial
 
-from a2a.types import AgentSkill
 from fastapi import FastAPI, HTTPException
 
 from services.purple.a2a.executor import PurpleExecutor
 from services.purple.api import trajectory
+from services.purple.card import VERSION, purple_card
 from services.purple.config import PurpleSettings
-from services.purple.model_check import add_health_routes, model_extension
+from services.purple.model_check import add_health_routes
 from services.purple.policies import build_policy
 from services.purple.protocols import Policy
 from services.purple.store.crud import PurpleStore, make_engine
 from services.purple.store.models import PurpleTask, PurpleTaskView
-from services.shared.a2a import build_agent_card, mount_a2a
+from services.shared.a2a import mount_a2a
 from services.shared.logging import configure_logging, get_logger
 
-VERSION = "0.1.0"
 log = get_logger("services.purple")
 
 
@@ -78,25 +78,6 @@ def create_app(
             {**row.model_dump(), "command_history": store.commands(task_id)}
         )
 
-    policy = make_policy().name
-    card = build_agent_card(
-        name="ARVO RCA agent (purple)",
-        description=f"Root-cause analyst for fuzzer crashes (policy: {policy}). Send it an "
-        "rca_task from green; it explores through green and submits loc.json. With an LLM it "
-        "also works on swe_task, poc_task (an input that reproduces a crash) and fix_task (a "
-        "patch); offline it answers those with a reason and no submission.",
-        url=settings.reachable_url(),
-        version=VERSION,
-        skills=[
-            AgentSkill(
-                id="root_cause_analysis",
-                name="Root-cause analysis",
-                description="Localize the root cause of a sanitizer crash.",
-                tags=["security", "rca", "react"],
-            )
-        ],
-    )
-    if settings.effective_policy() == "react":
-        card.capabilities.extensions.append(model_extension(settings))
+    card = purple_card(settings, make_policy().name)
     mount_a2a(app, executor, card)
     return app

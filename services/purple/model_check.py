@@ -1,29 +1,33 @@
-"""Is the model there? Purple's readiness check of its OpenAI-compatible endpoint, and the card
-extension that names the model and its request settings.
+"""Is the model there? Purple's readiness check of its OpenAI-compatible endpoint.
 
 The check lists the endpoint's models (``GET <base>/models``, the key sent): down or refusing ->
 not ok; the configured model missing from a non-empty list -> not ok (vLLM and OpenAI answer an
 unknown model with 404; llama-cpp-python's server lists its alias). Results are kept for
 ``TTL_S`` so probes do not hammer the endpoint.
+
+A probe takes at most ``PROBE_S``, so that ``/healthz`` answers within compose's health-check
+timeout (4 s) whatever the model server does. A server that takes the connection but does not
+answer in that time is *busy*, not dead: a one-slot server (llama.cpp with ``--parallel 1``)
+answers nothing while it generates. Busy keeps the last definite verdict (ok until a probe said
+otherwise); a refused or failed connection is *unreachable*, not ok.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
 import httpx
-from a2a.types import AgentExtension
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 
 from services.purple.config import PurpleSettings
-from services.purple.policies import agent_config
 from services.shared.http import async_client
 
 TTL_S = 15.0
-MODEL_EXTENSION = "urn:arvo-arena:purple:model:v1"
-"""The card extension whose ``params`` are the model, its endpoint kind and request settings."""
+PROBE_S = 1.5
+"""The longest a probe of the model endpoint takes (connect and answer): /healthz stays under 2 s."""
 
 
 class ModelCheck:
@@ -42,12 +46,38 @@ class ModelCheck:
         base = (s.openai_base_url or "https://api.openai.com/v1").rstrip("/")
         out: dict[str, Any] = {"name": s.model, "ok": False}
         headers = {"Authorization": f"Bearer {s.openai_api_key or 'not-needed'}"}
+        timeout = httpx.Timeout(PROBE_S, connect=min(1.0, PROBE_S))
         try:
-            async with async_client(timeout=5.0, headers=headers) as http:
+            async with (
+                asyncio.timeout(PROBE_S),
+                async_client(timeout=timeout, headers=headers) as http,
+            ):
                 resp = await http.get(f"{base}/models")
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            out["error"] = f"model endpoint unreachable ({type(exc).__name__})"
+            return out
+        except (TimeoutError, httpx.TimeoutException):
+            return self._busy()
         except httpx.HTTPError as exc:
             out["error"] = f"model endpoint unreachable ({type(exc).__name__})"
             return out
+        return self._listed(resp, out)
+
+    def _busy(self) -> dict[str, Any]:
+        """The endpoint took the connection but did not answer within PROBE_S: busy (a one-slot
+        server generating); the last definite verdict stands (ok when there is none)."""
+        last = self._cached[1] if self._cached is not None else {}
+        return {
+            **{k: v for k, v in last.items() if k not in ("busy", "note")},
+            "name": self.settings.model,
+            "ok": bool(last.get("ok", True)),
+            "busy": True,
+            "note": f"the model endpoint took the connection but did not list its models within "
+            f"{PROBE_S:g} s: busy (a one-slot server answers nothing while it generates)",
+        }
+
+    def _listed(self, resp: httpx.Response, out: dict[str, Any]) -> dict[str, Any]:
+        s = self.settings
         if resp.status_code != 200:
             out["error"] = f"model endpoint answered HTTP {resp.status_code} to GET /models"
             return out
@@ -62,32 +92,6 @@ class ModelCheck:
             return out
         out["ok"] = True
         return out
-
-
-def model_extension(settings: PurpleSettings) -> AgentExtension:
-    """The card's record of the model and its request settings (never the key or the URL)."""
-    config = agent_config(settings)
-    ext = AgentExtension(
-        uri=MODEL_EXTENSION,
-        description="The LLM purple queries and its request settings.",
-    )
-    ext.params.update(
-        {
-            "model": settings.model,
-            "mode": config.mode,
-            "context_window": config.context_window,
-            "llm_timeout_s": settings.llm_timeout_s,
-            "llm_timeout_retries": settings.llm_timeout_retries,
-            **config.llm.model_dump(),
-            "limits": {
-                "step_limit": config.step_limit,
-                "cost_limit": config.cost_limit,
-                "wall_time_limit_s": config.wall_time_limit_s,
-                "context_budget_tokens": config.context_budget_tokens,
-            },
-        }
-    )
-    return ext
 
 
 def add_health_routes(app: FastAPI, settings: PurpleSettings) -> None:

@@ -1,11 +1,13 @@
-"""Whole numbers stay whole through A2A data parts.
+"""Whole numbers stay whole through A2A data parts, at any depth, as the data's own types say.
 
 A data part is a ``google.protobuf.Value``, which keeps every number as a double: ``{"steps": 4}``
-goes out as ``{"steps": 4.0}`` on both protocol paths. :func:`data_part` remembers which keys
-held integers when a part was made; :class:`WholeNumbers` (an ASGI middleware on the JSON-RPC
-route) writes those keys' whole floats back as integers in every answer, plain JSON or an SSE
-stream. A key is only ever restored where our own data had an integer under that name, so a score
-such as ``1.0`` stays a float.
+goes out as ``{"steps": 4.0}`` on both protocol paths, and so does every count in a list
+(``line_matched_by: [2]`` as ``[2.0]``). :func:`data_part` records, in the part's metadata, where
+the data it was made from held an ``int`` (a tree of its dicts and lists ending in ``true``;
+what a pydantic model dumps is typed by its fields); :class:`WholeNumbers` (an ASGI middleware on
+the JSON-RPC route) reads that record in every answer, plain JSON or an SSE stream, writes those
+values back as integers and removes the record. Nothing is decided by a key's name: a ``1.0``
+that was a float stays a float, wherever it sits.
 """
 
 from __future__ import annotations
@@ -16,54 +18,98 @@ from typing import Any
 from a2a.helpers import new_data_part
 from a2a.types import Part
 
-INT_KEYS: set[str] = set()
-"""Names that held an integer in some data part this process made (process-wide, grows)."""
+WHOLE = "arena.wholeNumbers"
+"""The metadata key of a data part's record of where its integers are (removed on the wire)."""
+Tree = dict[str, Any] | bool
 
 
-def int_keys(data: Any) -> set[str]:
-    """Every key of ``data`` (nested dicts and lists) whose value is an int (not a bool)."""
-    found: set[str] = set()
-    stack = [data]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            for k, v in item.items():
-                if isinstance(v, int) and not isinstance(v, bool):
-                    found.add(k)
-                elif isinstance(v, dict | list):
-                    stack.append(v)
-        elif isinstance(item, list):
-            stack.extend(item)
-    return found
+def int_tree(data: Any) -> Tree | None:
+    """Where ``data`` holds integers (not bools): ``True`` for an int itself, else a dict of its
+    keys (a list's by index, as strings) that lead to one; None where none does."""
+    if isinstance(data, bool):
+        return None
+    if isinstance(data, int):
+        return True
+    if isinstance(data, dict):
+        items = data.items()
+    elif isinstance(data, list):
+        items = ((str(i), v) for i, v in enumerate(data))
+    else:
+        return None
+    tree = {str(k): t for k, v in items if (t := int_tree(v)) is not None}
+    return tree or None
 
 
 def data_part(data: Any) -> Part:
-    """``new_data_part``, noting which keys are integers so that the answer restores them."""
-    INT_KEYS.update(int_keys(data))
-    return new_data_part(data)
+    """``new_data_part``, with the record of where ``data`` holds integers."""
+    part = new_data_part(data)
+    tree = int_tree(data)
+    if tree is not None:
+        part.metadata.update({WHOLE: json.dumps(tree, separators=(",", ":"))})
+    return part
 
 
-def restore_ints(obj: Any, keys: set[str] | None = None) -> Any:
-    """``obj`` with the whole floats under ``keys`` (default :data:`INT_KEYS`) made ints."""
-    keys = INT_KEYS if keys is None else keys
+def with_record(params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` (a ``Struct`` to be, e.g. a card extension's) with the record of where they
+    hold integers; :func:`restore_record` reads it back."""
+    tree = int_tree(params)
+    return {**params, WHOLE: json.dumps(tree, separators=(",", ":"))} if tree else params
+
+
+def restore_record(params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` read back from a ``Struct``: integers where :func:`with_record` found them,
+    the record removed."""
+    record = params.get(WHOLE)
+    if not isinstance(record, str):
+        return params
+    try:
+        tree = json.loads(record)
+    except ValueError:
+        tree = None
+    return restore_ints({k: v for k, v in params.items() if k != WHOLE}, tree)
+
+
+def restore_ints(obj: Any, tree: Tree | None) -> Any:
+    """``obj`` with the whole floats where ``tree`` (:func:`int_tree`) says made ints."""
+    if tree is True:
+        return int(obj) if isinstance(obj, float) and obj.is_integer() else obj
+    if not isinstance(tree, dict):
+        return obj
     if isinstance(obj, dict):
-        return {
-            k: int(v)
-            if k in keys and isinstance(v, float) and v.is_integer()
-            else restore_ints(v, keys)
-            for k, v in obj.items()
-        }
+        return {k: restore_ints(v, tree.get(str(k))) for k, v in obj.items()}
     if isinstance(obj, list):
-        return [restore_ints(v, keys) for v in obj]
+        return [restore_ints(v, tree.get(str(i))) for i, v in enumerate(obj)]
     return obj
+
+
+def restore_parts(doc: Any) -> Any:
+    """Every data part in ``doc`` (a JSON-RPC answer) with its integers restored and its record
+    removed (a part without a record is left as it is)."""
+    if isinstance(doc, list):
+        return [restore_parts(v) for v in doc]
+    if not isinstance(doc, dict):
+        return doc
+    out = {k: restore_parts(v) for k, v in doc.items()}
+    meta = out.get("metadata")
+    if "data" in out and isinstance(meta, dict) and isinstance(meta.get(WHOLE), str):
+        try:
+            tree = json.loads(meta[WHOLE])
+        except ValueError:
+            tree = None
+        out["data"] = restore_ints(out["data"], tree)
+        rest = {k: v for k, v in meta.items() if k != WHOLE}
+        if rest:
+            out["metadata"] = rest
+        else:
+            del out["metadata"]
+    return out
 
 
 def _rewrite_json(body: bytes) -> bytes:
     try:
-        doc = json.loads(body)
-    except ValueError:
+        return json.dumps(restore_parts(json.loads(body)), separators=(",", ":")).encode()
+    except (ValueError, RecursionError):  # not JSON, or nested too deep to walk: as it was
         return body
-    return json.dumps(restore_ints(doc), separators=(",", ":")).encode()
 
 
 def _rewrite_sse(chunk: bytes) -> bytes:

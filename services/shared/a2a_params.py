@@ -17,10 +17,10 @@ from a2a.types import TaskState
 
 INVALID_PARAMS = -32602
 INVALID_REQUEST = -32600
-LIST_METHODS = ("ListTasks", "tasks/list")
+LIST_METHOD = "ListTasks"
+"""Protocol 1.0's only: 0.3 has no ``tasks/list``, which is -32601 (method not found) whatever
+its params say, as the SDK answers it."""
 STATES = {n for n in TaskState.keys() if n != "TASK_STATE_UNSPECIFIED"}  # noqa: SIM118
-STATES_03 = {"submitted", "working", "input-required", "completed", "canceled", "failed",
-             "rejected", "auth-required"}  # fmt: skip
 
 
 def well_formed(doc: Any) -> bool:
@@ -37,12 +37,37 @@ def well_formed(doc: Any) -> bool:
 def params_error(doc: dict[str, Any]) -> str | None:
     """Why the params of a well-formed request are invalid, where the SDK would not say."""
     params = doc.get("params")
-    if doc["method"] in LIST_METHODS and isinstance(params, dict) and "status" in params:
+    if doc["method"] == LIST_METHOD and isinstance(params, dict) and "status" in params:
         status = params["status"]
-        ok = STATES | STATES_03 if doc["method"] == "tasks/list" else STATES
-        if not (isinstance(status, str) and status in ok):
+        if not (isinstance(status, str) and status in STATES):
             return f"status must be one of {', '.join(sorted(STATES))}; got {status!r}"
     return None
+
+
+async def read_body(receive: Any) -> bytes:
+    """The whole request body (the outermost middleware has bounded its size)."""
+    chunks, more = [], True
+    while more:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunks.append(message.get("body", b""))
+        more = message.get("more_body", False)
+    return b"".join(chunks)
+
+
+def replaying(body: bytes, receive: Any) -> Any:
+    """A ``receive`` that gives the app ``body`` once, then what ``receive`` gives."""
+    replayed = False
+
+    async def replay() -> dict:
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
 
 
 def _error(request_id: Any, message: str) -> bytes:
@@ -61,20 +86,14 @@ class InvalidParams:
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != self.path:
             await self.app(scope, receive, send)
             return
-        chunks, more = [], True
-        while more:
-            message = await receive()
-            if message["type"] != "http.request":
-                break
-            chunks.append(message.get("body", b""))
-            more = message.get("more_body", False)
-        body = b"".join(chunks)
+        body = await read_body(receive)
         try:
             doc = json.loads(body)
         except ValueError:
             doc = None
         envelope_ok = well_formed(doc)
-        why = params_error(doc) if envelope_ok else None
+        v10 = dict(scope.get("headers") or []).get(b"a2a-version", b"").strip().startswith(b"1.")
+        why = params_error(doc) if envelope_ok and v10 else None  # 1.0's methods are 1.0's only
         if why is not None:
             data = _error(doc.get("id"), why)
             headers = [
@@ -84,17 +103,8 @@ class InvalidParams:
             await send({"type": "http.response.start", "status": 200, "headers": headers})
             await send({"type": "http.response.body", "body": data})
             return
-        replayed = False
-
-        async def replay() -> dict:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
         legacy = envelope_ok and "/" in doc["method"]  # a 0.3 method name
-        await self.app(scope, replay, _relay_03(send) if legacy else send)
+        await self.app(scope, replaying(body, receive), _relay_03(send) if legacy else send)
 
 
 def _relay_03(send: Any) -> Any:

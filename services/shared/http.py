@@ -46,3 +46,23 @@ def client(**kwargs: Any) -> httpx.Client:
 def async_client(**kwargs: Any) -> httpx.AsyncClient:
     """``httpx.AsyncClient(**kwargs)`` on the shared TLS context."""
     return httpx.AsyncClient(**shared_tls(kwargs))
+
+
+class BodyTooLarge(Exception):
+    """An answer longer than the reader's bound: it was not read to its end."""
+
+
+async def read_capped(
+    client: httpx.AsyncClient, url: str, max_bytes: int
+) -> tuple[int, str, bytes]:
+    """``GET url``: its status, content type and body, reading no more than ``max_bytes`` of
+    it (an untrusted server's answer: :class:`BodyTooLarge` beyond). The caller bounds the time
+    (``asyncio.timeout``): a timeout between chunks does not bound a trickle."""
+    async with client.stream("GET", url) as resp:
+        body, size = [], 0
+        async for chunk in resp.aiter_bytes():
+            size += len(chunk)
+            if size > max_bytes:
+                raise BodyTooLarge(f"{url} answered more than {max_bytes:,} bytes")
+            body.append(chunk)
+        return resp.status_code, resp.headers.get("content-type", ""), b"".join(body)

@@ -1,30 +1,34 @@
 """Paired comparison of two runs on the tasks both scored, for any task kind.
 
 A run is a list of :class:`Attempt` (one per task and trial). Per task the answerable trials
-(completed, or failed by the agent: 0) are averaged; tasks with no answerable trial (lost to
-infra, cancelled, not run) are listed apart and never counted as a loss. Per metric: the mean
-difference (first - second) with a paired cluster-bootstrap 95% interval (tasks of one project
-resampled together), McNemar's exact test for the hit/miss metrics, and win/loss/tie. Also the
-check that two runs may be compared: the scoring rule version and image digest of each task must
-agree. Used by ``arena compare`` and green's dashboard; rules in ``docs/scoring.md``.
+(completed, or failed by the agent: 0) are averaged; every task not scored by both runs is
+listed apart with each side's reason (not in the run, not run, lost to infra, cancelled,
+refused by green, unscorable) and never counted as a loss. Per metric: the mean difference
+(first - second), its 95% interval and p-value from one sign-flip test
+(:mod:`services.shared.signflip`: tasks of one project flipped together; the interval excludes
+0 exactly when p < 0.05), win/loss/tie. Used by ``arena compare`` and green's dashboard; whether
+two runs may be compared at all is :mod:`services.shared.comparable`; rules in
+``docs/scoring.md``.
 
-The metrics are those found in the runs' score records (:func:`services.shared.scores.metric_names`);
-a metric is hit/miss (McNemar applies) when every recorded value of it is 0 or 1
+The metrics are those found in the runs' score records (:func:`services.shared.scores.metric_names`)
+or declared by their kind; a metric is hit/miss when every recorded value of it is 0 or 1
 (:func:`services.shared.scores.hit_or_miss`: ARVO's ``@k`` metrics, SWE-bench's ``resolved``),
 continuous otherwise (ARVO's ``iou``).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from services.shared import stats
 from services.shared.scores import hit_or_miss, metric_names
+from services.shared.signflip import sign_flips
 
-DECISIVE = ("scoring_version", "image_id")
-"""Provenance keys that must agree for a task before two runs are compared."""
+NOT_IN_RUN = "not in the run"
+UNSCORABLE = "unscorable (empty ground truth)"
 
 
 @dataclass
@@ -36,6 +40,9 @@ class Attempt:
     failure_kind: str | None = None
     end_reason: str | None = None
     scores: dict[str, Any] | None = None
+    error: str | None = None
+    provenance: dict[str, Any] | None = None
+    """What decides the score, in the flat form of :func:`services.shared.comparable.decisive_of`."""
 
     def metric(self, name: str) -> float:
         return float((self.scores or {}).get(name, 0.0))
@@ -45,6 +52,15 @@ class Attempt:
         return self.status == "completed" or (
             self.status == "failed" and self.failure_kind == "agent"
         )
+
+    @property
+    def why_not_scored(self) -> str:
+        """Why this attempt counts for nothing: ``failed (infra: sandbox)``, ``cancelled``, or
+        green's refusal of the task (an id it does not know) in its own words."""
+        if self.end_reason == "rejected" and self.error:
+            return self.error
+        detail = ": ".join(x for x in (self.failure_kind, self.end_reason) if x)
+        return f"{self.status} ({detail})" if detail else self.status
 
     def row(self, metrics: Iterable[str]) -> dict[str, float]:
         """The metrics it counts for: 0 unless completed with a submission."""
@@ -70,8 +86,16 @@ class RunView:
     """Those of them whose every recorded value is 0 or 1 (hit/miss)."""
     tasks: dict[str, TaskView] = field(default_factory=dict)
     lost: dict[str, str] = field(default_factory=dict)
-    """Task -> why it has no answerable attempt (infra failure, cancelled, not run)."""
+    """Task -> why it has no answerable attempt (infra failure, cancelled, refused, not run)."""
     unscorable: set[str] = field(default_factory=set)
+
+    def why(self, task: str) -> str:
+        """This run's word on a task: ``scored``, or why it was not."""
+        if task in self.tasks:
+            return "scored"
+        if task in self.unscorable:
+            return UNSCORABLE
+        return self.lost.get(task, NOT_IN_RUN)
 
 
 def run_view(
@@ -102,10 +126,7 @@ def run_view(
             continue
         ok = [a for a in outs if a.answerable]
         if not ok:
-            why = ", ".join(
-                sorted({f"{a.status} ({a.failure_kind or a.end_reason})" for a in outs})
-            )
-            view.lost[task] = why or "not run"
+            view.lost[task] = "; ".join(sorted({a.why_not_scored for a in outs})) or "not run"
             continue
         rows = [a.row(names) for a in ok]
         means = {m: sum(r[m] for r in rows) / len(rows) for m in names}
@@ -116,82 +137,56 @@ def run_view(
 
 def compare_pair(a: RunView, b: RunView) -> dict[str, Any]:
     """``a`` against ``b`` on the tasks both scored, per metric of either run (``binary``:
-    those hit/miss in both, where McNemar's test applies)."""
+    those hit/miss in both); ``not_compared``: every other task either run names, with each
+    side's reason."""
     common = [t for t in a.tasks if t in b.tasks]
-    lost = {
-        t: {
-            "a": a.lost.get(t, "scored" if t in a.tasks else "not in the run"),
-            "b": b.lost.get(t, "scored" if t in b.tasks else "not in the run"),
-        }
-        for t in sorted(set(a.lost) | set(b.lost))
+    named = dict.fromkeys(
+        [*a.tasks, *a.lost, *sorted(a.unscorable), *b.tasks, *b.lost, *sorted(b.unscorable)]
+    )
+    not_compared = {
+        t: {"a": a.why(t), "b": b.why(t)} for t in named if t not in a.tasks or t not in b.tasks
     }
     clusters = [a.tasks[t].project or b.tasks[t].project or f"task:{t}" for t in common]
-    metrics: dict[str, Any] = {}
     names = list(dict.fromkeys([*a.metrics, *b.metrics]))
     binary = [m for m in names if m in a.binary | b.binary and m not in _continuous(a, b)]
-    for m in names:
-        va = [a.tasks[t].means.get(m, 0.0) for t in common]
-        vb = [b.tasks[t].means.get(m, 0.0) for t in common]
-        diff = stats.paired_difference(va, vb, clusters).to_dict()
-        entry: dict[str, Any] = {
-            "a": stats.cluster_bootstrap(va, clusters).to_dict()["mean"],
-            "b": stats.cluster_bootstrap(vb, clusters).to_dict()["mean"],
-            "difference": diff,
+    values = {
+        m: (
+            [a.tasks[t].means.get(m, 0.0) for t in common],
+            [b.tasks[t].means.get(m, 0.0) for t in common],
+        )
+        for m in names
+    }
+    bounds = {
+        m: (-1.0, 1.0) if all(0.0 <= v <= 1.0 for v in [*va, *vb]) else (-math.inf, math.inf)
+        for m, (va, vb) in values.items()
+    }
+    tests = sign_flips(values, clusters, bounds=bounds)
+    metrics = {
+        m: {
+            "a": _mean(va),
+            "b": _mean(vb),
+            "difference": tests[m].to_dict(),
             **stats.win_loss_tie(va, vb),
         }
-        if m in binary:
-            # a task is a hit when more than half of its trials hit (with one trial: the trial)
-            entry["mcnemar"] = stats.mcnemar_exact(
-                [x > 0.5 for x in va], [x > 0.5 for x in vb]
-            ).to_dict()
-        metrics[m] = entry
+        for m, (va, vb) in values.items()
+    }
     return {
         "a": a.name,
         "b": b.name,
         "n_common": len(common),
         "n_clusters": len(set(clusters)),
         "tasks": common,
-        "lost": lost,
+        "not_compared": not_compared,
         "unscorable": sorted(a.unscorable | b.unscorable),
         "binary": binary,
         "metrics": metrics,
     }
 
 
+def _mean(values: list[float]) -> float | None:
+    return round(sum(values) / len(values), 6) if values else None
+
+
 def _continuous(a: RunView, b: RunView) -> set[str]:
     """Metrics continuous in either run (found there, not hit/miss)."""
     return {m for v in (a, b) for m in v.metrics if m not in v.binary}
-
-
-def decisive_of(provenance: dict[str, Any] | None) -> dict[str, Any]:
-    """The keys of green's task provenance that must agree (``DECISIVE``)."""
-    p = provenance or {}
-    return {
-        "scoring_version": (p.get("scoring") or {}).get("version"),
-        "image_id": (p.get("image") or {}).get("id"),
-    }
-
-
-def decisive_conflicts(
-    runs: Iterable[tuple[str, Iterable[tuple[str, dict[str, Any] | None]]]],
-) -> list[str]:
-    """One sentence per task whose scoring rule version or image digest differs between the
-    runs (or between the trials of one run). ``runs``: (run name, (task, decisive provenance
-    with ``scoring_version`` and ``image_id``) per attempt)."""
-    seen: dict[str, dict[str, dict[str, set[str]]]] = {}
-    for run, attempts in runs:
-        for task, prov in attempts:
-            for key in DECISIVE:
-                if (prov or {}).get(key):
-                    per_run = seen.setdefault(task, {}).setdefault(key, {})
-                    per_run.setdefault(run, set()).add(str(prov[key]))  # type: ignore[index]
-    problems = []
-    for task, keys in sorted(seen.items()):
-        for key, per_run in keys.items():
-            if len(set().union(*per_run.values())) > 1:
-                what = "image digest" if key == "image_id" else "scoring rule version"
-                detail = "; ".join(
-                    f"{run}: {', '.join(sorted(v))}" for run, v in sorted(per_run.items())
-                )
-                problems.append(f"task {task} was scored with a different {what} ({detail})")
-    return problems

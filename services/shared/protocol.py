@@ -12,7 +12,7 @@ import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, TypeAdapter, field_validator
+from pydantic import AfterValidator, BaseModel, Field, TypeAdapter, field_validator
 
 from services.shared.commands import CommandResult
 
@@ -96,8 +96,11 @@ MAX_COST = 1_000_000.0
 
 Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
 """A step or token count an agent reports: a whole number, 0 to :data:`MAX_COUNT`."""
-Dollars = Annotated[float, Field(ge=0, le=MAX_COST, allow_inf_nan=False)]
-"""A cost an agent reports: finite, 0 to :data:`MAX_COST`."""
+Dollars = Annotated[
+    float, Field(ge=0, le=MAX_COST, allow_inf_nan=False), AfterValidator(lambda v: round(v, 6))
+]
+"""A cost an agent reports: finite, 0 to :data:`MAX_COST`, in whole micro-dollars (a sum of
+prices reads ``1.0212``, not ``1.0211999999999999``)."""
 
 
 class Usage(BaseModel):
@@ -240,3 +243,15 @@ def submit_result_text(reply: SubmitResult) -> str:
     if reply.accepted:
         return "Submission accepted."
     return "Submission refused:\n" + "\n".join(f"- {e}" for e in reply.errors)
+
+
+# ---- what purple's agent card says of itself (read by green for each task's provenance) -------
+
+MODEL_EXTENSION = "urn:arvo-arena:purple:model:v1"
+"""Purple's card extension whose ``params`` name its model and request settings (model id,
+temperature, top_p, seed, max_tokens, context window, limits; never a key or a URL). Only a purple
+with a model has it (docs/models.md)."""
+AGENT_EXTENSION = "urn:arvo-arena:purple:agent:v1"
+"""Purple's card extension whose ``params`` say what answers: ``policy`` (its name),
+``agent_config`` (the config file's name and the sha256 of the whole effective config; None for a
+policy without one) and ``build`` (version, commit, dirty flag, lock-file sha256, Python)."""

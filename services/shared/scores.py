@@ -14,7 +14,7 @@ real numbers (``"file@1": 1.0``, ``"resolved": 0.0``); its other keys are flags 
 - ``scorable`` (default true): false when the ground truth is empty; the task stays out of
   every mean;
 - ``submitted`` (default true): a valid submission was scored (false: every metric counts 0);
-- ``project``: the cluster of the bootstrap (tasks of one project are not independent);
+- ``project``: the cluster of every interval (tasks of one project are not independent);
 - ``floors``: per floor (``empty``, ``crash_frame``) the metrics a trivial answer would score.
 """
 
@@ -44,8 +44,9 @@ def metric_names(records: Iterable[Mapping[str, Any] | None]) -> list[str]:
 
 
 def hit_or_miss(records: Iterable[Mapping[str, Any] | None], metric: str) -> bool:
-    """Whether every recorded value of ``metric`` is 0 or 1 (a hit/miss metric: McNemar's test
-    applies, reports print it as ``1``/``0``); a continuous one (ARVO's ``iou``) is not."""
+    """Whether every recorded value of ``metric`` is 0 or 1 (a hit/miss metric: its means are
+    hit rates with a proportion's interval, reports print it as ``1``/``0``); a continuous one
+    (ARVO's ``iou``) is not."""
     values = [r[metric] for r in records if r and isinstance(r.get(metric), int | float)]
     return all(v in (0, 1) for v in values)
 
@@ -74,14 +75,15 @@ def score_value(scores: Mapping[str, Any] | None, metric: str) -> float:
 
 class MetricMeans(BaseModel):
     """Means of a run, one key per metric (``file@1``...), with ``n``: the tasks in the
-    denominator. ``means["file@1"]`` reads one (0 when absent)."""
+    denominator. ``means["file@1"]`` reads one (None over 0 tasks: no mean, never 0)."""
 
     model_config = ConfigDict(extra="allow")
 
     n: int = 0
 
-    def __getitem__(self, metric: str) -> float:
-        return float((self.model_extra or {}).get(metric, 0.0))
+    def __getitem__(self, metric: str) -> float | None:
+        value = (self.model_extra or {}).get(metric)
+        return None if value is None else float(value)
 
 
 class Aggregate(BaseModel):
@@ -109,10 +111,13 @@ class Aggregate(BaseModel):
     """Same, without infra failures and cancelled tasks: what the agent is answerable for."""
     uncertainty: dict[str, Any] = {}
     """Per mean (``mean_all``, ``mean_non_infra``) and metric: ``mean``, ``se``, ``ci_low``,
-    ``ci_high``, ``n``, ``n_clusters``; with ``method``, ``resamples``, ``seed``, ``level``."""
+    ``ci_high``, ``n``, ``n_clusters``, ``method`` (a key of ``methods``), ``no_interval`` (why
+    there is none: ``one project``), ``df``; with ``level`` and ``methods`` (the methods used,
+    described)."""
     trials: dict[str, Any] = {}
-    """``k``: the most trials of a task; per metric pass@k, pass^k (k = 1..K) and the
-    consistency over the non-infra attempts (see :func:`services.shared.stats.trial_summary`)."""
+    """``k``: the most non-infra attempts of a task (K); ``n``: the tasks with K of them, the one
+    task set of every pass@k and pass^k (k = 1..K) and of the consistency, per metric
+    (:func:`services.shared.stats.trial_summary`); ``n_fewer``: the tasks left out."""
     floors: dict[str, Any] = {}
     """Per floor (``empty``: an empty submission; ``crash_frame``: the top in-project frame of
     the crash report as the only location) and metric: its mean over the tasks of
@@ -125,7 +130,7 @@ class Aggregate(BaseModel):
 
 def _means(values: Iterable[dict[str, float]], metrics: Sequence[str]) -> MetricMeans:
     rows = list(values)
-    means = {m: round(sum(r[m] for r in rows) / len(rows), 6) if rows else 0.0 for m in metrics}
+    means = {m: round(sum(r[m] for r in rows) / len(rows), 6) if rows else None for m in metrics}
     return MetricMeans(n=len(rows), **means)
 
 
@@ -155,13 +160,28 @@ def _task_key(o: TaskOutcome, seen: dict[tuple[str, int], int]) -> str:
     return ref if n == 0 else f"{ref}#{n}"
 
 
-def _uncertainty(units: list[_Task], which: str, metrics: Sequence[str]) -> dict[str, Any]:
+def _intervals(
+    columns: Mapping[str, list[float]], clusters: list[str], hit_rates: set[str]
+) -> dict[str, Any]:
+    """Per metric (``columns``: its value per task), the interval of its mean: the hit rates'
+    together, then the others' (one pass over the design each)."""
+    out: dict[str, Any] = {}
+    for hit_rate in (True, False):
+        names = [m for m in columns if (m in hit_rates) == hit_rate]
+        if names:
+            rows = [columns[m] for m in names]
+            ivs = stats.mean_intervals(rows, clusters, hit_rate=hit_rate)
+            out.update({m: iv.to_dict() for m, iv in zip(names, ivs, strict=True)})
+    return {m: out[m] for m in columns}
+
+
+def _uncertainty(
+    units: list[_Task], which: str, metrics: Sequence[str], hit_rates: set[str]
+) -> dict[str, Any]:
     rows = [(t, getattr(t, which)) for t in units if getattr(t, which)]
     means = [_Task.mean(r) for _, r in rows]
     clusters = [t.cluster for t, _ in rows]
-    return {
-        m: stats.cluster_bootstrap([row[m] for row in means], clusters).to_dict() for m in metrics
-    }
+    return _intervals({m: [row[m] for row in means] for m in metrics}, clusters, hit_rates)
 
 
 def _trials(units: list[_Task], metrics: Sequence[str]) -> dict[str, Any]:
@@ -169,13 +189,15 @@ def _trials(units: list[_Task], metrics: Sequence[str]) -> dict[str, Any]:
     out: dict[str, Any] = {"k": k}
     if k == 0:
         return out
+    out["n"] = sum(len(t.rows_non_infra) >= k for t in units)
+    out["n_fewer"] = sum(0 < len(t.rows_non_infra) < k for t in units)
     for m in metrics:
         per_task = {id(t): [r[m] for r in t.rows_non_infra] for t in units if t.rows_non_infra}
         out[m] = stats.trial_summary(per_task, k)
     return out
 
 
-def _floors(units: list[_Task], metrics: Sequence[str]) -> dict[str, Any]:
+def _floors(units: list[_Task], metrics: Sequence[str], hit_rates: set[str]) -> dict[str, Any]:
     with_floors = [t for t in units if t.rows_all and t.floors]
     if not with_floors:
         return {}
@@ -183,11 +205,15 @@ def _floors(units: list[_Task], metrics: Sequence[str]) -> dict[str, Any]:
     out: dict[str, Any] = {"n": len(with_floors)}
     for floor in FLOORS:
         vals = [t.floors.get(floor) or {} for t in with_floors]  # type: ignore[union-attr]
-        out[floor] = {
-            m: stats.cluster_bootstrap([score_value(v, m) for v in vals], clusters).to_dict()
-            for m in metrics
-        }
+        columns = {m: [score_value(v, m) for v in vals] for m in metrics}
+        out[floor] = _intervals(columns, clusters, hit_rates)
     return out
+
+
+def _methods_used(*groups: Mapping[str, Any]) -> dict[str, str]:
+    """The methods named by the intervals of ``groups`` (metric -> interval), described."""
+    used = {iv.get("method") for g in groups for iv in g.values() if isinstance(iv, dict)}
+    return {k: v for k, v in stats.METHODS.items() if k in used}
 
 
 def _classify(o: TaskOutcome, agg: Aggregate, task: _Task, status: dict, failure: dict) -> None:
@@ -240,13 +266,17 @@ def aggregate(outcomes: Iterable[TaskOutcome], metrics: Sequence[str] | None = N
     agg.mean_non_infra = _means(
         (_Task.mean(t.rows_non_infra) for t in units if t.rows_non_infra), names
     )
+    hit_rates = {m for m in names if hit_or_miss((o.scores for o in outcomes), m)}
+    unc_all = _uncertainty(units, "rows_all", names, hit_rates)
+    unc_non_infra = _uncertainty(units, "rows_non_infra", names, hit_rates)
     agg.uncertainty = {
-        **stats.method_info(),
-        "mean_all": _uncertainty(units, "rows_all", names),
-        "mean_non_infra": _uncertainty(units, "rows_non_infra", names),
+        "level": stats.LEVEL,
+        "methods": _methods_used(unc_all, unc_non_infra),
+        "mean_all": unc_all,
+        "mean_non_infra": unc_non_infra,
     }
     agg.trials = _trials(units, names)
-    agg.floors = _floors(units, names)
+    agg.floors = _floors(units, names, hit_rates)
     agg.explanation = _explain(agg, status_counts, failure_counts)
     return agg
 
@@ -266,7 +296,9 @@ def _explain(agg: Aggregate, status_counts: dict, failure_counts: dict) -> list[
         f"mean_all over {agg.mean_all.n} tasks counts every failure and cancellation as 0; "
         f"mean_non_infra over {agg.mean_non_infra.n} tasks leaves out infra failures and "
         "cancellations",
-        f"intervals: 95% {stats.METHOD}, {stats.RESAMPLES} resamples, seed {stats.SEED}",
+        "intervals: 95%, clustered by project, each with its method ("
+        + (", ".join(agg.uncertainty.get("methods") or {}) or "none")
+        + "; docs/scoring.md, section 5)",
     ]
 
 
@@ -291,9 +323,11 @@ def aggregate_metrics(agg: Mapping[str, Any]) -> list[str]:
 def flat_scores(agg: Mapping[str, Any]) -> dict[str, int | float | str | None]:
     """One flat row of an aggregate (``Aggregate.to_dict()``) with stable keys, for
     leaderboards (DuckDB reads it without unnesting): per metric ``file_at_1`` (the mean over
-    all tasks), ``_se``, ``_ci_low``, ``_ci_high``, ``_non_infra`` (with its interval),
-    ``_pass_at_k`` / ``_pass_hat_k`` (k = 1..K), ``_consistency``, ``_floor_empty``,
-    ``_floor_crash_frame``; counts are integers."""
+    all tasks, null over none), ``_se``, ``_ci_low``, ``_ci_high``, ``_ci_method`` (null
+    bounds: ``_no_interval`` says why), ``_non_infra`` (with its own), ``_pass_at_k`` /
+    ``_pass_hat_k`` (k = 1..K, over the ``n_pass_k`` tasks with K attempts), ``_consistency``,
+    ``_floor_empty``, ``_floor_crash_frame``; the n of each mean (``n_mean_all``...); counts
+    are integers."""
     out: dict[str, int | float | str | None] = {}
     for key in ("n_tasks", "n_attempts", "n_scored", "n_no_submission", "n_unscorable"):
         out[key] = int(agg.get(key) or 0)
@@ -304,27 +338,36 @@ def flat_scores(agg: Mapping[str, Any]) -> dict[str, int | float | str | None]:
     unc = agg.get("uncertainty") or {}
     trials = agg.get("trials") or {}
     floors = agg.get("floors") or {}
+    out["n_mean_all"] = int((agg.get("mean_all") or {}).get("n") or 0)
+    out["n_mean_non_infra"] = int((agg.get("mean_non_infra") or {}).get("n") or 0)
     out["trials"] = int(trials.get("k") or 0)
-    out["ci_method"] = unc.get("method")
-    out["ci_resamples"] = unc.get("resamples")
-    out["ci_seed"] = unc.get("seed")
+    out["n_pass_k"] = int(trials.get("n") or 0)
+    out["n_floors"] = int(floors.get("n") or 0)
     out["ci_level"] = unc.get("level")
     out["n_clusters"] = next(iter((unc.get("mean_all") or {}).values()), {}).get("n_clusters")
     for name in aggregate_metrics(agg):
-        f = field_name(name)
-        out[f] = (agg.get("mean_all") or {}).get(name)
-        for which, suffix in (("mean_all", ""), ("mean_non_infra", "_non_infra")):
-            iv = (unc.get(which) or {}).get(name) or {}
-            if suffix:
-                out[f + suffix] = (agg.get(which) or {}).get(name)
-            out[f"{f}{suffix}_se"] = iv.get("se")
-            out[f"{f}{suffix}_ci_low"] = iv.get("ci_low")
-            out[f"{f}{suffix}_ci_high"] = iv.get("ci_high")
-        row = trials.get(name) or {}
-        for k in range(1, out["trials"] + 1):  # type: ignore[operator]
-            out[f"{f}_pass_at_{k}"] = row.get(f"pass@{k}")
-            out[f"{f}_pass_hat_{k}"] = row.get(f"pass^{k}")
-        out[f"{f}_consistency"] = row.get("consistency")
-        for floor in FLOORS:
-            out[f"{f}_floor_{floor}"] = ((floors.get(floor) or {}).get(name) or {}).get("mean")
+        out.update(_flat_metric(name, agg, out["trials"]))  # type: ignore[arg-type]
+    return out
+
+
+def _flat_metric(name: str, agg: Mapping[str, Any], k_max: int) -> dict[str, Any]:
+    """The flat columns of one metric (:func:`flat_scores`)."""
+    f = field_name(name)
+    unc = agg.get("uncertainty") or {}
+    out: dict[str, Any] = {}
+    for which, suffix in (("mean_all", ""), ("mean_non_infra", "_non_infra")):
+        iv = (unc.get(which) or {}).get(name) or {}
+        out[f + suffix] = (agg.get(which) or {}).get(name)
+        for key in ("se", "ci_low", "ci_high"):
+            out[f"{f}{suffix}_{key}"] = iv.get(key)
+        out[f"{f}{suffix}_ci_method"] = iv.get("method")
+        out[f"{f}{suffix}_no_interval"] = iv.get("no_interval")
+    row = (agg.get("trials") or {}).get(name) or {}
+    for k in range(1, k_max + 1):
+        out[f"{f}_pass_at_{k}"] = row.get(f"pass@{k}")
+        out[f"{f}_pass_hat_{k}"] = row.get(f"pass^{k}")
+    out[f"{f}_consistency"] = row.get("consistency")
+    floors = agg.get("floors") or {}
+    for floor in FLOORS:
+        out[f"{f}_floor_{floor}"] = ((floors.get(floor) or {}).get(name) or {}).get("mean")
     return out

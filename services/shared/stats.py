@@ -1,11 +1,14 @@
-"""The estimators behind every published number: cluster bootstrap intervals, pass@k and pass^k,
-per-task consistency, McNemar's exact paired test, paired bootstrap differences, win/loss/tie.
+"""The estimators behind every published mean: a 95% interval per mean that holds its level at
+this benchmark's sizes (Clopper-Pearson, Korn-Graubard, a studentized beta interval, CR2 t),
+pass@k and pass^k over one task set, per-task consistency, win/loss/tie.
 
-Pure functions over plain numbers (numpy for the resampling, scipy for the binomial test). Both
-are imported by the functions that use them: every green and purple process imports this module
-(its scores), and most never compute an interval. ``docs/scoring.md`` ("Estimators") gives each
-formula and its reference; ``tests/shared/test_stats.py`` checks each against values worked by
-hand.
+Pure functions over plain numbers (numpy; ``scipy.special`` for the t, normal and beta
+quantiles: 0.4 s to import where ``scipy.stats`` takes 1.5 s). Both are imported by the
+functions that use them: every green and purple process imports this module (its scores), and
+most never compute an interval. The paired comparison of two runs is
+:mod:`services.shared.signflip`. ``docs/scoring.md`` (section 5) gives each formula and its
+reference; ``tests/shared/test_stats.py`` checks each against values worked by hand and
+``tests/shared/test_coverage.py`` measures the coverage of every interval.
 """
 
 from __future__ import annotations
@@ -13,24 +16,34 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
 
-RESAMPLES = 2000
-"""Bootstrap resamples (Efron & Tibshirani: 1000+ for percentile intervals)."""
-SEED = 0
-"""The bootstrap's seed: the same data always give the same interval."""
 LEVEL = 0.95
-METHOD = "cluster bootstrap (clusters: project; percentile interval)"
 HIT = 1.0
 """A trial is a *hit* on a metric when the metric is 1 (for iou: a perfect overlap)."""
+
+METHODS: dict[str, str] = {
+    "clopper-pearson": "Clopper-Pearson exact binomial interval (independent tasks, one trial)",
+    "korn-graubard": (
+        "Clopper-Pearson on the effective sample size (Korn & Graubard 1998): design effect "
+        "from the CR2 cluster-robust variance, Bell-McCaffrey degrees of freedom"
+    ),
+    "beta-t": (
+        "studentized beta interval for a mean in [0, 1]: Clopper-Pearson form on the effective "
+        "sample size mean(1-mean)/Var, scaled by (z/t)^2 with Bell-McCaffrey degrees of freedom"
+    ),
+    "t-cr2": "Student t with the CR2 cluster-robust standard error, Bell-McCaffrey df",
+}
+"""What each interval's ``method`` names (``docs/scoring.md``, section 5, has the formulas)."""
 
 
 @dataclass(frozen=True)
 class Interval:
-    """A mean with its bootstrap standard error and percentile interval."""
+    """A mean over tasks with its standard error and 95% interval. ``low``/``high`` are None
+    when nothing can be said; ``no_interval`` then says why (``one project``)."""
 
     mean: float | None
     se: float | None
@@ -39,8 +52,13 @@ class Interval:
     n: int
     """Units (tasks) in the mean."""
     n_clusters: int
+    method: str | None = None
+    """The key of :data:`METHODS` that produced ``low``/``high``."""
+    no_interval: str | None = None
+    df: float | None = None
+    """Degrees of freedom of the cluster-robust variance (Bell-McCaffrey)."""
 
-    def to_dict(self) -> dict[str, float | int | None]:
+    def to_dict(self) -> dict[str, float | int | str | None]:
         r = _round
         return {
             "mean": r(self.mean),
@@ -49,6 +67,9 @@ class Interval:
             "ci_high": r(self.high),
             "n": self.n,
             "n_clusters": self.n_clusters,
+            "method": self.method,
+            "no_interval": self.no_interval,
+            "df": r(self.df),
         }
 
 
@@ -56,69 +77,195 @@ def _round(x: float | None) -> float | None:
     return None if x is None else round(float(x), 6)
 
 
-def method_info(resamples: int = RESAMPLES, seed: int = SEED) -> dict[str, object]:
-    """What is written beside every interval."""
-    return {"method": METHOD, "resamples": resamples, "seed": seed, "level": LEVEL}
+@dataclass(frozen=True)
+class Design:
+    """R data sets of the same N tasks in the same G clusters (one row each): per row the mean
+    over tasks, its CR2 variance and the tasks' sample variance; the Bell-McCaffrey degrees of
+    freedom, which depend on the cluster sizes alone (the intercept-only regression, in closed
+    form)."""
+
+    n: int
+    sizes: np.ndarray
+    """(G,) tasks per cluster."""
+    df: float
+    sums: np.ndarray
+    """(R, G) per row, the sum of each cluster's values."""
+    mean: np.ndarray
+    var: np.ndarray
+    """(R,) CR2 (Bell & McCaffrey 2002) variance of the mean: sum_g e_g^2 / (1 - n_g/N) / N^2."""
+    s2: np.ndarray
+    """(R,) the tasks' sample variance (ddof 1)."""
+    flat: np.ndarray
+    """(R,) every task has the same value (its float variance may still not be exactly 0)."""
+    binary: np.ndarray
+    """(R,) every value is 0 or 1."""
+    unit: np.ndarray
+    """(R,) every value lies in [0, 1]."""
+
+    @property
+    def g(self) -> int:
+        return len(self.sizes)
+
+    @property
+    def independent(self) -> bool:
+        return self.g == self.n
 
 
-def _cluster_sums(
-    values: Sequence[float], clusters: Sequence[Hashable]
-) -> tuple[np.ndarray, np.ndarray]:
+def design(values: Sequence[Sequence[float]], clusters: Sequence[Hashable] | None = None) -> Design:
+    """Group each row of ``values`` (rows of the same N tasks) by ``clusters`` (None: every task
+    its own). With G >= 2 clusters: e_g = S_g - mean n_g, CR2 variance
+    sum_g e_g^2 / (N^2 (1 - n_g/N)), Bell-McCaffrey df = tr(Q)^2 / tr(Q^2) under independent
+    errors (N - 1 for independent tasks, G - 1 for equal clusters)."""
     import numpy as np
 
-    if len(values) != len(clusters):
-        raise ValueError("values and clusters differ in length")
-    index = {c: i for i, c in enumerate(dict.fromkeys(clusters))}
-    ids = np.fromiter((index[c] for c in clusters), dtype=np.int64, count=len(clusters))
-    sums = np.bincount(ids, weights=np.asarray(values, dtype=float), minlength=len(index))
-    sizes = np.bincount(ids, minlength=len(index)).astype(float)
-    return sums, sizes
+    y = np.atleast_2d(np.asarray(values, dtype=float))
+    n = y.shape[1]
+    if clusters is None:
+        sums, sizes = y, np.ones(n)
+    else:
+        if len(clusters) != n:
+            raise ValueError("values and clusters differ in length")
+        index = {c: i for i, c in enumerate(dict.fromkeys(clusters))}
+        ids = np.fromiter((index[c] for c in clusters), dtype=np.int64, count=n)
+        order = np.argsort(ids, kind="stable")
+        sizes = np.bincount(ids).astype(float)
+        starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
+        sums = np.add.reduceat(y[:, order], starts, axis=1)
+    mean = y.sum(axis=1) / n
+    flat = y.max(axis=1) == y.min(axis=1)
+    s2 = np.where(flat, 0.0, y.var(axis=1, ddof=1) if n > 1 else 0.0)
+    kinds = (np.all((y == 0) | (y == 1), axis=1), np.all((y >= 0) & (y <= 1), axis=1))
+    if len(sizes) < 2:
+        return Design(n, sizes, math.nan, sums, mean, np.full(len(y), math.nan), s2, flat, *kinds)
+    w = 1.0 / (n * n * (1.0 - sizes / n))
+    e = sums - mean[:, None] * sizes
+    var = np.where(flat, 0.0, (w * e * e).sum(axis=1))
+    a = w * sizes * sizes / n
+    tr_q2 = float(np.sum(w * w * ((sizes - sizes * sizes / n) ** 2 - (sizes**2 / n) ** 2)))
+    df = (1.0 / n) ** 2 / (tr_q2 + float(a.sum()) ** 2)
+    if len(sizes) == n:
+        df = float(n - 1)  # the closed form, exactly
+    return Design(n, sizes, df, sums, mean, var, s2, flat, *kinds)
 
 
-def cluster_bootstrap(
+def mean_interval(
     values: Sequence[float],
     clusters: Sequence[Hashable] | None = None,
     *,
-    resamples: int = RESAMPLES,
-    seed: int = SEED,
+    hit_rate: bool,
     level: float = LEVEL,
 ) -> Interval:
-    """The mean of ``values`` (one per task) with a bootstrap over clusters: each resample
-    draws as many clusters as there are, with replacement, and takes the mean of all their
-    tasks (sum of cluster sums over sum of cluster sizes). ``clusters=None`` (or one task per
-    cluster) is the plain bootstrap. SE: the resamples' standard deviation; interval: their
-    (1-level)/2 and (1+level)/2 percentiles."""
-    import numpy as np
-
-    n = len(values)
-    if n == 0:
-        return Interval(None, None, None, None, 0, 0)
-    sums, sizes = _cluster_sums(values, list(range(n)) if clusters is None else clusters)
-    g = len(sums)
-    mean = float(sums.sum() / sizes.sum())
-    if g < 2:
-        return Interval(mean, 0.0, mean, mean, n, g)
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, g, size=(resamples, g))
-    stats = sums[draws].sum(axis=1) / sizes[draws].sum(axis=1)
-    lo, hi = np.percentile(stats, [100 * (1 - level) / 2, 100 * (1 + level) / 2])
-    return Interval(mean, float(stats.std(ddof=1)), float(lo), float(hi), n, g)
+    """The mean of ``values`` (one per task; a task's trials averaged first) with its 95%
+    interval. ``hit_rate``: the values are hit rates (each trial a hit or a miss): the
+    Korn-Graubard interval (Clopper-Pearson exactly for independent tasks with one trial each).
+    Otherwise a mean of values in [0, 1] gets the studentized beta interval, any other the CR2 t
+    interval. One task or one project: no interval, and why."""
+    return mean_intervals([values], clusters, hit_rate=hit_rate, level=level)[0]
 
 
-def paired_difference(
-    a: Sequence[float],
-    b: Sequence[float],
+def mean_intervals(
+    values: Sequence[Sequence[float]],
     clusters: Sequence[Hashable] | None = None,
-    **kw,
-) -> Interval:
-    """Mean of ``a - b`` over paired tasks, with the cluster bootstrap of the differences
-    (resampling tasks, i.e. both runs' values of a task together)."""
-    if len(a) != len(b):
-        raise ValueError("paired values differ in length")
+    *,
+    hit_rate: bool,
+    level: float = LEVEL,
+) -> list[Interval]:
+    """:func:`mean_interval` of each row of ``values`` (rows of the same tasks and clusters),
+    computed together."""
     import numpy as np
 
-    diffs = (np.asarray(a, dtype=float) - np.asarray(b, dtype=float)).tolist()
-    return cluster_bootstrap(diffs, clusters, **kw)
+    y = np.asarray(values, dtype=float).reshape(len(values), -1)
+    n = y.shape[1]
+    if n == 0:
+        return [Interval(None, None, None, None, 0, 0, no_interval="no task")] * len(y)
+    d = design(y, clusters)
+    if n == 1 or d.g == 1:
+        why = "one task" if n == 1 else "one project"
+        return [Interval(float(m), None, None, None, n, d.g, no_interval=why) for m in d.mean]
+    se = np.sqrt(d.var)
+    if hit_rate:
+        n_eff = _korn_graubard_n(d, level)
+        methods = np.where(d.independent & d.binary, "clopper-pearson", "korn-graubard")
+    else:
+        n_eff = _beta_t_n(d, level)
+        methods = np.where(d.unit, "beta-t", "t-cr2")
+    low, high = _beta_bounds(d.mean, n_eff, level)
+    half = _t(level, d.df) * se
+    t_rows = methods == "t-cr2"
+    low, high = np.where(t_rows, d.mean - half, low), np.where(t_rows, d.mean + half, high)
+    out = []
+    for i, m in enumerate(map(float, d.mean)):
+        if t_rows[i] and d.flat[i]:  # a t interval of no spread: nothing bounds it
+            out.append(Interval(m, 0.0, None, None, n, d.g, no_interval="no spread"))
+        else:
+            bounds = (float(low[i]), float(high[i]))
+            out.append(Interval(m, float(se[i]), *bounds, n, d.g, str(methods[i]), df=d.df))
+    return out
+
+
+def _t(level: float, df: float) -> float:
+    """The (1 + level) / 2 quantile of Student's t with ``df`` degrees of freedom."""
+    from scipy.special import stdtrit
+
+    return float(stdtrit(df, (1 + level) / 2))
+
+
+def _df_factor(d: Design, level: float, top: float) -> float:
+    """(top / t_df)^2, at most 1: the degrees-of-freedom adjustment of an effective sample size
+    (``top``: t_{N-1} for a proportion, whose variance p(1-p) is known given p; z otherwise)."""
+    return min(1.0, (top / _t(level, d.df)) ** 2)
+
+
+def _worst_case_n(d: Design, level: float) -> float:
+    """The effective sample size when the data cannot estimate the design effect (every task
+    scored the same): its largest value, sum n_g^2 / N (a project's tasks all alike), with the
+    degrees-of-freedom adjustment; N for independent tasks."""
+    return d.n * d.n / float((d.sizes**2).sum()) * _df_factor(d, level, _t(level, d.n - 1))
+
+
+def _korn_graubard_n(d: Design, level: float) -> np.ndarray:
+    """n* = N / deff, deff = max(1, Var_CR2 / (s^2/N)), times (t_{N-1} / t_df)^2 (Korn &
+    Graubard 1998); with no spread, :func:`_worst_case_n`. Independent tasks: deff = 1,
+    df = N - 1, n* = N: Clopper-Pearson itself."""
+    import numpy as np
+
+    if d.independent:
+        return np.full(len(d.mean), float(d.n))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        deff = np.maximum(1.0, d.var / (d.s2 / d.n))
+    n_eff = d.n / deff * _df_factor(d, level, _t(level, d.n - 1))
+    return np.where(d.flat, _worst_case_n(d, level), n_eff)
+
+
+def _beta_t_n(d: Design, level: float) -> np.ndarray:
+    """n* = mean (1 - mean) / max(Var_CR2, s^2/N) times (z / t_df)^2: to first order the t
+    interval, bounded by [0, 1] and wider on the side away from a mean near 0 or 1; as for a hit
+    rate, projects never count for more than independent tasks (a CR2 variance below s^2/N is
+    taken as s^2/N); with no spread, :func:`_worst_case_n`."""
+    import numpy as np
+    from scipy.special import ndtri
+
+    var = np.maximum(d.var, d.s2 / d.n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        n_eff = d.mean * (1 - d.mean) / var * _df_factor(d, level, float(ndtri((1 + level) / 2)))
+    return np.where(d.flat, _worst_case_n(d, level), n_eff)
+
+
+def _beta_bounds(p: np.ndarray, n_eff: np.ndarray, level: float = LEVEL) -> tuple[Any, Any]:
+    """The Clopper-Pearson bounds for x = p n* successes of n* trials (not necessarily whole
+    numbers): Beta((1-level)/2; x, n*-x+1) and Beta((1+level)/2; x+1, n*-x); 0 and 1 at the
+    ends. Element-wise over arrays."""
+    import numpy as np
+    from scipy.special import betaincinv  # the beta quantile: Beta(q; a, b) = I^-1_q(a, b)
+
+    n_eff = np.asarray(n_eff, dtype=float)
+    x = np.clip(np.asarray(p, dtype=float) * n_eff, 0.0, n_eff)
+    alpha = 1 - level
+    tiny = np.finfo(float).tiny
+    top = n_eff - x > 1e-12 * n_eff
+    low = np.where(x > 0, betaincinv(np.maximum(x, tiny), n_eff - x + 1, alpha / 2), 0.0)
+    high = np.where(top, betaincinv(x + 1, np.maximum(n_eff - x, tiny), 1 - alpha / 2), 1.0)
+    return low, high
 
 
 def pass_at_k(n: int, c: int, k: int) -> float | None:
@@ -146,59 +293,17 @@ def _check(n: int, c: int, k: int) -> None:
 
 def mean_over_tasks(per_task: Sequence[float | None]) -> tuple[float | None, int]:
     """The mean of the defined values and how many there were (None when none is)."""
-    import numpy as np
-
     vals = [v for v in per_task if v is not None]
-    return (float(np.mean(vals)), len(vals)) if vals else (None, 0)
+    return (math.fsum(vals) / len(vals), len(vals)) if vals else (None, 0)
 
 
 def consistency(per_task_hits: Sequence[Sequence[bool]]) -> tuple[float | None, int]:
     """Share of tasks with at least two trials whose trials all agree (all hits or all
     misses), and the number of such tasks."""
-    import numpy as np
-
     multi = [h for h in per_task_hits if len(h) >= 2]
     if not multi:
         return None, 0
-    return float(np.mean([all(h) or not any(h) for h in multi])), len(multi)
-
-
-@dataclass(frozen=True)
-class McNemar:
-    """McNemar's exact test on paired hit/miss outcomes."""
-
-    both: int
-    only_a: int
-    """A hit, B missed (discordant)."""
-    only_b: int
-    neither: int
-    p_value: float
-
-    def to_dict(self) -> dict[str, float | int]:
-        return {
-            "both": self.both,
-            "only_a": self.only_a,
-            "only_b": self.only_b,
-            "neither": self.neither,
-            "p_value": round(self.p_value, 6),
-        }
-
-
-def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> McNemar:
-    """Two-sided exact McNemar: the discordant pairs' split tested against Binomial(b+c, 1/2)
-    (scipy's ``binomtest``); p = 1 when there is no discordant pair."""
-    if len(a) != len(b):
-        raise ValueError("paired outcomes differ in length")
-    pairs = list(zip(map(bool, a), map(bool, b), strict=True))
-    only_a = sum(x and not y for x, y in pairs)
-    only_b = sum(y and not x for x, y in pairs)
-    both = sum(x and y for x, y in pairs)
-    neither = len(pairs) - only_a - only_b - both
-    discordant = only_a + only_b
-    from scipy.stats import binomtest
-
-    p = binomtest(only_a, discordant, 0.5).pvalue if discordant else 1.0
-    return McNemar(both, only_a, only_b, neither, float(p))
+    return sum(all(h) or not any(h) for h in multi) / len(multi), len(multi)
 
 
 def win_loss_tie(a: Sequence[float], b: Sequence[float]) -> dict[str, int]:
@@ -216,17 +321,20 @@ def win_loss_tie(a: Sequence[float], b: Sequence[float]) -> dict[str, int]:
 def trial_summary(
     per_task_values: Mapping[Hashable, Sequence[float]], k_max: int
 ) -> dict[str, object]:
-    """pass@k and pass^k for k = 1..k_max (means over the tasks with at least k attempts, a
-    hit being a value of 1) and the consistency of the tasks' trials, for one metric."""
+    """pass@k and pass^k for k = 1..k_max over one task set: the tasks with at least k_max
+    attempts (``n``; a hit is a value of 1), so pass@k never falls and pass^k never rises with
+    k; and the consistency of those tasks' trials, for one metric."""
     counts = [(len(v), sum(x >= HIT for x in v)) for v in per_task_values.values()]
-    out: dict[str, object] = {}
+    eligible = [(n, c) for n, c in counts if n >= k_max]
+    out: dict[str, object] = {"n": len(eligible)}
     for k in range(1, k_max + 1):
-        pk, n_pk = mean_over_tasks([pass_at_k(n, c, k) for n, c in counts])
-        ph, _ = mean_over_tasks([pass_hat_k(n, c, k) for n, c in counts])
+        pk, n_pk = mean_over_tasks([pass_at_k(n, c, k) for n, c in eligible])
+        ph, _ = mean_over_tasks([pass_hat_k(n, c, k) for n, c in eligible])
         out[f"pass@{k}"] = _round(pk)
         out[f"pass^{k}"] = _round(ph)
         out[f"n@{k}"] = n_pk
-    share, n_multi = consistency([[x >= HIT for x in v] for v in per_task_values.values()])
+    hits = [[x >= HIT for x in v] for v in per_task_values.values() if len(v) >= k_max]
+    share, n_multi = consistency(hits)
     out["consistency"] = _round(share)
     out["n_consistency"] = n_multi
     return out

@@ -22,15 +22,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 from fastapi import FastAPI, HTTPException, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from matplotlib import image as mpimg
 from typer.testing import CliRunner
 
+from services.arena import client as arena_client
 from services.arena.app import app
 from services.arena.refs import split_refs
-from services.arena.results import RunOutcome, RunResults, aggregate_outcomes
+from services.arena.results import REFUSED, RunOutcome, RunResults, aggregate_outcomes
 from services.green.kinds.arvo.scoring.groundtruth import ground_truth_from_patch
 from services.green.kinds.arvo.scoring.metrics import score
 from services.green.store.models import CommandPublic, TaskPublic
@@ -138,6 +140,11 @@ PROGRESSION = ("queued", "preparing", "running", "running", "evaluating")
 PURPLE_KNOWS = {"1001", "1004"}
 
 
+def _key(ref: TaskRef) -> str:
+    """The key of :data:`SCRIPTS`: an ARVO id, or another kind's whole reference."""
+    return ref.id if ref.kind == "arvo" else str(ref)
+
+
 def now() -> datetime:
     return datetime.now(UTC)
 
@@ -155,6 +162,11 @@ class FakeGreen:
         self.max_active = 0
         self.authorizations: list[str | None] = []
         """The Authorization header of every request green received."""
+        self.runs: dict[str, dict[str, Any]] = {}
+        """POST /runs bodies by the run id green gave, with ``ended`` once POST .../end came."""
+        self.huge_trajectory = 0
+        """Bytes of the trajectory green serves for every task (0: the usual small one)."""
+        self.trajectory_sent = 0
 
     def active(self) -> int:
         return sum(
@@ -188,10 +200,50 @@ class FakeGreen:
                 ]
             }
 
+        @api.post("/runs", status_code=201)
+        def open_run(body: dict[str, Any]) -> Any:
+            unknown = [
+                {"task": ref, "reason": f"not in the dataset; build it with: make {ref}"}
+                for ref in body["task_ids"]
+                if _key(TaskRef.parse(ref)) not in SCRIPTS
+            ]
+            if unknown:
+                return JSONResponse({"detail": "unknown tasks", "unknown": unknown}, 404)
+            run_id = body.get("resume") or str(uuid.uuid4())
+            self.runs[run_id] = {**body, "ended": None}
+            return {"id": run_id, "name": body["name"], "status": "running"}
+
+        @api.post("/runs/{run_id}/end")
+        def end_run(run_id: str, body: dict[str, Any]) -> Any:
+            self.runs[run_id]["ended"] = body
+            return {"id": run_id}
+
+        @api.get("/tasks/{task_id}/trajectory")
+        def trajectory(task_id: str) -> Any:
+            if self.huge_trajectory:
+                chunk = b" " * 1024**2
+
+                def body() -> Iterator[bytes]:
+                    yield b'{"steps": ['
+                    for _ in range(self.huge_trajectory // len(chunk)):
+                        self.trajectory_sent += len(chunk)
+                        yield chunk
+                    yield b"]}"
+
+                return StreamingResponse(body(), media_type="application/json")
+            if self.arvo_of(task_id) not in PURPLE_KNOWS:
+                return JSONResponse({"detail": "purple answered 404: no task"}, 502)
+            return {
+                "policy": "analyst",
+                "steps": [
+                    {"step": 0, "messages": [{"role": "assistant", "content": "execute: ls"}]}
+                ],
+            }
+
         @api.post("/tasks", status_code=202)
         def create(body: dict[str, Any]) -> Any:
             ref = TaskRef.parse(str(body["task"]))
-            key = ref.id if ref.kind == "arvo" else str(ref)
+            key = _key(ref)
             with self.lock:
                 self.bodies.append(body)
                 self.posts[key] += 1
@@ -355,7 +407,7 @@ def test_run_writes_results_tasks_and_report(fake, tmp_path: Path) -> None:
         "run",
         "1001",
         "arvo:1002",
-        "1003,9999",
+        "1003",
         *base_args(green_url, tmp_path),
         "--purple",
         purple_url,
@@ -373,27 +425,31 @@ def test_run_writes_results_tasks_and_report(fake, tmp_path: Path) -> None:
     assert data["run"] == "r1" and data["green"] == green_url and data["purple"] == purple_url
     assert data["started_at"] and data["finished_at"]
     assert data["args"]["concurrency"] == 2 and data["args"]["max_steps"] == 7
-    assert data["task_ids"] == ["arvo:1001", "arvo:1002", "arvo:1003", "arvo:9999"]
+    assert data["task_ids"] == ["arvo:1001", "arvo:1002", "arvo:1003"]
     assert len(data["sessions"]) == 1 and data["sessions"][0]["interrupted"] is False
 
+    # the run is a named run on green: opened with every task, each task sent with its id,
+    # ended when the batch stopped; its dashboard page is printed
+    [(run_id, run)] = green.runs.items()
+    assert data["green_run"] == run_id
+    assert run["name"] == "r1" and run["task_ids"] == ["arvo:1001", "arvo:1002", "arvo:1003"]
+    assert run["ended"] == {"interrupted": False}
+    assert all(b["run_id"] == run_id for b in green.bodies)
+    assert f"{green_url}/ui/runs/{run_id}" in res.output
+
     # what green was asked, and that no more than --concurrency tasks were in flight
-    assert green.posts == Counter({"1001": 1, "1002": 1, "1003": 1, "9999": 1})
+    assert green.posts == Counter({"1001": 1, "1002": 1, "1003": 1})
     assert all(
         b["purple_url"] == purple_url and b["max_steps"] == 7 and b["task_timeout_s"] == 600
         for b in green.bodies
     )
     # every id reaches green as one canonical reference (bare "1001" too); two requests are in
     # flight at once, so the order they arrive in is not the batch's to promise
-    assert sorted(b["task"] for b in green.bodies) == [
-        "arvo:1001",
-        "arvo:1002",
-        "arvo:1003",
-        "arvo:9999",
-    ]
+    assert sorted(b["task"] for b in green.bodies) == ["arvo:1001", "arvo:1002", "arvo:1003"]
     assert green.max_active == 2
 
     tasks = by_id(data)
-    t1, t2, t3, t9 = tasks["1001"], tasks["1002"], tasks["1003"], tasks["9999"]
+    t1, t2, t3 = tasks["1001"], tasks["1002"], tasks["1003"]
     assert (
         t1["status"] == "completed" and t1["scores"]["file@1"] == 1.0 and t1["scores"]["iou"] == 1.0
     )
@@ -402,26 +458,23 @@ def test_run_writes_results_tasks_and_report(fake, tmp_path: Path) -> None:
         1.0,
         0.0,
     )
-    assert t2["trajectory"] is False and any("trajectory not saved" in n for n in t2["notes"])
+    assert t2["trajectory"] is False
+    assert any("trajectory not saved: green answered HTTP 502" in n for n in t2["notes"])
     assert t3["status"] == "failed" and t3["failure_kind"] == "agent"
     assert t3["error"] == "no valid loc.json after 3 steps"
-    assert t9["status"] == "failed" and t9["task_id"] is None and t9["end_reason"] == "rejected"
-    assert "404" in t9["error"] and "unknown task arvo:9999" in t9["error"]
 
-    # the aggregate is green's: mean over all counts both failures as 0, non-infra drops 9999
+    # the aggregate is green's: mean over all counts the failure as 0
     agg = data["aggregate"]
-    assert agg["n_tasks"] == 4
-    assert agg["by_status"] == {"completed": 2, "failed": 2, "cancelled": 0}
-    assert agg["by_failure"] == {"infra": 1, "agent": 1}
-    assert agg["mean_all"]["n"] == 4 and agg["mean_all"]["file@1"] == 0.5
-    assert agg["mean_all"]["line@1"] == 0.25
-    assert agg["mean_non_infra"]["n"] == 3 and agg["mean_non_infra"]["file@1"] == pytest.approx(
-        2 / 3, abs=1e-6
-    )
+    assert agg["n_tasks"] == 3
+    assert agg["by_status"] == {"completed": 2, "failed": 1, "cancelled": 0}
+    assert agg["by_failure"] == {"infra": 0, "agent": 1}
+    assert agg["mean_all"]["n"] == 3 and agg["mean_all"]["file@1"] == pytest.approx(2 / 3)
+    assert agg["mean_all"]["line@1"] == pytest.approx(1 / 3)
+    assert agg["mean_non_infra"]["n"] == 3
     assert agg == aggregate_outcomes(RunResults.model_validate(data).tasks)
 
     # green declared ARVO's metrics: iou is continuous although every iou here is 0 or 1
-    assert data["kinds"]["arvo"] == {"metrics": METRIC_NAMES, "continuous": ["iou"]}
+    assert data["kinds"]["arvo"] == {"metrics": METRIC_NAMES, "continuous": ["iou"], "fields": None}
     assert {t["scores"]["iou"] for t in data["tasks"] if t["scores"]} == {0.0, 1.0}
     assert RunResults.model_validate(data).binary() == set(METRIC_NAMES) - {"iou"}
 
@@ -433,21 +486,17 @@ def test_run_writes_results_tasks_and_report(fake, tmp_path: Path) -> None:
     assert task_json["scores"]["explanation"] and task_json["scores"]["locations"][0]["line_match"]
     commands = json.loads((d1 / "commands.json").read_text())
     assert [c["seq"] for c in commands] == list(range(1, task_json["steps"] + 1))
-    assert (
-        json.loads((d1 / "trajectory.json").read_text())["messages"][1]["content"] == "execute: ls"
-    )
+    trajectory = json.loads((d1 / "trajectory.json").read_text())  # through green, as served
+    assert trajectory["steps"][0]["messages"][0]["content"] == "execute: ls"
     d2 = tmp_path / "r1" / t2["dir"]
-    assert (d2 / "task.json").exists() and not (d2 / "trajectory.json").exists()
-    assert not list((tmp_path / "r1" / "tasks").glob("*9999-*"))
+    assert (d2 / "task.json").exists() and not list(d2.glob("trajectory.json*"))
 
     # report and plot
     report = (tmp_path / "r1" / "report.md").read_text()
-    assert "| all tasks | 4 | 0.500 [" in report
-    assert "| non-infra tasks | 3 | 0.667 [" in report
-    assert "| failed: infra | 1 |" in report and "| failed: agent | 1 |" in report
+    assert "| all tasks | 3 | 0.667 [" in report
+    assert "| failed: agent | 1 |" in report
     assert "![per-task scores, cost and steps](scores.png)" in report
     assert f"[{t1['task_id'][:8]}]({t1['dir']}/task.json)" in report
-    assert "| arvo:9999 | - | failed |" in report and "HTTP 404" in report
     assert "| completed | 4 | 1 | 1 | 1 | 1 | 1 | 1 | 1.00 | 0.0125 |" in report  # iou: 1.00
     png = tmp_path / "r1" / "scores.png"
     assert png.read_bytes()[:8] == PNG_MAGIC
@@ -455,6 +504,66 @@ def test_run_writes_results_tasks_and_report(fake, tmp_path: Path) -> None:
 
     # the live table's last frame and the summary went to the terminal
     assert "arvo:1001" in res.output and "mean over" in res.output
+
+    # the leaderboard queries run with DuckDB over the file the run wrote, as over AgentBeats'
+    con = duckdb.connect()
+    board = tmp_path / "*" / "leaderboard.json"
+    con.execute(f"CREATE VIEW results AS SELECT * FROM read_json_auto('{board}')")
+    for q in json.loads((REPO / "docs" / "leaderboard" / "queries.json").read_text()):
+        rows = con.execute(q["query"]).fetchall()
+        assert rows and {r[0] for r in rows} == {"r1"}, q["name"]
+    row = json.loads((tmp_path / "r1" / "leaderboard.json").read_text())["results"][0]
+    assert (row["n_tasks"], row["file_at_1"]) == (3, agg["mean_all"]["file@1"])
+
+
+def test_unknown_tasks_stop_the_run_before_it_starts(fake, tmp_path: Path) -> None:
+    """Green does not know two of the ids (say, fixtures not built yet): the run starts nothing,
+    names both with green's word on how to build them, records nothing and exits 4. Before, each
+    was a 404 recorded as an infra failure scoring 0 in mean_all, and the run exited 0."""
+    green, green_url, _ = fake
+    res = cli("run", "1001", "9999", "8888", *base_args(green_url, tmp_path))
+    assert res.exit_code == 4, res.output
+    out = " ".join(res.output.split())
+    assert "green does not know 2 of the run's tasks" in out
+    assert "arvo:9999: not in the dataset; build it with: make arvo:9999" in out
+    assert "arvo:8888: not in the dataset; build it with: make arvo:8888" in out
+    assert "uv run python -m fixtures.build" in out and "Nothing was started" in out
+    assert not green.posts and not green.runs
+    assert not (tmp_path / "r1").exists()
+
+
+def test_a_run_whose_attempts_all_failed_exits_1(fake, tmp_path: Path) -> None:
+    _, green_url, _ = fake
+    res = cli("run", "1003", *base_args(green_url, tmp_path))
+    assert res.exit_code == 1, res.output
+    assert "none of the 1 attempt(s) run now completed" in " ".join(res.output.split())
+    assert by_id(load(tmp_path))["1003"]["status"] == "failed"  # recorded all the same
+
+
+def test_a_task_green_refused_is_listed_and_enters_no_mean() -> None:
+    refused = RunOutcome(
+        ref="arvo:2", status="failed", failure_kind="infra", end_reason=REFUSED, error="HTTP 404"
+    )
+    hit = RunOutcome(ref="arvo:1", status="completed", scores=HIT)
+    agg = aggregate_outcomes([hit, refused])
+    assert agg["n_tasks"] == 1 and agg["mean_all"]["n"] == 1 and agg["mean_all"]["file@1"] == 1
+    assert agg == aggregate_outcomes([hit])
+
+
+def test_a_huge_trajectory_is_not_read_past_the_cap(fake, tmp_path: Path, monkeypatch) -> None:
+    """A hostile trajectory (here 64 MiB of spaces, at a cap of 4 MiB) is streamed to disk and
+    given up at the cap: nothing of it is saved, and green was not read to its end. Before, the
+    client read any trajectory whole into memory and saved it whole (1.5 GiB took it to 6 GiB)."""
+    green, green_url, _ = fake
+    monkeypatch.setattr(arena_client, "TRAJECTORY_MAX_BYTES", 4 * 1024**2)
+    green.huge_trajectory = 64 * 1024**2
+    res = cli("run", "1001", *base_args(green_url, tmp_path))
+    assert res.exit_code == 0, res.output
+    [t1] = load(tmp_path)["tasks"]
+    assert t1["trajectory"] is False
+    assert any("larger than 4,194,304 bytes" in n for n in t1["notes"]), t1["notes"]
+    assert not list((tmp_path / "r1" / t1["dir"]).glob("trajectory.json*"))
+    assert green.trajectory_sent < 32 * 1024**2  # the client hung up near the cap
 
 
 def test_resume_skips_completed_and_retry_failed_reruns(fake, tmp_path: Path) -> None:
@@ -547,14 +656,10 @@ def test_no_ids_and_bad_ids(fake, tmp_path: Path) -> None:
     ids_file.write_text("# a batch\narvo:1001  # first\n\nnot-an-id, 1001\n")
     assert split_refs([ids_file.read_text()]) == ["arvo:1001", "not-an-id", "1001"]
     res = cli("run", "--ids-file", str(ids_file), *base_args(green_url, tmp_path))
-    assert res.exit_code == 0, res.output
-    tasks = by_id(load(tmp_path))
-    assert list(tasks) == ["1001", "not-an-id"]
-    # a well-formed reference is green's to judge: it refused this one, the run recorded why
-    assert (
-        tasks["not-an-id"]["status"] == "failed" and tasks["not-an-id"]["end_reason"] == "rejected"
-    )
-    assert "unknown task arvo:not-an-id" in tasks["not-an-id"]["error"]
+    # a well-formed reference is green's to judge: it refused this one, so nothing started
+    assert res.exit_code == 4, res.output
+    assert "arvo:not-an-id: not in the dataset" in res.output
+    assert not green.posts and not (tmp_path / "r1").exists()
     # what is not a reference at all is refused before anything is sent
     posts = sum(green.posts.values())
     res = cli("run", "1001", "../etc", "x/y", *base_args(green_url, tmp_path, run="r2"))
@@ -629,7 +734,8 @@ def test_results_written_before_task_kinds_still_load(tmp_path: Path) -> None:
     assert "| arvo | task | status | steps | file@1 | file@5 |" in report
     assert "| arvo:1001 | [t1](tasks/1001-t1/task.json) | completed | 4 | 1 | 1 | 1 |" in report
     assert "| arvo:1003 | - | not run |" in report
-    assert "| all tasks | 2 | 0.500 [" in report
+    # 1002 was refused by green (it never ran): listed, but in no mean
+    assert "| arvo:1002 | - | failed |" in report and "| all tasks | 1 | 1.000" in report
 
 
 def test_ctrl_c_cancels_in_flight_tasks_and_saves(fake, tmp_path: Path) -> None:
@@ -703,7 +809,7 @@ def test_api_token_goes_to_green_only_and_is_never_saved(fake, tmp_path: Path) -
     )
     assert res.exit_code == 0, res.output
     assert green.authorizations and set(green.authorizations) == {"Bearer s3cret"}
-    assert green.purple_authorizations and set(green.purple_authorizations) == {None}
+    assert green.purple_authorizations == []  # the client never calls purple: green does
     saved = "".join(p.read_text() for p in tmp_path.rglob("*") if p.suffix in (".json", ".md"))
     assert "s3cret" not in saved
 

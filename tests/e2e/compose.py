@@ -248,3 +248,49 @@ def wait_task(
         if time.monotonic() > deadline:
             raise TimeoutError(f"task {task_id} not in {sorted(until)} after {timeout:.0f} s")
         time.sleep(0.3)
+
+
+def demo_env(tmp_path: Path, tag: str) -> dict[str, str]:
+    """The environment of a ``make demo`` (scripts/demo.sh) of its own: compose project, host
+    ports, token and log folders and image tags, so the user's demo stack (project ``arena``,
+    ports 9009/9019) is never touched; none of the user's GREEN_/PURPLE_/OPENAI_ variables."""
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("GREEN_", "PURPLE_", "OPENAI_"))
+    }
+    env.update(
+        COMPOSE_PROJECT_NAME=f"arena-{tag}-{secrets.token_hex(3)}",
+        ARENA_ENV_FILE="",
+        ARENA_GREEN_PORT=str(free_port()),
+        ARENA_PURPLE_PORT=str(free_port()),
+        ARENA_TOKEN_DIR=str(tmp_path / "secrets"),
+        ARENA_LOGS_DIR=str(tmp_path / "logs"),
+        ARENA_GREEN_IMAGE=f"arena/green:{tag}",
+        ARENA_PURPLE_IMAGE=f"arena/purple:{tag}",
+    )
+    return env
+
+
+def run_demo(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``scripts/demo.sh`` as a user runs it (``make demo``), in a :func:`demo_env`."""
+    return subprocess.run(
+        ["bash", "scripts/demo.sh"],
+        cwd=REPO_ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+
+
+def demo_down(env: dict[str, str]) -> None:
+    """Stop a :func:`demo_env` stack and remove its volumes."""
+    subprocess.run(
+        ["bash", "deploy/compose.sh", "--demo", "down", "-v", "--remove-orphans"],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )

@@ -9,15 +9,12 @@ The 30-run measure on a loaded machine is ``bash bench/demo_loop.sh 30 --load`` 
 from __future__ import annotations
 
 import os
-import secrets
-import subprocess
 from pathlib import Path
 
 import docker
 import pytest
 
-from fixtures.catalog import REPO_ROOT
-from tests.e2e.compose import compose_available, free_port
+from tests.e2e.compose import compose_available, demo_down, demo_env, run_demo
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 RUNS = int(os.environ.get("ARENA_DEMO_LOOP_RUNS", "3"))
@@ -37,33 +34,12 @@ def test_demo_runs_again_and_again(tmp_path: Path) -> None:
         pytest.skip(f"Docker engine unreachable ({exc}); run scripts/ensure-docker.sh")
     if compose_available() is None:
         pytest.skip("no docker compose (v2) nor docker-compose (v1)")
-    project = f"arena-demo-{secrets.token_hex(3)}"
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("GREEN_", "PURPLE_", "OPENAI_"))
-    }
-    env.update(
-        COMPOSE_PROJECT_NAME=project,
-        ARENA_ENV_FILE="",
-        ARENA_GREEN_PORT=str(free_port()),
-        ARENA_PURPLE_PORT=str(free_port()),
-        ARENA_TOKEN_DIR=str(tmp_path / "secrets"),
-        ARENA_LOGS_DIR=str(tmp_path / "logs"),
-        ARENA_GREEN_IMAGE="arena/green:demo-loop",
-        ARENA_PURPLE_IMAGE="arena/purple:demo-loop",
-    )
+    env = demo_env(tmp_path, "demo-loop")
+    project = env["COMPOSE_PROJECT_NAME"]
     first_green = ""
     try:
         for i in range(1, RUNS + 1):
-            proc = subprocess.run(
-                ["bash", "scripts/demo.sh"],
-                cwd=REPO_ROOT,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=1800,
-                check=False,
-            )
+            proc = run_demo(env)
             out = proc.stdout + proc.stderr
             assert proc.returncode == 0, f"run {i} of {RUNS} failed:\n{out[-6000:]}"
             assert "completed  end: submitted" in out, out[-3000:]
@@ -72,11 +48,4 @@ def test_demo_runs_again_and_again(tmp_path: Path) -> None:
                 first_green = green
             assert green == first_green, f"run {i} recreated green"
     finally:
-        subprocess.run(
-            ["bash", "deploy/compose.sh", "--demo", "down", "-v", "--remove-orphans"],
-            cwd=REPO_ROOT,
-            env=env,
-            capture_output=True,
-            timeout=300,
-            check=False,
-        )
+        demo_down(env)

@@ -12,6 +12,8 @@ ARVO_SCORES = {
     "submitted": True,
     "n_locations": 2,
     "bug_class": "heap-overflow",
+    "project": "xmlmini",
+    "floors": {"empty": {}, "crash_frame": {"file@1": 1.0}},
     "matched_files": ["src/a.c"],
     "explanation": ["src/a.c:12 is in the patched function f"],
 }
@@ -20,7 +22,9 @@ ARVO_SCORES = {
 def test_arvo_shows_its_metrics_and_counts_but_nothing_that_names_the_answer() -> None:
     shown = public_scores("arvo", ARVO_SCORES)
     assert shown is not None
-    assert set(shown) == {*METRICS, "scorable", "submitted", "n_locations", "bug_class"}
+    # project and bug class: the crash report the agent reads names both; the floors say
+    # whether the crash frame is the fix
+    assert set(shown) == {*METRICS, "scorable", "submitted", "n_locations", "bug_class", "project"}
 
 
 def test_swebench_shows_resolved_but_not_the_test_report() -> None:

@@ -36,6 +36,10 @@ def test_a2a03_client_runs_a_task_through_green(a2a03_python, start_green, scrip
     assert out.returncode == 0, out.stderr[-3000:]
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["card_url"] == f"{green.url}/" and report["protocol"] == "0.3"
+    # the card read with no version header: the operator scheme is http bearer as 0.3 reads it
+    # (the 1.0 form it got before read as mutual TLS), and the client authenticated by it
+    assert report["schemes"]["operator"]["type"] == "http", report["schemes"]
+    assert report["schemes"]["operator"]["scheme"].lower() == "bearer"
     assert report["state"] == "completed", report
     assert report["result"]["tasks"][0]["status"] == "completed"
 

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from fixtures.catalog import get_task
+from services.green.kinds.arvo.judge import Judge
 from tests.integration.helpers import OPERATOR, rpc, text_message
 from tests.support import web
 from tests.support.scripted_purple import Script
@@ -20,9 +22,15 @@ from tests.support.scripted_purple import Script
 pytestmark = pytest.mark.docker
 
 
-def _script() -> Script:
+def _script(assets: Path | None = None) -> Script:
+    """Rank 1 on the fix's file and function; with ``assets``, on its lines too (so the score's
+    regions carry ``line_matched_by: [1]``, a count in a list)."""
     t = get_task(900004)
     loc = {"file": t.fix_file, "function": t.fix_function, "line_start": 1, "line_end": 3}
+    if assets is not None:
+        task = assets / "900004"
+        fix = Judge().prepare(task / "patch.diff", task / "repo-vul.tar.gz").ground_truth
+        loc |= {"line_start": fix.regions[0].start, "line_end": fix.regions[0].end}
     return Script(commands=["ls", "pwd"], submissions=[{"locations": [loc]}])
 
 
@@ -43,28 +51,46 @@ def _result_data(task: dict[str, Any]) -> dict[str, Any]:
     return next(p["data"] for p in artifact["parts"] if "data" in p)
 
 
-def _assert_ints(data: dict[str, Any]) -> None:
+def _same_ints(rest: Any, a2a: Any, where: str = "") -> int:
+    """Every integer of REST's record is an integer, equal, at the same place in the A2A data
+    (dicts by key, lists item by item, at any depth); how many were compared."""
+    if isinstance(rest, int) and not isinstance(rest, bool):
+        assert type(a2a) is int and a2a == rest, (where, rest, a2a)
+        return 1
+    if isinstance(rest, dict):
+        assert isinstance(a2a, dict), (where, a2a)
+        return sum(_same_ints(v, a2a[k], f"{where}.{k}") for k, v in rest.items() if k in a2a)
+    if isinstance(rest, list):
+        assert isinstance(a2a, list) and len(a2a) == len(rest), (where, a2a)
+        return sum(
+            _same_ints(v, w, f"{where}[{i}]")
+            for i, (v, w) in enumerate(zip(rest, a2a, strict=True))
+        )
+    if isinstance(rest, float):
+        assert type(a2a) is float, (where, a2a)  # a score stays a number with a fraction
+    return 0
+
+
+def _assert_ints(green_url: str, data: dict[str, Any]) -> None:
+    """The Result artifact's task against REST's record of it, field by field, lists included
+    (``scores.regions[].line_matched_by[]`` arrived as ``[2.0]`` before)."""
     outcome = data["tasks"][0]
-    for key in ("steps", "tokens_in", "tokens_out"):
-        assert type(outcome[key]) is int, (key, outcome[key])
+    rest = web.get(f"{green_url}/tasks/{outcome['task_id']}", headers=OPERATOR).json()
     assert outcome["steps"] >= 2
-    scores = outcome["scores"]
-    assert type(scores["n_locations"]) is int, scores["n_locations"]
-    loc = scores["locations"][0]
-    assert (type(loc["rank"]), type(loc["line_start"])) == (int, int), loc
+    assert any(r.get("line_matched_by") for r in rest["scores"]["regions"]), rest["scores"]
+    assert _same_ints(rest, outcome) >= 15
     assert type(data["aggregate"]["n_tasks"]) is int, data["aggregate"]
-    assert isinstance(scores["file@1"], float)  # a score stays a number with a fraction
 
 
-def test_task_id_message_makes_one_assessment_record(start_green, scripted_purple):
-    purple_url, _ = scripted_purple(_script())
+def test_task_id_message_makes_one_assessment_record(start_green, scripted_purple, fixture_assets):
+    purple_url, _ = scripted_purple(_script(fixture_assets))
     green = start_green(purple_url=purple_url)
     params = {"message": text_message("Task ID: arvo:900004"), "configuration": {"blocking": True}}
     r = rpc(green.url, "message/send", params, headers=OPERATOR)
     body = json.loads(r.text)  # the wire's own types: 4 stays an int, 4.0 a float
     task = body["result"]
     assert task["status"]["state"] == "completed", body
-    _assert_ints(_result_data(task))
+    _assert_ints(green.url, _result_data(task))
 
     # The green task it ran carries the assessment id; the record exists and is finished.
     listed = web.get(f"{green.url}/tasks", headers=OPERATOR, timeout=10).json()
@@ -84,7 +110,7 @@ def test_task_id_message_makes_one_assessment_record(start_green, scripted_purpl
 
     # The same artifact read back with the 1.0 method keeps its integers too.
     got = rpc(green.url, "GetTask", {"id": task["id"]}, headers=OPERATOR, version="1.0")
-    _assert_ints(_result_data(json.loads(got.text)["result"]))
+    _assert_ints(green.url, _result_data(json.loads(got.text)["result"]))
 
 
 def test_agentbeats_request_makes_one_assessment_record(start_green, scripted_purple):

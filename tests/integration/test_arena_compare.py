@@ -1,6 +1,8 @@
 """``arena compare`` on real runs of the fixtures: the offline analyst against a deliberately
-weaker purple, each run's manifest digests against ``docker image inspect``, and a run made
-against a re-tagged image of a different digest refused with a sentence naming the task."""
+weaker purple, each run's manifest digests against ``docker image inspect``; a run made against
+a rebuild of the same recipe (another image id, the same identity: another machine's build)
+compared, and one against an image of another recipe refused with a sentence naming the
+task."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 TASKS = ["900001", "900002", "900003", "900004", "900005", "900006"]
 WRONG = ["src/lexer.c", "src/colormap.c", "lib/header.c"]  # valid files, never the fix
 RETAG = "arena-test-i24-retag/arvo:{id}-vul"
+CHANGED = "arena-test-i24-changed/arvo:{id}-vul"
 
 
 def _run(green_url: str, purple: str, out: Path, name: str, ids=TASKS) -> Path:
@@ -33,15 +36,22 @@ def _run(green_url: str, purple: str, out: Path, name: str, ids=TASKS) -> Path:
 
 @pytest.fixture
 def retagged(docker_client):
-    """900001's image rebuilt with one more label: the same content, another digest."""
+    """900001's image rebuilt with one more label (the same recipe, another image id: as on
+    another machine) and with another recipe label (an image whose recipe changed)."""
     base = docker_client.images.get("arena/arvo:900001-vul")
-    dockerfile = b'FROM arena/arvo:900001-vul\nLABEL arena.test="retagged"\n'
-    image, _ = docker_client.images.build(
-        fileobj=io.BytesIO(dockerfile), tag=RETAG.format(id="900001"), rm=True
-    )
-    assert image.id != base.id
-    yield image
-    docker_client.images.remove(image.id, force=True)
+    images = {}
+    for key, template, label in (
+        ("same", RETAG, 'arena.test="retagged"'),
+        ("changed", CHANGED, 'arena.image.recipe-sha256="0000"'),
+    ):
+        dockerfile = f"FROM arena/arvo:900001-vul\nLABEL {label}\n".encode()
+        images[key], _ = docker_client.images.build(
+            fileobj=io.BytesIO(dockerfile), tag=template.format(id="900001"), rm=True
+        )
+        assert images[key].id != base.id
+    yield images
+    for image in images.values():
+        docker_client.images.remove(image.id, force=True)
 
 
 def test_compare_analyst_against_a_weaker_purple(
@@ -82,32 +92,43 @@ def test_compare_analyst_against_a_weaker_purple(
     )
     assert res.exit_code == 0, res.output
     pair = json.loads((cmp_dir / "compare.json").read_text())["pairs"][0]
-    assert pair["n_common"] == len(TASKS) and pair["lost"] == {}
+    assert pair["n_common"] == len(TASKS) and pair["not_compared"] == {}
     f1 = pair["metrics"]["file@1"]
     a_hits = round(f1["a"] * len(TASKS))
     assert a_hits >= 5 and f1["b"] == 0.0  # the weaker purple never names a changed file
     assert f1["difference"]["mean"] == pytest.approx(a_hits / len(TASKS), abs=1e-6)
-    assert 0 < f1["difference"]["ci_low"] <= f1["difference"]["mean"] <= f1["difference"]["ci_high"]
-    assert f1["mcnemar"]["only_a"] == a_hits and f1["mcnemar"]["only_b"] == 0
-    assert f1["mcnemar"]["p_value"] == pytest.approx(2 * 0.5**a_hits, abs=1e-9)
+    d = f1["difference"]
     assert (f1["win"], f1["loss"]) == (a_hits, 0)
+    if pair["n_clusters"] == len(TASKS):  # one project per task: the exact McNemar (sign) test
+        assert d["p_value"] == pytest.approx(2 * 0.5**a_hits, abs=1e-9)
+    # one procedure: the interval excludes 0 exactly when p < 0.05
+    assert (d["ci_low"] is not None and d["ci_low"] > 0) == (d["p_value"] < 0.05)
     md = (cmp_dir / "compare.md").read_text()
-    assert "McNemar p" in md and f"{f1['mcnemar']['p_value']:.4g}" in md
+    assert "| 95% interval | p |" in md and "sign-flip exact" in md
 
-    # a run against a re-tagged image of another digest is refused, naming the task
-    port = free_port()
-    green_retag = start_green(
-        image_template=RETAG,
-        port=port,
-        instance_name=f"retag-{port}",
-        database_url=f"sqlite:///{tmp_path}/green-retag.db",
-    )
-    retag_dir = _run(green_retag.url, analyst_url, out, "retagged", ids=["900001"])
-    prov = json.loads((retag_dir / "manifest.json").read_text())["tasks"]["arvo:900001"]["1"]
-    assert prov["image"]["id"] == retagged.id
-    res = CliRunner().invoke(
-        app, ["compare", str(strong_dir), str(retag_dir), "--out", str(tmp_path / "c2")]
-    )
-    assert res.exit_code == 3
-    assert "task arvo:900001 was scored with a different image digest" in res.output
-    assert "task arvo:900002" not in res.output
+    # the same recipe rebuilt (another image id): compared, by its identity; another recipe:
+    # refused, naming the task
+    base = json.loads((strong_dir / "manifest.json").read_text())["tasks"]["arvo:900001"]["1"]
+    for key, template in (("same", RETAG), ("changed", CHANGED)):
+        port = free_port()
+        green_retag = start_green(
+            image_template=template,
+            port=port,
+            instance_name=f"retag-{port}",
+            database_url=f"sqlite:///{tmp_path}/green-{key}.db",
+        )
+        retag_dir = _run(green_retag.url, analyst_url, out, key, ids=["900001"])
+        prov = json.loads((retag_dir / "manifest.json").read_text())["tasks"]["arvo:900001"]["1"]
+        assert prov["image"]["id"] == retagged[key].id != base["image"]["id"]
+        assert (prov["image"]["identity"] == base["image"]["identity"]) == (key == "same")
+        res = CliRunner().invoke(
+            app, ["compare", str(strong_dir), str(retag_dir), "--out", str(tmp_path / key)]
+        )
+        if key == "same":
+            assert res.exit_code == 0, res.output
+            pair = json.loads((tmp_path / key / "compare.json").read_text())["pairs"][0]
+            assert pair["tasks"] == ["arvo:900001"] and len(pair["not_compared"]) == 5
+        else:
+            assert res.exit_code == 3
+            assert "task arvo:900001 was scored with a different image" in res.output
+            assert "task arvo:900002" not in res.output

@@ -61,6 +61,7 @@ def test_trials_report_pass_at_k_equals_the_closed_forms(tmp_path, start_green, 
         counts[t["ref_id"]] = (n + 1, c + int(t["scores"]["file@1"] == 1.0))
     assert sorted(c for _, c in counts.values()) == [0, 2, 3]  # the known share: 5 of 9
     trials = results["aggregate"]["trials"]["file@1"]
+    assert trials["n"] == 3 and results["aggregate"]["trials"]["n_fewer"] == 0
     for k in (1, 2, 3):
         at_k = sum(1 - comb(n - c, k) / comb(n, k) for n, c in counts.values()) / 3
         hat_k = sum(comb(c, k) / comb(n, k) for n, c in counts.values()) / 3
@@ -78,5 +79,5 @@ def test_trials_report_pass_at_k_equals_the_closed_forms(tmp_path, start_green, 
     assert all("unopened_locations" in t["audit"] for t in tasks)
     assert not any("git_history" in t["audit"] or "network" in t["audit"] for t in tasks)
     assert "| submitted locations in files never named in a command | 9 |" in report
-    row = next(line for line in report.splitlines() if line.startswith("| file@1 |"))
+    row = next(line for line in report.splitlines() if line.startswith("| file@1 | 3 |"))
     assert f"{trials['pass@2']:.3f}" in row and f"{trials['pass^3']:.3f}" in row

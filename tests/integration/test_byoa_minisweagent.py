@@ -26,6 +26,12 @@ from tests.support.servers import free_port, serve
 
 pytestmark = pytest.mark.docker
 MINI = "mini-swe-agent==2.4.6"
+RECIPE = [
+    line
+    for line in (REPO_ROOT / "docs" / "own-agent.md").read_text().splitlines()
+    if line.startswith(("uv venv ", "uv export ", "uv pip install "))
+]
+"""The install lines of docs/own-agent.md's mini-swe-agent recipe: the test builds with them."""
 LOC = {
     "reasoning": "the entity decoder reads past the end",
     "locations": [
@@ -40,6 +46,16 @@ LOC = {
 }
 
 
+def test_the_recipe_installs_beside_the_project_not_into_it() -> None:
+    """Installed into the project's .venv, mini-swe-agent changed two of its packages, which the
+    next ``uv run --frozen`` put back; and ``python -m`` needs that environment's python."""
+    assert len(RECIPE) == 3 and MINI in RECIPE[2], RECIPE
+    assert all("build/venv-msa" in line for line in RECIPE), RECIPE
+    doc = (REPO_ROOT / "docs" / "own-agent.md").read_text()
+    assert "build/venv-msa/bin/python -m services.byoa.minisweagent" in doc
+    assert "--max-tokens" in doc
+
+
 @pytest.fixture(scope="session")
 def mini_python() -> Path:
     """An environment with mini-swe-agent (litellm is large: not a project dependency) and the
@@ -49,21 +65,9 @@ def mini_python() -> Path:
 
     def build() -> Path:
         if not (marker.exists() and marker.read_text() == MINI):
-            reqs = subprocess.run(
-                ["uv", "export", "--frozen", "--no-dev", "--no-hashes", "--no-emit-project"],
-                cwd=REPO_ROOT,
-                capture_output=True,
-                text=True,
-                check=True,
-            ).stdout
-            (venv.parent).mkdir(exist_ok=True)
-            req_file = venv.parent / "venv-msa-requirements.txt"
-            req_file.write_text(reqs)
-            subprocess.run(["uv", "venv", "-q", "--python", "3.11", str(venv)], check=True)
-            subprocess.run(
-                ["uv", "pip", "install", "-q", "--python", str(python), "-r", str(req_file), MINI],
-                check=True,
-            )
+            assert MINI in "\n".join(RECIPE), RECIPE
+            for line in RECIPE:  # as docs/own-agent.md says, from the repository's folder
+                subprocess.run(["bash", "-e", "-c", line], cwd=REPO_ROOT, check=True)
             marker.write_text(MINI)
         return python
 
@@ -106,6 +110,8 @@ def test_arena_runs_mini_swe_agent_as_purple(
             "test",
             "--step-limit",
             "8",
+            "--max-tokens",
+            "2048",
         ],
         cwd=REPO_ROOT,
         env={**os.environ, "PYTHONPATH": str(REPO_ROOT), "MSWEA_SILENT_STARTUP": "1"},
@@ -145,6 +151,7 @@ def test_arena_runs_mini_swe_agent_as_purple(
     assert (record["tokens_in"], record["tokens_out"]) == (6700, 210)
     assert "mini-swe-agent ended: Submitted" in (record["agent_reason"] or "")
     assert llm.requests[0]["tools"][0]["function"]["name"] == "bash"  # its own LLM layer
+    assert {r.get("max_tokens") for r in llm.requests} == {2048}  # the recipe's --max-tokens
 
 
 def test_a_foreign_agent_that_crashes_says_why_in_greens_record(start_green) -> None:

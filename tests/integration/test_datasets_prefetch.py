@@ -120,7 +120,8 @@ def test_seeded_sample_and_the_runs_split_file(start_green, fixture_assets, tmp_
         "run", "--sample", "2", "--seed", "4", "--green", green.url,
         "--run", "r1", "--out", str(tmp_path), "--poll-interval", "0.2",
     )  # fmt: skip
-    assert run.exit_code == 0, run.output  # purple is unreachable: the tasks fail, the run ends
+    # purple is unreachable: the tasks fail, the run ends, and says so (exit 1: none completed)
+    assert run.exit_code == 1, run.output
     split = (tmp_path / "r1" / "split.txt").read_text()
     assert read_refs(split) == [f"arvo:{i}" for i in sample(population, 2, seed=4)]
     assert "--sample 2 --seed 4" in split.splitlines()[0]

@@ -84,16 +84,21 @@ def test_agentbeats_assessment_request_runs_every_task(start_green, scripted_pur
     assert result["aggregate"]["n_tasks"] == 2 and result["aggregate"]["mean_all"]["file@1"] == 0.0
 
 
-def test_assessment_with_an_unknown_task_fails_cleanly(start_green):
+def test_assessment_with_unknown_tasks_fails_cleanly_naming_them_all(start_green):
+    """An AgentBeats request (and POST /assessments) naming ids green does not know starts
+    nothing and names every one: none of them can enter a mean as a task scoring 0."""
     green = start_green()
-    request = {
-        "participants": {"agent": "http://127.0.0.1:9"},
-        "config": {"task_ids": ["arvo:31337"]},
-    }
+    ids = ["arvo:31337", "arvo:900001", "arvo:31338"]
+    request = {"participants": {"agent": "http://127.0.0.1:9"}, "config": {"task_ids": ids}}
     events = asyncio.run(stream_message(green.url, json.dumps(request)))
     final = [ev.status_update.status for ev in events if ev.HasField("status_update")][-1]
     assert final.state == TaskState.TASK_STATE_FAILED
-    assert "unknown task arvo:31337" in " ".join(get_text_parts(final.message.parts))
+    said = " ".join(get_text_parts(final.message.parts))
+    assert "green does not know 2 of the tasks: arvo:31337: " in said and "arvo:31338: " in said
+    rest = web.post(f"{green.url}/assessments", headers=OPERATOR, json={"task_ids": ids})
+    assert rest.status_code == 404, rest.text
+    assert [u["task"] for u in rest.json()["unknown"]] == ["arvo:31337", "arvo:31338"]
+    assert web.get(f"{green.url}/tasks", headers=OPERATOR).json()["total"] == 0
 
 
 def test_agent_card_is_reachable_and_speaks_both_protocols(start_green):

@@ -37,6 +37,15 @@ def test_rest_rejects_bad_requests_with_clear_4xx(start_green):
             422,
             "invalid request",
         ),
+        (  # located by line and column (json's own words), not by an offset ("body.40")
+            web.post(
+                f"{green.url}/tasks",
+                content=b'{"task": "arvo:900001",\n "max_steps": 4,,}',
+                headers={**OPERATOR, "content-type": "application/json"},
+            ),
+            422,
+            '"where":"body, line 2 column 17","message":"JSON decode error: Expecting property',
+        ),
         (
             web.post(f"{green.url}/tasks", headers=OPERATOR, json={"task": "../../etc/passwd"}),
             422,

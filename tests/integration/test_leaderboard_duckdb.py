@@ -35,7 +35,9 @@ def test_leaderboard_queries_over_a_real_result(tmp_path, start_green, analyst_u
     assert len(data["tasks"]) == 4 and sorted(t["trial"] for t in data["tasks"]) == [1, 1, 2, 2]
     assert data["n_tasks"] == 2 and data["n_attempts"] == 4 and data["trials"] == 2
     assert data["file_at_1_ci_low"] <= data["file_at_1"] <= data["file_at_1_ci_high"]
-    assert data["ci_resamples"] == 2000 and "cluster bootstrap" in data["ci_method"]
+    assert data["ci_level"] == 0.95
+    assert data["file_at_1_ci_method"] in {"clopper-pearson", "korn-graubard"}
+    assert data["n_pass_k"] == 2 and data["n_mean_all"] == 2
     # the crash-frame baseline hits 900001 (fix in the crashing frame), misses 900006's file
     assert data["file_at_1_floor_crash_frame"] == 0.5 and data["file_at_1_floor_empty"] == 0.0
     assert {t["scores"]["bug_class"] for t in data["tasks"]} == {"heap-buffer-overflow"}
@@ -59,8 +61,11 @@ def test_leaderboard_queries_over_a_real_result(tmp_path, start_green, analyst_u
     first = con.execute(queries[0]["query"])
     row = dict(zip([d[0] for d in first.description], first.fetchone(), strict=True))
     assert row["Tasks"] == 2 and row["file@1"] == pytest.approx(round(data["file_at_1"], 3))
+    assert row["file@1 SE"] == pytest.approx(round(data["file_at_1_se"], 3))
+    trials = con.execute(queries[1]["query"]).fetchall()  # one row per k, with its n
+    assert [(r[2], r[3]) for r in trials] == [(1, 2), (2, 2)]
     by_class = con.execute(queries[2]["query"]).fetchall()
-    assert [(r[1], r[2]) for r in by_class] == [("heap-buffer-overflow", 4)]
+    assert [(r[1], r[2]) for r in by_class] == [("heap-buffer-overflow", 2)]  # tasks, not attempts
 
     # the REST twin carries the same intervals
     body = {"task_ids": ["arvo:900001"], "purple_url": analyst_url}

@@ -104,10 +104,17 @@ def test_health_shows_the_engine_pool_and_image_budget_only_to_the_operator(star
 
 def test_card_declares_the_operator_bearer_scheme(start_green):
     green = start_green()
-    card = web.get(f"{green.url}/.well-known/agent-card.json").json()
+    card = web.get(f"{green.url}/.well-known/agent-card.json", headers={"A2A-Version": "1.0"})
+    card = card.json()
     schemes = card["securitySchemes"]
     [(name, scheme)] = schemes.items()
     assert scheme["httpAuthSecurityScheme"]["scheme"] == "bearer"
+    plain = web.get(f"{green.url}/.well-known/agent-card.json").json()  # no header: 0.3's form
+    assert plain["securitySchemes"][name] | {"description": ""} == {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "",
+    }
     intake = next(s for s in card["skills"] if s["id"] == "rca_assessment")
     assert intake["securityRequirements"] == [{"schemes": {name: {}}}]
 
@@ -188,8 +195,9 @@ def test_ground_truth_is_for_the_operator_and_only_when_the_bug_is_done(
     assert set(anon_view["scores"]) <= {
         *("file@1", "file@5", "func@1", "func@5", "line@1", "line@5", "iou"),
         *("scorable", "submitted", "n_locations", "resolved"),
-        "bug_class",  # read from error.txt, which the agent has too
+        *("bug_class", "project"),  # read from error.txt, which the agent has too
     }
+    assert anon_view["disclosed"] == "public" and "scores.floors" in anon_view["withheld"]
     assert anon_view["scores"]["file@1"] == done["scores"]["file@1"] == 1.0
     assert "entity.c" not in str(anon_view["scores"])  # no region, file or explanation
     assert done["ground_truth"] and done["scores"]["regions"]  # the operator's view
@@ -200,6 +208,12 @@ def test_ground_truth_is_for_the_operator_and_only_when_the_bug_is_done(
     during = web.get(f"{green.url}/tasks/{anon['id']}", headers=OPERATOR).json()
     assert during["ground_truth"] is None and "regions" not in during["scores"]
     assert "ground_truth_sha256" not in (during["provenance"] or {})
+    # the floors say whether the crash frame is the fix: withheld too, and said so
+    assert "floors" not in during["scores"] and during["scores"]["project"] == "xmlmini"
+    assert during["disclosed"] == "pending"
+    assert {"ground_truth", "scores.floors", "provenance.ground_truth_sha256"} <= set(
+        during["withheld"]
+    )
     listed = web.get(f"{green.url}/tasks", headers=OPERATOR).json()["items"]
     assert all(t["ground_truth"] is None for t in listed)
     a2a = rpc(green.url, "message/send", {"message": text_message("Task ID: arvo:900001")})
@@ -208,6 +222,7 @@ def test_ground_truth_is_for_the_operator_and_only_when_the_bug_is_done(
     after = web.get(f"{green.url}/tasks/{anon['id']}", headers=OPERATOR).json()
     assert after["ground_truth"] and after["scores"]["regions"]
     assert len(after["provenance"]["ground_truth_sha256"]) == 64
+    assert (after["disclosed"], after["withheld"]) == ("all", []) and after["scores"]["floors"]
 
 
 def test_intake_is_bounded(start_green, scripted_purple):

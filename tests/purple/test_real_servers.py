@@ -16,9 +16,9 @@ from services.purple.agent.loop import ReactAgent
 from services.purple.app import create_app
 from services.purple.config import PurpleSettings
 from services.purple.llm.openai_chat import OpenAIChatModel, OpenAIModelConfig
-from services.purple.model_check import MODEL_EXTENSION
 from services.purple.policies import build_policy
 from services.purple.protocols import TaskContext
+from services.shared.protocol import MODEL_EXTENSION
 from tests.support import web
 from tests.support.fake_llm import FakeError, FakeLLMServer, FakeReply
 from tests.support.local_env import LocalShellEnvironment, make_workspace

@@ -6,27 +6,47 @@ from __future__ import annotations
 import json
 import subprocess
 
+from google.protobuf.json_format import MessageToDict
+
 from fixtures.catalog import REPO_ROOT
-from services.shared.a2a_numbers import _rewrite_sse, data_part, int_keys, restore_ints
+from services.shared.a2a_numbers import _rewrite_sse, data_part, restore_parts
 from services.shared.a2a_params import params_error, well_formed
 
 
-def test_int_keys_and_restore_only_touch_keys_that_held_ints():
-    data = {"steps": 4, "scores": {"file@1": 1.0, "locations": [{"rank": 1, "iou": 0.5}]}}
-    keys = int_keys(data)
-    assert keys == {"steps", "rank"}
-    wire = {"steps": 4.0, "scores": {"file@1": 1.0, "locations": [{"rank": 1.0, "iou": 0.5}]}}
-    back = restore_ints(wire, keys)
-    assert back == data and type(back["steps"]) is int and type(back["scores"]["file@1"]) is float
+def _wire(part) -> dict:
+    """A part as JSON on the wire: every number a double, as protobuf's Value keeps it."""
+    return json.loads(json.dumps(MessageToDict(part)))
+
+
+def test_integers_come_back_where_the_data_held_them_at_any_depth():
+    """Decided per value by the data's types, not by key names: the same key holds an int in
+    one place and a float in another, and counts in lists (``line_matched_by: [2]``) come back
+    as ints. Before, ``[2]`` arrived as ``[2.0]`` and keys were restored by name everywhere."""
+    data = {
+        "steps": 4,
+        "n": 2.0,
+        "scores": {"n": 3, "file@1": 1.0, "regions": [{"line_matched_by": [2, 3], "iou": 0.5}]},
+        "rows": [[1, 1.0], []],
+        "flag": True,
+    }
+    wire = _wire(data_part(data))
+    assert wire["data"]["scores"]["regions"][0]["line_matched_by"] == [2.0, 3.0]  # the loss
+    back = restore_parts(wire)
+    assert back == {"data": data} and "metadata" not in back  # the record is removed
+    assert type(back["data"]["n"]) is float and type(back["data"]["scores"]["n"]) is int
+    assert [type(v) for v in back["data"]["rows"][0]] == [int, float]
+    assert back["data"]["flag"] is True
+    assert all(type(v) is int for v in back["data"]["scores"]["regions"][0]["line_matched_by"])
 
 
 def test_sse_data_lines_are_rewritten_and_other_lines_kept():
-    data_part({"steps": 1})  # a part with an integer `steps` was made in this process
-    event = {"result": {"artifact": {"parts": [{"data": {"steps": 3.0}}]}}}
+    part = _wire(data_part({"steps": 3}))
+    event = {"result": {"artifact": {"parts": [part]}}}
     chunk = b"event: message\r\ndata: " + json.dumps(event).encode() + b"\r\n\r\n"
     out = _rewrite_sse(chunk).decode()
     assert out.startswith("event: message\r\n") and out.endswith("\r\n\r\n")
     payload = json.loads(out.split("data: ", 1)[1].split("\r\n", 1)[0])
+    assert payload["result"]["artifact"]["parts"][0] == {"data": {"steps": 3}}
     assert type(payload["result"]["artifact"]["parts"][0]["data"]["steps"]) is int
 
 

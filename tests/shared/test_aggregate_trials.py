@@ -21,27 +21,30 @@ def test_trials_are_averaged_per_task_and_infra_attempts_are_not_attempts():
     assert agg.mean_all["file@1"] == pytest.approx(((1 + 0 + 0) / 3 + 1) / 2, abs=1e-6)
     assert agg.mean_non_infra["file@1"] == pytest.approx((0.5 + 1) / 2, abs=1e-6)
     t = agg.trials
-    assert t["k"] == 2
-    assert t["file@1"]["pass@1"] == pytest.approx(0.75)
-    assert t["file@1"]["pass@2"] == 1.0 and t["file@1"]["n@2"] == 1  # task 2 has one attempt
+    assert (t["k"], t["n"], t["n_fewer"]) == (2, 1, 1)  # task 2 has one non-infra attempt
+    # pass@k over the one task with two attempts, for every k
+    assert t["file@1"]["pass@1"] == pytest.approx(0.5) and t["file@1"]["n"] == 1
+    assert t["file@1"]["pass@2"] == 1.0 and t["file@1"]["n@2"] == t["file@1"]["n@1"] == 1
     assert t["file@1"]["pass^2"] == 0.0
     assert t["file@1"]["consistency"] == 0.0 and t["file@1"]["n_consistency"] == 1
     u = agg.uncertainty
-    assert u["resamples"] == 2000 and u["seed"] == 0 and "cluster bootstrap" in u["method"]
+    assert u["level"] == 0.95 and set(u["methods"]) == {"korn-graubard"}
     assert u["mean_all"]["file@1"]["mean"] == pytest.approx(agg.mean_all["file@1"], abs=1e-6)
     assert u["mean_all"]["file@1"]["n"] == 2
+    assert u["mean_all"]["file@1"]["method"] == "korn-graubard"  # trial means: not 0/1
 
 
 def test_tasks_of_one_project_form_one_cluster():
     outs = [_hit(str(i), 1, float(i < 4), project="a" if i < 4 else "b") for i in range(8)]
     agg = aggregate(outs)
     iv = agg.uncertainty["mean_all"]["file@1"]
-    assert iv["n"] == 8 and iv["n_clusters"] == 2
-    # two clusters, one all hits and one all misses: the interval spans [0, 1]
-    assert (iv["ci_low"], iv["ci_high"]) == (0.0, 1.0)
+    assert iv["n"] == 8 and iv["n_clusters"] == 2 and iv["method"] == "korn-graubard"
+    # two projects, one all hits and one all misses: 8 tasks say little more than 2 would
+    assert iv["ci_low"] < 0.01 and iv["ci_high"] > 0.99
     plain = aggregate([_hit(str(i), 1, float(i < 4)) for i in range(8)])
     assert plain.uncertainty["mean_all"]["file@1"]["n_clusters"] == 8
-    assert plain.uncertainty["mean_all"]["file@1"]["ci_high"] < 1.0
+    assert plain.uncertainty["mean_all"]["file@1"]["method"] == "clopper-pearson"
+    assert plain.uncertainty["mean_all"]["file@1"]["ci_high"] < 0.9
 
 
 def test_flat_scores_are_flat_with_integers_as_integers():
@@ -56,7 +59,8 @@ def test_flat_scores_are_flat_with_integers_as_integers():
     assert flat["file_at_1"] == pytest.approx(0.75)
     assert flat["file_at_1_ci_low"] <= 0.75 <= flat["file_at_1_ci_high"]
     assert flat["file_at_1_pass_at_2"] == 1.0 and flat["file_at_1_pass_hat_2"] == 0.0
-    assert flat["ci_resamples"] == 2000 and flat["n_clusters"] == 2
+    assert flat["n_pass_k"] == 1 and flat["n_mean_all"] == 2 and flat["n_clusters"] == 2
+    assert flat["file_at_1_ci_method"] == "korn-graubard" and flat["ci_level"] == 0.95
     assert "file_at_1_floor_crash_frame" in flat
 
 
@@ -68,3 +72,34 @@ def test_the_same_task_run_twice_as_trial_one_stays_two_units():
     # while distinct trial indices of one reference form one unit
     agg = aggregate([_hit("1", 1, 1.0), _hit("1", 2, 0.0), _hit("1", 1, 1.0)])
     assert (agg.n_tasks, agg.mean_all.n) == (2, 2)
+
+
+def test_crafted_runs_that_read_wrong_before_now_read_right():
+    """One task, all hits, one project: never ``[x, x]``; a mean over 0 tasks is null."""
+    one = aggregate([_hit("1", 1, 1.0, "p")]).uncertainty["mean_all"]["file@1"]
+    assert (one["mean"], one["ci_low"], one["no_interval"]) == (1.0, None, "one task")
+    all_hits = aggregate([_hit(str(i), 1, 1.0, f"p{i}") for i in range(12)])
+    iv = all_hits.uncertainty["mean_all"]["file@1"]
+    assert iv["ci_low"] == pytest.approx(0.025 ** (1 / 12), abs=1e-6) and iv["ci_high"] == 1.0
+    assert iv["se"] == 0.0 and iv["method"] == "clopper-pearson"
+    project = aggregate([_hit(str(i), 1, float(i % 2), "same") for i in range(6)])
+    iv = project.uncertainty["mean_all"]["file@1"]
+    assert (iv["mean"], iv["ci_low"], iv["no_interval"]) == (0.5, None, "one project")
+    infra = TaskOutcome(ref_id="9", trial=1, status="failed", failure_kind="infra")
+    nothing = aggregate([infra], ["file@1"])
+    assert nothing.mean_all.n == 1 and nothing.mean_non_infra.n == 0
+    assert nothing.mean_non_infra["file@1"] is None
+    assert nothing.to_dict()["mean_non_infra"]["file@1"] is None
+    iv = nothing.uncertainty["mean_non_infra"]["file@1"]
+    assert (iv["mean"], iv["ci_low"], iv["no_interval"]) == (None, None, "no task")
+
+
+def test_unequal_trials_give_monotone_pass_at_k_over_one_task_set():
+    """The issue's crafted run: pass^2 = 0.667, pass^3 = 1.000 (pass^3 over 1 of 3 tasks)."""
+    outs = [_hit("a", t, 1.0) for t in (1, 2, 3)]
+    outs += [_hit("b", 1, 1.0), _hit("b", 2, 0.0), _hit("c", 1, 1.0), _hit("c", 2, 1.0)]
+    t = aggregate(outs).trials
+    assert (t["k"], t["n"], t["n_fewer"]) == (3, 1, 2)
+    row = t["file@1"]
+    assert [row[f"pass^{k}"] for k in (1, 2, 3)] == [1.0, 1.0, 1.0]  # task a alone
+    assert all(row[f"n@{k}"] == 1 for k in (1, 2, 3))

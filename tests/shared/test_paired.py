@@ -23,25 +23,39 @@ def test_trials_average_agent_failures_count_zero_infra_is_lost() -> None:
     ]
     view = paired.run_view("r", ["swebench:a", "swebench:b", "swebench:c", "swebench:d"], attempts)
     assert view.tasks["swebench:a"].means["file@1"] == 0.5 and view.tasks["swebench:a"].trials == 2
-    assert view.lost == {"swebench:c": "failed (infra)", "swebench:d": "not run"}
+    assert view.lost == {"swebench:c": "failed (infra: container_error)", "swebench:d": "not run"}
     other = paired.run_view(
         "s", ["swebench:a", "swebench:b"], [_hit("swebench:a", 0.0), _hit("swebench:b", 0.0)]
     )
     pair = paired.compare_pair(view, other)
     assert pair["n_common"] == 2 and pair["metrics"]["file@1"]["difference"]["mean"] == 0.75
-    assert pair["metrics"]["file@1"]["mcnemar"]["only_a"] == 1  # 0.5 is not more than half
-    assert pair["lost"]["swebench:c"] == {"a": "failed (infra)", "b": "not in the run"}
-    assert "mcnemar" not in pair["metrics"]["iou"]  # continuous: values other than 0 and 1
+    assert "mcnemar" not in pair["metrics"]["file@1"]  # one procedure: the sign-flip test
+    assert pair["metrics"]["file@1"]["difference"]["method"] == "sign-flip exact"
+    assert pair["not_compared"] == {
+        "swebench:c": {"a": "failed (infra: container_error)", "b": "not in the run"},
+        "swebench:d": {"a": "not run", "b": "not in the run"},
+    }
     assert pair["binary"] == list(METRICS) and list(pair["metrics"]) == [*METRICS, "iou"]
 
 
-def test_conflicts_name_the_task_within_and_across_runs() -> None:
-    same = paired.decisive_of({"scoring": {"version": "v1"}, "image": {"id": "sha256:1"}})
-    moved = paired.decisive_of({"scoring": {"version": "v1"}, "image": {"id": "sha256:2"}})
-    newer = paired.decisive_of({"scoring": {"version": "v2"}, "image": {"id": "sha256:1"}})
-    assert paired.decisive_conflicts([("A", [("k:1", same)]), ("B", [("k:1", same)])]) == []
-    (one,) = paired.decisive_conflicts([("A", [("k:1", same)]), ("B", [("k:1", moved)])])
-    assert one == "task k:1 was scored with a different image digest (A: sha256:1; B: sha256:2)"
-    (trial,) = paired.decisive_conflicts([("A", [("k:2", same), ("k:2", newer)])])
-    assert "k:2" in trial and "scoring rule version" in trial
-    assert paired.decisive_conflicts([("A", [("k:3", None)]), ("B", [("k:3", moved)])]) == []
+def test_every_task_not_scored_by_both_is_listed_with_each_sides_reason() -> None:
+    """Two task sets: before, the tasks only one run had were dropped without a word."""
+    refused = paired.Attempt(
+        "arvo:5", "failed", "infra", "rejected", error="green refused the task (HTTP 404)"
+    )
+    empty = paired.Attempt("arvo:6", "completed", scores={"file@1": 0.0, "scorable": False})
+    a = paired.run_view(
+        "A",
+        ["arvo:1", "arvo:2", "arvo:5", "arvo:6"],
+        [_hit("arvo:1", 1.0), _hit("arvo:2", 1.0), refused, empty],
+    )
+    b = paired.run_view("B", ["arvo:1", "arvo:3"], [_hit("arvo:1", 0.0), _hit("arvo:3", 1.0)])
+    pair = paired.compare_pair(a, b)
+    assert pair["tasks"] == ["arvo:1"]
+    assert pair["not_compared"] == {
+        "arvo:2": {"a": "scored", "b": "not in the run"},
+        "arvo:5": {"a": "green refused the task (HTTP 404)", "b": "not in the run"},
+        "arvo:6": {"a": "unscorable (empty ground truth)", "b": "not in the run"},
+        "arvo:3": {"a": "not in the run", "b": "scored"},
+    }
+    assert pair["unscorable"] == ["arvo:6"]

@@ -54,8 +54,10 @@ def test_a_kind_of_one_metric_aggregates_like_arvo() -> None:
 
 def test_an_aggregate_stored_before_it_named_its_metrics_still_flattens() -> None:
     old = {"n_tasks": 1, "mean_all": {"file@1": 1.0, "iou": 0.5, "n": 1}, "uncertainty": {}}
+    old["uncertainty"] = {"method": "cluster bootstrap", "mean_all": {"iou": {"ci_low": 0.1}}}
     assert aggregate_metrics(old) == ["file@1", "iou"]
     assert flat_scores(old)["file_at_1"] == 1.0 and flat_scores(old)["iou"] == 0.5
+    assert flat_scores(old)["iou_ci_low"] == 0.1 and flat_scores(old)["iou_ci_method"] is None
 
 
 def test_hit_or_miss_is_decided_by_the_recorded_values() -> None:

@@ -1,9 +1,11 @@
-"""The estimators of services/shared/stats.py against values worked by hand."""
+"""The estimators of services/shared/stats.py against values worked by hand and against scipy's
+own implementations (the coverage of every interval: tests/shared/test_coverage.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import stats as sps
 
 from services.shared import stats
 
@@ -45,18 +47,6 @@ def test_fewer_than_k_attempts_give_no_value():
         stats.pass_at_k(2, 3, 1)
 
 
-def test_mcnemar_exact_on_a_known_table():
-    # 8 pairs only A hit, 2 only B: p = 2 * P(X <= 2 | Bin(10, 1/2)) = 2 * 56 / 1024
-    a = [True] * 8 + [False] * 2 + [True] * 5 + [False] * 3
-    b = [False] * 8 + [True] * 2 + [True] * 5 + [False] * 3
-    m = stats.mcnemar_exact(a, b)
-    assert (m.both, m.only_a, m.only_b, m.neither) == (5, 8, 2, 3)
-    assert m.p_value == pytest.approx(112 / 1024)
-    # 0 vs 5 discordant: p = 2 / 32
-    assert stats.mcnemar_exact([False] * 5, [True] * 5).p_value == pytest.approx(0.0625)
-    assert stats.mcnemar_exact([True, False], [True, False]).p_value == 1.0
-
-
 def test_win_loss_tie():
     assert stats.win_loss_tie([1, 0, 0.5, 1], [0, 1, 0.5, 0]) == {"win": 2, "loss": 1, "tie": 1}
 
@@ -67,81 +57,142 @@ def test_consistency_counts_tasks_whose_trials_agree():
     assert stats.consistency([[True]]) == (None, 0)
 
 
-def test_bootstrap_two_clusters_matches_the_exact_distribution():
-    # clusters {1,1} and {0,0}: resampling two clusters gives 1, 0.5, 0 with chances 1/4,1/2,1/4
-    # -> SE = sqrt(1/8) = 0.354, and the 95% interval spans [0, 1].
-    iv = stats.cluster_bootstrap([1, 1, 0, 0], ["a", "a", "b", "b"])
-    assert iv.mean == 0.5 and iv.n == 4 and iv.n_clusters == 2
-    assert iv.se == pytest.approx(np.sqrt(1 / 8), abs=0.015)
-    assert (iv.low, iv.high) == (0.0, 1.0)
-    # the plain bootstrap of the same four values: SE = sqrt(p(1-p)/n) = 0.25
-    plain = stats.cluster_bootstrap([1, 1, 0, 0])
-    assert plain.n_clusters == 4
-    assert plain.se == pytest.approx(0.25, abs=0.015)
+@pytest.mark.parametrize(("hits", "n"), [(11, 12), (0, 5), (5, 5), (3, 30), (99, 100), (1, 2)])
+def test_independent_hit_rates_get_exactly_scipys_clopper_pearson(hits, n):
+    """The README's 11 of 12: [0.615, 0.998], never the bootstrap's [0.75, 1.00]."""
+    iv = stats.mean_interval([1.0] * hits + [0.0] * (n - hits), hit_rate=True)
+    ref = sps.binomtest(hits, n).proportion_ci(confidence_level=0.95, method="exact")
+    assert iv.method == "clopper-pearson" and iv.n == iv.n_clusters == n
+    assert (iv.low, iv.high) == (pytest.approx(ref.low, abs=1e-9), pytest.approx(ref.high))
+    assert iv.high - iv.low > 0.02  # all hits or all misses too: never [x, x]
+    # and the same with projects named, one task each
+    named = stats.mean_interval([1.0] * hits + [0.0] * (n - hits), list(range(n)), hit_rate=True)
+    assert (named.low, named.high, named.method) == (iv.low, iv.high, iv.method)
 
 
-def test_bootstrap_is_seeded_and_degenerate_cases_are_defined():
-    v = [1, 0, 1, 1, 0, 0, 1]
-    assert stats.cluster_bootstrap(v) == stats.cluster_bootstrap(v)
-    assert stats.cluster_bootstrap(v, seed=1) != stats.cluster_bootstrap(v, seed=2)
-    assert stats.cluster_bootstrap([]).mean is None
-    one = stats.cluster_bootstrap([0.3, 0.5], ["p", "p"])
-    assert (one.mean, one.se, one.low, one.high) == (0.4, 0.0, 0.4, 0.4)
+def test_the_cr2_variance_and_bell_mccaffrey_df_worked_by_hand():
+    # two projects of two tasks: mean 1/2, e = (2 - 1, 0 - 1), w = 1 / (16 (1 - 2/4)) = 1/8:
+    # Var = (1 + 1) / 8 = 1/4; equal clusters: df = G - 1 = 1
+    d = stats.design([1, 1, 0, 0], ["a", "a", "b", "b"])
+    assert d.var[0] == pytest.approx(0.25) and d.df == pytest.approx(1.0)
+    assert d.g == 2 and not d.independent
+    # independent tasks: CR2 = s^2 / N, df = N - 1
+    y = [0.2, 0.9, 0.4, 0.4, 1.0]
+    d = stats.design(y)
+    assert d.var[0] == pytest.approx(np.var(y, ddof=1) / 5) and d.df == 4
+    # equal clusters of three, any values: df = G - 1 (Bell-McCaffrey for balanced designs)
+    assert stats.design(np.arange(12.0), [i // 3 for i in range(12)]).df == pytest.approx(3.0)
+    # unequal clusters: fewer than G - 1 (one project of 6 and three of 1)
+    assert stats.design(np.arange(9.0), [0] * 6 + [1, 2, 3]).df < 3
 
 
-def _width(iv: stats.Interval) -> float:
-    return iv.high - iv.low
+def test_korn_graubard_worked_by_hand():
+    values, clusters = [1, 1, 1, 0, 1, 0, 0, 0], ["a", "a", "b", "b", "c", "c", "d", "d"]
+    iv = stats.mean_interval(values, clusters, hit_rate=True)
+    d = stats.design(values, clusters)
+    deff = max(1.0, d.var[0] / (d.s2[0] / 8))
+    n_eff = 8 / deff * min(1.0, (sps.t.ppf(0.975, 7) / sps.t.ppf(0.975, d.df)) ** 2)
+    x = 0.5 * n_eff
+    assert iv.method == "korn-graubard" and iv.n_clusters == 4 and iv.df == pytest.approx(3.0)
+    assert iv.low == pytest.approx(sps.beta.ppf(0.025, x, n_eff - x + 1))
+    assert iv.high == pytest.approx(sps.beta.ppf(0.975, x + 1, n_eff - x))
+    # clustering widens: the same values as eight independent tasks
+    plain = stats.mean_interval(values, hit_rate=True)
+    assert iv.high - iv.low > plain.high - plain.low
 
 
-def test_clustering_widens_the_interval_on_a_clustered_set():
-    # 10 projects of 10 tasks; a project's tasks all succeed or all fail.
-    clusters = [f"p{i // 10}" for i in range(100)]
-    values = [float((i // 10) % 2) for i in range(100)]
-    plain = stats.cluster_bootstrap(values)
-    clustered = stats.cluster_bootstrap(values, clusters)
-    assert plain.mean == clustered.mean == 0.5
-    # SE: sqrt(.25/100) = 0.05 plain against sqrt(.25/10) = 0.158 clustered
-    assert plain.se == pytest.approx(0.05, abs=0.006)
-    assert clustered.se == pytest.approx(0.158, abs=0.015)
-    assert _width(clustered) > 2.5 * _width(plain)
+def test_all_hits_in_projects_assume_the_worst_design_effect():
+    # 12 hits in 6 projects of 2: nothing estimates the design effect: n* = N^2 / sum n_g^2 = 6,
+    # times (t_11 / t_5)^2; the lower bound (alpha/2)^(1/n*)
+    iv = stats.mean_interval([1.0] * 12, [i // 2 for i in range(12)], hit_rate=True)
+    n_eff = 6 * (sps.t.ppf(0.975, 11) / sps.t.ppf(0.975, 5)) ** 2
+    assert iv.low == pytest.approx(0.025 ** (1 / n_eff)) and iv.high == 1.0
+    assert iv.low < stats.mean_interval([1.0] * 12, hit_rate=True).low
 
 
-def test_clustering_does_not_widen_the_interval_on_an_independent_set():
-    # 20 data sets of 200 independent hits in 20 projects (labels unrelated to the values):
-    # the clustered width matches the plain one on average and is never much wider.
-    rng = np.random.default_rng(7)
-    ratios = []
-    for _ in range(20):
-        values = rng.integers(0, 2, size=200).astype(float).tolist()
-        clusters = rng.integers(0, 20, size=200).tolist()
-        plain = stats.cluster_bootstrap(values)
-        ratios.append(_width(stats.cluster_bootstrap(values, clusters)) / _width(plain))
-    assert 0.85 < float(np.mean(ratios)) < 1.1
-    assert max(ratios) < 1.4
-    # within-project balance (each project half hits): clustering narrows, never widens
-    balanced = [float(i % 2) for i in range(100)]
-    by_project = [f"p{i // 10}" for i in range(100)]
-    assert _width(stats.cluster_bootstrap(balanced, by_project)) < _width(
-        stats.cluster_bootstrap(balanced)
+def test_nothing_to_say_is_said_with_the_reason():
+    none = stats.mean_interval([], hit_rate=True)
+    assert (none.mean, none.low, none.no_interval) == (None, None, "no task")
+    one = stats.mean_interval([1.0], hit_rate=True)
+    assert (one.mean, one.low, one.high, one.no_interval) == (1.0, None, None, "one task")
+    project = stats.mean_interval([1.0, 0.0, 1.0], ["p", "p", "p"], hit_rate=True)
+    assert (project.mean, project.low, project.no_interval) == (
+        pytest.approx(2 / 3),
+        None,
+        "one project",
     )
+    assert project.to_dict()["ci_low"] is None and project.to_dict()["no_interval"] == "one project"
 
 
-def test_paired_difference_resamples_tasks_together():
-    a = [1, 1, 1, 0, 1, 1, 0, 1]
-    b = [0, 1, 0, 0, 0, 1, 0, 0]
-    iv = stats.paired_difference(a, b)
-    assert iv.mean == pytest.approx(0.5)
-    assert iv.low > 0  # A hits wherever B does, and more: every resample's difference is >= 0
-    same = stats.paired_difference(a, a)
-    assert (same.mean, same.se, same.low, same.high) == (0.0, 0.0, 0.0, 0.0)
+def test_a_bounded_continuous_mean_gets_the_studentized_beta_interval():
+    y = [0.2, 0.3, 0.1, 0.5, 0.0]
+    iv = stats.mean_interval(y, hit_rate=False)
+    m, var = np.mean(y), np.var(y, ddof=1) / 5
+    n_eff = m * (1 - m) / var * (sps.norm.ppf(0.975) / sps.t.ppf(0.975, 4)) ** 2
+    assert iv.method == "beta-t" and iv.se == pytest.approx(np.sqrt(var))
+    assert iv.low == pytest.approx(sps.beta.ppf(0.025, m * n_eff, n_eff - m * n_eff + 1))
+    assert iv.high == pytest.approx(sps.beta.ppf(0.975, m * n_eff + 1, n_eff - m * n_eff))
+    # near 0 the interval stays in [0, 1] and reaches further up than down (a t interval is
+    # symmetric and would cross 0)
+    assert 0 <= iv.low < m < iv.high <= 1 and iv.high - m > m - iv.low
+    assert m - sps.t.ppf(0.975, 4) * np.sqrt(var) < 0
 
 
-def test_trial_summary_closed_forms():
-    # task x: 3 trials, 2 hits; task y: 3 trials, 0 hits; task z: 2 trials, 2 hits
+def test_an_unbounded_mean_gets_the_t_interval():
+    y = [2.0, 3.0, 5.0]
+    iv = stats.mean_interval(y, hit_rate=False)
+    lo, hi = sps.t.interval(0.95, 2, loc=np.mean(y), scale=sps.sem(y))
+    assert iv.method == "t-cr2" and (iv.low, iv.high) == (pytest.approx(lo), pytest.approx(hi))
+    flat = stats.mean_interval([4.0, 4.0, 4.0], hit_rate=False)
+    assert flat.low is None and flat.no_interval == "no spread"
+
+
+def test_intervals_of_many_rows_are_those_of_each_row():
+    rng = np.random.default_rng(3)
+    rows = rng.random((5, 9))
+    clusters = [i // 3 for i in range(9)]
+    together = stats.mean_intervals(rows, clusters, hit_rate=False)
+    assert together == [stats.mean_interval(r.tolist(), clusters, hit_rate=False) for r in rows]
+
+
+def test_trial_summary_is_over_one_task_set_and_monotone():
+    # task x: 3 trials, 2 hits; task y: 3 trials, 0 hits; task z: 2 trials, 2 hits (left out:
+    # fewer than K = 3 attempts)
     s = stats.trial_summary({"x": [1, 1, 0], "y": [0, 0, 0], "z": [1, 1]}, 3)
-    assert s["pass@1"] == pytest.approx((2 / 3 + 0 + 1) / 3, abs=1e-6)
-    assert s["pass@2"] == pytest.approx((1 + 0 + 1) / 3, abs=1e-6)  # x: 1 - C(1,2)/C(3,2) = 1
-    assert s["pass^2"] == pytest.approx((1 / 3 + 0 + 1) / 3, abs=1e-6)
-    assert s["pass@3"] == pytest.approx(0.5) and s["n@3"] == 2  # z has fewer than 3 trials
-    assert s["pass^3"] == 0.0
-    assert s["consistency"] == pytest.approx(2 / 3, abs=1e-6)
+    assert s["n"] == 2 and s["n@1"] == s["n@2"] == s["n@3"] == 2
+    assert s["pass@1"] == pytest.approx((2 / 3 + 0) / 2, abs=1e-6)
+    assert s["pass@2"] == pytest.approx((1 + 0) / 2, abs=1e-6)  # x: 1 - C(1,2)/C(3,2) = 1
+    assert s["pass^2"] == pytest.approx((1 / 3 + 0) / 2, abs=1e-6)
+    assert s["pass@3"] == 0.5 and s["pass^3"] == 0.0
+    assert s["consistency"] == 0.5 and s["n_consistency"] == 2
+
+
+def test_unequal_trials_never_make_pass_hat_k_rise():
+    """The issue's crafted run: pass^2 = 0.667 and pass^3 = 1.000 when pass^3 averaged over the
+    one task with three attempts."""
+    per_task = {"a": [1, 1, 1], "b": [1, 0], "c": [1, 1]}
+    s = stats.trial_summary(per_task, 3)
+    assert s["n"] == 1
+    for k in (1, 2):
+        assert s[f"pass@{k}"] <= s[f"pass@{k + 1}"]
+        assert s[f"pass^{k}"] >= s[f"pass^{k + 1}"]
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        tasks = {i: rng.integers(0, 2, size=rng.integers(1, 6)).tolist() for i in range(8)}
+        s = stats.trial_summary(tasks, 5)
+        at = [s[f"pass@{k}"] for k in range(1, 6)]
+        hat = [s[f"pass^{k}"] for k in range(1, 6)]
+        if s["n"]:
+            assert at == sorted(at) and hat == sorted(hat, reverse=True)
+        else:
+            assert at == hat == [None] * 5
+
+
+def test_no_zero_width_interval_from_float_noise_or_balanced_projects():
+    """Three tasks of iou 0.4 read 0.400 [0.40, 0.40] before (a variance of 1e-33 from float
+    rounding); two projects alike in their means gave a CR2 variance of 0."""
+    same = stats.mean_interval([0.4, 0.4, 0.4], hit_rate=False)
+    assert same.se == 0.0 and same.low < 0.1 and same.high > 0.9
+    balanced = stats.mean_interval([0.2, 0.6, 0.2, 0.6], ["a", "a", "b", "b"], hit_rate=False)
+    independent = stats.mean_interval([0.2, 0.6, 0.2, 0.6], hit_rate=False)
+    assert balanced.high - balanced.low >= independent.high - independent.low > 0.5

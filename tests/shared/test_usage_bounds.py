@@ -51,3 +51,12 @@ def test_the_agents_reason_is_one_bounded_line() -> None:
     assert (
         report.reason.startswith("line one line two") and len(report.reason) == AGENT_REASON_CHARS
     )
+
+
+def test_a_reported_cost_is_kept_in_whole_micro_dollars() -> None:
+    """A sum of prices (0.1 + 0.2 ...) read 1.0211999999999999 in green's record and the
+    dashboard; a cost is kept to the micro-dollar wherever an agent reports it."""
+    assert Usage(cost=1.0211999999999999).cost == 1.0212
+    assert Submit(cost=0.1 + 0.2).cost == 0.3
+    req = parse_data({"kind": "execute", "command": "ls", "usage": {"cost": 0.30000000000000004}})
+    assert isinstance(req, Execute) and req.usage is not None and req.usage.cost == 0.3

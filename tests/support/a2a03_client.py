@@ -6,8 +6,9 @@ Reads green's card the 0.3 way and sends TEXT as a user message, then either
   stream: message/stream, reading every status update and artifact (what the AgentBeats
           gateway does with an assessment request),
 and prints one JSON line: card fields, final state, number of status updates, the Result data.
-The operator token, when the environment has GREEN_API_TOKEN, goes in 'Authorization: Bearer'
-(the header the card's security scheme names).
+The card is read with no A2A-Version header (a 0.3 client sends none); the operator token, when
+the environment has GREEN_API_TOKEN, goes where the card's security scheme says, as 0.3 reads it
+('Authorization: Bearer' for an http bearer scheme; a scheme it cannot use fails the run).
 """
 
 import asyncio
@@ -23,9 +24,17 @@ from a2a.types import Message, MessageSendConfiguration, Part, Role, TaskQueryPa
 
 async def main(mode: str, green_url: str, text: str, purple_url: str | None) -> None:
     token = os.environ.get("GREEN_API_TOKEN")
-    headers = {"Authorization": f"Bearer {token}"} if token else None
-    async with httpx.AsyncClient(timeout=300, headers=headers) as http:
+    async with httpx.AsyncClient(timeout=300) as http:
         card = await A2ACardResolver(http, green_url).get_agent_card()
+        schemes = {
+            name: scheme.root.model_dump(mode="json", exclude_none=True)
+            for name, scheme in (card.security_schemes or {}).items()
+        }
+        if token:
+            for scheme in schemes.values():
+                if scheme.get("type") != "http" or scheme.get("scheme", "").lower() != "bearer":
+                    sys.exit(f"the card's scheme is not http bearer as 0.3 reads it: {scheme}")
+            http.headers["Authorization"] = f"Bearer {token}"
         streaming = mode == "stream"
         client = ClientFactory(
             ClientConfig(streaming=streaming, polling=not streaming, httpx_client=http)
@@ -58,6 +67,7 @@ async def main(mode: str, green_url: str, text: str, purple_url: str | None) -> 
                     "card_url": card.url,
                     "card_name": card.name,
                     "protocol": card.protocol_version,
+                    "schemes": schemes,
                     "state": task.status.state.value,
                     "updates": updates,
                     "result": result,

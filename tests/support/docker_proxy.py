@@ -1,8 +1,10 @@
-"""A unix-socket forwarder to the Docker engine that a test can cut and restore.
+"""A unix-socket forwarder to the Docker engine that a test can cut, restore or slow down.
 
 Point a docker client (or green, through ``DOCKER_HOST=unix://<path>``) at :attr:`url`;
 :meth:`stop` removes the socket and cuts every open connection (the engine is unreachable:
-connections are refused, hijacked exec streams end), :meth:`start` serves again. The machine's
+connections are refused, hijacked exec streams end), :meth:`start` serves again. :attr:`delay`
+holds back each request the engine is sent by the seconds it returns for the request's first
+bytes (``b"DELETE /v1.41/images/..."``): a loaded engine, as its clients see it. The machine's
 engine itself is never touched, so other tests using it are not disturbed.
 """
 
@@ -12,6 +14,8 @@ import contextlib
 import os
 import socket
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 ENGINE_SOCKET = "/var/run/docker.sock"
@@ -24,6 +28,8 @@ class DockerProxy:
         self._listener: socket.socket | None = None
         self._conns: set[socket.socket] = set()
         self._lock = threading.Lock()
+        self.delay: Callable[[bytes], float] = lambda request: 0.0
+        """Seconds to hold back a request to the engine, by its first bytes."""
 
     @property
     def url(self) -> str:
@@ -73,12 +79,18 @@ class DockerProxy:
                     return
                 self._conns |= {client, upstream}
             done = threading.Barrier(2, action=lambda c=client, u=upstream: self._close(c, u))
-            for src, dst in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(src, dst, done), daemon=True).start()
+            for src, dst, slow in ((client, upstream, True), (upstream, client, False)):
+                threading.Thread(
+                    target=self._pump, args=(src, dst, done, slow), daemon=True
+                ).start()
 
-    def _pump(self, src: socket.socket, dst: socket.socket, done: threading.Barrier) -> None:
+    def _pump(
+        self, src: socket.socket, dst: socket.socket, done: threading.Barrier, slow: bool = False
+    ) -> None:
         try:
             while data := src.recv(1 << 16):
+                if slow and (seconds := self.delay(data)) > 0:
+                    time.sleep(seconds)
                 dst.sendall(data)
             dst.shutdown(socket.SHUT_WR)
         except OSError:

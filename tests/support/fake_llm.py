@@ -73,6 +73,14 @@ class FakeLLMServer:
         self.n_ctx: int | None = None
         """When set, ``GET /props`` answers llama.cpp's way with this context window."""
         self.app.get("/props")(self._props)
+        self.one_slot: asyncio.Lock | None = None
+        """Set by :meth:`single_slot`: every request waits for the one before it, as on a
+        llama.cpp server with one slot (``GET /v1/models`` too, while a reply is generated)."""
+
+    def single_slot(self) -> FakeLLMServer:
+        """Answer one request at a time (call before :meth:`start`)."""
+        self.one_slot = asyncio.Lock()
+        return self
 
     @property
     def base_url(self) -> str:
@@ -129,6 +137,9 @@ class FakeLLMServer:
     # ---- the endpoint ------------------------------------------------------------------------
 
     async def _models(self) -> dict[str, Any]:
+        if self.one_slot is not None:
+            async with self.one_slot:
+                pass
         return {"object": "list", "data": [{"id": m, "object": "model"} for m in self.models]}
 
     async def _props(self) -> JSONResponse:
@@ -163,7 +174,10 @@ class FakeLLMServer:
                 status_code=item.status,
                 headers=item.headers,
             )
-        if item.delay_s:
+        if item.delay_s and self.one_slot is not None:
+            async with self.one_slot:
+                await asyncio.sleep(item.delay_s)
+        elif item.delay_s:
             await asyncio.sleep(item.delay_s)
         self.replies.append(item)
         message: dict[str, Any] = {"role": "assistant", "content": item.content}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,6 +51,9 @@ class Script:
     """When given, the task runs ``key_command`` first and then the next script of the list
     its output names (stripped), in the order tasks with that key arrive."""
     key_command: str = "ls /workspace/src-vul"
+    hold: threading.Event | None = None
+    """When given, each task waits for it after its commands (a test keeps tasks running until
+    it says)."""
 
 
 @dataclass
@@ -100,6 +104,9 @@ class ScriptedPolicy:
                 stats.steps += 1
                 if script.pause_s:
                     await asyncio.sleep(script.pause_s)
+            hold = script.hold or self.script.hold
+            while hold is not None and not hold.is_set():
+                await asyncio.sleep(0.05)
             for sub in self._submissions(script):
                 if isinstance(sub, bytes):
                     await task.env.execute(write_bytes_command(task.paths.submission, sub))

@@ -16,6 +16,7 @@ import pytest
 
 from fixtures.catalog import REPO_ROOT
 from tests.integration.conftest import (  # noqa: F401  (fixtures reused from the integration tests)
+    analyst_url,
     docker_client,
     fixture_assets,
     green_database_url,

@@ -8,6 +8,7 @@ import pytest
 
 from fixtures.catalog import load_tasks
 from services.green.kinds.arvo.crash import fix_position, parse_report
+from services.green.kinds.arvo.judge import Judge
 
 REPORTS = Path(__file__).parents[1] / "purple" / "data" / "reports"
 
@@ -48,14 +49,28 @@ def _gt(*functions: str) -> dict:
     }
 
 
-def test_fix_position_counts_frames_up_from_the_crash():
-    text = (REPORTS / "gcc_asan_heap_overflow.txt").read_text()  # buf_fill <- run <- fuzzer
+def test_fix_position_on_the_crash_free_and_allocation_stacks():
+    text = (REPORTS / "gcc_asan_uaf.txt").read_text()  # buf_sum <- run; freed in buf_free
     info = parse_report(text)
-    assert fix_position(info, _gt("buf_fill")) == "crash frame"
-    assert fix_position(info, _gt("run")) == "1 frame up"
-    assert fix_position(info, _gt("LLVMFuzzerTestOneInput")) == "2 frames up"
-    assert fix_position(info, _gt("elsewhere")) == "not in the stack"
+    assert fix_position(info, _gt("buf_sum")) == "crash-frame"
+    assert fix_position(info, _gt("run")) == "caller"  # on the crash stack first
+    assert fix_position(info, _gt("LLVMFuzzerTestOneInput")) == "caller"
+    assert fix_position(info, _gt("buf_free")) == "free-stack"
+    assert fix_position(info, _gt("buf_new")) == "allocation-stack"
+    assert fix_position(info, _gt("elsewhere")) == "off-stack"
     assert fix_position(info, None) == "unknown"
+
+
+@pytest.mark.docker
+def test_the_dashboards_fix_positions_are_the_bundled_tasks_labels(fixture_assets):
+    """The plots group by the position computed from each report and ground truth; the README's
+    and reports' breakdown by each task.toml's label: the same groups, task by task (the plots
+    said "2 frames up" and "not in the stack" where the README said caller and free-stack)."""
+    for task in load_tasks():
+        where = fixture_assets / str(task.id)
+        gt = Judge().prepare(where / "patch.diff", where / "repo-vul.tar.gz").ground_truth
+        computed = fix_position(parse_report((where / "error.txt").read_text()), gt.to_dict())
+        assert computed == task.fix_position, task.id
 
 
 @pytest.mark.docker

@@ -1,6 +1,7 @@
 """The dashboard's comparison page: /ui/compare?runs=A,B gives per metric the paired difference
-with its interval, McNemar's p, win/loss/tie, lists tasks lost to infra apart, and refuses runs
-scored with another scoring rule or image unless force=1."""
+with the interval and p of one sign-flip test, win/loss/tie, lists every task not compared with
+each side's reason, and refuses runs scored with another scoring rule or image, or without
+provenance, unless force=1."""
 
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ def _run(engine, store: TaskStore, tasks: list[tuple[str, float | None, dict]]) 
     return run
 
 
-def test_compare_page_paired_difference_mcnemar_lost_tasks_and_refusal(start_green, green_settings):
+def test_compare_page_paired_difference_lost_tasks_and_refusal(start_green, green_settings):
     green = start_green(api_token=TOKEN)
     engine = make_engine(green_settings.database_url)
     store = TaskStore(engine)
@@ -68,6 +69,7 @@ def test_compare_page_paired_difference_mcnemar_lost_tasks_and_refusal(start_gre
         store,
         [(r, 1.0, _prov("sha256:bbb" if r == "910002" else "sha256:aaa")) for r in refs],
     )
+    bare = _run(engine, store, [(r, 0.0, None) for r in refs])
     auth = {"Authorization": f"Bearer {TOKEN}"}
     with httpx.Client(base_url=green.url, timeout=30, headers=auth) as c:
         runs_page = c.get("/ui").text
@@ -76,15 +78,14 @@ def test_compare_page_paired_difference_mcnemar_lost_tasks_and_refusal(start_gre
         resp = c.get("/ui/compare", params={"runs": f"{a},{b}"})
         assert resp.status_code == 200, resp.text
         page = resp.text
-        # 4 tasks both scored: A hits all, B hits one -> +0.75; McNemar 3 vs 0 discordant: p 0.25
+        # 4 tasks both scored: A hits all, B hits one -> +0.75; 3 wins 0 losses: the exact sign
+        # (McNemar) test's p = 2/8; with 4 projects no shift can be rejected: [-1, +1]
         assert "4 task(s) scored by both" in page
         row = re.search(r"<th scope=\"row\">file@1</th>(.*?)</tr>", page, re.S).group(1)
-        assert "+0.750 [" in row and "0.25 (3 / 0)" in row and "3 / 0 / 1" in row
-        iou = re.search(r"<th scope=\"row\">iou</th>(.*?)</tr>", page, re.S).group(1)
-        assert "continuous" in iou
+        assert "+0.750 [-1.000, +1.000]" in row and "<td>0.25</td>" in row and "3 / 0 / 1" in row
         lost = page.split("Not compared", 1)[1]
-        assert "arvo:910005" in lost and "failed (infra)" in lost and "scored" in lost
-        assert "2000 resamples" in page
+        assert "arvo:910005" in lost and "failed (infra: container_error)" in lost
+        assert "sign-flip test" in page
         assert "<script>" not in page and "style=" not in page and "<style" not in page
         # the checkboxes' form sends runs=A&runs=B
         assert c.get("/ui/compare", params=[("runs", a), ("runs", b)]).status_code == 200
@@ -93,12 +94,16 @@ def test_compare_page_paired_difference_mcnemar_lost_tasks_and_refusal(start_gre
         assert refused.status_code == 409
         assert (
             "Refused" in refused.text
-            and "task arvo:910002 was scored with a different image digest" in refused.text
+            and "task arvo:910002 was scored with a different image" in refused.text
         )
         assert '<table class="compare">' not in refused.text
         forced = c.get("/ui/compare", params={"runs": f"{a},{moved}", "force": "1"})
         assert forced.status_code == 200 and "Compared anyway" in forced.text
         assert "5 task(s) scored by both" in forced.text
+
+        no_prov = c.get("/ui/compare", params={"runs": f"{a},{bare}"})
+        assert no_prov.status_code == 409
+        assert f"run {bare} records no provenance" in no_prov.text
 
         one = c.get("/ui/compare", params={"runs": a})
         assert one.status_code == 422 and "at least two assessment ids" in one.text

@@ -70,7 +70,7 @@ def test_run_page_intervals_floors_trials_and_task_page_audit(start_green, green
     auth = {"Authorization": f"Bearer {TOKEN}"}
     with httpx.Client(base_url=green.url, timeout=30, headers=auth) as c:
         page = c.get(f"/ui/runs/{run}").text
-        assert 'id="means"' in page and "cluster bootstrap" in page and "2000 resamples" in page
+        assert 'id="means"' in page and "korn-graubard" in page and "clustered by project" in page
         means = page.split('id="means"', 1)[1].split("</thead>", 1)[0]  # the aggregate's metrics
         assert [m for m in ("file@1", "line@5", "iou") if f'<th scope="col">{m}</th>' in means] == [
             "file@1",
@@ -80,6 +80,8 @@ def test_run_page_intervals_floors_trials_and_task_page_audit(start_green, green
         assert "[0." in page or "[1." in page  # an interval bracket under a mean
         assert "floor: crash-frame baseline" in page
         assert 'id="trials"' in page and "pass@2" in page and "pass^2" in page
+        trials = page.split('id="trials"', 1)[1].split("</table>", 1)[0]
+        assert '<th scope="col">n</th>' in trials and "the n tasks with 2 non-infra" in page
         task_page = c.get(f"/ui/tasks/{flagged}").text
         assert "Trajectory audit" in task_page
         assert "git history or blame used" in task_page and "network attempt" in task_page

@@ -19,7 +19,7 @@ from a2a.types import Message, Task, TaskState, TaskStatus
 
 from services.green.a2a.gate import INTAKE, VERDICT, caller_of
 from services.green.a2a.requests import Assessment, ProtocolRequest, StartTask, Unknown
-from services.green.assessment import AssessmentRequest, AssessmentRunner
+from services.green.assessment import AssessmentRequest, AssessmentRunner, UnknownTasks
 from services.green.auth import Caller
 from services.green.disclosure import Disclosure
 from services.green.kinds.errors import UnknownTask
@@ -133,7 +133,8 @@ class GreenExecutor(AgentExecutor):
         try:
             result = await self.assessments.run(request, progress)
         except (UnknownTask, ValueError) as exc:  # the request itself is wrong
-            why = f"unknown task {exc}" if isinstance(exc, UnknownTask) else str(exc)
+            single = isinstance(exc, UnknownTask) and not isinstance(exc, UnknownTasks)
+            why = f"unknown task {exc}" if single else str(exc)  # UnknownTasks names them all
             await updater.failed(updater.new_agent_message([new_text_part(why)]))
             return
         shown = json.loads(result.model_dump_json())

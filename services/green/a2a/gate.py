@@ -14,6 +14,7 @@ credential or a bound also set the HTTP status (401, 429), so plain HTTP clients
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
@@ -39,6 +40,7 @@ from services.green.auth import Caller, OperatorAuth
 from services.green.intake_limits import IntakeLimits, TooBusy
 from services.green.store.errors import OPERATOR_SENTENCE, RETRY_AFTER_S, STORAGE_ERRORS
 from services.shared.a2a import message_parts
+from services.shared.a2a_params import read_body, replaying
 from services.shared.logging import get_logger
 
 log = get_logger("services.green.a2a")
@@ -255,3 +257,52 @@ class RefusalStatus:
             await send(message)
 
         await self.app(scope, receive, send_with_status)
+
+
+AGENT_PLANE_METHODS = {"message/send", "message/stream", "SendMessage", "SendStreamingMessage"}
+"""The only JSON-RPC methods an anonymous caller may reach (purple's execute/submit); every other
+one is the operator's."""
+
+
+class OperatorFirst:
+    """ASGI middleware on the JSON-RPC route: an operator-only method from a caller without the
+    operator's credential is answered 401 at once, before the SDK checks the protocol version
+    (which answered an anonymous ``GetTask`` without ``A2A-Version`` with a version error)."""
+
+    def __init__(self, app: ASGIApp, auth: OperatorAuth, path: str = "/") -> None:
+        self.app = app
+        self.auth = auth
+        self.path = path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != self.path:
+            await self.app(scope, receive, send)
+            return
+        header = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
+        if self.auth.caller(header or None).may_operate:
+            await self.app(scope, receive, send)
+            return
+        body = await read_body(receive)
+        try:
+            doc = json.loads(body)
+        except (ValueError, RecursionError):
+            doc = None
+        method = doc.get("method") if isinstance(doc, dict) else None
+        if not isinstance(method, str) or method in AGENT_PLANE_METHODS:
+            await self.app(scope, replaying(body, receive), send)
+            return
+        ident = doc.get("id") if isinstance(doc.get("id"), str | int) else None
+        error = {"code": -32600, "message": UNAUTHENTICATED}  # Invalid Request, as the gate says
+        data = json.dumps({"jsonrpc": "2.0", "id": ident, "error": error}).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", b"%d" % len(data)),
+                    (b"www-authenticate", b"Bearer"),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": data})

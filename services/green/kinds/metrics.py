@@ -11,6 +11,9 @@
 
 - ``secret_assets``: the assets whose hashes a task's provenance shows only with its ground
   truth (ARVO's reproduce and fix kinds: ``patch.diff``, the PoC).
+- ``record_fields``: the other score fields every scored record of the kind carries (ARVO:
+  ``project``, ``floors``, ``bug_class``): the ``arena`` client lists a record without one of
+  them as incomplete, with the reason (``GET /kinds``).
 
 (A kind's ``scoring_version``, recorded in each task's provenance, is a class attribute too.)
 
@@ -48,3 +51,10 @@ def public_score_keys(kind: object | None) -> frozenset[str]:
 def secret_asset_names(kind: object | None) -> frozenset[str]:
     """The assets of a kind's tasks whose hashes only the ground truth's reader may see."""
     return frozenset(getattr(kind, "secret_assets", None) or ())
+
+
+def record_fields(kind: object) -> list[str] | None:
+    """The score fields besides the metrics that every scored record of the kind carries
+    (None when it does not say)."""
+    fields = getattr(kind, "record_fields", None)
+    return sorted(fields) if fields is not None else None

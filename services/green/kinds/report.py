@@ -39,8 +39,9 @@ class OffersReports(Protocol):
         ...
 
     def position(self, report: TaskReport, ground_truth: dict[str, Any] | None) -> str:
-        """Where the answer lies relative to what the report shows (ARVO: how many frames up
-        the crash stack the fix is); ``unknown`` when that cannot be said."""
+        """Where the answer lies relative to what the report shows (ARVO: the crash frame, a
+        caller, the free or allocation stack, or off-stack); ``unknown`` when that cannot be
+        said."""
         ...
 
     def sources(self, ref_id: str, paths: frozenset[str]) -> dict[str, bytes]:

@@ -6,7 +6,7 @@ The schema is owned by the migrations in ``migrations/``: a change here needs a 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import computed_field
 from sqlalchemy import JSON, Column
@@ -99,6 +99,9 @@ class Command(SQLModel, table=True):
 
 # ---- API schemas -------------------------------------------------------------------------
 
+Disclosed = Literal["all", "pending", "public"]
+"""How much of a task's record a caller is shown (``TaskPublic.disclosed``)."""
+
 
 class TaskPublic(TaskBase):
     id: str
@@ -108,6 +111,13 @@ class TaskPublic(TaskBase):
     provenance: dict[str, Any] | None = None
     verified: bool | None = None
     """What ``arena tasks verify`` found for this task (None: never verified)."""
+    disclosed: Disclosed = "all"
+    """How much of the record this caller is shown now (:mod:`services.green.disclosure`):
+    ``all``; ``pending``: the operator gets the rest once no task of the same bug is unfinished
+    (ask again then); ``public``: a caller without the operator token, never more."""
+    withheld: list[str] = []
+    """The fields of the record not shown to this caller now: ``ground_truth``,
+    ``provenance.ground_truth_sha256``, ``scores.<field>`` (the names only)."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler
-from fastapi.responses import RedirectResponse, Response
+from fastapi.responses import FileResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -36,6 +36,11 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     )
 
 
+async def _favicon() -> FileResponse:
+    """The dashboard's icon where browsers ask for it first (no 404 in a browser's console)."""
+    return FileResponse(HERE / "static" / "favicon.svg", media_type="image/svg+xml")
+
+
 def mount_ui(app: FastAPI) -> None:
     """Add /ui to green's app (after ``app.state.orchestrator`` and ``auth`` are set)."""
     app.state.ui_sessions = Sessions(app.state.auth.derive_key("ui-session"))
@@ -44,5 +49,6 @@ def mount_ui(app: FastAPI) -> None:
     app.add_exception_handler(LoginRequired, _to_login)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.mount("/ui/static", StaticFiles(directory=HERE / "static"), name="ui-static")
+    app.add_api_route("/favicon.ico", _favicon, include_in_schema=False)
     for module in (login, live, runs, compare, pages, purple_view):
         app.include_router(module.router)

@@ -1,14 +1,16 @@
 """The comparison page ``/ui/compare?runs=A,B[,C...]``: the first assessment against each other
 one on the tasks both scored (per metric found in their scores, any kind), with the same paired
-logic as ``arena compare``
-(:mod:`services.shared.paired`): per metric the difference with its paired cluster-bootstrap 95%
-interval, McNemar's exact p for hit/miss metrics, win/loss/tie; tasks lost to infra (or not
-ended, or not in a run) listed apart. Refused, with a sentence per task, when a task's scoring
-rule version or image digest differs between the runs, unless ``force=1``.
+logic as ``arena compare`` (:mod:`services.shared.paired`): per metric the difference with the
+95% interval and p-value of one sign-flip test, win/loss/tie; every task not scored by both
+(lost to infra, not ended, not in a run, unscorable) listed apart with each side's reason.
+Refused, with a sentence per task, when a task's scoring rule, image, assets or ground truth
+differ between the runs or a compared task has no provenance
+(:mod:`services.shared.comparable`), unless ``force=1``.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
@@ -20,7 +22,7 @@ from services.green.ui.auth import require_page
 from services.green.ui.runs import _record, _tasks
 from services.green.ui.templating import render
 from services.green.ui.views import NO_RUN
-from services.shared import paired, stats
+from services.shared import comparable, paired, signflip, stats
 
 router = APIRouter(prefix="/ui", include_in_schema=False, dependencies=[Depends(require_page)])
 MAX_RUNS = 6
@@ -34,6 +36,7 @@ def _attempt(t: Task) -> paired.Attempt:
         failure_kind=t.failure_kind.value if t.failure_kind else None,
         end_reason=t.end_reason if ended else "not ended yet",
         scores=t.scores,
+        provenance=comparable.decisive_of(t.provenance) if t.provenance else None,
     )
 
 
@@ -65,16 +68,17 @@ async def compare(
     ids = parse_runs(runs)
     records = {run_id: _record(request, run_id) for run_id in ids}  # 404 for an unknown run
     tasks = {run_id: _tasks(request, run_id) for run_id in ids}
-    conflicts = paired.decisive_conflicts(
-        (r, [(str(t.ref), paired.decisive_of(t.provenance)) for t in tasks[r]]) for r in ids
-    )
+    attempts = {r: [_attempt(t) for t in tasks[r]] for r in ids}
+    conflicts = comparable.problems([(r, attempts[r]) for r in ids])
     context = {
         "ids": ids,
         "labels": {r: _label(r) for r in ids},
         "records": records,
         "conflicts": conflicts,
         "forced": force and bool(conflicts),
-        "method": stats.method_info(),
+        "level": stats.LEVEL,
+        "exact_up_to": signflip.EXACT_UP_TO,
+        "draws": signflip.DRAWS,
         "pairs": [],
     }
     if conflicts and not force:
@@ -85,13 +89,16 @@ async def compare(
         paired.run_view(
             r,
             dict.fromkeys(str(t.ref) for t in tasks[r]),
-            map(_attempt, tasks[r]),
+            attempts[r],
             metrics,
             continuous,
         )
         for r in ids
     ]
-    context["pairs"] = [paired.compare_pair(views[0], v) for v in views[1:]]
+    # the sign-flip tests take up to a few tenths of a second per pair: not on the event loop
+    context["pairs"] = await asyncio.to_thread(
+        lambda: [paired.compare_pair(views[0], v) for v in views[1:]]
+    )
     return render(request, "compare.html", **context)
 
 

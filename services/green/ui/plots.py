@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import io
 from collections import defaultdict
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-from services.shared.scores import headline, metric_names
+from services.shared.outcome import TaskOutcome
+from services.shared.scores import aggregate_metrics, headline, metric_names, score_value
 
 PLOTS = ("metrics", "bug_class", "fix_position", "cost")
 """The plot names of a run page."""
@@ -22,14 +24,17 @@ PLOTS = ("metrics", "bug_class", "fix_position", "cost")
 
 @dataclass(frozen=True)
 class Point:
-    """One ended task of a run, as the plots see it."""
+    """One ended attempt of a run, as the plots see it."""
 
-    metrics: dict[str, float] = field(default_factory=dict)
-    """Empty when the task is not scorable (it stays out of the means)."""
+    outcome: TaskOutcome
+    """Its ending and the scores the viewer may see: the means are made from these."""
     cost: float = 0.0
     bug_class: str = "unknown"
     fix_position: str = "unknown"
-    status: str = "completed"
+
+
+Aggregate = Callable[[list[TaskOutcome]], dict[str, Any]]
+"""The run's aggregate over some of its attempts (green's kinds': ``Aggregate.to_dict()``)."""
 
 
 def _svg(fig: Figure) -> bytes:
@@ -55,59 +60,87 @@ def _empty(fig: Figure, ax, text: str) -> bytes:
     return _svg(fig)
 
 
-def _metrics(points: list[Point]) -> list[str]:
-    """The metrics of the run's scores, in the order its kind reports them."""
-    return metric_names(p.metrics for p in points)
+def _bars(ax, xs: list[float], agg: dict[str, Any], metric: str, **style: Any) -> Any:
+    """One bar per aggregate at ``xs``: its ``mean_all`` of ``metric`` with the 95% interval as
+    an error bar (no bar for a mean over no task, no error bar where there is no interval)."""
+    interval = ((agg.get("uncertainty") or {}).get("mean_all") or {}).get(metric) or {}
+    mean = interval.get("mean", (agg.get("mean_all") or {}).get(metric))
+    if mean is None:
+        return
+    bars = ax.bar(xs, [mean], **style)
+    low, high = interval.get("ci_low"), interval.get("ci_high")
+    if low is not None and high is not None:
+        ax.errorbar(xs, [mean], yerr=[[mean - low], [high - mean]], fmt="none", ecolor="black",
+                    elinewidth=0.8, capsize=2)  # fmt: skip
+    return bars
 
 
-def metric_means(points: list[Point]) -> bytes:
-    scored = [p for p in points if p.metrics]
-    fig, ax = _figure(f"Mean score per metric (n={len(scored)})")
-    if not scored:
+def _tasks(agg: dict[str, Any]) -> int:
+    """The tasks behind an aggregate's means (``mean_all.n``)."""
+    return int((agg.get("mean_all") or {}).get("n") or 0)
+
+
+def metric_means(points: list[Point], aggregate: Aggregate) -> bytes:
+    agg = aggregate([p.outcome for p in points]) if points else {}
+    fig, ax = _figure(f"Mean score per metric, 95% intervals (n={_tasks(agg)} tasks)")
+    names = aggregate_metrics(agg) if agg else []
+    if not _tasks(agg) or not names:
         return _empty(fig, ax, "no scored task yet")
-    names = _metrics(scored)
-    means = [sum(p.metrics.get(m, 0.0) for p in scored) / len(scored) for m in names]
-    bars = ax.bar(names, means, color="tab:blue")
-    ax.bar_label(bars, fmt="%.2f", fontsize=8)
+    for i, metric in enumerate(names):
+        bars = _bars(ax, [i], agg, metric, color="tab:blue")
+        if bars is not None:
+            ax.bar_label(bars, fmt="%.2f", fontsize=8, padding=6)
+    ax.set_xticks(range(len(names)), names)
     return _svg(fig)
 
 
-def by_group(points: list[Point], attr: str, title: str) -> bytes:
-    groups: dict[str, list[Point]] = defaultdict(list)
+def group_aggregates(points: list[Point], attr: str, aggregate: Aggregate) -> dict[str, Any]:
+    """Per value of ``attr`` (``bug_class``, ``fix_position``), sorted, the aggregate of its
+    attempts, as the whole run's is made; groups with no scorable task are left out."""
+    groups: dict[str, list[TaskOutcome]] = defaultdict(list)
     for p in points:
-        if p.metrics:
-            groups[getattr(p, attr)].append(p)
-    names = sorted(groups)
-    fig, ax = _figure(title, width=max(6.4, 1.4 * len(names) + 2))
+        groups[getattr(p, attr)].append(p.outcome)
+    aggs = {name: aggregate(outs) for name, outs in sorted(groups.items())}
+    return {name: agg for name, agg in aggs.items() if _tasks(agg)}
+
+
+def by_group(points: list[Point], attr: str, title: str, aggregate: Aggregate) -> bytes:
+    """Per group of tasks, each aggregated as the whole run is (a task's trials averaged first,
+    failures 0, unscorable tasks left out, n = tasks), the headline metrics with intervals."""
+    aggs = group_aggregates(points, attr, aggregate)
+    names = list(aggs)
+    fig, ax = _figure(f"{title}, 95% intervals", width=max(6.4, 1.4 * len(names) + 2))
     if not names:
         return _empty(fig, ax, "no scored task yet")
-    shown = headline(_metrics([p for n in names for p in groups[n]]))
+    shown = headline(aggregate_metrics(next(iter(aggs.values()))))
     width = 0.8 / len(shown)
     for i, metric in enumerate(shown):
-        xs = [j + (i - (len(shown) - 1) / 2) * width for j in range(len(names))]
-        ys = [sum(p.metrics.get(metric, 0.0) for p in groups[n]) / len(groups[n]) for n in names]
-        ax.bar(xs, ys, width, label=metric)
-    ax.set_xticks(range(len(names)), [f"{n}\n(n={len(groups[n])})" for n in names], fontsize=8)
+        for j, name in enumerate(names):
+            x = j + (i - (len(shown) - 1) / 2) * width
+            _bars(ax, [x], aggs[name], metric, width=width, color=f"C{i}",
+                  label=metric if j == 0 else None)  # fmt: skip
+    ax.set_xticks(range(len(names)), [f"{n}\n(n={_tasks(aggs[n])})" for n in names], fontsize=8)
     ax.legend(fontsize=8, ncols=len(shown), loc="upper center", bbox_to_anchor=(0.5, -0.2))
     return _svg(fig)
 
 
 def cost_vs_score(points: list[Point], metric: str | None = None) -> bytes:
-    """Cost against one metric (by default the last of the headline ones: ARVO's ``iou``)."""
-    shown = headline(_metrics(points))
+    """Cost against one metric (by default the last of the headline ones: ARVO's ``iou``), one
+    dot per attempt: 0 where it has no valid submission (as in the means)."""
+    shown = headline(metric_names(p.outcome.scores for p in points))
     metric = metric or (shown[-1] if shown else "score")
-    fig, ax = _figure(f"Cost against {metric} (one dot per task)")
+    fig, ax = _figure(f"Cost against {metric} (one dot per attempt)")
     ax.set_xlabel("cost (USD)")
     ax.set_ylabel(metric)
     if not points:
         return _empty(fig, ax, "no ended task yet")
     colors = {"completed": "tab:blue", "failed": "tab:red", "cancelled": "tab:orange"}
     for status, color in colors.items():
-        mine = [p for p in points if p.status == status]
+        mine = [p for p in points if p.outcome.status == status]
         if mine:
             ax.scatter(
                 [p.cost for p in mine],
-                [p.metrics.get(metric, 0.0) for p in mine],
+                [_value(p.outcome, metric) for p in mine],
                 c=color,
                 label=status,
                 alpha=0.7,
@@ -116,13 +149,22 @@ def cost_vs_score(points: list[Point], metric: str | None = None) -> bytes:
     return _svg(fig)
 
 
-def render(name: str, points: list[Point]) -> bytes:
+def _value(outcome: TaskOutcome, metric: str) -> float:
+    """What an attempt counts for in the means: its score, or 0 without a valid submission."""
+    scores = outcome.scores or {}
+    counted = outcome.status == "completed" and scores.get("submitted", True) is not False
+    return score_value(scores, metric) if counted else 0.0
+
+
+def render(name: str, points: list[Point], aggregate: Aggregate) -> bytes:
     if name == "metrics":
-        return metric_means(points)
+        return metric_means(points, aggregate)
     if name == "bug_class":
-        return by_group(points, "bug_class", "Scores per bug class")
+        return by_group(points, "bug_class", "Scores per bug class", aggregate)
     if name == "fix_position":
-        return by_group(points, "fix_position", "Scores per fix position (relative to the crash)")
+        return by_group(
+            points, "fix_position", "Scores per fix position (relative to the crash)", aggregate
+        )
     if name == "cost":
         return cost_vs_score(points)
     raise KeyError(name)

@@ -20,7 +20,7 @@ from services.green.ui.templating import render
 from services.green.ui.views import NO_RUN
 from services.shared.logging import get_logger
 from services.shared.outcome import TaskOutcome
-from services.shared.scores import metric_names
+from services.shared.scores import aggregate as scores_aggregate
 
 log = get_logger("services.green.ui")
 router = APIRouter(prefix="/ui", include_in_schema=False, dependencies=[Depends(require_page)])
@@ -106,23 +106,21 @@ async def runs(request: Request, page: Annotated[int, Query(ge=1, le=MAX_PAGE)] 
 
 
 async def points(facts: TaskFacts, tasks: list[Task], show: Disclosure) -> list[plots.Point]:
-    """The ended tasks of a run as plot points. The fix position needs the ground truth: it is
-    computed only where the REST API would show it."""
+    """The ended tasks of a run as plot points, with the scores the viewer may see. The fix
+    position needs the ground truth: it is computed only where the REST API would show it."""
     out: list[plots.Point] = []
     allowed = show.revealable(tasks)
     for t in tasks:
         if not t.status.terminal:
             continue
         view = show.task(t, t.id in allowed)
-        scores = view.scores or {}
-        scorable = scores.get("scorable", True) and scores
+        outcome = TaskOutcome.of(t).model_copy(update={"scores": view.scores})
         out.append(
             plots.Point(
-                metrics={k: float(scores[k]) for k in metric_names([scores])} if scorable else {},
+                outcome=outcome,
                 cost=t.cost,
                 bug_class=await facts.group(t.kind, t.ref_id),
                 fix_position=await facts.position(t.kind, t.ref_id, view.ground_truth),
-                status=t.status.value,
             )
         )
     return out
@@ -151,5 +149,11 @@ async def plot(run_id: str, name: str, request: Request) -> Response:
         _tasks(request, run_id, ground_truth=True),
         disclosure(request),
     )
-    svg = await asyncio.to_thread(plots.render, name, pts)  # matplotlib is CPU-bound
+    runner = request.app.state.assessments
+
+    def one_kind(outcomes: list[TaskOutcome]) -> dict[str, Any]:
+        agg = runner.aggregate(outcomes)  # a run of several kinds: their shared means
+        return scores_aggregate(outcomes).to_dict() if "by_kind" in agg else agg
+
+    svg = await asyncio.to_thread(plots.render, name, pts, one_kind)  # matplotlib is CPU-bound
     return Response(svg, media_type="image/svg+xml", headers={"Cache-Control": "no-store"})

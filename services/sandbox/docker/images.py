@@ -5,11 +5,15 @@ An image absent from an engine is pulled on first use. With a ``registry`` (``ho
 and tagged back under its own name, so the rest of green never sees the mirror. The engine's
 pull stream (one JSON line per layer event) is condensed into a few human lines for
 ``progress``: the start, each layer done, a line per ``PROGRESS_STEP`` of the bytes, the end.
+
+An image's *identity* (:func:`image_identity`) names what decides its content the same way on
+every machine, where its ``Id`` differs between two builds of the same recipe.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import docker
 import docker.errors
@@ -19,6 +23,27 @@ from services.sandbox.docker.errors import ENGINE_ERRORS, engine_error
 
 PROGRESS_STEP = 0.25
 """Report the bytes pulled at every quarter of the total (as far as the engine has told it)."""
+RECIPE_LABEL = "arena.image.recipe-sha256"
+"""Label of a locally built image (the bundled fixtures: ``fixtures/common.py``): the sha256 of
+its recipe and inputs (Dockerfile, build context, the base image's own recipe), which decide its
+content; two machines building the same recipe get images of different ids and the same label."""
+
+
+def image_identity(attrs: Mapping[str, Any]) -> str:
+    """What decides the content of an image (``docker image inspect``'s JSON): its recipe,
+    ``recipe:sha256:<hex>`` (:data:`RECIPE_LABEL`), for a locally built image that carries one;
+    else its registry digest, ``digest:sha256:<hex>`` (from ``RepoDigests``, without the
+    repository: the same image pulled through a mirror has the same digest); else its id,
+    ``id:sha256:<hex>``, which holds on this engine only. The recipe comes first: a fixture image
+    pushed to a registry keeps its recipe, and compares equal to the same recipe built elsewhere."""
+    labels = (attrs.get("Config") or {}).get("Labels") or {}
+    recipe = labels.get(RECIPE_LABEL)
+    if isinstance(recipe, str) and recipe:
+        return f"recipe:sha256:{recipe.removeprefix('sha256:')}"
+    digests = sorted({d.rpartition("@")[2] for d in attrs.get("RepoDigests") or [] if "@" in d})
+    if digests:
+        return f"digest:{digests[0]}"
+    return f"id:{attrs.get('Id')}"
 
 
 def mirrored(image: str, registry: str | None) -> str:

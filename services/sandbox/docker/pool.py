@@ -286,17 +286,19 @@ def docker_provider(
     check_s: float = 5.0,
     slot_wait_s: float = SLOT_WAIT_S,
     threads: int = DEFAULT_THREADS,
+    timeout_s: float = 60.0,
 ) -> EnginePool:
     """The ``docker`` provider: a pool of the engines ``hosts`` names (none: the one
-    ``DOCKER_HOST`` names, else the local socket), sharing one thread pool."""
+    ``DOCKER_HOST`` names, else the local socket), sharing one thread pool; ``timeout_s``: the
+    longest one API call may take."""
     executor = ThreadPoolExecutor(threads, thread_name_prefix="sandbox-docker")
     engines = []
     for i, entry in enumerate(hosts or [""]):
         if entry:
             url, capacity = parse_host(entry, slots)
-            client = engine_client(url, tls_dir, pool=threads)
+            client = engine_client(url, tls_dir, timeout=timeout_s, pool=threads)
         else:
-            client, capacity = docker.from_env(max_pool_size=threads), slots
+            client, capacity = docker.from_env(max_pool_size=threads, timeout=timeout_s), slots
             url = client.api.base_url
         name = f"engine-{i}" if entry else "local"
         provider = DockerSandboxProvider(

@@ -43,6 +43,7 @@ from services.sandbox.docker.disk import (
     quota_full,
 )
 from services.sandbox.docker.errors import ENGINE_ERRORS, engine_error
+from services.sandbox.docker.images import image_identity
 from services.sandbox.docker.transport import DockerExecTransport
 from services.sandbox.framing import SessionLost, SessionNotStarted, ShellSession
 from services.shared.commands import CommandResult
@@ -120,11 +121,13 @@ class DockerSandbox:
         return self._engine
 
     def image_facts(self) -> dict[str, Any]:
-        """The container's image by digest (``Id``, as ``docker image inspect`` gives it),
-        its registry digests and tags, and the engine's version. Blocking: call in a thread."""
+        """The container's image by digest (``Id``, as ``docker image inspect`` gives it), its
+        registry digests and tags, its identity (:func:`image_identity`: the same for the same
+        image built or pulled elsewhere), and the engine's version. Blocking: call in a thread."""
         image = self._client.images.get(self._container.attrs["Image"])
         return {
             "id": image.id,
+            "identity": image_identity(image.attrs),
             "repo_digests": list(image.attrs.get("RepoDigests") or []),
             "tags": list(image.tags),
             "engine_version": self._client.version().get("Version"),

@@ -76,8 +76,28 @@ def test_kind_aggregates_read_task_outcomes():
     agg = SweBenchKind("unused.jsonl", provider=None).aggregate(outcomes)  # type: ignore[arg-type]
     assert agg["resolved"] == 1 and agg["mean_all"]["resolved"] == 0.5
     assert agg["mean_non_infra"] == {"n": 1, "resolved": 1.0}
+    only_infra = SweBenchKind("unused.jsonl", provider=None).aggregate(outcomes[1:])  # type: ignore[arg-type]
+    assert only_infra["mean_non_infra"]["n"] == 0
+    assert only_infra["mean_non_infra"]["resolved"] is None  # no mean, never 0
     assert outcomes[0].model_dump(mode="json")["ref"] == "swebench:a"
     with pytest.raises(ValueError, match="has not ended"):
         ArvoKind(assets=None, image_template="").aggregate(  # type: ignore[arg-type]
             [TaskOutcome(status=TaskStatus.running)]
         )
+
+
+def test_swebench_aggregate_is_over_tasks_with_intervals_as_every_kind():
+    """A SWE-bench run's means are over tasks (a task's trials averaged first), with the same
+    95% intervals as every other kind's: it had its own sum over attempts, with none."""
+    ok = {"resolved": 1.0, "submitted": True}
+    no = {"resolved": 0.0, "submitted": True}
+    outcomes = [
+        TaskOutcome(kind="swebench", ref_id=ref, trial=trial, status=TaskStatus.completed, scores=s)
+        for ref, trial, s in [("a", 1, ok), ("a", 2, ok), ("b", 1, no), ("b", 2, ok), ("c", 1, no)]
+    ]
+    agg = SweBenchKind("unused.jsonl", provider=None).aggregate(outcomes)  # type: ignore[arg-type]
+    assert agg["n_tasks"] == 3 and agg["n_attempts"] == 5
+    assert agg["mean_all"]["n"] == 3 and agg["mean_all"]["resolved"] == pytest.approx(0.5)
+    interval = agg["uncertainty"]["mean_all"]["resolved"]
+    assert interval["method"] and 0 <= interval["ci_low"] < 0.5 < interval["ci_high"] <= 1
+    assert agg["trials"]["resolved"]["n"] == 2  # pass@2 over the two tasks with two attempts

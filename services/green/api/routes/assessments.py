@@ -7,6 +7,7 @@ import uuid
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request, status
+from fastapi.responses import JSONResponse
 
 from services.green.api.deps import (
     AssessmentsDep,
@@ -17,7 +18,7 @@ from services.green.api.deps import (
     admit,
 )
 from services.green.api.verification import keep_verified
-from services.green.assessment import AssessmentRequest
+from services.green.assessment import AssessmentRequest, UnknownTasks
 from services.green.kinds.errors import UnknownTask
 from services.green.store.models import AssessmentRecord
 
@@ -25,20 +26,36 @@ router = APIRouter(prefix="/assessments", tags=["assessments"])
 _background: set[asyncio.Task[None]] = set()
 
 
-@router.post("", status_code=status.HTTP_202_ACCEPTED)
+def refused(exc: UnknownTasks) -> JSONResponse:
+    """404 naming every task green does not know (``unknown``: each reference with its kind's
+    reason, which says how to build or fetch it where green knows): nothing was started, and
+    none of them is scored."""
+    unknown = [{"task": ref, "reason": why} for ref, why in exc.reasons.items()]
+    return JSONResponse(
+        {"detail": str(exc), "unknown": unknown}, status_code=status.HTTP_404_NOT_FOUND
+    )
+
+
+@router.post(
+    "",
+    status_code=status.HTTP_202_ACCEPTED,
+    responses={404: {"description": "Tasks green does not know: all named, nothing started"}},
+)
 async def create_assessment(
     request: Request,
     body: AssessmentRequest,
     runner: AssessmentsDep,
     who: OperatorDep,
     intake: IntakeDep,
-) -> dict[str, Any]:
+) -> Any:
     admit(intake, who, len(body.task_ids) * body.trials)
     left_out = keep_verified(request, body) if body.verified_only else []
     aid = str(uuid.uuid4())
     try:
         tasks = await runner.start(body, aid)  # the runner writes the assessment's record
-    except UnknownTask as exc:
+    except UnknownTasks as exc:
+        return refused(exc)
+    except UnknownTask as exc:  # its files went away between the check and the task
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown task {exc}") from exc
     except ValueError as exc:  # e.g. a task kind this green does not serve
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from exc

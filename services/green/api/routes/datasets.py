@@ -20,7 +20,8 @@ from services.green.dataset_tools import NotOffered
 from services.green.kinds.errors import AssetError, UnknownTask
 from services.green.kinds.registry import parse_ref
 from services.green.store.models import TaskVerification
-from services.sandbox.base import SandboxError
+from services.sandbox.base import EngineUnreachable, SandboxError, SandboxTimeout
+from services.sandbox.docker.errors import ENGINE_ERRORS, engine_error
 from services.shared.task_ref import DEFAULT_KIND, TaskRef
 
 router = APIRouter(prefix="/datasets", tags=["datasets"])
@@ -47,12 +48,34 @@ def _ref(text: str) -> TaskRef:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from exc
 
 
+ENGINE_RETRY_S = 60
+"""``Retry-After`` of a 503 for an engine that did not answer in time."""
+
+
 async def _offered(work: Callable[[], T]) -> T:
-    """Run blocking dataset work in a thread; a kind without the tool: its 404/503 sentence."""
+    """Run blocking dataset work in a thread; a kind without the tool: its 404/503 sentence; a
+    Docker engine that did not answer in time (a loaded engine): 503 with ``Retry-After``, one
+    that failed otherwise: 502, each with a sentence (never a 500)."""
     try:
         return await asyncio.to_thread(work)
     except NotOffered as exc:
         raise HTTPException(exc.status, str(exc)) from exc
+    except (SandboxError, *ENGINE_ERRORS) as exc:
+        raise _engine_failure(exc) from exc
+
+
+def _engine_failure(exc: BaseException) -> HTTPException:
+    """A Docker engine that did not answer in time or at all (``EngineUnreachable``,
+    ``SandboxTimeout``): 503 with ``Retry-After``; one that answered with an error: 502."""
+    seam = engine_error(exc, "the dataset work")
+    if isinstance(seam, EngineUnreachable | SandboxTimeout):
+        return HTTPException(
+            status.HTTP_503_SERVICE_UNAVAILABLE,
+            f"the Docker engine did not answer in time ({type(exc).__name__}): it is busy or "
+            "unreachable; try again in a minute",
+            headers={"Retry-After": str(ENGINE_RETRY_S)},
+        )
+    return HTTPException(status.HTTP_502_BAD_GATEWAY, str(seam)[:500])
 
 
 @router.get("/ids")
@@ -75,7 +98,7 @@ async def prefetch_one(body: PrefetchBody, request: Request) -> dict[str, Any]:
         return await _offered(lambda: dataset_tools(request).prefetch(ref, body.dry_run))
     except UnknownTask as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown task {ref}: {exc}") from exc
-    except (AssetError, SandboxError) as exc:
+    except AssetError as exc:
         raise HTTPException(status.HTTP_502_BAD_GATEWAY, str(exc)) from exc
 
 

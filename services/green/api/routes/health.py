@@ -15,34 +15,44 @@ from services.green.api.deps import CallerDep, OrchestratorDep
 from services.shared.task_ref import DEFAULT_KIND
 
 router = APIRouter(tags=["health"])
+CHECK_S = 3.0
+"""How long each check may take (they run at once): a slow engine or database is answered with
+503 and a sentence before compose's health check gives up (4 s)."""
 
 
 @router.get("/healthz")
 async def healthz(orch: OrchestratorDep, who: CallerDep, request: Request) -> JSONResponse:
-    async def check(work) -> bool:
+    async def check(what: str, work) -> str | None:
+        """None when ``work`` says yes within CHECK_S; else a sentence (never the error's text:
+        anyone may read it)."""
         try:
-            async with asyncio.timeout(5):
-                return bool(await work)
+            async with asyncio.timeout(CHECK_S):
+                return None if await work else f"{what} did not answer its check"
+        except TimeoutError:
+            return f"{what} did not answer within {CHECK_S:g} s (busy or unreachable)"
         except Exception:
-            return False
+            return f"{what} is unreachable"
 
-    docker_ok, db_ok = await asyncio.gather(
-        check(orch.sandboxes.ping()), check(asyncio.to_thread(orch.store.ping))
+    docker_why, db_why = await asyncio.gather(
+        check("the Docker engine", orch.sandboxes.ping()),
+        check("the database", asyncio.to_thread(orch.store.ping)),
     )
-    ok = docker_ok and db_ok
+    ok = docker_why is None and db_why is None
     body = {
         "status": "ok" if ok else "degraded",
-        "docker": docker_ok,
-        "database": db_ok,
+        "docker": docker_why is None,
+        "database": db_why is None,
         "instance": orch.settings.instance_name,
         "url": orch.settings.reachable_url(),
     }
+    if not ok:
+        body["detail"] = "; ".join(w for w in (docker_why, db_why) if w)
     if not who.operator:  # the agent under test may call this: no infrastructure details
         return JSONResponse(body, status_code=200 if ok else 503)
     with contextlib.suppress(Exception):  # each engine of the pool: up or down, how busy
         async with asyncio.timeout(5):
             body["engines"] = await orch.sandboxes.engines()
-    if docker_ok:  # the disk budget of the default kind's task images, when it keeps one
+    if docker_why is None:  # the disk budget of the default kind's task images, when it keeps one
         with contextlib.suppress(Exception):
             budget = request.app.state.datasets.images(DEFAULT_KIND)
             async with asyncio.timeout(5):

@@ -1,6 +1,7 @@
 """GET /kinds: the task kinds this green serves, with what each declares of its metrics (names in
-report order, which are continuous), so a client that cannot import a kind (``arena``) reports
-and compares its runs as green does. What a kind does not declare is ``null`` (its metrics are
+report order, which are continuous) and of its records (the score fields each carries), so a
+client that cannot import a kind (``arena``) reports and compares its runs as green does and
+knows a record that lacks a field. What a kind does not declare is ``null`` (its metrics are
 then read from its score records)."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from services.green.api.deps import OrchestratorDep
-from services.green.kinds.metrics import continuous_metrics, declared_metrics
+from services.green.kinds.metrics import continuous_metrics, declared_metrics, record_fields
 
 router = APIRouter(tags=["kinds"])
 
@@ -22,6 +23,7 @@ async def list_kinds(orch: OrchestratorDep) -> dict[str, Any]:
         return {
             "metrics": declared_metrics([kind]),
             "continuous": sorted(continuous) if continuous is not None else None,
+            "fields": record_fields(kind),
         }
 
     return {"kinds": [{"name": name, **declared(kind)} for name, kind in orch.kinds.items()]}

@@ -1,21 +1,30 @@
-"""REST: POST/GET /tasks, GET /tasks/{id}, its commands, cancel."""
+"""REST: POST/GET /tasks, GET /tasks/{id}, its commands, purple's trajectory of it, cancel."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request, status
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field, model_validator
 
-from services.green.api.deps import DisclosureDep, IntakeDep, OperatorDep, OrchestratorDep, admit
+from services.green.api.deps import (
+    AssessmentStoreDep,
+    DisclosureDep,
+    IntakeDep,
+    OperatorDep,
+    OrchestratorDep,
+    admit,
+)
 from services.green.api.query_bounds import MAX_OFFSET
+from services.green.api.routes.runs import client_run
 from services.green.api.verification import annotate_verified
 from services.green.kinds.errors import UnknownTask
 from services.green.kinds.registry import CheckedRef, parse_ref
 from services.green.live_task import TaskNotFound
 from services.green.orchestrator import TaskOptions
 from services.green.store.models import CommandPublic, Task, TaskList, TaskPublic, TaskStatus
+from services.green.trajectory import fetch_trajectory
 
 router = APIRouter(prefix="/tasks", tags=["tasks"])
 
@@ -34,6 +43,11 @@ class TaskCreate(BaseModel):
     task_timeout_s: float | None = Field(None, gt=0, le=86_400)
     command_timeout_s: float | None = Field(None, gt=0, le=3_600)
     trial: int = Field(1, ge=1, le=1_000, description="Which repeated attempt this is (1..K)")
+    run_id: str | None = Field(
+        None,
+        pattern=r"^[0-9a-f-]{36}$",
+        description="The run (POST /runs) this task belongs to: on the dashboard under its name",
+    )
 
     @model_validator(mode="after")
     def _one_id(self) -> TaskCreate:
@@ -52,14 +66,18 @@ async def create_task(
     who: OperatorDep,
     intake: IntakeDep,
     show: DisclosureDep,
+    store: AssessmentStoreDep,
 ) -> TaskPublic:
     admit(intake, who, 1)
+    if body.run_id is not None:
+        client_run(store, body.run_id)  # 404 unless POST /runs opened it
     opts = TaskOptions(
         purple_url=body.purple_url,
         max_steps=body.max_steps,
         task_timeout_s=body.task_timeout_s,
         command_timeout_s=body.command_timeout_s,
         trial=body.trial,
+        assessment_id=body.run_id,
     )
     try:
         assert body.task is not None  # the model's validator saw to it
@@ -137,6 +155,28 @@ async def get_commands(
 ) -> Any:
     _get(orch, task_id)
     return orch.store.commands(task_id, offset, limit)
+
+
+@router.get(
+    "/{task_id}/trajectory",
+    responses={
+        200: {"description": "Purple's trajectory of the task, as purple sent it"},
+        502: {"description": "Purple could not give it (unreachable, too large, too slow...)"},
+    },
+)
+async def get_trajectory(task_id: str, orch: OrchestratorDep) -> Response:
+    """Purple's trajectory of the task (its ``GET /tasks/{id}/trajectory``), read by green
+    within GREEN_TRAJECTORY_MAX_BYTES and GREEN_TRAJECTORY_TIMEOUT_S: a client needs no address
+    of purple (``http://purple:9019`` is known only inside compose). 502 with a sentence when
+    purple cannot give it."""
+    task = _get(orch, task_id)
+    settings = orch.settings
+    traj, why = await fetch_trajectory(
+        task.purple_url, task.id, settings.trajectory_max_bytes, settings.trajectory_timeout_s
+    )
+    if traj is None:
+        return JSONResponse({"detail": why}, status_code=status.HTTP_502_BAD_GATEWAY)
+    return Response(traj.raw, media_type="application/json")
 
 
 @router.post(

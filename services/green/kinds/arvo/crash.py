@@ -40,6 +40,10 @@ class CrashInfo:
     sanitizer: str | None = None
     frames: list[Frame] = field(default_factory=list)
     """The crash stack, innermost first; fuzzer-driver and libc frames dropped."""
+    free_frames: list[Frame] = field(default_factory=list)
+    """The stack that freed the memory (``freed by thread``), when the report has one."""
+    alloc_frames: list[Frame] = field(default_factory=list)
+    """The stack that allocated it (``previously allocated by thread``), when it has one."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,42 @@ def crash_frames(text: str) -> list[Frame]:
     return frames
 
 
+_SIDE = re.compile(r"^(?P<what>freed|previously allocated|allocated) by thread\b.*$", re.M)
+
+
+def _stack_at(lines: list[str]) -> list[Frame]:
+    """The frames of the stack that starts at ``lines`` (it ends at the first other line)."""
+    frames: list[Frame] = []
+    for text_line in lines:
+        m = _FRAME.match(text_line)
+        if m is None:
+            if text_line.strip().startswith("#"):
+                continue  # a frame without a source file (an interceptor, a library)
+            break
+        line = int(m.group("line")) if m.group("line") else None
+        frames.append(Frame(int(m.group("n")), m.group("func"), m.group("file"), line))
+    return frames
+
+
+def _ours(frames: list[Frame]) -> list[Frame]:
+    """Without the fuzzer driver's and libc's frames."""
+    return [
+        f
+        for f in frames
+        if "fuzzer::" not in f.function and not f.file.startswith(("/lib", "/usr/lib"))
+    ]
+
+
+def side_stacks(text: str) -> tuple[list[Frame], list[Frame]]:
+    """The report's first free stack and first allocation stack (empty when it has none)."""
+    found: dict[str, list[Frame]] = {}
+    for m in _SIDE.finditer(text):
+        what = "free" if m.group("what") == "freed" else "alloc"
+        if what not in found:
+            found[what] = _ours(_stack_at(text[m.end() :].lstrip("\n").splitlines()))
+    return found.get("free", []), found.get("alloc", [])
+
+
 def parse_report(text: str) -> CrashInfo:
     """Bug class and crash stack of a sanitizer report."""
     bug, sanitizer = "unknown", None
@@ -96,12 +136,7 @@ def parse_report(text: str) -> CrashInfo:
     elif m := _RUNTIME.search(text):
         sanitizer, what = "UndefinedBehaviorSanitizer", m.group(1).strip()
         bug = "null-pointer-dereference" if "null pointer" in text else what.replace(" ", "-")
-    frames = [
-        f
-        for f in crash_frames(text)
-        if "fuzzer::" not in f.function and not f.file.startswith(("/lib", "/usr/lib"))
-    ]
-    return CrashInfo(bug, sanitizer, frames)
+    return CrashInfo(bug, sanitizer, _ours(crash_frames(text)), *side_stacks(text))
 
 
 def parse_signature(text: str, project: str | None) -> CrashSignature | None:
@@ -154,9 +189,15 @@ def _bare_name(function: str) -> str:
     return function.split("(")[0].strip().rsplit("::", 1)[-1]
 
 
+FIX_POSITIONS = ("crash-frame", "caller", "free-stack", "allocation-stack", "off-stack")
+"""Where a fix can lie relative to the report, in the words of the bundled tasks' ``task.toml``
+(``fix_position``), so the dashboard's groups and a report's breakdown read alike."""
+
+
 def fix_position(info: CrashInfo, ground_truth: dict | None) -> str:
-    """Where the fix is relative to the crash: ``crash frame``, ``N frame(s) up`` or
-    ``not in the stack`` (by function name); ``unknown`` without ground truth."""
+    """Where the fix is relative to the report (by function name): the crash frame, a caller
+    on the crash stack, the stack that freed or allocated the memory, or on no stack: one of
+    :data:`FIX_POSITIONS`; ``unknown`` without ground truth."""
     if not ground_truth or not ground_truth.get("files"):
         return "unknown"
     names = {
@@ -167,5 +208,11 @@ def fix_position(info: CrashInfo, ground_truth: dict | None) -> str:
     names.discard("")
     for i, frame in enumerate(info.frames):
         if _bare_name(frame.function) in names:
-            return "crash frame" if i == 0 else f"{i} frame{'s' if i > 1 else ''} up"
-    return "not in the stack"
+            return "crash-frame" if i == 0 else "caller"
+    for where, frames in (
+        ("free-stack", info.free_frames),
+        ("allocation-stack", info.alloc_frames),
+    ):
+        if any(_bare_name(f.function) in names for f in frames):
+            return where
+    return "off-stack"

@@ -107,8 +107,12 @@ class ArvoKind:
     """The metrics of its scores, in report order (:class:`services.green.kinds.base.TaskKind`)."""
     continuous = frozenset({"iou"})
     """Those that are not hit/miss (no McNemar test in comparisons)."""
-    public_scores = frozenset({"scorable", "submitted", "n_locations", "bug_class"})
-    """Score fields besides the metrics that name nothing of the answer (shown to anyone)."""
+    public_scores = frozenset({"scorable", "submitted", "n_locations", "bug_class", "project"})
+    """Score fields besides the metrics that name nothing of the answer (shown to anyone): the
+    project and the bug class are in the crash report the agent reads (``/src/<project>/``);
+    the floors are not (they say whether the crash frame is the fix)."""
+    record_fields = frozenset({"project", "floors", "bug_class"})
+    """Score fields every scored record carries (a client lists a record without one)."""
     scoring_version = "arvo-loc-1"
     """The version of its scoring rule, recorded in each task's provenance: bump it whenever
     ``docs/scoring.md`` changes what a submission scores (runs of different versions are not

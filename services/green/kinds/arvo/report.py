@@ -22,7 +22,8 @@ def arvo_report(assets: AssetSource, ref_id: str) -> TaskReport:
 
 
 def arvo_position(report: TaskReport, ground_truth: dict[str, Any] | None) -> str:
-    """``crash frame``, ``N frame(s) up``, ``not in the stack`` or ``unknown``."""
+    """One of ``crash.FIX_POSITIONS`` (``crash-frame``, ``caller``, ``free-stack``...), or
+    ``unknown``: the words of the bundled tasks' ``task.toml``, so the plots group as reports do."""
     return fix_position(parse_report(report.text), ground_truth)
 
 

@@ -9,7 +9,6 @@ applies the hidden ``test_patch`` and runs FAIL_TO_PASS and PASS_TO_PASS: resolv
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -25,6 +24,7 @@ from services.green.kinds.swebench.datasets import SweDatasets
 from services.sandbox.base import Sandbox, SandboxError, SandboxProvider, UnreadableFile
 from services.shared.outcome import TaskOutcome
 from services.shared.protocol import SweTask, TaskAssignment, TaskPaths
+from services.shared.scores import aggregate
 from services.swebench.activation import resolve_activate, with_activate
 from services.swebench.instances import (
     WORKDIR,
@@ -264,26 +264,12 @@ class SweBenchKind:
         return SweDatasets(self)
 
     def aggregate(self, outcomes: Iterable[TaskOutcome]) -> dict[str, Any]:
-        """Resolved rate over all tasks (failures count 0) and over non-infra tasks."""
+        """The resolved rate as every kind's means are made (:func:`services.shared.scores.aggregate`:
+        over tasks, a task's trials averaged first, failures 0, each mean with its 95% interval),
+        and ``resolved``: how many attempts resolved their instance."""
         rows = list(outcomes)
-        by_status = Counter(str(o.status) for o in rows)
-        by_failure = Counter(str(o.failure_kind) for o in rows if o.failure_kind)
-
-        def resolved(o: TaskOutcome) -> float:
-            return float((o.scores or {}).get("resolved", 0.0)) if o.status == "completed" else 0.0
-
-        def mean(of: list[TaskOutcome]) -> dict[str, Any]:
-            return {
-                "n": len(of),
-                "resolved": round(sum(map(resolved, of)) / len(of), 6) if of else 0.0,
-            }
-
-        non_infra = [o for o in rows if o.failure_kind != "infra" and o.status != "cancelled"]
-        return {
-            "n_tasks": len(rows),
-            "by_status": dict(by_status),
-            "by_failure": dict(by_failure),
-            "resolved": int(sum(resolved(o) for o in rows)),
-            "mean_all": mean(rows),
-            "mean_non_infra": mean(non_infra),
-        }
+        agg = aggregate(rows, self.metrics).to_dict()
+        agg["resolved"] = sum(
+            o.status == "completed" and (o.scores or {}).get("resolved") == 1.0 for o in rows
+        )
+        return agg

@@ -338,9 +338,9 @@ class LocalAssetSource:
             )
         if known:
             ids = ", ".join(sorted(known))
-            return UnknownTask(f"{name} has no task {arvo_id} (it has: {ids})")
+            return UnknownTask(f"no task arvo:{arvo_id} in {name} (it has: {ids})")
         return UnknownTask(
-            f"{name} has no task {arvo_id} ({what}): it needs {arvo_id}/error.txt, "
+            f"no task arvo:{arvo_id} in {name} ({what}): it needs {arvo_id}/error.txt, "
             "repo-vul.tar.gz and patch.diff, or set GREEN_ASSET_SOURCE to the dataset's URL"
         )
 

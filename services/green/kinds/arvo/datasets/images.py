@@ -23,6 +23,7 @@ import structlog
 
 from services.green.store.crud import ImageUseStore
 from services.sandbox.base import ImageNotFound, SandboxError
+from services.sandbox.docker.errors import ENGINE_ERRORS
 
 log = structlog.get_logger(__name__)
 GB = 1_000_000_000
@@ -73,6 +74,19 @@ def _text(when: datetime | None) -> str | None:
     return when and str(when)
 
 
+class Deferred(Exception):
+    """An engine did not answer a call of the budget in time (a loaded engine: an image delete
+    can outlast the client's timeout); the sentence says which and what."""
+
+    def __init__(self, engine: str, what: str, exc: BaseException, removed: list[str]) -> None:
+        super().__init__(
+            f"engine {engine} did not {what} in time ({type(exc).__name__}): the image budget "
+            "is applied again after the next task or prefetch"
+        )
+        self.removed = removed
+        log.warning("images.budget_deferred", engine=engine, what=what, error=repr(exc)[:300])
+
+
 @dataclass
 class TaskImage:
     tag: str
@@ -120,6 +134,9 @@ class ImageBudget:
         self._lock = threading.Lock()
         self.busy: set[str] = set()
         """Images green's own work (verification, prefetch) is using right now."""
+        self.deferred: list[str] = []
+        """Why the last :meth:`enforce` left an engine over the budget (it did not answer in
+        time): one sentence per engine; the next enforcement tries again."""
 
     def touch(self, image: str) -> None:
         self.uses.touch(image)
@@ -169,8 +186,13 @@ class ImageBudget:
             keep = self.uses.unfinished_images(KIND, self.template) | self.busy
             used, limit = self.uses.last_used(), self.budget_gb * GB
             removed: list[tuple[str, str]] = []
+            self.deferred = []
             for name, client in engines:
-                gone = self._enforce_on(name, client, keep, limit, used)
+                try:
+                    gone = self._enforce_on(name, client, keep, limit, used)
+                except Deferred as exc:  # a slow engine: what it removed counts, the rest waits
+                    self.deferred.append(str(exc))
+                    gone = exc.removed
                 removed += [(name, tag) for tag in gone]
             if removed:  # forget the last use of a tag no engine holds any more
                 held = {i.tag for name, c in engines for i in self._listed(name, c, used)}
@@ -189,9 +211,11 @@ class ImageBudget:
     ) -> list[str]:
         """Bring one engine's task images within ``limit`` bytes, least recently used first by
         ``used``; the removed tags."""
-        images = sorted(
-            self._listed(engine, client, used), key=lambda t: (_aware(used.get(t.tag)), t.tag)
-        )
+        try:
+            listed = self._listed(engine, client, used)
+        except ENGINE_ERRORS as exc:
+            raise Deferred(engine, "list its images", exc, []) from exc
+        images = sorted(listed, key=lambda t: (_aware(used.get(t.tag)), t.tag))
         sizes = {i.id: i.size for i in images}
         total = sum(sizes.values())
         removed: list[str] = []
@@ -200,7 +224,11 @@ class ImageBudget:
                 break
             if img.tag in keep:
                 continue
-            if self._remove(engine, client, img.tag):
+            try:
+                ok = self._remove(engine, client, img.tag)
+            except ENGINE_ERRORS as exc:  # timed out or cut: the engine may still finish it
+                raise Deferred(engine, f"remove {img.tag}", exc, removed) from exc
+            if ok:
                 removed.append(img.tag)
                 if not any(i.id == img.id and i.tag not in removed for i in images):
                     total -= sizes.get(img.id, 0)  # its last tag: the layers are freed

@@ -112,6 +112,8 @@ class ArvoDatasets:
             result = prefetch.fetch(self.assets, self.client, self.image(ref), ref)
             self.budget.touch(self.image(ref))
             result["removed_images"] = self.budget.enforce()  # never the image just pulled
+            if self.budget.deferred:
+                result["budget_deferred"] = self.budget.deferred
         return result
 
     def ids(self) -> list[str] | None:
