@@ -6,7 +6,8 @@ that describes what the input parsed to (the bundled fixtures' harnesses do; see
 ``docs/datasets.md``) prints it on stdout; stdout and stderr are kept apart and bounded
 (``ulimit -f``), and the script prints them framed so that nothing the target prints can be
 taken for green's own lines: green's lines come first, the target's stdout is base64, its
-stderr comes last. The sanitizer report is read from stderr by green's one report reader
+stderr comes last. libFuzzer runs an input a second time when it looks for a leak (whether it
+does can vary from run to run): a stdout that is one output twice counts once. The sanitizer report is read from stderr by green's one report reader
 (:mod:`services.green.kinds.arvo.crash`).
 """
 
@@ -44,7 +45,11 @@ def run_script(input_path: str, workdir: str) -> str:
     return f"""mkdir -p {d} && cp -f {src} /tmp/poc || exit 96
 cd {shlex.quote(workdir)} 2>/dev/null || cd /
 ( ulimit -f {FILE_BLOCKS}; ARENA_BEHAVIOUR=1 exec arvo ) >{d}/stdout 2>{d}/stderr </dev/null
-echo "arena-exit=$?"
+status=$?
+n=$(wc -c <{d}/stdout); h=$((n / 2))
+if [ $n -gt 0 ] && [ $((n % 2)) -eq 0 ] && cmp -s <(head -c $h {d}/stdout) <(tail -c $h {d}/stdout)
+then head -c $h {d}/stdout >{d}/stdout.1 && mv -f {d}/stdout.1 {d}/stdout; fi
+echo "arena-exit=$status"
 echo "arena-stdout=$(sha256sum <{d}/stdout | cut -c1-64) $(wc -c <{d}/stdout) \
 $(head -c {STDOUT_KEEP} {d}/stdout | base64 -w0)"
 echo "arena-stderr:"
