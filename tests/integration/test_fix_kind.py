@@ -137,6 +137,7 @@ def test_a_fix_task_through_green_is_resolved_refused_or_empty(
         Script(commands=apply_commands(fix), submissions=[None]),
         Script(commands=apply_commands(harness_patch(task)), submissions=[None]),
         Script(commands=["git status --short"], submissions=[None]),
+        Script(commands=["echo '/* edited */' >> src/rle.c && rm -rf .git"], submissions=[None]),
     ]
     purple_url, observed = scripted_purple(
         Script(by_key={task.project: scripts}, key_command="basename $PWD")
@@ -150,7 +151,7 @@ def test_a_fix_task_through_green_is_resolved_refused_or_empty(
             assert time.monotonic() < deadline, "purple never got the task"
             time.sleep(0.1)
     done = [wait_terminal(green.url, i, timeout=300) for i in ids]
-    resolved, harness, empty = (wait_terminal(green.url, i) for i in ids)
+    resolved, harness, empty, no_git = (wait_terminal(green.url, i) for i in ids)
 
     assert resolved["status"] == "completed", resolved["error"]
     assert resolved["scores"]["resolved"] == 1.0, resolved["scores"]["explanation"]
@@ -167,6 +168,9 @@ def test_a_fix_task_through_green_is_resolved_refused_or_empty(
     assert harness["scores"]["resolved"] == 0 and harness["scores"]["submitted"] is False
     assert "has no changes" in refusals[1][0]
     assert empty["status"] == "failed" and empty["failure_kind"] == "agent"
+    # the agent broke the tree's git baseline: its failure, with a sentence, never infra
+    assert "git cannot diff" in refusals[2][0] and "restore its .git" in refusals[2][0]
+    assert no_git["status"] == "failed" and no_git["failure_kind"] == "agent", no_git["error"]
     assert all(d["ref"] == "arvo-fix:900002" for d in done)
     assert "# Vulnerability fixing task" in observed.descriptions[0]
 

@@ -25,7 +25,12 @@ from services.green.kinds.arvo.fix.judge import (
     delete_line_patch,
     judge_patch,
 )
-from services.green.kinds.arvo.fix.patches import baseline_script, patch_problems, take_patch
+from services.green.kinds.arvo.fix.patches import (
+    NoPatch,
+    baseline_script,
+    patch_problems,
+    take_patch,
+)
 from services.green.kinds.arvo.fix.prompt import describe_fix_task
 from services.green.kinds.arvo.judge import PreparedTask
 from services.green.kinds.arvo.workspace import WORKSPACE, populate_workspace, project_dir
@@ -103,6 +108,8 @@ class FixPlan:
         source = self.paths.source_dir
         try:
             patch = await take_patch(sandbox, source)
+        except NoPatch as exc:  # the agent broke the tree's baseline
+            return None, [str(exc)]
         except UnreadableFile as exc:  # too large: what the agent left
             return None, [f"could not take the patch out of {source}: {exc}"]
         if not patch.strip():

@@ -14,7 +14,7 @@ import re
 import shlex
 
 from services.green.kinds.arvo.scoring.gt_model import is_test_path
-from services.sandbox.base import Sandbox, SandboxError
+from services.sandbox.base import Sandbox
 from services.swebench.judge import patch_files
 
 PATCH_FILE = "/tmp/arena-fix.patch"
@@ -47,9 +47,14 @@ def baseline_script(project_dir: str) -> str:
     )
 
 
+class NoPatch(ValueError):
+    """The agent's tree gives no diff: its git baseline is gone or broken (the agent's doing)."""
+
+
 async def take_patch(sandbox: Sandbox, project_dir: str) -> str:
     """The agent's edit of ``project_dir`` as a binary-safe diff against the baseline (new
-    files included, build products left out). Raises UnreadableFile when it is too large."""
+    files included, build products left out). Raises UnreadableFile when it is too large,
+    NoPatch when git cannot diff the tree (the engine failing raises SandboxError)."""
     excludes = " ".join(shlex.quote(f":(exclude,glob)**/{p}") for p in BUILD_PRODUCTS)
     script = (
         f"cd {shlex.quote(project_dir)} && git -c core.fileMode=false add -A -- . {excludes} "
@@ -57,7 +62,11 @@ async def take_patch(sandbox: Sandbox, project_dir: str) -> str:
     )
     result = await sandbox.exec(script, 120)
     if result.exit_code != 0:
-        raise SandboxError(f"cannot take the patch out (exit {result.exit_code})")
+        tail = result.output.strip().splitlines()[-1:] or ["no output"]
+        raise NoPatch(
+            f"git cannot diff {project_dir} against its baseline (exit {result.exit_code}: "
+            f"{tail[0][:200]}); restore its .git folder, or the tree, and submit again"
+        )
     data = await sandbox.read_file(PATCH_FILE, max_bytes=MAX_PATCH_BYTES)
     return data.decode("utf-8", errors="replace")
 
