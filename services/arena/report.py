@@ -81,7 +81,8 @@ def _interval_note(agg: dict[str, Any], metrics: list[str]) -> str:
     described = "; ".join(f"{', '.join(ms)}: {unc['methods'].get(k, k)}" for k, ms in used.items())
     floors = (
         " Floors: the same tasks scored by the same judge for an empty submission and for the "
-        "top in-project frame of the crash report as the only location."
+        "crash-frame baseline: the top in-project frame of the crash report as the only location "
+        "(arvo), or a patch that deletes its line (arvo-fix)."
         if agg.get("floors")
         else ""
     )

@@ -147,6 +147,25 @@ class GreenSettings(BaseSettings):
     swebench_eval_timeout_s: float = Field(1800.0, gt=0)
     """Timeout of the judge's test run of one SWE-bench submission."""
 
+    fix_image_template: str = "n132/arvo:{id}-fix"
+    """Image of an ARVO task's fixed build, for the reproduce and fix kinds (arvo-poc, arvo-fix).
+    A task whose image cannot be had (or an empty template) gets the fallback: the task image
+    with patch.diff applied and 'arvo compile' run once, cached per image digest."""
+    poc_max_bytes: int = Field(1024**2, ge=1, le=64 * 1024**2)
+    """Largest input an arvo-poc task accepts (/workspace/shared/poc)."""
+    judge_run_timeout_s: float = Field(60.0, gt=0)
+    """arvo-poc and arvo-fix: one input on one build (a hang past it is the input's failure)."""
+    judge_build_timeout_s: float = Field(1800.0, gt=0)
+    """arvo-fix: applying a patch and 'arvo compile' (a build past it is the patch's failure)."""
+    judge_fuzz_runs: int = Field(2000, ge=0)
+    """arvo-fix: inputs a fuzzing run of the patched build tries from the corpus and the PoC
+    (seed 1; 0: no fuzzing)."""
+    judge_fuzz_timeout_s: float = Field(300.0, gt=0)
+    """arvo-fix: the whole fuzzing run."""
+    fix_floor: bool = True
+    """arvo-fix: score a floor patch (the top in-project frame's line of error.txt deleted) once
+    per task and fixed build, for the reports (one more build and judgement per task)."""
+
     mask_arvo_id: bool = True
     """Never show the ARVO numeric id to the agent (the task UUID names the task)."""
     strip_git: bool = True

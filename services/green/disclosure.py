@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from services.green.auth import Caller
-from services.green.kinds.metrics import public_score_keys
+from services.green.kinds.metrics import public_score_keys, secret_asset_names
 from services.green.kinds.registry import KINDS
 from services.green.store.crud import TaskStore
 from services.green.store.models import Task, TaskPublic
@@ -39,6 +39,17 @@ def public_scores(kind: str, scores: Mapping[str, Any] | None) -> dict[str, Any]
     return {k: v for k, v in scores.items() if k in keys}
 
 
+def without_secrets(kind: str, provenance: dict[str, Any]) -> dict[str, Any]:
+    """A provenance without the hashes that would let a guessed answer be checked offline: the
+    ground truth's, and those of the assets the kind keeps secret (the PoC, the fix)."""
+    secret = secret_asset_names(KINDS.get(kind))
+    out = {k: v for k, v in provenance.items() if k != "ground_truth_sha256"}
+    assets = out.get("assets_sha256")
+    if secret and isinstance(assets, dict):
+        out["assets_sha256"] = {k: v for k, v in assets.items() if k not in secret}
+    return out
+
+
 def _withheld(task: Task, view: TaskPublic) -> list[str]:
     """The names of the fields of ``task``'s record that ``view`` leaves out (the scores of an
     unfinished task are not withheld: there are none yet)."""
@@ -49,6 +60,10 @@ def _withheld(task: Task, view: TaskPublic) -> list[str]:
         out += [f"scores.{k}" for k in sorted(set(task.scores or {}) - set(view.scores or {}))]
     if task.submission is not None and view.submission is None:
         out.append("submission")
+    if view.provenance:  # a kind's secret assets (the PoC, the fix)
+        shown = view.provenance.get("assets_sha256") or {}
+        hidden = set((task.provenance or {}).get("assets_sha256") or {}) - set(shown)
+        out += [f"provenance.assets_sha256.{name}" for name in sorted(hidden)]
     return out
 
 
@@ -97,9 +112,7 @@ class Disclosure:
         if not reveal:
             view.ground_truth = None
             if view.provenance:  # its hash would let a guessed answer be checked offline
-                view.provenance = {
-                    k: v for k, v in view.provenance.items() if k != "ground_truth_sha256"
-                }
+                view.provenance = without_secrets(task.kind, view.provenance)
             # pending: more is shown once no task of the bug is unfinished (ask again then)
             view.disclosed = "pending" if self.caller.operator or withhold else "public"
             view.withheld = _withheld(task, view)

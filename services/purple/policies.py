@@ -15,7 +15,7 @@ from services.purple.agent.loop import ReactAgent
 from services.purple.analyst.policy import StackTraceAnalyst
 from services.purple.config import PurpleSettings
 from services.purple.protocols import Policy, RunResult, TaskContext
-from services.purple.tools.toolsets import RcaToolset, SweToolset
+from services.purple.tools.toolsets import TOOLSETS, RcaToolset
 
 AGENT_SETTINGS = (
     "mode",
@@ -30,15 +30,22 @@ MODEL_SETTINGS = ("max_tokens", "stop", "temperature", "top_p", "seed", "extra_b
 """Settings that are fields of the config's ``[llm]`` table (:class:`ModelParams`)."""
 
 
+OFFLINE_KINDS = {"rca_task"}
+"""The assignments the offline analyst answers. The others (fixing an issue, reproducing or
+fixing a vulnerability) need an LLM: without one purple says so and submits nothing (the task
+scores 0, honestly)."""
+
+
 def build_policy(settings: PurpleSettings, kind: str = "rca_task") -> Policy:
-    """A fresh policy for one task of ``kind`` (``rca_task`` or ``swe_task``; no state is
-    shared between tasks). There is no offline policy for ``swe_task``."""
+    """A fresh policy for one task of ``kind`` (``rca_task``, ``swe_task``, ``poc_task``,
+    ``fix_task``; no state is shared between tasks). Offline, only ``rca_task`` has a policy."""
     analyst = StackTraceAnalyst(trajectory_dir=settings.trajectory_dir)
     if settings.effective_policy() != "react":
-        if kind == "swe_task":
+        if kind not in OFFLINE_KINDS:
+            what = "SWE-bench tasks" if kind == "swe_task" else f"{kind} tasks"
             return NoPolicy(
                 "none",
-                "SWE-bench tasks need an LLM: set OPENAI_API_KEY (and PURPLE_POLICY=react or auto)",
+                f"{what} need an LLM: set OPENAI_API_KEY (and PURPLE_POLICY=react or auto)",
             )
         return analyst
     # The OpenAI SDK is imported only for a policy with a model: it is a third of purple's
@@ -58,9 +65,9 @@ def build_policy(settings: PurpleSettings, kind: str = "rca_task") -> Policy:
             **config.llm.model_dump(),
         )
     )
-    toolset = SweToolset() if kind == "swe_task" else RcaToolset()
+    toolset = TOOLSETS.get(kind, RcaToolset)()
     react = ReactAgent(llm, config, trajectory_dir=settings.trajectory_dir, toolset=toolset)
-    if settings.fallback_to_analyst and kind != "swe_task":
+    if settings.fallback_to_analyst and kind in OFFLINE_KINDS:
         return FallbackPolicy(react, analyst)
     return react
 

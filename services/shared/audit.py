@@ -34,6 +34,9 @@ _ANSWER_NAME = re.compile(
     r"|clusterfuzz|\.orig\b|\.rej\b)",
     re.IGNORECASE,
 )
+_OWN_ANSWER = re.compile(r"(?:/workspace/)?\bshared/[\w./+-]*")
+"""The agent's own answer folder (``/workspace/shared/``: loc.json, a reproduce task's ``poc``):
+naming it is no search for the task's answer."""
 _NETWORK = re.compile(
     r"(\b(curl|wget|nc|ncat|netcat|telnet|ssh|scp|sftp|ftp|rsync|socat|aria2c|lynx|links)\b"
     r"|/dev/(tcp|udp)/|\bpip3?\s+(install|download)\b|\bapt(-get)?\s+(install|update|download)\b"
@@ -105,7 +108,8 @@ def audit(
     for c in commands:
         if _GIT.search(c):
             raise_("git_history", c)
-        if _SEARCH_TOOL.search(c) and _ANSWER_NAME.search(c.replace(submission_path, "")):
+        own = _OWN_ANSWER.sub("", c.replace(submission_path, ""))
+        if _SEARCH_TOOL.search(c) and _ANSWER_NAME.search(own):
             raise_("answer_search", c)
         if _NETWORK.search(c):
             raise_("network", c)

@@ -75,6 +75,20 @@ class SweTask(TaskAssignment):
     kind: Literal["swe_task"] = "swe_task"
 
 
+class PocTask(TaskAssignment):
+    """Reproduce a vulnerability: write an input that crashes the vulnerable build to
+    ``paths.submission`` (the description says what help the task gives)."""
+
+    kind: Literal["poc_task"] = "poc_task"
+
+
+class FixTask(TaskAssignment):
+    """Fix a vulnerability: edit the source tree at ``paths.source_dir``; green takes the diff
+    against the task's pristine tree at ``submit``."""
+
+    kind: Literal["fix_task"] = "fix_task"
+
+
 MAX_COUNT = 10**12
 """The largest step or token count green records (far beyond any real task)."""
 MAX_COST = 1_000_000.0
@@ -176,7 +190,15 @@ class ErrorReply(BaseModel):
 
 
 ProtocolData = Annotated[
-    RcaTask | SweTask | Execute | CommandResult | Submit | SubmitResult | ErrorReply,
+    RcaTask
+    | SweTask
+    | PocTask
+    | FixTask
+    | Execute
+    | CommandResult
+    | Submit
+    | SubmitResult
+    | ErrorReply,
     Field(discriminator="kind"),
 ]
 _adapter: TypeAdapter[Any] = TypeAdapter(ProtocolData)

@@ -1,10 +1,11 @@
 """Task references (``arvo:10055``, ``swebench:django__django-11099``): the one type and the one parser.
 
 A reference names a task kind and the task's id within that kind. The syntax is kind-neutral:
-the kind is a lower-case word, the id is made of characters that are safe in a path component,
-a URL segment and a container label (letters, digits, ``_ . -``; it never starts with ``.`` or
-``-``). An all-digit id is canonical without leading zeros. A bare id with no kind belongs to the
-default kind (``arvo``), so ``10055`` and ``arvo:010055`` are the same reference.
+the kind is a lower-case word, or words joined by hyphens (``arvo-poc``); the id is made of
+characters that are safe in a path component, a URL segment and a container label (letters,
+digits, ``_ . -``; it never starts with ``.`` or ``-``). An all-digit id is canonical without
+leading zeros. A bare id with no kind belongs to the default kind (``arvo``), so ``10055`` and
+``arvo:010055`` are the same reference.
 
 What a kind's ids must look like beyond that (ARVO ids are numbers) is the kind's own check.
 """
@@ -16,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 DEFAULT_KIND = "arvo"
-_KIND = r"[a-z][a-z0-9_]*"
+_KIND = r"[a-z][a-z0-9_]*(?:-[a-z0-9_]+)*"
 _ID = r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,199}"
 _REF_RE = re.compile(
     rf"^\s*(?:(?P<kind>{_KIND})\s*:\s*)?(?P<id>{_ID})\s*$", re.IGNORECASE | re.ASCII
@@ -61,7 +62,7 @@ def find_refs(text: str, kinds: Iterable[str]) -> list[TaskRef]:
     if not names:
         return []
     pattern = re.compile(
-        rf"(?<![A-Za-z0-9_])(?P<kind>{'|'.join(map(re.escape, names))}):(?P<id>{_ID})",
+        rf"(?<![A-Za-z0-9_-])(?P<kind>{'|'.join(map(re.escape, names))}):(?P<id>{_ID})",
         re.IGNORECASE | re.ASCII,
     )
     found: dict[TaskRef, None] = {}

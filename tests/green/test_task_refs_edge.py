@@ -40,3 +40,19 @@ def test_an_a2a_message_names_references():
     assert isinstance(verdict, StartTask) and verdict.task_ids == [TaskRef("arvo", "900007")]
     req = AssessmentRequest(task_ids=verdict.task_ids)
     assert req.task_ids == [TaskRef("arvo", "900007")]
+
+
+def test_the_reproduce_and_fix_kinds_are_named_with_a_hyphen_everywhere():
+    """REST, assessments and A2A text: the kind's own id check (a reproduce task's level)."""
+    assert TaskCreate(task="arvo-poc:0900001-l1").task == TaskRef("arvo-poc", "900001")
+    assert TaskCreate(task="arvo-poc:900001-l2").task == TaskRef("arvo-poc", "900001-l2")
+    assert TaskCreate(task="arvo-fix:0900001").task == TaskRef("arvo-fix", "900001")
+    with pytest.raises(ValidationError, match="no help level 3"):
+        TaskCreate(task="arvo-poc:900001-l3")
+    with pytest.raises(ValidationError, match="not a reproduce task id"):
+        TaskCreate(task="arvo-poc:abc")
+    req = AssessmentRequest(task_ids=["arvo-poc:900001-l0", "arvo-fix:900002"])
+    assert req.model_dump(mode="json")["task_ids"] == ["arvo-poc:900001-l0", "arvo-fix:900002"]
+    verdict = classify(Payload(text="Task ID: arvo-poc:900007-l2"))
+    assert isinstance(verdict, StartTask)
+    assert verdict.task_ids == [TaskRef("arvo-poc", "900007-l2")]

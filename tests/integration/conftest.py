@@ -11,7 +11,7 @@ from pathlib import Path
 import docker
 import pytest
 
-from fixtures.catalog import DEFAULT_ASSETS_DIR, IMAGE_TEMPLATE, REPO_ROOT
+from fixtures.catalog import DEFAULT_ASSETS_DIR, FIX_IMAGE_TEMPLATE, IMAGE_TEMPLATE, REPO_ROOT
 from services.green.app import create_app as create_green
 from services.green.config import GreenSettings
 from services.purple.app import create_app as create_purple
@@ -78,6 +78,7 @@ def green_settings(tmp_path: Path, fixture_assets: Path, green_database_url: str
         asset_source=str(fixture_assets),
         asset_cache_dir=tmp_path / "cache",
         image_template=IMAGE_TEMPLATE,
+        fix_image_template=FIX_IMAGE_TEMPLATE,
         database_url=green_database_url,
         log_dir=tmp_path / "logs",
         purple_url="http://127.0.0.1:9",

@@ -98,3 +98,35 @@ def test_dataset_routes_need_the_operator_and_check_ids(start_green):
     assert not missing["verified"] and missing["reason"].startswith("assets: ")
     ids = web.get(f"{green.url}/datasets/ids", headers=OPERATOR, timeout=10).json()["ids"]
     assert set(GOOD) | set(BROKEN) <= set(ids)
+
+
+def test_verify_checks_what_the_reproduce_and_fix_kinds_judge_with(start_green, docker_client):
+    """arena tasks verify arvo-poc:/arvo-fix: ARVO's checks, then the PoC asset on the
+    vulnerable build, the fixed build on it (a -fix image for 900001, the fallback for 900002)
+    and the corpus on both; 900901's fix does not stop the crash: its fixed build says so."""
+    green = start_green()
+    result = _verify_cli(green.url, "arvo-poc:900001-l2", "arvo-fix:900002", "arvo-fix:900901")
+    print(result.output)
+    assert result.exit_code == 1, result.output
+    rows = {
+        (r["kind"], r["ref"]): r
+        for kind, ref in (("arvo-poc", "900001-l2"), ("arvo-fix", "900002"), ("arvo-fix", "900901"))
+        for r in web.get(
+            f"{green.url}/datasets/verifications",
+            params={"task": f"{kind}:{ref}"},
+            headers=OPERATOR,
+            timeout=10,
+        ).json()
+    }
+    steps = ["ground_truth", "reproduce", "fix", "poc", "fixed_build", "corpus"]
+    for key in (("arvo-poc", "900001-l2"), ("arvo-fix", "900002")):
+        row = rows[key]
+        assert row["verified"] and [s["name"] for s in row["steps"]] == steps, row
+    details = {s["name"]: s["detail"] for s in rows[("arvo-fix", "900002")]["steps"]}
+    assert "as error.txt says" in details["poc"] and "patch.diff applied" in details["fixed_build"]
+    assert details["corpus"] == "4 inputs run clean on both builds"
+    poc_details = {s["name"]: s["detail"] for s in rows[("arvo-poc", "900001-l2")]["steps"]}
+    assert "the image arena" in poc_details["fixed_build"] and "-fix" in poc_details["fixed_build"]
+    broken = rows[("arvo-fix", "900901")]
+    assert not broken["verified"] and "fixed_build: the fixed build" in broken["reason"]
+    assert leftover_containers(docker_client, green.owner) == []

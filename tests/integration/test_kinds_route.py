@@ -29,3 +29,13 @@ def test_kinds_declare_their_metrics_to_the_operator(start_green) -> None:
     ]
     assert kinds["arvo"]["continuous"] == ["iou"]
     assert kinds["arvo"]["fields"] == ["bug_class", "floors", "project"]
+    # the reproduce and fix kinds: every metric hit/miss
+    assert kinds["arvo-poc"]["metrics"] == ["reproduced", "fix_distinguishes", "same_bug"]
+    assert kinds["arvo-fix"]["metrics"] == [
+        "applied",
+        "builds",
+        "crash_fixed",
+        "behaviour_kept",
+        "resolved",
+    ]
+    assert kinds["arvo-poc"]["continuous"] == kinds["arvo-fix"]["continuous"] == []

@@ -15,6 +15,7 @@ from a2a.helpers import get_data_parts
 from fixtures.catalog import REPO_ROOT
 from tests.integration.helpers import OPERATOR, stream_message
 from tests.support import web
+from tests.support.scripted_purple import Script, write_bytes_command
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -80,3 +81,50 @@ def test_leaderboard_queries_over_a_real_result(tmp_path, start_green, analyst_u
     agg = rec["result"]["aggregate"]
     assert agg["uncertainty"]["mean_all"]["file@1"]["n"] == 1
     assert agg["floors"]["crash_frame"]["file@1"]["mean"] == 1.0
+
+
+def test_reproduce_and_fix_leaderboards_over_agentbeats_assessments(
+    tmp_path, start_green, scripted_purple, fixture_assets
+):
+    """Two AgentBeats assessments (a leaderboard is one kind's): reproduce 900001 with its PoC
+    and 900002 with an empty input, then fix 900002 with its patch and 900001 with nothing; each
+    Result's flat row carries its kind's metrics, which queries-reproduce.json and
+    queries-fix.json read."""
+    poc = (fixture_assets / "900001" / "poc").read_bytes()
+    fix = (fixture_assets / "900002" / "patch.diff").read_bytes()
+    apply = [write_bytes_command("/tmp/fix.diff", fix), "git apply /tmp/fix.diff"]
+    by_project = {  # in arrival order: the reproduce assessment ends before the fix one starts
+        "xmlmini": [
+            Script(commands=[], submissions=[poc]),
+            Script(commands=[], submissions=[None]),
+        ],
+        "tgadec": [
+            Script(commands=[], submissions=[b""]),
+            Script(commands=apply, submissions=[None]),
+        ],
+    }
+    purple, _ = scripted_purple(Script(by_key=by_project, key_command="ls /workspace/src-vul"))
+    green = start_green(max_concurrent_tasks=2, fix_floor=False)
+    for kind, queries, metric in (
+        ("arvo-poc", "queries-reproduce.json", "reproduced"),
+        ("arvo-fix", "queries-fix.json", "resolved"),
+    ):
+        config = {"task_ids": [f"{kind}:900001", f"{kind}:900002"]}
+        request = {"participants": {"agent": purple}, "config": config}
+        events = asyncio.run(stream_message(green.url, json.dumps(request)))
+        artifact = next(
+            ev.artifact_update.artifact for ev in events if ev.HasField("artifact_update")
+        )
+        data = get_data_parts(artifact.parts)[0]
+        assert data[metric] == 0.5, data["tasks"]  # one of the two
+        assert data[f"{metric}_ci_low"] <= 0.5 <= data[f"{metric}_ci_high"]
+        folder = tmp_path / kind
+        folder.mkdir()
+        runner_file = {"participants": {"agent": AGENT_ID}, "results": [data]}
+        (folder / "run-1.json").write_text(json.dumps(runner_file))
+        con = duckdb.connect()
+        con.execute(f"CREATE VIEW results AS SELECT * FROM read_json_auto('{folder}/*.json')")
+        for q in json.loads((QUERIES.parent / queries).read_text()):
+            cur = con.execute(q["query"])
+            row = dict(zip([d[0] for d in cur.description], cur.fetchone(), strict=True))
+            assert row["id"] == AGENT_ID and row["Tasks"] == 2 and row[metric] == 0.5, row

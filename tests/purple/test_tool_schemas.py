@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from services.purple.tools.toolsets import RcaToolset, SweToolset
+from services.purple.tools.toolsets import FixToolset, PocToolset, RcaToolset, SweToolset
 from services.shared.protocol import TaskPaths
 
 DATA = Path(__file__).parent / "data" / "tool_schemas"
@@ -21,7 +21,9 @@ def _registry(toolset):
     return tools.registry()
 
 
-@pytest.mark.parametrize("toolset", [RcaToolset(), SweToolset()], ids=lambda t: t.name)
+@pytest.mark.parametrize(
+    "toolset", [RcaToolset(), SweToolset(), PocToolset(), FixToolset()], ids=lambda t: t.name
+)
 def test_schemas_are_pinned(toolset) -> None:
     """To regenerate after a deliberate change: write ``json.dumps(registry.schemas(),
     indent=2)`` and ``registry.describe()`` to ``<name>.json`` / ``<name>.txt``."""
@@ -30,7 +32,9 @@ def test_schemas_are_pinned(toolset) -> None:
     assert registry.describe() + "\n" == (DATA / f"{toolset.name}.txt").read_text()
 
 
-@pytest.mark.parametrize("toolset", [RcaToolset(), SweToolset()], ids=lambda t: t.name)
+@pytest.mark.parametrize(
+    "toolset", [RcaToolset(), SweToolset(), PocToolset(), FixToolset()], ids=lambda t: t.name
+)
 def test_every_argument_is_described(toolset) -> None:
     """A tool argument without text would reach the model bare: every one has a description."""
     for schema in _registry(toolset).schemas():

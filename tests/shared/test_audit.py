@@ -59,3 +59,16 @@ def test_counts_per_run():
     counts = count_flags(per_task)
     assert counts["blind_submission"] == 1 and counts["git_history"] == 1
     assert counts["network"] == 0
+
+
+def test_a_reproduce_agent_handling_its_own_input_is_no_answer_search():
+    """A reproduce task's answer is /workspace/shared/poc: listing it is its work; looking for
+    the task's own PoC elsewhere is still flagged."""
+    own = [
+        "ls -la /workspace/shared/poc",
+        "ls shared/ && xxd shared/poc | head",
+        "/out/xml_fuzzer /workspace/shared/poc 2>&1 | grep -A3 SUMMARY",
+    ]
+    assert audit(own, None, "xmlmini", submission_path="/workspace/shared/poc") == {}
+    hunt = audit([*own, "find / -name '*poc*'"], None, "xmlmini")
+    assert hunt == {"answer_search": ["find / -name '*poc*'"]}

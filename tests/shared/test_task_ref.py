@@ -14,6 +14,8 @@ from services.shared.task_ref import TaskRef, find_refs
         ("10055", "arvo:10055"),
         ("swebench:django__django-11099", "swebench:django__django-11099"),
         ("  swebench:a.b-1 ", "swebench:a.b-1"),
+        ("arvo-poc:010055-l2", "arvo-poc:010055-l2"),  # its kind canonicalizes the id
+        ("ARVO-FIX:10055", "arvo-fix:10055"),
     ],
 )
 def test_parse_canonical(value, expected):
@@ -35,6 +37,9 @@ def test_parse_canonical(value, expected):
         "x:y:z",
         "arvo:a/b",
         "9kind:1",
+        "-arvo:1",
+        "arvo-:1",
+        "arvo--poc:1",
     ],
 )
 def test_parse_rejects(value):
@@ -56,3 +61,13 @@ def test_find_refs_in_free_text():
         "swebench:a__b-1",
     ]
     assert find_refs(text, []) == []
+
+
+def test_find_refs_takes_kinds_with_a_hyphen_whole():
+    text = "Task ID: arvo-poc:900001-l0, then arvo-fix:900002 and arvo:900003; x-arvo:4 is not."
+    kinds = ["arvo", "arvo-poc", "arvo-fix"]
+    assert [str(r) for r in find_refs(text, kinds)] == [
+        "arvo-poc:900001-l0",
+        "arvo-fix:900002",
+        "arvo:900003",
+    ]

@@ -35,6 +35,11 @@ OUTCOMES: dict[str, list[str]] = {
     'auth="Authorization: Bearer $(cat data/compose/operator-token)"\n': [
         r'"result":\{.*"state":"(submitted|working|completed)"',  # tasks/get of the A2A task
     ],
+    'auth="Authorization: Bearer $(cat data/compose/operator-token)"  # reproduce and fix': [
+        r'"kind":"arvo-poc","ref_id":"900007-l2","status":"queued"',  # POST /tasks: 202
+        r'"kind":"arvo-fix","ref_id":"900007","status":"queued"',
+        r"results: results/reproduce/results\.json",  # two trials, reported
+    ],
     "uv run python -m fixtures.build --only 900001 --only 900002": [
         r"results: results/baseline/results\.json",
         r"report: +results/baseline/report\.md",

@@ -9,6 +9,8 @@
   the right answer was (ARVO: ``scorable``, ``n_locations``...). A caller who may not see the
   ground truth sees a task's metrics and these, nothing else (:mod:`services.green.disclosure`).
 
+- ``secret_assets``: the assets whose hashes a task's provenance shows only with its ground
+  truth (ARVO's reproduce and fix kinds: ``patch.diff``, the PoC).
 - ``record_fields``: the other score fields every scored record of the kind carries (ARVO:
   ``project``, ``floors``, ``bug_class``): the ``arena`` client lists a record without one of
   them as incomplete, with the reason (``GET /kinds``).
@@ -44,6 +46,11 @@ def public_score_keys(kind: object | None) -> frozenset[str]:
         return frozenset()
     metrics = getattr(kind, "metrics", None) or ()
     return frozenset(metrics) | frozenset(getattr(kind, "public_scores", None) or ())
+
+
+def secret_asset_names(kind: object | None) -> frozenset[str]:
+    """The assets of a kind's tasks whose hashes only the ground truth's reader may see."""
+    return frozenset(getattr(kind, "secret_assets", None) or ())
 
 
 def record_fields(kind: object) -> list[str] | None:

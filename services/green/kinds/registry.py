@@ -8,7 +8,7 @@ from typing import Annotated
 from pydantic import PlainSerializer, PlainValidator, WithJsonSchema
 
 from services.green.config import GreenSettings
-from services.green.kinds.arvo import ArvoKind
+from services.green.kinds.arvo import ArvoFixKind, ArvoKind, ArvoPocKind
 from services.green.kinds.base import KindClass, TaskKind
 from services.green.kinds.swebench import SweBenchKind
 from services.sandbox.base import SandboxProvider
@@ -16,6 +16,8 @@ from services.shared.task_ref import TaskRef
 
 KINDS: dict[str, KindClass] = {
     ArvoKind.name: ArvoKind,
+    ArvoPocKind.name: ArvoPocKind,
+    ArvoFixKind.name: ArvoFixKind,
     SweBenchKind.name: SweBenchKind,
 }
 """Every kind green can host, by the prefix of its references. A new kind adds one line here."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -13,6 +14,7 @@ from services.green.store.crud import UNFINISHED
 from services.green.store.models import Task, TaskPublic, TaskStatus
 from services.green.ui.facts import TaskFacts
 from services.shared.scores import metric_names
+from services.shared.text import clip_middle
 
 PAGE_SIZE = 50
 STATUS_CHOICES = ["", "unfinished", *(s.value for s in TaskStatus)]
@@ -142,4 +144,40 @@ async def result_view(facts: TaskFacts, view: TaskPublic) -> dict[str, Any] | No
         "ground_truth": gt,
         "submission": view.submission,
         "explanation": scores.get("explanation") or [],
+        **submitted_work(view.submission, scores),
     }
+
+
+INPUT_SHOWN = 1024
+"""Bytes of a submitted input the task page shows (as a hex dump)."""
+PATCH_SHOWN = 40_000
+"""Characters of a submitted patch the task page shows."""
+
+
+def submitted_work(submission: dict[str, Any] | None, scores: dict[str, Any]) -> dict[str, Any]:
+    """What the reproduce and fix kinds' task pages show beside the verdict: the submitted
+    input (a hex dump of its first bytes) or patch, and each run of it (build, input, verdict,
+    exit status, output), the build's log."""
+    out: dict[str, Any] = {"runs": scores.get("runs") or [], "build_log": scores.get("build_log")}
+    sub = submission or {}
+    if isinstance(sub.get("data"), str):
+        raw = base64.b64decode(sub["data"])[:INPUT_SHOWN]
+        out["input"] = {
+            "size": sub.get("size"),
+            "sha256": sub.get("sha256"),
+            "dump": hex_dump(raw),
+            "cut": (sub.get("size") or 0) > INPUT_SHOWN,
+        }
+    if isinstance(sub.get("patch"), str):
+        out["patch"] = clip_middle(sub["patch"], PATCH_SHOWN)
+    return out
+
+
+def hex_dump(data: bytes, width: int = 16) -> str:
+    """``xxd``-like lines: offset, hex bytes, printable characters."""
+    lines = []
+    for at in range(0, len(data), width):
+        chunk = data[at : at + width]
+        text = "".join(chr(b) if 32 <= b < 127 else "." for b in chunk)
+        lines.append(f"{at:08x}  {chunk.hex(' '):<{3 * width}} {text}")
+    return "\n".join(lines)

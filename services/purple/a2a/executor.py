@@ -42,11 +42,11 @@ class BadTask(ValueError):
     pass
 
 
-TASK_KINDS = ("rca_task", "swe_task")
+TASK_KINDS = ("rca_task", "swe_task", "poc_task", "fix_task")
 
 
 def assignment_of(payload: Payload) -> TaskAssignment | None:
-    """The structured task (rca_task, swe_task) of a message, or None for a plain-text task."""
+    """The structured task (rca_task, swe_task, poc_task, fix_task) of a message, or None for a plain-text task."""
     if not payload.data or payload.data.get("kind") not in TASK_KINDS:
         return None
     try:

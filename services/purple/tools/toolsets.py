@@ -1,5 +1,6 @@
 """The kinds of task the ReAct loop works on (each a :class:`~services.purple.protocols.Toolset`):
-root-cause analysis (:class:`RcaToolset`, the default) and fixing an issue (:class:`SweToolset`).
+root-cause analysis (:class:`RcaToolset`, the default), fixing an issue (:class:`SweToolset`),
+and reproducing (:class:`PocToolset`) or fixing (:class:`FixToolset`) a vulnerability.
 
 A toolset makes one fresh set of tools per run (the tool functions plus the run's command
 history) and says what a context summary must keep. Its prompts are not here: they are the
@@ -16,6 +17,7 @@ from services.purple.protocols import RunStats, TaskEnvironment, Tools
 from services.purple.tools.base import CommandTools
 from services.purple.tools.rca import RcaTools
 from services.purple.tools.swe import SweTools
+from services.purple.tools.vuln import FixTools, PocTools
 from services.shared.protocol import TaskPaths
 
 ToolsT = TypeVar("ToolsT", bound=CommandTools)
@@ -88,3 +90,30 @@ class SweToolset(CommandToolset[SweTools]):
 
     def compaction_notes(self, tools: Tools) -> list[str]:
         return ["Your changes so far are in the repository: run `git diff` to see them."]
+
+
+class PocToolset(CommandToolset[PocTools]):
+    """Reproducing a vulnerability: :class:`PocTools`; the input file is the answer."""
+
+    name = "poc"
+    finish_hint = "write your input with write_input and call submit_input"
+    tools_class = PocTools
+
+    def compaction_notes(self, tools: Tools) -> list[str]:
+        return [f"Your input file so far is {tools.paths.submission}."]  # type: ignore[attr-defined]
+
+
+class FixToolset(SweToolset):
+    """Fixing a vulnerability in C/C++ code: :class:`FixTools`; the changes are the answer."""
+
+    name = "fix"
+    tools_class = FixTools  # type: ignore[assignment]
+
+
+TOOLSETS: dict[str, type[CommandToolset]] = {  # type: ignore[type-arg]
+    "rca_task": RcaToolset,
+    "swe_task": SweToolset,
+    "poc_task": PocToolset,
+    "fix_task": FixToolset,
+}
+"""The toolset of each kind of assignment green sends."""

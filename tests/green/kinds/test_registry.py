@@ -19,7 +19,7 @@ from services.shared.task_ref import TaskRef
 
 
 def test_every_registered_kind_is_named_by_its_prefix():
-    assert set(KINDS) == {"arvo", "swebench"}
+    assert set(KINDS) == {"arvo", "arvo-poc", "arvo-fix", "swebench"}
     assert all(cls.name == name for name, cls in KINDS.items())
 
 
@@ -50,13 +50,14 @@ def test_parse_ref_rejects_with_a_sentence(value, why):
 
 def test_build_kinds_follows_the_settings(tmp_path: Path):
     base = dict(asset_source=str(tmp_path), asset_cache_dir=tmp_path / "cache")
-    only_arvo = build_kinds(GreenSettings(**base), sandboxes=None)  # type: ignore[arg-type]
-    assert list(only_arvo) == ["arvo"] and isinstance(only_arvo["arvo"], ArvoKind)
-    both = build_kinds(
+    arvo = build_kinds(GreenSettings(**base), sandboxes=None)  # type: ignore[arg-type]
+    assert list(arvo) == ["arvo", "arvo-poc", "arvo-fix"]  # the same bugs, three questions
+    assert isinstance(arvo["arvo"], ArvoKind)
+    every = build_kinds(
         GreenSettings(**base, swebench_instances=str(tmp_path / "i.jsonl")),
         sandboxes=None,  # type: ignore[arg-type]
     )
-    assert set(both) == {"arvo", "swebench"}
+    assert set(every) == {"arvo", "arvo-poc", "arvo-fix", "swebench"}
 
 
 def test_a2a_text_names_tasks_of_registered_kinds_only():

@@ -151,8 +151,23 @@ def parse_signature(text: str, project: str | None) -> CrashSignature | None:
     return CrashSignature(m.group(1), m.group(2), frame, function)
 
 
+_FUZZ_TARGET = re.compile(r"^(/out/[^\s:]+): Running \d+ inputs", re.M)
+
+
+def fuzz_target(text: str) -> str | None:
+    """The fuzz target a libFuzzer report ran (``/out/xml_fuzzer: Running 1 inputs ...``): its
+    file name under ``/out`` (``xml_fuzzer``); None when the report does not say."""
+    m = _FUZZ_TARGET.search(text)
+    return m.group(1).rsplit("/", 1)[-1] if m else None
+
+
+def where(frame: Frame | None) -> str | None:
+    """A frame as the judges compare and show it: ``f (/src/p/x.c)``; None for no frame."""
+    return f"{frame.function} ({frame.file})" if frame else None
+
+
 def _where(frame: Frame | None) -> str:
-    return f"{frame.function} ({frame.file})" if frame else "none"
+    return where(frame) or "none"
 
 
 def mismatch(expected: CrashSignature, actual: CrashSignature) -> str | None:

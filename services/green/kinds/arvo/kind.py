@@ -17,6 +17,7 @@ from services.green.kinds.arvo.prompt import describe_task
 from services.green.kinds.arvo.report import arvo_position, arvo_report, arvo_sources
 from services.green.kinds.arvo.scoring.groundtruth import GroundTruth
 from services.green.kinds.arvo.scoring.metrics import METRICS
+from services.green.kinds.arvo.workspace import WORKSPACE, populate_workspace
 from services.green.kinds.datasets import DatasetContext
 from services.green.kinds.report import TaskReport
 from services.sandbox.base import Sandbox, SandboxProvider, UnreadableFile
@@ -24,8 +25,6 @@ from services.shared.loc import LocJson
 from services.shared.outcome import TaskOutcome
 from services.shared.protocol import RCA_PATHS, RcaTask, TaskAssignment, TaskPaths
 from services.shared.scores import aggregate
-
-WORKSPACE = "/workspace"
 
 
 @dataclass
@@ -60,23 +59,14 @@ class ArvoPlan:
 
         The ground truth (patch.diff) never enters the container.
         """
-        await sandbox.put_files(
-            WORKSPACE, {"error.txt": self.assets["error.txt"].read_bytes(), "shared/.keep": b""}
+        await populate_workspace(
+            sandbox,
+            {"error.txt": self.assets["error.txt"].read_bytes()},
+            self.assets["repo-vul.tar.gz"],
+            self.prepared.archive_top,
+            strip_git=self.strip_git,
+            hide_poc=self.hide_poc,
         )
-        top = self.prepared.archive_top.strip("/")
-        dest = (
-            WORKSPACE if top == "src-vul" or top.startswith("src-vul/") else f"{WORKSPACE}/src-vul"
-        )
-        with self.assets["repo-vul.tar.gz"].open("rb") as archive:  # streamed, not loaded
-            await sandbox.put_archive(dest, archive)
-        hardening = [f"rm -f {WORKSPACE}/shared/.keep"]
-        if self.strip_git:
-            hardening.append(f"rm -rf {WORKSPACE}/src-vul/*/.git /src/*/.git")
-        if self.hide_poc:
-            hardening.append("rm -f /tmp/poc")
-        result = await sandbox.setup(" ; ".join(hardening), 60)  # root's: /src and /tmp/poc are
-        if result.exit_code != 0:
-            raise RuntimeError(f"workspace set-up failed: {result.output[-500:]}")
 
     def wrap(self, command: str) -> str:
         return command

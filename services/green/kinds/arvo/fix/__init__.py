@@ -1,0 +1,1 @@
+"""The fix kind (``arvo-fix``): a patch that builds, stops the crash and keeps the behaviour."""
