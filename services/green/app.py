@@ -164,7 +164,7 @@ def create_app(
         max_queued=settings.max_queued_tasks,
         max_batch=settings.max_assessment_tasks,
         unfinished=orch.store.count_unfinished,
-        busy=orch.store.unfinished_refs,
+        busy=orch.store.unfinished_bugs,
     )
     app.state.assessments = AssessmentRunner(
         orch, heartbeat_s=settings.assessment_heartbeat_s, store=assessment_store

@@ -79,8 +79,8 @@ class Disclosure:
         if not self.caller.operator:
             return set()
         ended = [t for t in tasks if t.status.terminal]
-        busy = self.store.unfinished_refs({(t.kind, t.ref_id) for t in ended})
-        return {t.id for t in ended if (t.kind, t.ref_id) not in busy}
+        busy = self.store.unfinished_bugs({t.bug for t in ended})
+        return {t.id for t in ended if t.bug not in busy}
 
     def withheld(self, tasks: Iterable[Task]) -> set[str]:
         """Ids of the tasks of which this caller may see only their state (no scores, no
@@ -89,8 +89,8 @@ class Disclosure:
         if self.caller.operator:
             return set()
         rows = list(tasks)
-        busy = self.store.unfinished_refs({(t.kind, t.ref_id) for t in rows})
-        return {t.id for t in rows if (t.kind, t.ref_id) in busy}
+        busy = self.store.unfinished_bugs({t.bug for t in rows})
+        return {t.id for t in rows if t.bug in busy}
 
     def task(
         self, task: Task, reveal: bool | None = None, withhold: bool | None = None

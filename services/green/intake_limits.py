@@ -21,6 +21,7 @@ from limits.strategies import MovingWindowRateLimiter
 
 from services.green.auth import Caller
 from services.green.config import GreenSettings
+from services.green.kinds.registry import bug_of
 from services.shared.task_ref import TaskRef
 
 
@@ -37,8 +38,9 @@ class BugBusy(Exception):
     another task of it now."""
 
 
-Bug = tuple[str, str]
-"""A bug: a task's kind and its id within the kind (tasks of one bug share its answer)."""
+Bug = str
+"""A bug (``arvo:10055``, :func:`services.green.kinds.registry.bug_of`): the tasks of every kind
+that asks a question of it share its answer."""
 
 
 class IntakeLimits:
@@ -68,8 +70,8 @@ class IntakeLimits:
                 f"{n_tasks} task ids in one request; at most {self.max_batch} "
                 "(GREEN_MAX_ASSESSMENT_TASKS)"
             )
-        if not caller.operator and (busy := self._busy({(r.kind, r.id) for r in refs})):
-            named = ", ".join(sorted(str(TaskRef(*bug)) for bug in busy)[:5])
+        if not caller.operator and (busy := self._busy({bug_of(r.kind, r.id) for r in refs})):
+            named = ", ".join(sorted(busy)[:5])
             raise BugBusy(
                 f"a task of {named} is unfinished: until it ends, only the operator may start "
                 "another task of the same bug"

@@ -27,6 +27,7 @@ from services.green.endings import Endings
 from services.green.intake_limits import allowed_purple
 from services.green.kinds.base import TaskKind
 from services.green.kinds.errors import AssetError, UnknownTask
+from services.green.kinds.registry import bug_of
 from services.green.live_task import LiveTask, LiveTasks, TaskEvent, TaskNotFound
 from services.green.purple_link import PurpleLink
 from services.green.store.crud import TaskStore
@@ -161,6 +162,7 @@ class Orchestrator:
             id=str(uuid.uuid4()),
             kind=task_kind.name,
             ref_id=ref.id,
+            bug=bug_of(task_kind.name, ref.id),
             purple_url=purple_url,
             max_steps=opts.max_steps or s.max_steps,
             task_timeout_s=opts.task_timeout_s or s.task_timeout_s,

@@ -85,7 +85,7 @@ def test_intake_bounds_refuse_before_anything_is_created():
 
 
 def test_only_the_operator_may_start_a_task_of_a_bug_that_has_an_unfinished_one():
-    busy = {("arvo", "1")}
+    busy = {"arvo:1"}
     limits = IntakeLimits(
         per_minute=100, max_queued=100, max_batch=10, unfinished=lambda: 0,
         busy=lambda bugs: bugs & busy,
@@ -93,5 +93,9 @@ def test_only_the_operator_may_start_a_task_of_a_bug_that_has_an_unfinished_one(
     anonymous = Caller("anonymous", operator=False, may_operate=True)  # the plane is open
     with pytest.raises(BugBusy, match="arvo:1 is unfinished"):
         limits.admit(anonymous, [TaskRef("arvo", "2"), TaskRef("arvo", "1")])
+    # nor a task of another kind on the same bug: a decoy fix would tell a patch's verdict
+    for decoy in (TaskRef("arvo-fix", "1"), TaskRef("arvo-poc", "1-l2")):
+        with pytest.raises(BugBusy, match="arvo:1 is unfinished"):
+            limits.admit(anonymous, [decoy])
     limits.admit(anonymous, [TaskRef("arvo", "2"), TaskRef("swebench", "1")])
     limits.admit(Caller("operator:abc", operator=True, may_operate=True), [TaskRef("arvo", "1")])

@@ -101,8 +101,41 @@ def test_a_green_database_made_before_migrations_keeps_its_tasks(database_url):
         and task.cost == 0.5
     )
     assert [c.command for c in store.commands("old-task")] == ["ls"]
+    assert task.bug == "arvo:10055"
     with engine.connect() as conn:
         assert compare_metadata(MigrationContext.configure(conn), SQLModel.metadata) == []
+
+
+def test_tasks_recorded_before_bugs_were_named_get_the_bug_their_kind_asks_about(database_url):
+    """Revision 0006 names each existing task's bug: the three ARVO kinds' tasks of one id share
+    ``arvo:<id>`` (a reproduce task's level is not part of it); another kind's is its reference."""
+    engine = green_db.make_engine(database_url)
+    with migration_lock(engine, green_db.MIGRATIONS) as conn:
+        command.downgrade(alembic_config(green_db.MIGRATIONS, conn), "0005")
+        conn.commit()
+    rows = {"t1": ("arvo", "7"), "t2": ("arvo-poc", "7-l2"), "t3": ("arvo-fix", "7"),
+            "t4": ("swebench", "a__b-1"), "t5": ("arvo", "8")}  # fmt: skip
+    with engine.begin() as conn:
+        for task_id, (kind, ref_id) in rows.items():
+            conn.execute(
+                text(
+                    "INSERT INTO task_contexts (id, kind, ref_id, status, purple_url, created_at,"
+                    " updated_at, max_steps, task_timeout_s, command_timeout_s, steps,"
+                    " tokens_in, tokens_out, cost, submissions, owner) VALUES (:id, :kind,"
+                    " :ref, 'running', 'http://purple', :now, :now, 30, 600, 60, 0, 0, 0, 0, 0,"
+                    " 'green')"
+                ),
+                {"id": task_id, "kind": kind, "ref": ref_id, "now": "2026-01-02 03:04:05"},
+            )
+    engine = green_db.make_engine(database_url)  # green's start-up migrates to head
+    store = TaskStore(engine)
+    assert {t: store.get(t).bug for t in rows} == {  # type: ignore[union-attr]
+        "t1": "arvo:7", "t2": "arvo:7", "t3": "arvo:7", "t4": "swebench:a__b-1", "t5": "arvo:8",
+    }  # fmt: skip
+    assert store.unfinished_bugs({"arvo:7", "arvo:9", "swebench:a__b-1"}) == {
+        "arvo:7",
+        "swebench:a__b-1",
+    }
 
 
 def test_a_purple_database_made_before_migrations_keeps_its_tasks(database_url):

@@ -162,6 +162,26 @@ def test_ground_truth_and_scores_only_for_ended_tasks(session, green_settings):
     assert SECRET_FILE not in c.get(f"/ui/tasks/{ended}").text
 
 
+def test_a_running_task_of_one_kind_hides_the_answer_of_another_kind_on_the_same_bug(
+    session, green, green_settings
+):
+    """The three ARVO kinds ask questions of the same bugs: an ended fix task's ground truth (the
+    fix) would answer a running locate task of its bug, so what is disclosed goes by the bug."""
+    store = TaskStore(make_engine(green_settings.database_url))
+    auth = {"authorization": f"Bearer {TOKEN}"}
+    made = session.post("/tasks", json={"task": "arvo-poc:900006-l2"}, headers=auth)
+    assert made.status_code == 202, made.text
+    assert store.get(made.json()["id"]).bug == "arvo:900006"  # intake names the bug
+    fix = seed(green_settings, TaskStatus.completed, ref_id="900002", kind="arvo-fix",
+               bug="arvo:900002")  # fmt: skip
+    assert SECRET_FILE in session.get(f"/ui/tasks/{fix}").text
+    assert session.get(f"/tasks/{fix}", headers=auth).json()["ground_truth"]
+    seed(green_settings, TaskStatus.running, ref_id="900002", bug="arvo:900002")  # locate
+    assert SECRET_FILE not in session.get(f"/ui/tasks/{fix}").text
+    view = session.get(f"/tasks/{fix}", headers=auth).json()
+    assert view["ground_truth"] is None and view["disclosed"] == "pending"
+
+
 def test_bad_input_gets_clear_4xx_answers(session):
     c = session
     csrf = form_token(c)

@@ -109,7 +109,9 @@ class TaskKind(Protocol):
 
 
 class KindClass(Protocol):
-    """A registered kind's class (see :mod:`services.green.kinds.registry`)."""
+    """A registered kind's class (see :mod:`services.green.kinds.registry`). Optional: a class
+    method ``bug(ref_id) -> str``, the bug a task is about when kinds share bugs (ARVO's three:
+    ``arvo:<id>``; :func:`services.green.kinds.registry.bug_of`)."""
 
     name: str
 

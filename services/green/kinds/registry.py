@@ -29,6 +29,16 @@ def build_kinds(settings: GreenSettings, sandboxes: SandboxProvider) -> dict[str
     return {name: kind for name, kind in built.items() if kind is not None}
 
 
+def bug_of(kind: str, ref_id: str) -> str:
+    """The bug a task is about, the same for every kind that asks a question of it: ``arvo:10055``
+    for ``arvo:10055``, ``arvo-poc:10055-l2`` and ``arvo-fix:10055`` (a kind's ``bug(ref_id)``);
+    else the task reference itself. What is disclosed, and who may start a task, is decided per
+    bug (``green/disclosure.py``, ``green/intake_limits.py``): a finished task of one kind must
+    not answer a running task of another kind on the same bug."""
+    name = getattr(KINDS.get(kind), "bug", None)
+    return name(ref_id) if name is not None else f"{kind}:{ref_id}"
+
+
 def parse_ref(value: str | int | TaskRef) -> TaskRef:
     """A task reference, checked by its kind: ``"arvo:010055"`` / ``10055`` -> ``arvo:10055``.
 

@@ -46,6 +46,13 @@ def storable(values: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _with_bug(task: Task) -> Task:
+    """``task`` with its bug set: its own reference when intake named none."""
+    if not task.bug:
+        task.bug = f"{task.kind}:{task.ref_id}"
+    return task
+
+
 class TaskStore:
     """Thin synchronous repository; callers in async code wrap calls with ``asyncio.to_thread``
     when they may block (SQLite writes are sub-millisecond, so the orchestrator calls it inline)."""
@@ -55,7 +62,7 @@ class TaskStore:
 
     def add(self, task: Task) -> Task:
         with Session(self.engine) as s:
-            s.add(task)
+            s.add(_with_bug(task))
             s.commit()
             s.refresh(task)
             return task
@@ -63,7 +70,7 @@ class TaskStore:
     def add_all(self, tasks: Collection[Task]) -> None:
         """Insert these tasks in one transaction: all or none."""
         with Session(self.engine) as s:
-            s.add_all(list(tasks))
+            s.add_all([_with_bug(t) for t in tasks])
             s.commit()
             for task in tasks:
                 s.refresh(task)
@@ -131,15 +138,14 @@ class TaskStore:
         with Session(self.engine) as s:
             return list(s.exec(select(Task).where(col(Task.id).in_(list(task_ids)))).all())
 
-    def unfinished_refs(self, refs: set[tuple[str, str]]) -> set[tuple[str, str]]:
-        """Which of these ``(kind, id)`` bugs have a task not yet ended (any replica's)."""
-        if not refs:
+    def unfinished_bugs(self, bugs: set[str]) -> set[str]:
+        """Which of these bugs (``Task.bug``: ``arvo:10055``) have a task not yet ended, of any
+        kind and on any replica."""
+        if not bugs:
             return set()
         with Session(self.engine) as s:
-            q = select(Task.kind, Task.ref_id).where(
-                Task.status.in_(UNFINISHED), Task.ref_id.in_({ref for _, ref in refs})
-            )
-            return {(k, r) for k, r in s.exec(q.distinct()).all() if (k, r) in refs}
+            q = select(Task.bug).where(Task.status.in_(UNFINISHED), col(Task.bug).in_(bugs))
+            return set(s.exec(q.distinct()).all())
 
     def count_unfinished(self) -> int:
         with Session(self.engine) as s:

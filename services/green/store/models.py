@@ -26,6 +26,11 @@ class TaskBase(SQLModel):
     ref_id: str = Field(index=True)
     """The task's id within its kind (an ARVO id, a SWE-bench instance id): with ``kind``, the
     task reference ``kind:ref_id``."""
+    bug: str = Field(default="", index=True)
+    """The bug the task is about, shared by the kinds that ask questions of it (``arvo:10055``
+    for ``arvo:10055``, ``arvo-poc:10055-l2`` and ``arvo-fix:10055``): what is disclosed, and
+    who may start a task, is decided per bug. Set at intake (``kinds.registry.bug_of``); the
+    store gives a row without one its own reference."""
     status: TaskStatus = Field(default=TaskStatus.queued, index=True)
     purple_url: str
     container_name: str | None = None

@@ -114,6 +114,9 @@ class ArvoKind:
     the floors are not (they say whether the crash frame is the fix)."""
     record_fields = frozenset({"project", "floors", "bug_class"})
     """Score fields every scored record carries (a client lists a record without one)."""
+    bug_family = "arvo"
+    """The bug a task is about is ``arvo:<id>``, whatever question of it a kind asks (locate,
+    reproduce, fix): :func:`services.green.kinds.registry.bug_of`."""
     scoring_version = "arvo-loc-1"
     """The version of its scoring rule, recorded in each task's provenance: bump it whenever
     ``docs/scoring.md`` changes what a submission scores (runs of different versions are not
@@ -140,6 +143,11 @@ class ArvoKind:
     def canonical(ref_id: str) -> str:
         """ARVO ids are decimal numbers (``010055`` -> ``10055``)."""
         return parse_arvo_id(ref_id)
+
+    @classmethod
+    def bug(cls, ref_id: str) -> str:
+        """The bug a task is about: ``arvo:<id>``, as for the reproduce and fix kinds."""
+        return f"{cls.bug_family}:{ref_id}"
 
     @classmethod
     def from_settings(cls, settings: GreenSettings, sandboxes: SandboxProvider) -> ArvoKind:

@@ -67,10 +67,19 @@ class BuildJudgedKind:
         )
         return cls(assets, settings, sandboxes)
 
+    bug_family = "arvo"
+    """Its tasks are about ARVO bugs, as the locate kind's (:func:`..registry.bug_of`)."""
+
     @staticmethod
     def arvo_id(ref_id: str) -> str:
         """The ARVO id of one of the kind's ids."""
         return ref_id
+
+    @classmethod
+    def bug(cls, ref_id: str) -> str:
+        """The bug one of its tasks is about: ``arvo:<id>`` (the level of a reproduce task is
+        not part of the bug)."""
+        return f"{cls.bug_family}:{cls.arvo_id(ref_id)}"
 
     def check(self, ref: str) -> None:
         self.assets.fetch(self.arvo_id(ref), "error.txt")
