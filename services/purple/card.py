@@ -75,7 +75,8 @@ def purple_card(settings: PurpleSettings, policy: str) -> AgentCard:
         description=f"Root-cause analyst for fuzzer crashes (policy: {policy}). Send it an "
         "rca_task from green; it explores through green and submits loc.json. With an LLM it "
         "also works on swe_task, poc_task (an input that reproduces a crash) and fix_task (a "
-        "patch); offline it answers those with a reason and no submission.",
+        "patch); offline it answers a poc_task with the empty input (its floor) and the others with a "
+        "reason and no submission.",
         url=settings.reachable_url(),
         version=VERSION,
         skills=[

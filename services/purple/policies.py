@@ -10,6 +10,9 @@ optionally the analyst submits when the agent ends without an accepted submissio
 
 from __future__ import annotations
 
+import shlex
+import time
+
 from services.purple.agent.config import AgentConfig, ModelParams
 from services.purple.agent.loop import ReactAgent
 from services.purple.analyst.policy import StackTraceAnalyst
@@ -31,9 +34,9 @@ MODEL_SETTINGS = ("max_tokens", "stop", "temperature", "top_p", "seed", "extra_b
 
 
 OFFLINE_KINDS = {"rca_task"}
-"""The assignments the offline analyst answers. The others (fixing an issue, reproducing or
-fixing a vulnerability) need an LLM: without one purple says so and submits nothing (the task
-scores 0, honestly)."""
+"""The assignments the offline analyst answers. A reproduce task (``poc_task``) gets the floor,
+an empty input (:class:`EmptyInput`); the others (fixing an issue or a vulnerability) need an
+LLM: without one purple says so and submits nothing (the task scores 0, honestly)."""
 
 
 def build_policy(settings: PurpleSettings, kind: str = "rca_task") -> Policy:
@@ -41,6 +44,8 @@ def build_policy(settings: PurpleSettings, kind: str = "rca_task") -> Policy:
     ``fix_task``; no state is shared between tasks). Offline, only ``rca_task`` has a policy."""
     analyst = StackTraceAnalyst(trajectory_dir=settings.trajectory_dir)
     if settings.effective_policy() != "react":
+        if kind == "poc_task":
+            return EmptyInput()
         if kind not in OFFLINE_KINDS:
             what = "SWE-bench tasks" if kind == "swe_task" else f"{kind} tasks"
             return NoPolicy(
@@ -95,6 +100,32 @@ class NoPolicy:
 
     async def run(self, task: TaskContext) -> RunResult:
         return RunResult(task_id=task.task_id, policy=self.name, status="error", reason=self.why)
+
+
+class EmptyInput:
+    """Offline, a reproduce task's honest floor: an empty input, submitted. It reproduces nothing
+    (every metric 0, as the kind's ``empty`` floor), and the task ends completed, judged, rather
+    than failed for want of a submission."""
+
+    name = "empty-input"
+    REASON = (
+        "no LLM: the offline policy submits an empty input (the floor, which reproduces nothing)"
+    )
+
+    async def run(self, task: TaskContext) -> RunResult:
+        started = time.monotonic()
+        path = task.paths.submission or "/workspace/shared/poc"
+        result = await task.env.execute(f": > {shlex.quote(path)}")
+        reply = await task.env.submit(task.usage)
+        accepted = result.exit_code == 0 and reply.accepted
+        return RunResult(
+            task_id=task.task_id,
+            policy=self.name,
+            status="submitted" if accepted else "error",
+            reason=self.REASON if accepted else "; ".join(reply.errors) or result.output[-300:],
+            stats=task.usage,
+            duration_s=time.monotonic() - started,
+        )
 
 
 class FallbackPolicy:

@@ -17,6 +17,7 @@ from services.purple.config import PurpleSettings
 from services.purple.llm.openai_chat import OpenAIChatModel, OpenAIModelConfig
 from services.purple.policies import FallbackPolicy, NoPolicy, build_policy
 from services.purple.protocols import TaskContext
+from services.shared.protocol import SubmitResult
 from tests.support.fake_llm import FakeError, FakeLLMServer, FakeReply
 from tests.support.local_env import LocalShellEnvironment, make_workspace
 
@@ -247,3 +248,29 @@ async def test_fallback_to_the_analyst_when_the_agent_gives_up(server, task, tmp
         "e2e.stack-trace-analyst.events.jsonl",
         "e2e.stack-trace-analyst.traj.json",
     ]
+
+
+async def test_offline_a_reproduce_task_gets_the_empty_input_floor(tmp_path) -> None:
+    """Without an LLM a reproduce task is answered with its floor, an empty input, submitted:
+    the task is judged (and scores 0) instead of failing for want of a submission."""
+    offline = PurpleSettings(policy="stacktrace", trajectory_dir=tmp_path / "traj")
+    policy = build_policy(offline, "poc_task")
+    paths = make_workspace(tmp_path / "ws")
+    paths = paths.model_copy(update={"submission": str(tmp_path / "ws" / "shared" / "poc")})
+    env = _InputEnvironment(paths)
+    result = await policy.run(
+        TaskContext(task_id="t", description="reproduce", env=env, paths=paths)
+    )
+    assert result.status == "submitted" and "empty input" in result.reason
+    assert (tmp_path / "ws" / "shared" / "poc").read_bytes() == b"" and len(env.submits) == 1
+    assert isinstance(build_policy(offline, "fix_task"), NoPolicy)  # a fix needs an LLM
+
+
+class _InputEnvironment(LocalShellEnvironment):
+    """A reproduce task's workspace: ``submit`` takes any input that exists, as green does."""
+
+    async def submit(self, stats=None) -> SubmitResult:
+        exists = Path(self.paths.submission).exists()
+        reply = SubmitResult(accepted=exists, errors=[] if exists else ["no input"])
+        self.submits.append((stats, reply))
+        return reply

@@ -126,6 +126,7 @@ class JudgeBox:
             pids_limit=bounds.pids,
             disk_limit=bounds.disk_bytes,
             labels={"arena.purpose": "judge", "arena.build": build},
+            agent_uid=None,  # green's own container: it applies, builds and runs as root
         )
         return cls(await provider.create(spec), build, project, bounds)
 
