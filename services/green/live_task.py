@@ -103,6 +103,11 @@ class LiveTask:
     """The container being created; cleanup waits for it, so a cancel never orphans it."""
     sandbox: Sandbox | None = None
     runner: asyncio.Task[None] | None = None
+    started: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set by the runner's first step; only then may it be cancelled (``Orchestrator.stop``)."""
+    released: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set when this replica lets the task go: its end written (or pending in the endings), its
+    slot free."""
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     """Set when the task must stop waiting: a submission was accepted, or :attr:`fault`."""
     fault: Exception | None = None

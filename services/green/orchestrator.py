@@ -79,6 +79,8 @@ class Orchestrator:
         self.endings = Endings(store, settings.instance_name)
         """Ends not yet written (the database failed): retried until they land."""
         self._stopping = False
+        self._stops: set[asyncio.Task[None]] = set()
+        """Background stops (:meth:`stop_soon`), held until they end."""
         self.task_end_hooks: list[Callable[[str], None]] = []
         """Called (in a thread) with a task's image after it ended (e.g. the disk budget)."""
         self.queue = TaskQueue(store.engine)
@@ -123,7 +125,7 @@ class Orchestrator:
         """Stop every task (each runner's cleanup removes its container), then the thread pool."""
         self._stopping = True
         live = list(self.live)
-        await cancel_and_wait(*(t.runner for t in live if t.runner))
+        await self.stop(*live)
         await self.endings.close(wait_s=min(self.settings.lease_s, 10.0))
         await self.janitor.close()
         self._pool.shutdown(wait=True, cancel_futures=True)
@@ -212,8 +214,8 @@ class Orchestrator:
         """The task once it has ended, whichever replica runs it."""
         while True:
             live = self.live.get(task_id)
-            if live is not None and live.runner is not None:
-                await asyncio.shield(live.runner)
+            if live is not None:
+                await live.released.wait()
             try:
                 task = self.get(task_id)
             except STORAGE_ERRORS:  # the database is away: its end is read once it is back
@@ -243,8 +245,27 @@ class Orchestrator:
                 self.queue.request_cancel(task_id)
             return self.get(task_id)
         live.cancel_reason = reason
-        await cancel_and_wait(live.runner)  # cancelled again if a first cancel is swallowed
+        await self.stop(live)
         return self.get(task_id)
+
+    async def stop(self, *lives: LiveTask) -> None:
+        """Cancel these tasks' runners and wait until each has let its task go (its end written
+        or pending in :attr:`endings`, its slot free); a cancel that is swallowed is repeated.
+
+        A runner is cancelled only once it has started. A task cancelled before its first step
+        never runs its body, so the runner's ``finally`` would never end the task: it would stay
+        ``preparing``, its slot held and its lease renewed for good. That is what a cancel
+        landing as the task is claimed did (the claim's adoption and the cancel resumed in the
+        same loop turn), and a shutdown right after the dispatcher's last claim: they now wait
+        that one step."""
+        await asyncio.gather(*(live.started.wait() for live in lives))
+        await cancel_and_wait(*(live.runner for live in lives if live.runner is not None))
+
+    def stop_soon(self, live: LiveTask) -> None:
+        """:meth:`stop` in the background (for a loop that must not wait for a runner's cleanup)."""
+        stopping = asyncio.create_task(self.stop(live), name=f"stop-{live.id}")
+        self._stops.add(stopping)
+        stopping.add_done_callback(self._stops.discard)
 
     # ---- a task's end on this replica --------------------------------------------------
 
@@ -252,6 +273,7 @@ class Orchestrator:
         """A runner has ended (its end written or pending in :attr:`endings`): free its slot;
         ``sweep``: its engine failed, look for a container it may have left."""
         self.live.pop(live.id)
+        live.released.set()
         self._close_log(live.log_key)
         self.wakeup.set()
         if sweep:

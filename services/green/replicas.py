@@ -102,8 +102,8 @@ class Replica:
         ]
 
     async def stop(self) -> None:
-        """Stop the loops. The dispatcher is let finish its round (a claim it made is adopted,
-        so the shutdown ends that task, rather than leaving it claimed and unrun)."""
+        """Stop the loops. The dispatcher is let finish its round: a claim it made as the stop
+        began is given back to the queue, rather than left claimed and unrun."""
         self._closing = True
         self.orch.wakeup.set()
         dispatcher, *others = self._loops or [None]
@@ -137,6 +137,10 @@ class Replica:
             self.orch.queue.claim, self.name, until, free, kinds=list(self.orch.kinds)
         )
         tasks = await asyncio.to_thread(self.orch.store.get_many, ids)
+        if self._closing or self.orch.stopping:  # the stop began meanwhile: start none of them
+            await asyncio.to_thread(self.orch.queue.release, self.name, ids)
+            log.info("queue.claim_released", tasks=ids, detail="green is stopping")
+            return []
         for task in sorted(tasks, key=lambda t: t.created_at):
             self.orch.adopt(task)
         return ids
@@ -158,7 +162,7 @@ class Replica:
                 with live.log_context():
                     log.warning("task.lease_lost", detail="ended by another replica")
                 live.lost = True
-                live.runner.cancel()
+                self.orch.stop_soon(live)
 
     async def watch(self) -> None:
         """Cancels requested through other replicas, dead replicas' tasks, remote listeners."""

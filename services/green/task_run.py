@@ -46,6 +46,7 @@ class TaskRun:
     async def run(self) -> None:
         """The whole life of the task."""
         live, sweep = self.live, False
+        live.started.set()
         outcome: TaskOutcome | None = live.outcome(
             TaskStatus.failed, "harness_error", "green stopped unexpectedly", FailureKind.infra
         )
