@@ -38,7 +38,7 @@ from services.green.watch import RemoteWatch, subscribe, unsubscribe
 from services.sandbox.base import SandboxProvider
 from services.sandbox.janitor import Janitor
 from services.shared.aio import cancel_and_wait
-from services.shared.logging import get_logger, router, task_log_context
+from services.shared.logging import get_logger, task_log_context
 from services.shared.task_ref import TaskRef
 
 log = get_logger("services.green.orchestrator")
@@ -181,10 +181,8 @@ class Orchestrator:
         """Queue these tasks, all or none (one transaction: a failing database queues none)."""
         self.store.add_all(tasks)
         for task in tasks:
-            log_key = f"{task.kind}_{task.ref_id}"
-            with task_log_context(task.id, log_key, task_ref=str(task.ref)):
+            with task_log_context(task.id, f"{task.kind}_{task.ref_id}", task_ref=str(task.ref)):
                 log.info("task.queued", purple_url=task.purple_url, max_steps=task.max_steps)
-            self._close_log(log_key)
         self.wakeup.set()
 
     def adopt(self, task: Task) -> LiveTask:
@@ -274,7 +272,6 @@ class Orchestrator:
         ``sweep``: its engine failed, look for a container it may have left."""
         self.live.pop(live.id)
         live.released.set()
-        self._close_log(live.log_key)
         self.wakeup.set()
         if sweep:
             self.janitor.sweep_soon()
@@ -282,7 +279,3 @@ class Orchestrator:
             for hook in self.task_end_hooks:
                 with contextlib.suppress(RuntimeError):  # the pool is shut down
                     self._pool.submit(hook, live.plan.image)
-
-    def _close_log(self, log_key: str) -> None:
-        if not any(t.log_key == log_key for t in self.live) and (r := router()):
-            r.close(log_key)

@@ -44,9 +44,13 @@ class TaskRun:
         self.settings = orch.settings
 
     async def run(self) -> None:
-        """The whole life of the task."""
+        """The whole life of the task (its log file open throughout)."""
+        self.live.started.set()
+        with self.live.log_context():
+            await self._live()
+
+    async def _live(self) -> None:
         live, sweep = self.live, False
-        live.started.set()
         outcome: TaskOutcome | None = live.outcome(
             TaskStatus.failed, "harness_error", "green stopped unexpectedly", FailureKind.infra
         )
