@@ -40,8 +40,12 @@ class GreenSettings(BaseSettings):
     """Docker image of a task; {id} is the ARVO id."""
     database_url: str = "sqlite:///data/green.db"
     """Any SQLAlchemy URL: SQLite by default; PostgreSQL (``postgresql://user@host/db``, with the
-    ``postgres`` extra) for several green replicas on one queue. Migrated at start-up. A SQLite
-    write waits 30 s for another writer's lock, or the URL's ``?timeout=<seconds>``."""
+    ``postgres`` extra) for several green replicas on one queue. Migrated at start-up."""
+    database_deadline_s: float = Field(5.0, gt=0, le=300)
+    """How long one database statement may wait for a lock, a connection or the server before
+    it fails (SQLite's busy timeout unless the URL has ``?timeout=<seconds>``; PostgreSQL's lock
+    and statement timeouts). Green's event loop never waits for the database: its calls run in
+    threads, and a caller gives up a second after this."""
     log_dir: Path = Path("logs")
     """Run folders log_<timestamp>/ with agents.log and arvo_<id>.log go here."""
 

@@ -17,6 +17,7 @@ from services.green.kinds.metrics import public_score_keys
 from services.green.kinds.registry import KINDS
 from services.green.store.crud import TaskStore
 from services.green.store.models import Task, TaskPublic
+from services.green.store.offloop import Database
 
 
 def public_scores(kind: str, scores: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -31,22 +32,28 @@ def public_scores(kind: str, scores: Mapping[str, Any] | None) -> dict[str, Any]
 class Disclosure:
     """Decides, for one caller, which tasks' ground truth may be shown."""
 
-    def __init__(self, store: TaskStore, caller: Caller) -> None:
+    def __init__(self, store: TaskStore, db: Database, caller: Caller) -> None:
         self.store = store
+        self.db = db
         self.caller = caller
 
-    def revealable(self, tasks: Iterable[Task]) -> set[str]:
+    async def revealable(self, tasks: Iterable[Task]) -> set[str]:
         """Ids of the tasks whose ground truth this caller may see now."""
         if not self.caller.operator:
             return set()
         ended = [t for t in tasks if t.status.terminal]
-        busy = self.store.unfinished_refs({(t.kind, t.ref_id) for t in ended})
+        if not ended:
+            return set()
+        refs = {(t.kind, t.ref_id) for t in ended}
+        busy = await self.db.run(self.store.unfinished_refs, refs)
         return {t.id for t in ended if (t.kind, t.ref_id) not in busy}
 
-    def task(self, task: Task, reveal: bool | None = None) -> TaskPublic:
+    async def task(self, task: Task) -> TaskPublic:
         """The API view of one task: scores once it has ended, the ground truth if allowed."""
-        if reveal is None:
-            reveal = task.id in self.revealable([task])
+        return self.view(task, task.id in await self.revealable([task]))
+
+    def view(self, task: Task, reveal: bool) -> TaskPublic:
+        """The API view of one task, whose ground truth is shown when ``reveal``."""
         view = TaskPublic.model_validate(task, from_attributes=True)
         if not task.status.terminal:
             view.scores = None
@@ -60,14 +67,14 @@ class Disclosure:
                 }
         return view
 
-    def tasks(self, tasks: list[Task]) -> list[TaskPublic]:
-        allowed = self.revealable(tasks)
-        return [self.task(t, t.id in allowed) for t in tasks]
+    async def tasks(self, tasks: list[Task]) -> list[TaskPublic]:
+        allowed = await self.revealable(tasks)
+        return [self.view(t, t.id in allowed) for t in tasks]
 
-    def outcomes(self, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    async def outcomes(self, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Stored assessment outcomes (``task_id``, ``scores``...), redacted where needed."""
-        stored = self.store.get_many([o["task_id"] for o in tasks])
-        allowed = self.revealable(stored)
+        stored = await self.db.run(self.store.get_many, [o["task_id"] for o in tasks])
+        allowed = await self.revealable(stored)
         kinds = {t.id: t.kind for t in stored}
         return [
             o

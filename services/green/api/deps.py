@@ -12,6 +12,7 @@ from services.green.disclosure import Disclosure
 from services.green.intake_limits import IntakeLimits, TooBusy
 from services.green.orchestrator import Orchestrator
 from services.green.store.crud import AssessmentStore
+from services.green.store.offloop import Database
 
 
 def _orchestrator(request: Request) -> Orchestrator:
@@ -26,9 +27,15 @@ def _assessment_store(request: Request) -> AssessmentStore:
     return request.app.state.assessment_store
 
 
+def _database(request: Request) -> Database:
+    return request.app.state.orchestrator.db
+
+
 OrchestratorDep = Annotated[Orchestrator, Depends(_orchestrator)]
 AssessmentsDep = Annotated[AssessmentRunner, Depends(_assessments)]
 AssessmentStoreDep = Annotated[AssessmentStore, Depends(_assessment_store)]
+DatabaseDep = Annotated[Database, Depends(_database)]
+"""Green's database calls, off the event loop (``await db.run(store.method, ...)``)."""
 
 
 def caller(request: Request) -> Caller:
@@ -56,7 +63,8 @@ OperatorDep = Annotated[Caller, Depends(require_operator)]
 
 
 def _disclosure(request: Request, who: OperatorDep) -> Disclosure:
-    return Disclosure(request.app.state.orchestrator.store, who)
+    orch = request.app.state.orchestrator
+    return Disclosure(orch.store, orch.db, who)
 
 
 DisclosureDep = Annotated[Disclosure, Depends(_disclosure)]

@@ -102,7 +102,8 @@ def authenticated(request: Request) -> bool:
 
 def disclosure(request: Request) -> Disclosure:
     """What this visitor may see of tasks (the ground truth: the operator, once the bug is done)."""
-    return Disclosure(request.app.state.orchestrator.store, caller(request))
+    orch = request.app.state.orchestrator
+    return Disclosure(orch.store, orch.db, caller(request))
 
 
 def require_page(request: Request) -> None:

@@ -39,7 +39,8 @@ async def tasks(
     fragment: str = "",
 ) -> Response:
     f = TaskFilters(status_, kind, bug_class, run, page)
-    data = await task_page(_orch(request).store, request.app.state.ui_facts, f)
+    orch = _orch(request)
+    data = await task_page(orch.store, orch.db, request.app.state.ui_facts, f)
     name = "task_rows.html" if fragment == "rows" else "tasks.html"
     return render(request, name, f=f, **data)
 
@@ -77,13 +78,13 @@ async def start_task(request: Request) -> Response:
 async def task(task_id: str, request: Request) -> Response:
     orch = _orch(request)
     try:
-        row = orch.get(task_id)
+        row = await orch.get(task_id)
     except TaskNotFound:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no task {task_id}") from None
-    view = disclosure(request).task(row)
+    view = await disclosure(request).task(row)
     facts = request.app.state.ui_facts
     report = await facts.report(view.kind, view.ref_id)
-    stored = orch.store.commands(task_id, 0, MAX_COMMANDS_SHOWN)
+    stored = await orch.db.run(orch.store.commands, task_id, 0, MAX_COMMANDS_SHOWN)
     commands = [CommandPublic.model_validate(c, from_attributes=True) for c in stored]
     flags = audit(
         [c.command for c in stored],

@@ -68,8 +68,8 @@ async def create_task(
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown task {body.task}: {exc}") from exc
     except ValueError as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from exc
-    view = show.task(task)
-    annotate_verified(request, [view])
+    view = await show.task(task)
+    await annotate_verified(request, [view])
     return view
 
 
@@ -99,7 +99,8 @@ async def list_tasks(
         except ValueError as exc:
             raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from exc
         kind, ref_id = parsed.kind, parsed.id
-    rows, total = orch.store.list(
+    rows, total = await orch.db.run(
+        orch.store.list,
         status=status_,
         kind=kind,
         ref_id=ref_id,
@@ -107,14 +108,14 @@ async def list_tasks(
         offset=offset,
         limit=limit,
     )
-    items = show.tasks(list(rows))
-    annotate_verified(request, items)
+    items = await show.tasks(list(rows))
+    await annotate_verified(request, items)
     return TaskList(items=items, total=total, offset=offset, limit=limit)
 
 
-def _get(orch: OrchestratorDep, task_id: str) -> Task:
+async def _get(orch: OrchestratorDep, task_id: str) -> Task:
     try:
-        return orch.get(task_id)
+        return await orch.get(task_id)
     except TaskNotFound as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no task {task_id}") from exc
 
@@ -123,8 +124,8 @@ def _get(orch: OrchestratorDep, task_id: str) -> Task:
 async def get_task(
     task_id: str, orch: OrchestratorDep, show: DisclosureDep, request: Request
 ) -> TaskPublic:
-    view = show.task(_get(orch, task_id))
-    annotate_verified(request, [view])
+    view = await show.task(await _get(orch, task_id))
+    await annotate_verified(request, [view])
     return view
 
 
@@ -135,8 +136,8 @@ async def get_commands(
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     limit: Annotated[int, Query(ge=1, le=5000)] = 500,
 ) -> Any:
-    _get(orch, task_id)
-    return orch.store.commands(task_id, offset, limit)
+    await _get(orch, task_id)
+    return await orch.db.run(orch.store.commands, task_id, offset, limit)
 
 
 @router.post(
@@ -145,15 +146,15 @@ async def get_commands(
     responses={202: {"description": "Another replica runs it: its owner was asked to cancel"}},
 )
 async def cancel_task(task_id: str, orch: OrchestratorDep, show: DisclosureDep) -> Any:
-    task = _get(orch, task_id)
+    task = await _get(orch, task_id)
     if task.status.terminal:
         raise HTTPException(status.HTTP_409_CONFLICT, f"task {task_id} already {task.status.value}")
     task = await orch.cancel(task_id)
     if task.status.terminal:
-        return show.task(task)
+        return await show.task(task)
     note = (
         f"replica {task.owner!r} runs this task: it was asked to cancel it and does so within "
         "seconds (GET the task to see it end)"
     )
-    body = {**show.task(task).model_dump(mode="json"), "note": note}
+    body = {**(await show.task(task)).model_dump(mode="json"), "note": note}
     return JSONResponse(body, status_code=status.HTTP_202_ACCEPTED)
