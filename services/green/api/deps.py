@@ -1,4 +1,8 @@
-"""Typed dependencies: handlers state what they need in their signature."""
+"""Typed dependencies: handlers state what they need in their signature.
+
+Each is a coroutine function: FastAPI runs a plain function dependency in a worker thread (a
+thread hop per dependency and request, queued behind 40 tokens under load), a coroutine on the
+event loop; none of them blocks."""
 
 from __future__ import annotations
 
@@ -15,19 +19,19 @@ from services.green.store.crud import AssessmentStore
 from services.green.store.offloop import Database
 
 
-def _orchestrator(request: Request) -> Orchestrator:
+async def _orchestrator(request: Request) -> Orchestrator:
     return request.app.state.orchestrator
 
 
-def _assessments(request: Request) -> AssessmentRunner:
+async def _assessments(request: Request) -> AssessmentRunner:
     return request.app.state.assessments
 
 
-def _assessment_store(request: Request) -> AssessmentStore:
+async def _assessment_store(request: Request) -> AssessmentStore:
     return request.app.state.assessment_store
 
 
-def _database(request: Request) -> Database:
+async def _database(request: Request) -> Database:
     return request.app.state.orchestrator.db
 
 
@@ -38,7 +42,7 @@ DatabaseDep = Annotated[Database, Depends(_database)]
 """Green's database calls, off the event loop (``await db.run(store.method, ...)``)."""
 
 
-def caller(request: Request) -> Caller:
+async def caller(request: Request) -> Caller:
     """Who sent this request (the operator token in ``Authorization: Bearer``, or nobody)."""
     auth: OperatorAuth = request.app.state.auth
     return auth.caller(request.headers.get("authorization"))
@@ -47,7 +51,7 @@ def caller(request: Request) -> Caller:
 CallerDep = Annotated[Caller, Depends(caller)]
 
 
-def require_operator(who: CallerDep) -> Caller:
+async def require_operator(who: CallerDep) -> Caller:
     """The operator plane needs the operator token (unless GREEN_OPEN_OPERATOR_PLANE is on)."""
     if not who.may_operate:
         raise HTTPException(
@@ -62,7 +66,7 @@ def require_operator(who: CallerDep) -> Caller:
 OperatorDep = Annotated[Caller, Depends(require_operator)]
 
 
-def _disclosure(request: Request, who: OperatorDep) -> Disclosure:
+async def _disclosure(request: Request, who: OperatorDep) -> Disclosure:
     orch = request.app.state.orchestrator
     return Disclosure(orch.store, orch.db, who)
 
@@ -70,7 +74,7 @@ def _disclosure(request: Request, who: OperatorDep) -> Disclosure:
 DisclosureDep = Annotated[Disclosure, Depends(_disclosure)]
 
 
-def _intake(request: Request) -> IntakeLimits:
+async def _intake(request: Request) -> IntakeLimits:
     return request.app.state.intake
 
 

@@ -106,14 +106,14 @@ def disclosure(request: Request) -> Disclosure:
     return Disclosure(orch.store, orch.db, caller(request))
 
 
-def require_page(request: Request) -> None:
+async def require_page(request: Request) -> None:
     """For HTML pages: anonymous visitors are sent to the login page."""
     if not authenticated(request):
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         raise LoginRequired(target)
 
 
-def require_api(request: Request) -> None:
+async def require_api(request: Request) -> None:
     """For streams and JSON: anonymous requests get 401."""
     if not authenticated(request):
         raise HTTPException(
