@@ -98,8 +98,10 @@ class GreenSettings(BaseSettings):
     n132/arvo:1-vul is pulled as <registry>/n132/arvo:1-vul and tagged back. Unset: pulled by
     their own name. Each engine pulls on first use; progress shows in the task's events."""
     docker_check_s: float = Field(5.0, gt=0)
-    """How often each engine is pinged; one that does not answer within this time is down: no
-    new tasks, and its running tasks end as infra."""
+    """How often each engine is pinged. One that answers within a second admits new tasks (two
+    starting at once per CPU of it; the rest wait in the queue); one that answers later, or not
+    within this time, admits none; one that refuses the ping, or does not answer three times in
+    a row, is down: its running tasks end as infra."""
     docker_slot_wait_s: float = Field(600.0, gt=0, le=86_400)
     """How long a task waits for a free slot when every engine that answers is full; then it ends
     as infra ("every engine was full")."""

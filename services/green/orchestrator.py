@@ -31,7 +31,7 @@ from services.green.live_task import LiveTask, LiveTasks, TaskEvent, TaskNotFoun
 from services.green.purple_link import PurpleLink
 from services.green.store.crud import TaskStore
 from services.green.store.errors import STORAGE_ERRORS, DatabaseUnavailable
-from services.green.store.models import Task
+from services.green.store.models import Task, TaskStatus
 from services.green.store.offloop import Database
 from services.green.store.queue import HELD, TaskQueue
 from services.green.task_run import TaskRun
@@ -44,6 +44,9 @@ from services.shared.logging import get_logger, task_log_context
 from services.shared.task_ref import TaskRef
 
 log = get_logger("services.green.orchestrator")
+
+STARTING = (TaskStatus.queued, TaskStatus.preparing)
+"""A live task's statuses until its container is ready and it is handed to purple."""
 
 
 @dataclass
@@ -150,6 +153,15 @@ class Orchestrator:
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
 
     # ---- intake ------------------------------------------------------------------------
+
+    def room(self) -> int:
+        """How many more tasks this replica may claim now: its free slots, and no more of its
+        tasks starting at once (claimed, their containers not yet ready) than its engines admit
+        (``SandboxProvider.can_start``: none while no engine answers promptly). The rest wait
+        in the queue, so a burst never drowns the engine."""
+        free = self.settings.max_concurrent_tasks - len(self.live)
+        starting = sum(1 for t in self.live if t.status in STARTING)
+        return min(free, self.sandboxes.can_start() - starting)
 
     def unfinished(self) -> int:
         """Tasks not yet ended, of every replica (the intake's bound), without a database read:

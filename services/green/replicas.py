@@ -4,9 +4,10 @@
   is refused (:class:`InstanceClash`, green exits). A holder whose heartbeat is fresh but whose
   URL no longer answers as that name died a moment ago (a restart under a fixed name): its
   registration is taken over. The heartbeat is renewed with the leases; a clean stop frees it.
-- **Dispatcher.** While it has free slots (``GREEN_MAX_CONCURRENT_TASKS``) the replica claims
-  the oldest queued tasks of the kinds it serves (``SELECT … FOR UPDATE SKIP LOCKED``) and runs
-  them; a task posted to it, or a slot freed, wakes it at once, else it looks every
+- **Dispatcher.** While it has room (a free slot of ``GREEN_MAX_CONCURRENT_TASKS``, and fewer
+  tasks starting than its engines admit: ``Orchestrator.room``) the replica claims the oldest
+  queued tasks of the kinds it serves (``SELECT … FOR UPDATE SKIP LOCKED``) and runs them; a
+  task posted to it, a task that started or a slot freed wakes it at once, else it looks every
   ``GREEN_QUEUE_POLL_S``.
 - **Leases.** Every third of ``GREEN_LEASE_S`` the replica renews the leases of the tasks it
   runs; a task missing from the answer is no longer its own (another replica ended it) and is
@@ -128,13 +129,13 @@ class Replica:
                 log.exception("queue.claim_failed")
 
     async def claim(self) -> list[str]:
-        """Claim and run as many queued tasks as there are free slots."""
-        free = self.settings.max_concurrent_tasks - len(self.orch.live)
-        if free <= 0 or self._closing or self.orch.stopping or self.incarnation is None:
+        """Claim and run as many queued tasks as the replica has room for (:meth:`room`)."""
+        room = self.orch.room()
+        if room <= 0 or self._closing or self.orch.stopping or self.incarnation is None:
             return []
         until = utcnow() + self.lease
         ids = await self.orch.db.run(
-            self.orch.queue.claim, self.name, until, free, kinds=list(self.orch.kinds)
+            self.orch.queue.claim, self.name, until, room, kinds=list(self.orch.kinds)
         )
         tasks = await self.orch.db.run(self.orch.store.get_many, ids)
         if self._closing or self.orch.stopping:  # the stop began meanwhile: start none of them

@@ -160,6 +160,7 @@ class TaskRun:
             live.last_activity = now
             deadline_at = datetime.now(UTC) + timedelta(seconds=live.task_timeout_s)
             await self._transition(TaskStatus.running, "sent to purple", started_at=utcnow())
+            self.orch.wakeup.set()  # one fewer task starting: the dispatcher may claim another
             assert live.plan is not None
             assignment = live.kind.assignment(
                 task_id=live.id,

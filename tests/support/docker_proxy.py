@@ -2,8 +2,10 @@
 
 Point a docker client (or green, through ``DOCKER_HOST=unix://<path>``) at :attr:`url`;
 :meth:`stop` removes the socket and cuts every open connection (the engine is unreachable:
-connections are refused, hijacked exec streams end), :meth:`start` serves again. The machine's
-engine itself is never touched, so other tests using it are not disturbed.
+connections are refused, hijacked exec streams end), :meth:`start` serves again, and
+:attr:`DockerProxy.delay_s` makes the engine slow (every request waits that long before it
+reaches the engine). The machine's engine itself is never touched, so other tests using it are
+not disturbed.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import contextlib
 import os
 import socket
 import threading
+import time
 from pathlib import Path
 
 ENGINE_SOCKET = "/var/run/docker.sock"
@@ -24,6 +27,8 @@ class DockerProxy:
         self._listener: socket.socket | None = None
         self._conns: set[socket.socket] = set()
         self._lock = threading.Lock()
+        self.delay_s = 0.0
+        """How long each chunk of a request waits before it is passed to the engine."""
 
     @property
     def url(self) -> str:
@@ -74,11 +79,16 @@ class DockerProxy:
                 self._conns |= {client, upstream}
             done = threading.Barrier(2, action=lambda c=client, u=upstream: self._close(c, u))
             for src, dst in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(src, dst, done), daemon=True).start()
+                args = (src, dst, done, src is client)
+                threading.Thread(target=self._pump, args=args, daemon=True).start()
 
-    def _pump(self, src: socket.socket, dst: socket.socket, done: threading.Barrier) -> None:
+    def _pump(
+        self, src: socket.socket, dst: socket.socket, done: threading.Barrier, request: bool
+    ) -> None:
         try:
             while data := src.recv(1 << 16):
+                if request and self.delay_s:
+                    time.sleep(self.delay_s)
                 dst.sendall(data)
             dst.shutdown(socket.SHUT_WR)
         except OSError:

@@ -42,6 +42,8 @@ async def healthz(orch: OrchestratorDep, who: CallerDep, request: Request) -> JS
     with contextlib.suppress(Exception):  # each engine of the pool: up or down, how busy
         async with asyncio.timeout(5):
             body["engines"] = await orch.sandboxes.engines()
+    # containers whose removal failed (an engine away, or jammed on them): retried meanwhile
+    body["containers_unremoved"] = len(orch.janitor.pending)
     if docker_ok:  # the disk budget of the default kind's task images, when it keeps one
         with contextlib.suppress(Exception):
             budget = request.app.state.datasets.images(DEFAULT_KIND)
