@@ -166,6 +166,11 @@ class A2APeer:
         )
         self._client: Any = None
 
+    @property
+    def has_card(self) -> bool:
+        """Whether the peer's card was read: until it is, no message can have reached it."""
+        return self._client is not None
+
     async def _get(self) -> Any:
         if self._client is None:
             card = await A2ACardResolver(self._http, self.base_url).get_agent_card()

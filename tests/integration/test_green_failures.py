@@ -10,9 +10,12 @@ preparation never orphans a container.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import secrets
+import socket
 import sqlite3
+import threading
 import time
 from pathlib import Path
 
@@ -212,6 +215,42 @@ def test_a_short_purple_outage_is_retried_before_tasks_fail(start_green, tmp_pat
         for task_id in ids:
             done = wait_terminal(green.url, task_id, timeout=120)
             assert done["status"] == "completed", done
+    finally:
+        purple.stop()
+
+
+def test_a_purple_dropping_connections_as_it_restarts_is_retried_too(start_green, tmp_path: Path):
+    """Purple killed while green hands it a task: the connection is accepted, then dropped
+    without an answer (no "connection refused"). The card was not read, so no message reached
+    purple: green retries as for a refused connection (it used to fail the task as the agent's
+    ``purple_unreachable`` at once)."""
+    port = free_port()
+    dropper = socket.create_server(("127.0.0.1", port))
+    dropping = threading.Event()
+
+    def drop() -> None:
+        while not dropping.is_set():
+            with contextlib.suppress(OSError):
+                conn, _ = dropper.accept()
+                conn.recv(65536)
+                conn.close()
+
+    dropper_thread = threading.Thread(target=drop, daemon=True)
+    dropper_thread.start()
+    green = start_green(purple_url=f"http://127.0.0.1:{port}", purple_start_retry_s=30)
+    task_id = submit_task(green.url, {"task": "arvo:900001"})["id"]
+    wait_status(green.url, task_id, "running")
+    time.sleep(3)
+    dropping.set()
+    dropper.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept()
+    dropper.close()
+    dropper_thread.join(10)
+    purple = _scripted_purple_on(
+        port, tmp_path, Script(commands=["true"], submissions=[perfect_file_and_function(900001)])
+    ).start()
+    try:
+        done = wait_terminal(green.url, task_id, timeout=120)
+        assert done["status"] == "completed", done
     finally:
         purple.stop()
 

@@ -235,9 +235,11 @@ class TaskStore:
             return s.exec(q.offset(offset).limit(limit)).all()
 
     def fail_unfinished(self, reason: str, owner: str) -> list[str]:
-        """Mark the tasks an earlier process of ``owner`` left unfinished as failed; return ids."""
+        """Mark the tasks an earlier process of ``owner`` held (claimed, and not ended) as
+        failed; return their ids. The tasks it took in and never started stay in the queue: they
+        belong to no replica yet."""
         with Session(self.engine) as s:
-            q = select(Task).where(Task.status.in_(UNFINISHED), Task.owner == owner)
+            q = select(Task).where(Task.status.in_(_HELD), Task.owner == owner)
             rows = s.exec(q).all()
             now = utcnow()
             for t in rows:
