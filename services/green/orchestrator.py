@@ -168,7 +168,7 @@ class Orchestrator:
         the database's count as of the replica's last round, plus this replica's intake since
         (counted twice if it landed during the count: the bound errs on the safe side). While
         the database is away the count is not known: DatabaseUnavailable (a 503)."""
-        if not self.db.answers:
+        if self.db.away:
             raise DatabaseUnavailable("green's database is away: the queue cannot be counted")
         return self._unfinished + self._queued - self._queued_at_count
 

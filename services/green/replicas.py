@@ -39,6 +39,7 @@ from services.green.store.models import FailureKind, TaskStatus, utcnow
 from services.shared.aio import cancel_and_wait
 from services.shared.http import async_client
 from services.shared.logging import get_logger
+from services.shared.memory import Trimmer
 
 log = get_logger("services.green.replicas")
 
@@ -60,6 +61,7 @@ class Replica:
         """Tasks taken over whose containers could not be removed yet (retried every round)."""
         self._loops: list[asyncio.Task[None]] = []
         self._closing = False
+        self._trimmer = Trimmer()
 
     # ---- the name ----------------------------------------------------------------------
 
@@ -172,6 +174,7 @@ class Replica:
         await self.take_over_expired()
         await self.orch.remote.poll()
         await self.orch.count_unfinished()
+        await self._trimmer.maybe_trim()  # freed memory back to the system, now and then
 
     async def take_over_expired(self) -> list[str]:
         """End the tasks of replicas whose leases ran out, and remove their containers."""

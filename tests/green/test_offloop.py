@@ -38,9 +38,9 @@ async def test_a_write_under_anothers_lock_fails_after_the_deadline_and_marks_it
             await db.run(store.probe)
     finally:
         holder.execute("ROLLBACK")
-    assert not db.answers
+    assert not db.answers and db.away
     await db.run(store.probe)  # a call that works does not say it is back: a probe does
-    assert not db.answers
+    assert not db.answers and db.away
     db.close()
 
 
@@ -84,7 +84,8 @@ async def test_health_follows_the_probe_through_a_lock(store, monkeypatch):
     try:
         await until(True)
         holder = _locked(store)
-        await until(False)  # the probe waits for the lock
+        await until(False)  # the probe waits for the lock: degraded, not (yet) away
+        assert not db.away
         holder.execute("ROLLBACK")
         await until(True)
     finally:

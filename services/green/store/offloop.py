@@ -82,9 +82,14 @@ class Database:
         self._mark(False, f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
 
     @property
+    def away(self) -> bool:
+        """A call (or the probe) found the database away, and no probe has answered since."""
+        return not self._ok
+
+    @property
     def answers(self) -> bool:
-        """Whether the database answers: no call found it away since the last probe answered,
-        and no probe has waited too long."""
+        """Whether the database answers: it is not :attr:`away`, and no probe has waited too
+        long (a slow database is degraded too)."""
         pending = self._probe_since
         return self._ok and (pending is None or time.monotonic() - pending < PROBE_WITHIN_S)
 
