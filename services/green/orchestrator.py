@@ -87,6 +87,9 @@ class Orchestrator:
         """Ends not yet written (the database failed): retried until they land."""
         self._stopping = False
         self._health: asyncio.Task[None] | None = None
+        self._known: set[TaskRef] = set()
+        """Tasks whose source was found to have them (the intake asks once per id: a thread
+        hop less per POST /tasks; bounded by the ids of the datasets served)."""
         self._unfinished = self._queued = self._queued_at_count = 0
         """The database's count of unfinished tasks, this replica's intake ever, and that
         intake when the count was read (:meth:`unfinished`)."""
@@ -194,12 +197,14 @@ class Orchestrator:
         s = self.settings
         purple_url = allowed_purple(self.settings, opts.purple_url)
         task_kind = self.kind(ref.kind)
-        try:  # cheap existence check; also warms the cache for preparation
-            await self.io(task_kind.check, ref.id)
-        except UnknownTask:
-            raise
-        except AssetError as exc:  # the source is slow or broken: let preparation retry and report
-            log.warning("intake.asset_check_failed", task_ref=str(ref), error=str(exc))
+        if ref not in self._known:  # an id its source had is not asked about again
+            try:  # cheap existence check; also warms the cache for preparation
+                await self.io(task_kind.check, ref.id)
+                self._known.add(ref)
+            except UnknownTask:
+                raise
+            except AssetError as exc:  # the source is slow or broken: preparation retries
+                log.warning("intake.asset_check_failed", task_ref=str(ref), error=str(exc))
         task = Task(
             id=str(uuid.uuid4()),
             kind=task_kind.name,
