@@ -10,6 +10,7 @@ from __future__ import annotations
 import typer
 
 from services.green.config import GreenSettings
+from services.shared.memory import tune_allocator
 from services.shared.startup import without_gc
 
 cli = typer.Typer(add_completion=False)
@@ -26,6 +27,7 @@ def serve(
         "(also given to purple unless GREEN_PUBLIC_URL says otherwise)",
     ),
 ) -> None:
+    tune_allocator()  # services/shared/memory.py: before any thread starts
     overrides = {k: v for k, v in {"host": host, "port": port, "card_url": card_url}.items() if v}
     settings = GreenSettings(**overrides)
     from services.green.server import bind, run

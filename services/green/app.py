@@ -117,7 +117,9 @@ def _lifespan(
             log.error("green.instance_clash", error=str(exc))
             raise
         await orch.start()
-        assessment_store.fail_unfinished("interrupted by restart", settings.instance_name)
+        await orch.db.run(
+            assessment_store.fail_unfinished, "interrupted by restart", settings.instance_name
+        )
         replica.start()
         log.info(
             "green.listening",
@@ -131,6 +133,7 @@ def _lifespan(
             await replica.stop()
             await orch.shutdown()
             await replica.deregister()
+            orch.db.close()
 
     return lifespan
 
@@ -140,7 +143,7 @@ def create_app(
 ) -> FastAPI:
     settings = settings or GreenSettings()
     configure_logging(settings.log_dir)
-    engine = make_engine(settings.database_url)
+    engine = make_engine(settings.database_url, settings.database_deadline_s)
     orch = orchestrator or build_orchestrator(settings, engine)
     assessment_store = AssessmentStore(engine)
     replica = Replica(orch)
@@ -163,8 +166,8 @@ def create_app(
         per_minute=settings.intake_per_minute,
         max_queued=settings.max_queued_tasks,
         max_batch=settings.max_assessment_tasks,
-        unfinished=orch.store.count_unfinished,
-        busy=orch.store.unfinished_bugs,
+        unfinished=orch.unfinished,
+        busy=lambda bugs: orch.db.run(orch.store.unfinished_bugs, bugs),
     )
     app.state.assessments = AssessmentRunner(
         orch, heartbeat_s=settings.assessment_heartbeat_s, store=assessment_store

@@ -23,6 +23,7 @@ from services.green.kinds.registry import CheckedRef
 from services.green.orchestrator import Orchestrator, TaskOptions
 from services.green.store.crud import AssessmentStore
 from services.green.store.models import AssessmentRecord, Task, utcnow
+from services.shared.aio import through_cancels
 from services.shared.logging import get_logger
 from services.shared.outcome import TaskOutcome, TaskStatus
 from services.shared.scores import flat_scores, metric_names
@@ -164,17 +165,19 @@ class AssessmentRunner:
         )
         refs = request.task_ids
         await self.check(refs)
-        self._record_start(aid, request)
+        await self._record_start(aid, request)
         try:
             tasks = [
                 await self.orchestrator.create_task(ref, replace(opts, trial=trial), record=False)
                 for ref in refs
                 for trial in range(1, request.trials + 1)
             ]
-            self.orchestrator.record(*tasks)  # all or none
+            await self.orchestrator.record(*tasks)  # all or none
             return tasks
         except BaseException as exc:
-            self.record_end(aid, TaskStatus.failed, error=f"its tasks were not created: {exc}")
+            await self.record_end(
+                aid, TaskStatus.failed, error=f"its tasks were not created: {exc}"
+            )
             raise
 
     async def check(self, refs: list[TaskRef]) -> None:
@@ -193,27 +196,30 @@ class AssessmentRunner:
         if unknown:
             raise UnknownTasks(unknown)
 
-    def _record_start(self, aid: str, request: AssessmentRequest) -> None:
+    async def _record_start(self, aid: str, request: AssessmentRequest) -> None:
         if self.store is None:
             return
         settings = self.orchestrator.settings
-        self.store.add(
+        await self.orchestrator.db.run(
+            self.store.add,
             AssessmentRecord(
                 id=aid,
                 purple_url=request.purple_url or settings.purple_url,
                 request=request.model_dump(mode="json"),
                 owner=settings.instance_name,
-            )
+            ),
         )
 
-    def record_end(self, aid: str, status: TaskStatus, **fields: Any) -> None:
+    async def record_end(self, aid: str, status: TaskStatus, **fields: Any) -> None:
         """Finish the record (also a client's run: ``POST /runs/{id}/end``); a store that fails
         here is logged (the tasks' rows still hold
         every result, and a restart marks the record failed)."""
         if self.store is None:
             return
         try:
-            self.store.update(aid, status=status, finished_at=utcnow(), **fields)
+            await self.orchestrator.db.run(
+                self.store.update, aid, status=status, finished_at=utcnow(), **fields
+            )
         except Exception as exc:
             log.error("assessment.record_failed", assessment_id=aid, error=repr(exc))
 
@@ -240,7 +246,10 @@ class AssessmentRunner:
             while True:
                 await asyncio.sleep(self.heartbeat_s / 4)
                 if time.monotonic() - last_sent >= self.heartbeat_s:
-                    ended = sum(self.orchestrator.get(t.id).status.terminal for t in tasks)
+                    rows = await self.orchestrator.db.run(
+                        self.orchestrator.store.get_many, [t.id for t in tasks]
+                    )
+                    ended = sum(t.status.terminal for t in rows)
                     await report(
                         f"assessment {aid}: {ended}/{len(tasks)} task(s) ended; still working"
                     )
@@ -249,20 +258,22 @@ class AssessmentRunner:
         try:
             await report(f"assessment {aid}: {len(tasks)} task(s) queued")
             await asyncio.gather(*(self._follow(t, report) for t in tasks))
-            result = self.result(aid, [self.orchestrator.get(t.id) for t in tasks])
+            result = self.result(aid, [await self.orchestrator.get(t.id) for t in tasks])
         except asyncio.CancelledError:
-            self.record_end(aid, TaskStatus.cancelled, error="assessment cancelled")
+            await through_cancels(
+                self.record_end(aid, TaskStatus.cancelled, error="assessment cancelled")
+            )
             raise
         except BaseException as exc:
-            self.record_end(aid, TaskStatus.failed, error=repr(exc))
+            await self.record_end(aid, TaskStatus.failed, error=repr(exc))
             raise
         finally:
             beat.cancel()
-        self.record_end(aid, TaskStatus.completed, result=result.model_dump(mode="json"))
+        await self.record_end(aid, TaskStatus.completed, result=result.model_dump(mode="json"))
         return result
 
     async def _follow(self, task: Task, progress: Progress) -> None:
-        q = self.orchestrator.subscribe(task.id)
+        q = await self.orchestrator.subscribe(task.id)
         waiter = asyncio.create_task(self.orchestrator.wait(task.id))
         try:
             while not waiter.done():

@@ -40,8 +40,12 @@ class GreenSettings(BaseSettings):
     """Docker image of a task; {id} is the ARVO id."""
     database_url: str = "sqlite:///data/green.db"
     """Any SQLAlchemy URL: SQLite by default; PostgreSQL (``postgresql://user@host/db``, with the
-    ``postgres`` extra) for several green replicas on one queue. Migrated at start-up. A SQLite
-    write waits 30 s for another writer's lock, or the URL's ``?timeout=<seconds>``."""
+    ``postgres`` extra) for several green replicas on one queue. Migrated at start-up."""
+    database_deadline_s: float = Field(5.0, gt=0, le=300)
+    """How long one database statement may wait for a lock, a connection or the server before
+    it fails (SQLite's busy timeout unless the URL has ``?timeout=<seconds>``; PostgreSQL's lock
+    and statement timeouts). Green's event loop never waits for the database: its calls run in
+    threads, and a caller gives up a second after this."""
     log_dir: Path = Path("logs")
     """Run folders log_<timestamp>/ with agents.log and arvo_<id>.log go here."""
 
@@ -94,8 +98,10 @@ class GreenSettings(BaseSettings):
     n132/arvo:1-vul is pulled as <registry>/n132/arvo:1-vul and tagged back. Unset: pulled by
     their own name. Each engine pulls on first use; progress shows in the task's events."""
     docker_check_s: float = Field(5.0, gt=0)
-    """How often each engine is pinged; one that does not answer within this time is down: no
-    new tasks, and its running tasks end as infra."""
+    """How often each engine is pinged. One that answers within a second admits new tasks (two
+    starting at once per CPU of it; the rest wait in the queue); one that answers later, or not
+    within this time, admits none; one that refuses the ping, or does not answer three times in
+    a row, is down: its running tasks end as infra."""
     docker_timeout_s: float = Field(60.0, gt=0, le=3600)
     """How long green waits for one Docker API call. A call that outlasts it is the engine's
     failure to answer: a request answers 503 with a sentence, and an image removal of the image

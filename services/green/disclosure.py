@@ -22,6 +22,7 @@ from services.green.kinds.metrics import public_score_keys, secret_asset_names
 from services.green.kinds.registry import KINDS
 from services.green.store.crud import TaskStore
 from services.green.store.models import Task, TaskPublic
+from services.green.store.offloop import Database
 
 WITHHELD = (
     "a task of this bug is unfinished: until it ends, the commands, submission and scores of "
@@ -70,38 +71,43 @@ def _withheld(task: Task, view: TaskPublic) -> list[str]:
 class Disclosure:
     """Decides, for one caller, which tasks' ground truth may be shown."""
 
-    def __init__(self, store: TaskStore, caller: Caller) -> None:
+    def __init__(self, store: TaskStore, db: Database, caller: Caller) -> None:
         self.store = store
+        self.db = db
         self.caller = caller
 
-    def revealable(self, tasks: Iterable[Task]) -> set[str]:
+    async def revealable(self, tasks: Iterable[Task]) -> set[str]:
         """Ids of the tasks whose ground truth this caller may see now."""
         if not self.caller.operator:
             return set()
         ended = [t for t in tasks if t.status.terminal]
-        busy = self.store.unfinished_bugs({t.bug for t in ended})
+        if not ended:
+            return set()
+        busy = await self.db.run(self.store.unfinished_bugs, {t.bug for t in ended})
         return {t.id for t in ended if t.bug not in busy}
 
-    def withheld(self, tasks: Iterable[Task]) -> set[str]:
+    async def withheld(self, tasks: Iterable[Task]) -> set[str]:
         """Ids of the tasks of which this caller may see only their state (no scores, no
         submission, no commands): for anyone but the operator, the tasks of every bug that
         has an unfinished task (its own included)."""
         if self.caller.operator:
             return set()
         rows = list(tasks)
-        busy = self.store.unfinished_bugs({t.bug for t in rows})
+        if not rows:
+            return set()
+        busy = await self.db.run(self.store.unfinished_bugs, {t.bug for t in rows})
         return {t.id for t in rows if t.bug in busy}
 
-    def task(
-        self, task: Task, reveal: bool | None = None, withhold: bool | None = None
-    ) -> TaskPublic:
+    async def task(self, task: Task) -> TaskPublic:
         """The API view of one task: scores once it has ended, the ground truth if allowed, and
         what was withheld (``disclosed``, ``withheld``: a client fetches a ``pending`` record
         again once the bug's other tasks have ended)."""
-        if reveal is None:
-            reveal = task.id in self.revealable([task])
-        if withhold is None:
-            withhold = task.id in self.withheld([task])
+        reveal = task.id in await self.revealable([task])
+        return self.view(task, reveal, task.id in await self.withheld([task]))
+
+    def view(self, task: Task, reveal: bool, withhold: bool) -> TaskPublic:
+        """The API view of one task, whose ground truth is shown when ``reveal``, and only its
+        state when ``withhold``."""
         view = TaskPublic.model_validate(task, from_attributes=True)
         if withhold:
             view.scores = view.submission = None
@@ -118,14 +124,14 @@ class Disclosure:
             view.withheld = _withheld(task, view)
         return view
 
-    def tasks(self, tasks: list[Task]) -> list[TaskPublic]:
-        allowed, withheld = self.revealable(tasks), self.withheld(tasks)
-        return [self.task(t, t.id in allowed, t.id in withheld) for t in tasks]
+    async def tasks(self, tasks: list[Task]) -> list[TaskPublic]:
+        allowed, withheld = await self.revealable(tasks), await self.withheld(tasks)
+        return [self.view(t, t.id in allowed, t.id in withheld) for t in tasks]
 
-    def outcomes(self, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    async def outcomes(self, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Stored assessment outcomes (``task_id``, ``scores``...), redacted where needed."""
-        stored = self.store.get_many([o["task_id"] for o in tasks])
-        allowed, withheld = self.revealable(stored), self.withheld(stored)
+        stored = await self.db.run(self.store.get_many, [o["task_id"] for o in tasks])
+        allowed, withheld = await self.revealable(stored), await self.withheld(stored)
         kinds = {t.id: t.kind for t in stored}
 
         def shown(o: dict[str, Any]) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from services.green.live_task import LiveTask, TaskEvent
 from services.green.store.crud import TaskStore
 from services.green.store.errors import STORAGE_ERRORS
 from services.green.store.models import TaskStatus, utcnow
+from services.green.store.offloop import Database
 from services.shared.logging import get_logger
 from services.shared.outcome import TaskOutcome
 
@@ -45,8 +46,9 @@ class _Pending:
 class Endings:
     """The ends of this replica's tasks, written at once or retried until they land."""
 
-    def __init__(self, store: TaskStore, instance: str) -> None:
+    def __init__(self, store: TaskStore, db: Database, instance: str) -> None:
         self.store = store
+        self.db = db
         self.instance = instance
         self._pending: dict[str, _Pending] = {}
 
@@ -69,10 +71,11 @@ class Endings:
         self._pending[live.id] = pending
         return False
 
-    def end_orphan(self, task_id: str, reason: str) -> bool:
+    async def end_orphan(self, task_id: str, reason: str) -> bool:
         """Cancel a task this replica holds in the store but does not run (its claim was made,
         then the database failed before it was adopted). True when it was."""
-        done = self.store.update_held(
+        done = await self.db.run(
+            self.store.update_held,
             task_id,
             self.instance,
             status=TaskStatus.cancelled,
@@ -106,7 +109,7 @@ class Endings:
     async def _attempt(self, p: _Pending, first: bool = False) -> bool:
         live, outcome = p.live, p.outcome
         try:
-            held = await asyncio.to_thread(
+            held = await self.db.run(
                 self.store.update_held,
                 live.id,
                 self.instance,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import fnmatch
 import math
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 
 from limits import RateLimitItemPerMinute
 from limits.storage import MemoryStorage
@@ -43,6 +43,10 @@ Bug = str
 that asks a question of it share its answer."""
 
 
+async def _none_busy(bugs: set[Bug]) -> set[Bug]:
+    return set()
+
+
 class IntakeLimits:
     def __init__(
         self,
@@ -51,7 +55,7 @@ class IntakeLimits:
         max_queued: int,
         max_batch: int,
         unfinished: Callable[[], int],
-        busy: Callable[[set[Bug]], set[Bug]] = lambda bugs: set(),
+        busy: Callable[[set[Bug]], Awaitable[set[Bug]]] = _none_busy,
     ) -> None:
         self._limiter = MovingWindowRateLimiter(MemoryStorage())
         self._rate = RateLimitItemPerMinute(per_minute)
@@ -61,7 +65,7 @@ class IntakeLimits:
         self._busy = busy
         """Which of these bugs have an unfinished task (any replica's)."""
 
-    def admit(self, caller: Caller, refs: Collection[TaskRef], trials: int = 1) -> None:
+    async def admit(self, caller: Caller, refs: Collection[TaskRef], trials: int = 1) -> None:
         """Count one intake request of ``caller`` creating ``trials`` tasks of each of ``refs``,
         or refuse it."""
         n_tasks = len(refs) * trials
@@ -70,7 +74,8 @@ class IntakeLimits:
                 f"{n_tasks} task ids in one request; at most {self.max_batch} "
                 "(GREEN_MAX_ASSESSMENT_TASKS)"
             )
-        if not caller.operator and (busy := self._busy({bug_of(r.kind, r.id) for r in refs})):
+        busy = set() if caller.operator else await self._busy({bug_of(r.kind, r.id) for r in refs})
+        if busy:
             named = ", ".join(sorted(busy)[:5])
             raise BugBusy(
                 f"a task of {named} is unfinished: until it ends, only the operator may start "

@@ -2,9 +2,10 @@
 
 Purple's ``execute`` and ``submit`` reach a running task here: the task token is checked, the
 limits (command size, command count, deadline) are applied, the command runs in the task's
-container, and each command is recorded once (one row in the ``commands`` table, one log line,
-one event for listeners). The lifecycle around it (queue, preparation, hand-over to purple,
-evaluation, cleanup) is :mod:`services.green.orchestrator`.
+container, and each command is recorded once (one log line, one event for listeners, and one
+row in the ``commands`` table, written behind the answer by :mod:`services.green.task_writes`:
+the agent never waits for the database). The lifecycle around it (queue, preparation, hand-over
+to purple, evaluation, cleanup) is :mod:`services.green.orchestrator`.
 """
 
 from __future__ import annotations
@@ -15,14 +16,13 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from services.green.config import GreenSettings
 from services.green.kinds.base import TaskKind, TaskPlan, stored
-from services.green.store.crud import TaskStore
-from services.green.store.errors import AGENT_SENTENCE, STORAGE_ERRORS, brief
+from services.green.store.errors import AGENT_SENTENCE, brief
 from services.green.store.models import (
     Command,
     CommandPublic,
@@ -38,6 +38,9 @@ from services.shared.logging import get_logger, task_log_context
 from services.shared.outcome import TaskOutcome
 from services.shared.protocol import AgentReport, Submit, SubmitResult, Usage
 from services.shared.text import clip_middle
+
+if TYPE_CHECKING:
+    from services.green.task_writes import TaskWrites
 
 log = get_logger("services.green.live_task")
 
@@ -103,6 +106,11 @@ class LiveTask:
     """The container being created; cleanup waits for it, so a cancel never orphans it."""
     sandbox: Sandbox | None = None
     runner: asyncio.Task[None] | None = None
+    started: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set by the runner's first step; only then may it be cancelled (``Orchestrator.stop``)."""
+    released: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set when this replica lets the task go: its end written (or pending in the endings), its
+    slot free."""
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     """Set when the task must stop waiting: a submission was accepted, or :attr:`fault`."""
     fault: Exception | None = None
@@ -131,6 +139,8 @@ class LiveTask:
     """The agent's own running usage, as last reported (with a command, a submit or its end)."""
     disk_unknown: str | None = None
     """Why the sandbox's disk use was unknown when last looked at (None: measured, or no cap)."""
+    writes: TaskWrites | None = None
+    """Its records (commands, usage, submissions), written behind the requests."""
 
     id = _of_row("id")
     purple_url = _of_row("purple_url")
@@ -239,9 +249,8 @@ class LiveTask:
 class LiveTasks:
     """The tasks this process is working on, by id, and the requests purple sends them."""
 
-    def __init__(self, settings: GreenSettings, store: TaskStore) -> None:
+    def __init__(self, settings: GreenSettings) -> None:
         self.settings = settings
-        self.store = store
         self._tasks: dict[str, LiveTask] = {}
 
     def __contains__(self, task_id: object) -> bool:
@@ -280,6 +289,8 @@ class LiveTasks:
             raise RequestRefused(NOT_SERVED)
         if live.status is not TaskStatus.running:
             raise RequestRefused(f"task {task_id} is {live.status.value}, not running")
+        if isinstance(live.fault, GreenFault):  # green failed the task: it is ending
+            raise RequestRefused(AGENT_SENTENCE)
         return live
 
     def _check_size(self, command: str) -> None:
@@ -345,10 +356,7 @@ class LiveTasks:
                 timed_out=result.timed_out,
                 truncated=result.truncated,
             )
-        try:
-            self._record(live, command, result, started)
-        except STORAGE_ERRORS as exc:
-            raise live.storage_broke(exc, "execute") from None
+        self._record(live, command, result, started)
         return result
 
     async def _run(self, live: LiveTask, command: str, limit: float) -> CommandResult:
@@ -382,7 +390,7 @@ class LiveTasks:
         live.publish(TaskEvent(live.id, live.status, message))
 
     def _record(self, live: LiveTask, command: str, result: CommandResult, started: Any) -> None:
-        """The command's one row in the store, and its event for listeners."""
+        """The command's one row in the store (written behind the answer), and its event."""
         record = Command(
             task_id=live.id,
             seq=live.commands,
@@ -398,7 +406,8 @@ class LiveTasks:
         shown = (
             CommandPublic.model_validate(record, from_attributes=True) if live.subscribers else None
         )
-        self.store.add_command(record)
+        assert live.writes is not None
+        live.writes.command(record)
         live.publish(
             TaskEvent(
                 live.id,
@@ -409,19 +418,12 @@ class LiveTasks:
         )
 
     def note_usage(self, live: LiveTask, usage: Usage | None) -> None:
-        """Record the agent's running usage when it changed (one conditional UPDATE)."""
+        """Record the agent's running usage when it changed (one conditional UPDATE, behind)."""
         if usage is None or usage == live.usage:
             return
         live.usage = usage
-        try:
-            held = self.store.update_held(
-                live.id, self.settings.instance_name, **usage_fields(usage)
-            )
-        except STORAGE_ERRORS as exc:
-            raise live.storage_broke(exc, "execute") from None
-        if not held:
-            live.lost = True
-            raise RequestRefused(f"task {live.id} has ended")
+        assert live.writes is not None
+        live.writes.held("execute", **usage_fields(usage))
 
     async def submit(self, task_id: str, token: str | None, stats: Submit) -> SubmitResult:
         """Read and check the agent's submission; an accepted one ends the task."""
@@ -442,18 +444,8 @@ class LiveTasks:
         accepted = submission is not None and not errors
         live.submissions += 1
         live.usage = stats.usage()
-        try:
-            held = self.store.update_held(
-                live.id,
-                self.settings.instance_name,
-                submissions=live.submissions,
-                **usage_fields(live.usage),
-            )
-        except STORAGE_ERRORS as exc:
-            raise live.storage_broke(exc, "submit") from None
-        if not held:
-            live.lost = True
-            raise RequestRefused(f"task {live.id} has ended")
+        assert live.writes is not None
+        live.writes.held("submit", submissions=live.submissions, **usage_fields(live.usage))
         with live.log_context():
             log.info(
                 "submission.received",

@@ -31,18 +31,23 @@ from services.green.kinds.registry import bug_of
 from services.green.live_task import LiveTask, LiveTasks, TaskEvent, TaskNotFound
 from services.green.purple_link import PurpleLink
 from services.green.store.crud import TaskStore
-from services.green.store.errors import STORAGE_ERRORS
-from services.green.store.models import Task
+from services.green.store.errors import STORAGE_ERRORS, DatabaseUnavailable
+from services.green.store.models import Task, TaskStatus
+from services.green.store.offloop import Database
 from services.green.store.queue import HELD, TaskQueue
 from services.green.task_run import TaskRun
+from services.green.task_writes import TaskWrites
 from services.green.watch import RemoteWatch, subscribe, unsubscribe
 from services.sandbox.base import SandboxProvider
 from services.sandbox.janitor import Janitor
 from services.shared.aio import cancel_and_wait
-from services.shared.logging import get_logger, router, task_log_context
+from services.shared.logging import get_logger, task_log_context
 from services.shared.task_ref import TaskRef
 
 log = get_logger("services.green.orchestrator")
+
+STARTING = (TaskStatus.queued, TaskStatus.preparing)
+"""A live task's statuses until its container is ready and it is handed to purple."""
 
 
 @dataclass
@@ -75,17 +80,28 @@ class Orchestrator:
         self.kinds = dict(kinds)
         self.purple_link = purple_link or self._default_link
         """Purple's A2A endpoint for one task, by URL."""
-        self.live = LiveTasks(settings, store)
+        self.db = Database(settings.database_deadline_s)
+        """Every database call of the event loop runs through it, off the loop."""
+        self.live = LiveTasks(settings)
         """The tasks this process is working on; purple's execute/submit are served there."""
-        self.endings = Endings(store, settings.instance_name)
+        self.endings = Endings(store, self.db, settings.instance_name)
         """Ends not yet written (the database failed): retried until they land."""
         self._stopping = False
+        self._health: asyncio.Task[None] | None = None
+        self._known: set[TaskRef] = set()
+        """Tasks whose source was found to have them (the intake asks once per id: a thread
+        hop less per POST /tasks; bounded by the ids of the datasets served)."""
+        self._unfinished = self._queued = self._queued_at_count = 0
+        """The database's count of unfinished tasks, this replica's intake ever, and that
+        intake when the count was read (:meth:`unfinished`)."""
+        self._stops: set[asyncio.Task[None]] = set()
+        """Background stops (:meth:`stop_soon`), held until they end."""
         self.task_end_hooks: list[Callable[[str], None]] = []
         """Called (in a thread) with a task's image after it ended (e.g. the disk budget)."""
         self.queue = TaskQueue(store.engine)
         self.wakeup = asyncio.Event()
         """Set when a task was queued or a slot freed: the dispatcher claims at once."""
-        self.remote = RemoteWatch(store)
+        self.remote = RemoteWatch(store, self.db)
         """Listeners of tasks this replica does not run (queued, or run by another replica)."""
         # Docker and file work is blocking; give it threads enough for every running task.
         self._pool = ThreadPoolExecutor(
@@ -106,7 +122,11 @@ class Orchestrator:
     async def start(self) -> None:
         """Clean up after an earlier process: reap its containers, fail its unfinished tasks."""
         reaped = await self.sandboxes.reap()
-        failed = self.store.fail_unfinished("interrupted by restart", self.settings.instance_name)
+        failed = await self.db.run(
+            self.store.fail_unfinished, "interrupted by restart", self.settings.instance_name
+        )
+        await self.count_unfinished()
+        self._health = asyncio.create_task(self.db.watch(self.store.probe), name="database-health")
         log.info("green.started", reaped_containers=reaped, failed_unfinished=failed)
 
     def begin_shutdown(self) -> None:
@@ -124,9 +144,11 @@ class Orchestrator:
         """Stop every task (each runner's cleanup removes its container), then the thread pool."""
         self._stopping = True
         live = list(self.live)
-        await cancel_and_wait(*(t.runner for t in live if t.runner))
+        await self.stop(*live)
         await self.endings.close(wait_s=min(self.settings.lease_s, 10.0))
         await self.janitor.close()
+        if self._health is not None:
+            await cancel_and_wait(self._health)
         self._pool.shutdown(wait=True, cancel_futures=True)
         log.info("green.stopped", stopped_tasks=[t.id for t in live])
 
@@ -135,6 +157,30 @@ class Orchestrator:
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
 
     # ---- intake ------------------------------------------------------------------------
+
+    def room(self) -> int:
+        """How many more tasks this replica may claim now: its free slots, and no more of its
+        tasks starting at once (claimed, their containers not yet ready) than its engines admit
+        (``SandboxProvider.can_start``: none while no engine answers promptly). The rest wait
+        in the queue, so a burst never drowns the engine."""
+        free = self.settings.max_concurrent_tasks - len(self.live)
+        starting = sum(1 for t in self.live if t.status in STARTING)
+        return min(free, self.sandboxes.can_start() - starting)
+
+    def unfinished(self) -> int:
+        """Tasks not yet ended, of every replica (the intake's bound), without a database read:
+        the database's count as of the replica's last round, plus this replica's intake since
+        (counted twice if it landed during the count: the bound errs on the safe side). While
+        the database is away the count is not known: DatabaseUnavailable (a 503)."""
+        if self.db.away:
+            raise DatabaseUnavailable("green's database is away: the queue cannot be counted")
+        return self._unfinished + self._queued - self._queued_at_count
+
+    async def count_unfinished(self) -> None:
+        """Read the count of unfinished tasks again (every round of the replica's watch)."""
+        queued = self._queued
+        self._unfinished = await self.db.run(self.store.count_unfinished)
+        self._queued_at_count = queued
 
     def kind(self, name: str) -> TaskKind:
         if name not in self.kinds:
@@ -152,12 +198,14 @@ class Orchestrator:
         s = self.settings
         purple_url = allowed_purple(self.settings, opts.purple_url)
         task_kind = self.kind(ref.kind)
-        try:  # cheap existence check; also warms the cache for preparation
-            await self.io(task_kind.check, ref.id)
-        except UnknownTask:
-            raise
-        except AssetError as exc:  # the source is slow or broken: let preparation retry and report
-            log.warning("intake.asset_check_failed", task_ref=str(ref), error=str(exc))
+        if ref not in self._known:  # an id its source had is not asked about again
+            try:  # cheap existence check; also warms the cache for preparation
+                await self.io(task_kind.check, ref.id)
+                self._known.add(ref)
+            except UnknownTask:
+                raise
+            except AssetError as exc:  # the source is slow or broken: preparation retries
+                log.warning("intake.asset_check_failed", task_ref=str(ref), error=str(exc))
         task = Task(
             id=str(uuid.uuid4()),
             kind=task_kind.name,
@@ -174,22 +222,29 @@ class Orchestrator:
             owner=s.instance_name,
         )
         if record:
-            self.record(task)
+            await self.record(task)
         return task
 
-    def record(self, *tasks: Task) -> None:
+    async def record(self, *tasks: Task) -> None:
         """Queue these tasks, all or none (one transaction: a failing database queues none)."""
-        self.store.add_all(tasks)
+        await self.db.run(self.store.add_all, tasks)
+        self._queued += len(tasks)
         for task in tasks:
-            log_key = f"{task.kind}_{task.ref_id}"
-            with task_log_context(task.id, log_key, task_ref=str(task.ref)):
+            with task_log_context(task.id, f"{task.kind}_{task.ref_id}", task_ref=str(task.ref)):
                 log.info("task.queued", purple_url=task.purple_url, max_steps=task.max_steps)
-            self._close_log(log_key)
         self.wakeup.set()
 
     def adopt(self, task: Task) -> LiveTask:
         """Run a task this replica claimed from the queue (a fresh token: only we know it)."""
         live = LiveTask(row=task, kind=self.kind(task.kind), token=secrets.token_urlsafe(24))
+        live.writes = TaskWrites(
+            live,
+            self.db,
+            self.store,
+            self.settings.instance_name,
+            give_up_after_s=self.settings.lease_s,
+            on_lost=self.stop_soon,
+        )
         live.subscribers.extend(self.remote.hand_over(task.id))
         self.live.add(live)
         with live.log_context():
@@ -197,15 +252,15 @@ class Orchestrator:
             live.runner = asyncio.create_task(TaskRun(self, live).run(), name=f"task-{task.id}")
         return live
 
-    def get(self, task_id: str) -> Task:
-        task = self.store.get(task_id)
+    async def get(self, task_id: str) -> Task:
+        task = await self.db.run(self.store.get, task_id)
         if task is None:
             raise TaskNotFound(task_id)
         return task
 
-    def subscribe(self, task_id: str) -> asyncio.Queue[TaskEvent]:
+    async def subscribe(self, task_id: str) -> asyncio.Queue[TaskEvent]:
         """Events of a task, whichever replica runs it (see :func:`watch.subscribe`)."""
-        return subscribe(self.live, self.remote, self.get, task_id)
+        return await subscribe(self.live, self.remote, self.get, task_id)
 
     def unsubscribe(self, task_id: str, q: asyncio.Queue[TaskEvent]) -> None:
         unsubscribe(self.live, self.remote, task_id, q)
@@ -214,10 +269,10 @@ class Orchestrator:
         """The task once it has ended, whichever replica runs it."""
         while True:
             live = self.live.get(task_id)
-            if live is not None and live.runner is not None:
-                await asyncio.shield(live.runner)
+            if live is not None:
+                await live.released.wait()
             try:
-                task = self.get(task_id)
+                task = await self.get(task_id)
             except STORAGE_ERRORS:  # the database is away: its end is read once it is back
                 task = None
             if task is not None and task.status.terminal:
@@ -228,7 +283,7 @@ class Orchestrator:
         """Cancel a task: a queued one at once, one of ours at once (returned ended), one of
         another replica through its cancel flag (returned as it is: its owner acts within
         GREEN_QUEUE_POLL_S)."""
-        task = self.get(task_id)
+        task = await self.get(task_id)
         live = self.live.get(task_id)
         if task.status.terminal:
             return task
@@ -236,17 +291,36 @@ class Orchestrator:
             self.endings.nudge(task_id)
             return task
         if live is None or live.runner is None:
-            if self.queue.cancel_queued(task_id, "cancelled"):
-                self.store.update(task_id, error=reason)
+            if await self.db.run(self.queue.cancel_queued, task_id, "cancelled"):
+                await self.db.run(self.store.update, task_id, error=reason)
             elif task.owner == self.settings.instance_name and task.status in HELD:
-                if self.endings.end_orphan(task_id, reason):
+                if await self.endings.end_orphan(task_id, reason):
                     self.janitor.sweep_soon()
             else:
-                self.queue.request_cancel(task_id)
-            return self.get(task_id)
+                await self.db.run(self.queue.request_cancel, task_id)
+            return await self.get(task_id)
         live.cancel_reason = reason
-        await cancel_and_wait(live.runner)  # cancelled again if a first cancel is swallowed
-        return self.get(task_id)
+        await self.stop(live)
+        return await self.get(task_id)
+
+    async def stop(self, *lives: LiveTask) -> None:
+        """Cancel these tasks' runners and wait until each has let its task go (its end written
+        or pending in :attr:`endings`, its slot free); a cancel that is swallowed is repeated.
+
+        A runner is cancelled only once it has started. A task cancelled before its first step
+        never runs its body, so the runner's ``finally`` would never end the task: it would stay
+        ``preparing``, its slot held and its lease renewed for good. That is what a cancel
+        landing as the task is claimed did (the claim's adoption and the cancel resumed in the
+        same loop turn), and a shutdown right after the dispatcher's last claim: they now wait
+        that one step."""
+        await asyncio.gather(*(live.started.wait() for live in lives))
+        await cancel_and_wait(*(live.runner for live in lives if live.runner is not None))
+
+    def stop_soon(self, live: LiveTask) -> None:
+        """:meth:`stop` in the background (for a loop that must not wait for a runner's cleanup)."""
+        stopping = asyncio.create_task(self.stop(live), name=f"stop-{live.id}")
+        self._stops.add(stopping)
+        stopping.add_done_callback(self._stops.discard)
 
     # ---- a task's end on this replica --------------------------------------------------
 
@@ -254,7 +328,9 @@ class Orchestrator:
         """A runner has ended (its end written or pending in :attr:`endings`): free its slot;
         ``sweep``: its engine failed, look for a container it may have left."""
         self.live.pop(live.id)
-        self._close_log(live.log_key)
+        if live.writes is not None:
+            live.writes.close()
+        live.released.set()
         self.wakeup.set()
         if sweep:
             self.janitor.sweep_soon()
@@ -262,7 +338,3 @@ class Orchestrator:
             for hook in self.task_end_hooks:
                 with contextlib.suppress(RuntimeError):  # the pool is shut down
                     self._pool.submit(hook, live.plan.image)
-
-    def _close_log(self, log_key: str) -> None:
-        if not any(t.log_key == log_key for t in self.live) and (r := router()):
-            r.close(log_key)

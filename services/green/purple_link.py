@@ -108,20 +108,23 @@ class PurpleLink:
         log.info("purple.started", purple_task=self._purple_task_id, purple_url=self.base_url)
 
     async def _send_with_retry(self, message: object) -> object:
-        """Send; while purple cannot be connected to, retry with backoff for start_retry_s."""
+        """Send; while purple cannot be reached, retry with backoff for start_retry_s. Retried:
+        a connection refused, and any transport failure while its card is read (a purple killed
+        as green calls it drops the connection: the task message cannot have reached it)."""
         give_up, delay = time.monotonic() + self._start_retry_s, 0.5
         while True:
             try:
                 return await self._peer.send(message, return_immediately=True)  # type: ignore[arg-type]
             except Exception as exc:  # the SDK wraps transport errors in its own types
-                if _not_connected(exc) and time.monotonic() + delay <= give_up:
+                transport = isinstance(exc, httpx.HTTPError | OSError) or isinstance(
+                    exc.__cause__, httpx.HTTPError | OSError
+                )
+                unsent = _not_connected(exc) or (transport and not self._peer.has_card)
+                if unsent and time.monotonic() + delay <= give_up:
                     log.warning("purple.start_retry", error=str(exc), retry_in_s=delay)
                     await asyncio.sleep(delay)
                     delay = min(delay * 2, 8.0)
                     continue
-                transport = isinstance(exc, httpx.HTTPError | OSError) or isinstance(
-                    exc.__cause__, httpx.HTTPError | OSError
-                )
                 # The details stay in green's log: what a caller sees does not describe the
                 # network beyond "could not be reached" (and green calls only allow-listed URLs).
                 log.warning("purple.start_failed", transport_error=transport, error=str(exc))

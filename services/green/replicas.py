@@ -4,9 +4,10 @@
   is refused (:class:`InstanceClash`, green exits). A holder whose heartbeat is fresh but whose
   URL no longer answers as that name died a moment ago (a restart under a fixed name): its
   registration is taken over. The heartbeat is renewed with the leases; a clean stop frees it.
-- **Dispatcher.** While it has free slots (``GREEN_MAX_CONCURRENT_TASKS``) the replica claims
-  the oldest queued tasks of the kinds it serves (``SELECT … FOR UPDATE SKIP LOCKED``) and runs
-  them; a task posted to it, or a slot freed, wakes it at once, else it looks every
+- **Dispatcher.** While it has room (a free slot of ``GREEN_MAX_CONCURRENT_TASKS``, and fewer
+  tasks starting than its engines admit: ``Orchestrator.room``) the replica claims the oldest
+  queued tasks of the kinds it serves (``SELECT … FOR UPDATE SKIP LOCKED``) and runs them; a
+  task posted to it, a task that started or a slot freed wakes it at once, else it looks every
   ``GREEN_QUEUE_POLL_S``.
 - **Leases.** Every third of ``GREEN_LEASE_S`` the replica renews the leases of the tasks it
   runs; a task missing from the answer is no longer its own (another replica ended it) and is
@@ -38,6 +39,7 @@ from services.green.store.models import FailureKind, TaskStatus, utcnow
 from services.shared.aio import cancel_and_wait
 from services.shared.http import async_client
 from services.shared.logging import get_logger
+from services.shared.memory import Trimmer
 
 log = get_logger("services.green.replicas")
 
@@ -59,6 +61,7 @@ class Replica:
         """Tasks taken over whose containers could not be removed yet (retried every round)."""
         self._loops: list[asyncio.Task[None]] = []
         self._closing = False
+        self._trimmer = Trimmer()
 
     # ---- the name ----------------------------------------------------------------------
 
@@ -66,11 +69,11 @@ class Replica:
         """Claim this replica's name; raises InstanceClash when a live replica holds it."""
         now = utcnow()
         try:
-            row = await asyncio.to_thread(
+            row = await self.orch.db.run(
                 self.registry.register, self.name, self.url, now=now, stale_after=self.lease
             )
         except InstanceClash:
-            live = await asyncio.to_thread(self.registry.live, now, self.lease)
+            live = await self.orch.db.run(self.registry.live, now, self.lease)
             holder = next((i for i in live if i.name == self.name), None)
             # at our own URL nobody else answers: this process holds its socket (bound before
             # start-up), so the holder is this name's previous process, dead
@@ -79,8 +82,8 @@ class Replica:
             ):
                 raise
             log.warning("instance.took_over_dead_name", name=self.name, was_at=holder.url)
-            await asyncio.to_thread(self.registry.deregister, self.name, holder.incarnation)
-            row = await asyncio.to_thread(
+            await self.orch.db.run(self.registry.deregister, self.name, holder.incarnation)
+            row = await self.orch.db.run(
                 self.registry.register, self.name, self.url, now=now, stale_after=self.lease
             )
         self.incarnation = row.incarnation
@@ -89,7 +92,7 @@ class Replica:
     async def deregister(self) -> None:
         if self.incarnation is not None:
             with contextlib.suppress(Exception):
-                await asyncio.to_thread(self.registry.deregister, self.name, self.incarnation)
+                await self.orch.db.run(self.registry.deregister, self.name, self.incarnation)
 
     # ---- the loops ---------------------------------------------------------------------
 
@@ -102,8 +105,8 @@ class Replica:
         ]
 
     async def stop(self) -> None:
-        """Stop the loops. The dispatcher is let finish its round (a claim it made is adopted,
-        so the shutdown ends that task, rather than leaving it claimed and unrun)."""
+        """Stop the loops. The dispatcher is let finish its round: a claim it made as the stop
+        began is given back to the queue, rather than left claimed and unrun."""
         self._closing = True
         self.orch.wakeup.set()
         dispatcher, *others = self._loops or [None]
@@ -128,15 +131,19 @@ class Replica:
                 log.exception("queue.claim_failed")
 
     async def claim(self) -> list[str]:
-        """Claim and run as many queued tasks as there are free slots."""
-        free = self.settings.max_concurrent_tasks - len(self.orch.live)
-        if free <= 0 or self._closing or self.orch.stopping or self.incarnation is None:
+        """Claim and run as many queued tasks as the replica has room for (:meth:`room`)."""
+        room = self.orch.room()
+        if room <= 0 or self._closing or self.orch.stopping or self.incarnation is None:
             return []
         until = utcnow() + self.lease
-        ids = await asyncio.to_thread(
-            self.orch.queue.claim, self.name, until, free, kinds=list(self.orch.kinds)
+        ids = await self.orch.db.run(
+            self.orch.queue.claim, self.name, until, room, kinds=list(self.orch.kinds)
         )
-        tasks = await asyncio.to_thread(self.orch.store.get_many, ids)
+        tasks = await self.orch.db.run(self.orch.store.get_many, ids)
+        if self._closing or self.orch.stopping:  # the stop began meanwhile: start none of them
+            await self.orch.db.run(self.orch.queue.release, self.name, ids)
+            log.info("queue.claim_released", tasks=ids, detail="green is stopping")
+            return []
         for task in sorted(tasks, key=lambda t: t.created_at):
             self.orch.adopt(task)
         return ids
@@ -144,55 +151,54 @@ class Replica:
     async def keep_leases(self) -> None:
         """Renew this replica's heartbeat and its tasks' leases; stop the tasks it lost."""
         now = utcnow()
-        alive = await asyncio.to_thread(
+        alive = await self.orch.db.run(
             self.registry.heartbeat, self.name, self.incarnation or "", now
         )
         if not alive and self.incarnation is not None:
             log.error("instance.name_taken_over", name=self.name, detail="claiming no more tasks")
             self.incarnation = None
         held = [t.id for t in self.orch.live]
-        kept = await asyncio.to_thread(self.orch.queue.renew, self.name, held, now + self.lease)
+        kept = await self.orch.db.run(self.orch.queue.renew, self.name, held, now + self.lease)
         for task_id in set(held) - kept:
             live = self.orch.live.get(task_id)
             if live is not None and live.runner is not None and not live.runner.done():
                 with live.log_context():
                     log.warning("task.lease_lost", detail="ended by another replica")
                 live.lost = True
-                live.runner.cancel()
+                self.orch.stop_soon(live)
 
     async def watch(self) -> None:
         """Cancels requested through other replicas, dead replicas' tasks, remote listeners."""
-        for task_id in await asyncio.to_thread(self.orch.queue.cancel_requests, self.name):
+        for task_id in await self.orch.db.run(self.orch.queue.cancel_requests, self.name):
             await self.orch.cancel(task_id, "cancelled by request (through another replica)")
         await self.take_over_expired()
         await self.orch.remote.poll()
+        await self.orch.count_unfinished()
+        await self._trimmer.maybe_trim()  # freed memory back to the system, now and then
 
     async def take_over_expired(self) -> list[str]:
         """End the tasks of replicas whose leases ran out, and remove their containers."""
         now = utcnow()
         taken = []
         running = {t.id for t in self.orch.live} | self.orch.endings.ids()
-        expired = await asyncio.to_thread(
-            lambda: self.orch.queue.expired(self.name, now, running=running)
-        )
+        expired = await self.orch.db.run(self.orch.queue.expired, self.name, now, running=running)
         for lease in expired:
             error = (
                 f"replica {lease.owner!r} stopped renewing the task's lease (it expired at "
                 f"{lease.lease_until:%Y-%m-%d %H:%M:%S} UTC): it died or lost the database"
             )
-            won = await asyncio.to_thread(
-                lambda lease=lease, error=error: self.orch.queue.take_over(
-                    self.name,
-                    lease.id,
-                    lease.owner,
-                    now=now,
-                    until=now + self.lease,
-                    status=TaskStatus.failed,
-                    failure_kind=FailureKind.infra,
-                    end_reason="replica_lost",
-                    error=error,
-                    finished_at=now,
-                )
+            won = await self.orch.db.run(
+                self.orch.queue.take_over,
+                self.name,
+                lease.id,
+                lease.owner,
+                now=now,
+                until=now + self.lease,
+                status=TaskStatus.failed,
+                failure_kind=FailureKind.infra,
+                end_reason="replica_lost",
+                error=error,
+                finished_at=now,
             )
             if won:
                 taken.append(lease.id)

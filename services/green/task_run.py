@@ -22,7 +22,7 @@ from services.green.live_task import LiveTask, TaskEvent, TaskLost
 from services.green.provenance import provenance_of, purple_card
 from services.green.purple_link import NEVER_STARTED, PurpleLink, PurpleUnreachable
 from services.green.store.models import FailureKind, TaskStatus, utcnow
-from services.green.task_end import TaskEnd, task_end
+from services.green.task_end import GreenFault, TaskEnd, task_end
 from services.sandbox.base import SandboxError
 from services.shared.aio import through_cancels
 from services.shared.logging import get_logger
@@ -46,7 +46,12 @@ class TaskRun:
         """What decides the task's score (:mod:`services.green.provenance`), as recorded."""
 
     async def run(self) -> None:
-        """The whole life of the task."""
+        """The whole life of the task (its log file open throughout)."""
+        self.live.started.set()
+        with self.live.log_context():
+            await self._live()
+
+    async def _live(self) -> None:
         live, sweep = self.live, False
         outcome: TaskOutcome | None = live.outcome(
             TaskStatus.failed, "harness_error", "green stopped unexpectedly", FailureKind.infra
@@ -84,13 +89,11 @@ class TaskRun:
 
     # ---- recording the stages ------------------------------------------------------------
 
-    def _transition(self, status: TaskStatus, message: str, **fields: Any) -> None:
+    async def _transition(self, status: TaskStatus, message: str, **fields: Any) -> None:
         """Record a stage (not its end: :mod:`.endings`), only while this replica still holds
         the task: one that was taken over (its lease ran out) raises TaskLost."""
         live = self.live
-        if not self.orch.store.update_held(
-            live.id, self.settings.instance_name, status=status, **fields
-        ):
+        if not await self._held(status=status, **fields):
             live.lost = True
             with live.log_context():
                 log.warning(
@@ -102,10 +105,22 @@ class TaskRun:
             log.info(f"task.{status.value}", detail=message)
         live.publish(TaskEvent(live.id, status, message))
 
-    def _write(self, **fields: Any) -> None:
-        if not self.orch.store.update_held(self.live.id, self.settings.instance_name, **fields):
+    async def _write(self, **fields: Any) -> None:
+        if not await self._held(**fields):
             self.live.lost = True
             raise TaskLost(self.live.id)
+
+    async def _held(self, **fields: Any) -> bool:
+        store, name = self.orch.store, self.settings.instance_name
+        return await self.orch.db.run(store.update_held, self.live.id, name, **fields)
+
+    async def _writes_landed(self, judged: bool = False) -> None:
+        """Wait for the task's own records (commands, usage: :mod:`.task_writes`). Before it is
+        judged, one that could not be written ends the task as green's failure."""
+        if self.live.writes is not None:
+            await self.live.writes.flush()
+        if not judged and isinstance(self.live.fault, GreenFault):
+            raise self.live.fault
 
     def _progress(self, line: str) -> None:
         """A line of the sandbox provider's progress (an image pull): logged, and an event."""
@@ -118,16 +133,16 @@ class TaskRun:
     async def prepare(self) -> None:
         live, io = self.live, self.orch.io
         with live.log_context():
-            self._transition(TaskStatus.preparing, "fetching assets")
+            await self._transition(TaskStatus.preparing, "fetching assets")
             live.plan = plan = await io(live.kind.prepare, live.ref.id)
-            self._write(
+            await self._write(
                 workspace_dir=plan.paths.workspace, ground_truth=stored(plan.ground_truth())
             )
             spec = live.sandbox_spec(self.settings)
             # Shielded: a cancel must not lose a container the thread is still creating.
             live.creating = asyncio.ensure_future(self.orch.sandboxes.create(spec, self._progress))
             live.sandbox = await asyncio.shield(live.creating)
-            self._write(container_name=live.sandbox.name)
+            await self._write(container_name=live.sandbox.name)
             log.info(
                 "sandbox.created",
                 container=live.sandbox.name,
@@ -135,8 +150,10 @@ class TaskRun:
                 engine=live.sandbox.engine,
             )
             await plan.populate(live.sandbox)
-            self.provenance = await provenance_of(live, self.settings, self.orch.get(live.id), io)
-            self._write(provenance=self.provenance)
+            self.provenance = await provenance_of(
+                live, self.settings, await self.orch.get(live.id), io
+            )
+            await self._write(provenance=self.provenance)
 
     async def serve(self) -> str:
         """Hand the task to purple, then wait for a submission or an ending. Returns why it ended."""
@@ -146,7 +163,8 @@ class TaskRun:
             live.deadline = now + live.task_timeout_s
             live.last_activity = now
             deadline_at = datetime.now(UTC) + timedelta(seconds=live.task_timeout_s)
-            self._transition(TaskStatus.running, "sent to purple", started_at=utcnow())
+            await self._transition(TaskStatus.running, "sent to purple", started_at=utcnow())
+            self.orch.wakeup.set()  # one fewer task starting: the dispatcher may claim another
             assert live.plan is not None
             assignment = live.kind.assignment(
                 task_id=live.id,
@@ -197,7 +215,7 @@ class TaskRun:
         it is (one restarted after this no longer knows the task: it ends as ``purple_lost``)."""
         card = await purple_card(self.live.purple_url)
         self.provenance = {**(self.provenance or {}), "purple": card}
-        self._write(provenance=self.provenance)
+        await self._write(provenance=self.provenance)
 
     async def _wait_for_end(self, link: PurpleLink) -> str:
         live, poll = self.live, self.settings.purple_poll_s
@@ -226,7 +244,8 @@ class TaskRun:
     async def evaluate(self, end_reason: str) -> TaskOutcome:
         live = self.live
         with live.log_context():
-            self._transition(TaskStatus.evaluating, f"ended: {end_reason}")
+            await self._writes_landed()
+            await self._transition(TaskStatus.evaluating, f"ended: {end_reason}")
             plan, sandbox = live.plan, live.sandbox
             assert plan is not None and sandbox is not None
             submission = live.submission
@@ -251,6 +270,7 @@ class TaskRun:
         """Write the end: the outcome, the scores (zeros, explained, when there were none), the
         submission of a completed task, purple's own words and final usage."""
         live = self.live
+        await self._writes_landed(judged=True)
         if self.orch.stopping and outcome.status is not TaskStatus.completed:
             outcome = live.outcome(
                 TaskStatus.failed, "interrupted", "green shut down", FailureKind.infra

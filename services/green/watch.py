@@ -9,18 +9,20 @@ claims the task, its listeners move to the live task and hear everything.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from services.green.live_task import LiveTasks, TaskEvent
 from services.green.store.crud import TaskStore
 from services.green.store.models import Task, TaskStatus
+from services.green.store.offloop import Database
 
 
 class RemoteWatch:
     """Task id -> (the status last told, the listeners' queues)."""
 
-    def __init__(self, store: TaskStore) -> None:
+    def __init__(self, store: TaskStore, db: Database) -> None:
         self.store = store
+        self.db = db
         self._watched: dict[str, tuple[TaskStatus, list[asyncio.Queue[TaskEvent]]]] = {}
 
     def add(self, task: Task, q: asyncio.Queue[TaskEvent]) -> None:
@@ -43,7 +45,7 @@ class RemoteWatch:
         """Tell each listener the status its task has reached since the last poll."""
         if not self._watched:
             return
-        tasks = await asyncio.to_thread(self.store.get_many, list(self._watched))
+        tasks = await self.db.run(self.store.get_many, list(self._watched))
         for task in tasks:
             entry = self._watched.get(task.id)
             if entry is None or entry[0] is task.status:
@@ -59,17 +61,19 @@ class RemoteWatch:
                 self._watched[task.id] = (task.status, entry[1])
 
 
-def subscribe(
-    live: LiveTasks, remote: RemoteWatch, get: Callable[[str], Task], task_id: str
+async def subscribe(
+    live: LiveTasks, remote: RemoteWatch, get: Callable[[str], Awaitable[Task]], task_id: str
 ) -> asyncio.Queue[TaskEvent]:
     """Events of a task: a live one's as they happen, a queued one's or another replica's as the
     store shows them; a finished task yields one final event at once."""
     q: asyncio.Queue[TaskEvent] = asyncio.Queue()
-    running = live.get(task_id)
+    task = None if task_id in live else await get(task_id)
+    running = live.get(task_id)  # looked up after the read: it may have been claimed meanwhile
     if running is not None:
         running.subscribers.append(q)
         return q
-    task = get(task_id)
+    if task is None:  # it was ours and has just ended
+        task = await get(task_id)
     if task.status.terminal:
         q.put_nowait(TaskEvent(task.id, task.status, task.end_reason or task.status.value))
     else:

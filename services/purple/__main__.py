@@ -6,6 +6,7 @@ import typer
 import uvicorn
 
 from services.purple.config import PurpleSettings
+from services.shared.memory import tune_allocator
 from services.shared.startup import without_gc
 
 cli = typer.Typer(add_completion=False)
@@ -19,6 +20,7 @@ def serve(
     port: int = typer.Option(None, help="Port (default PURPLE_PORT or 9019)"),
     card_url: str = typer.Option(None, "--card-url", help="URL advertised in the agent card"),
 ) -> None:
+    tune_allocator()  # services/shared/memory.py: before any thread starts
     overrides = {k: v for k, v in {"host": host, "port": port, "public_url": card_url}.items() if v}
     settings = PurpleSettings(**overrides)
     with without_gc():  # services/shared/startup.py

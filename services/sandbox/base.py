@@ -204,6 +204,17 @@ class SandboxProvider(Protocol):
         """True when the engine (every engine of a pool: at least one) answers."""
         ...
 
+    def can_start(self) -> int:
+        """How many tasks may be starting at once now (their sandboxes being created and
+        filled) without overloading the engines; 0 while none answers promptly. Green claims
+        no more than this from its queue: a burst waits there instead of failing."""
+        ...
+
+    def set_aside(self, sandbox: Sandbox) -> None:
+        """Green gave up on removing ``sandbox`` (it retries in the background): it no longer
+        takes a slot of its engine."""
+        ...
+
     async def engines(self) -> list[dict[str, object]]:
         """One row per engine: ``name``, ``up``, ``running`` (tasks), ``capacity``, ``error``."""
         ...

@@ -9,6 +9,7 @@ same content structured); :func:`message_parts` reads both back.
 from __future__ import annotations
 
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +17,7 @@ import httpx
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.helpers import get_data_parts, get_text_parts, new_text_part
 from a2a.server.agent_execution import AgentExecutor
+from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import (
     ServerCallContextBuilder,
@@ -34,6 +36,7 @@ from a2a.types import (
     Role,
     SendMessageRequest,
     Task,
+    TaskState,
 )
 from fastapi import FastAPI
 from google.protobuf.json_format import MessageToDict
@@ -63,6 +66,41 @@ def build_agent_card(
     )
 
 
+ENDED_KEPT = 256
+"""A2A tasks that ended which a service still answers ``tasks/get`` about (the newest ones)."""
+_ENDED_STATES = (
+    TaskState.TASK_STATE_COMPLETED,
+    TaskState.TASK_STATE_FAILED,
+    TaskState.TASK_STATE_CANCELED,
+    TaskState.TASK_STATE_REJECTED,
+)
+
+
+class RecentTaskStore(InMemoryTaskStore):
+    """The SDK's in-memory task store, keeping every task under way but only the newest
+    ``keep`` of those that ended: a service that runs for days does not hold every task it has
+    served (purple's memory grew by about 12 KB a task)."""
+
+    def __init__(self, keep: int = ENDED_KEPT) -> None:
+        super().__init__()
+        self.keep = keep
+        self._ended: OrderedDict[str, ServerCallContext] = OrderedDict()
+        """Ended tasks, oldest first, with the context that saved them (it names the owner)."""
+
+    async def save(self, task: Task, context: ServerCallContext) -> None:
+        await super().save(task, context)
+        if task.status.state in _ENDED_STATES:
+            self._ended[task.id] = context
+            self._ended.move_to_end(task.id)
+            while len(self._ended) > self.keep:
+                task_id, saved_by = self._ended.popitem(last=False)
+                await super().delete(task_id, saved_by)
+
+    async def delete(self, task_id: str, context: ServerCallContext) -> None:
+        self._ended.pop(task_id, None)
+        await super().delete(task_id, context)
+
+
 def mount_a2a(
     app: FastAPI,
     executor: AgentExecutor,
@@ -79,7 +117,7 @@ def mount_a2a(
     a ``context_builder`` that names the caller; the task store is scoped by that name."""
     handler = handler_class(
         agent_executor=executor,
-        task_store=task_store or InMemoryTaskStore(),
+        task_store=task_store or RecentTaskStore(),
         agent_card=card,
         **(handler_options or {}),
     )
@@ -165,6 +203,11 @@ class A2APeer:
             timeout=httpx.Timeout(timeout, connect=10.0), headers=headers
         )
         self._client: Any = None
+
+    @property
+    def has_card(self) -> bool:
+        """Whether the peer's card was read: until it is, no message can have reached it."""
+        return self._client is not None
 
     async def _get(self) -> Any:
         if self._client is None:

@@ -1,19 +1,29 @@
 """One way to make a database engine from any SQLAlchemy URL (migrations: services/shared/migrate.py).
 
-SQLite gets WAL and a busy timeout; ``postgresql://`` URLs use psycopg 3 (the ``postgres`` extra).
+SQLite gets WAL; ``postgresql://`` URLs use psycopg 3 (the ``postgres`` extra). Every statement
+is bounded by the engine's deadline, on both: nothing waits for a lock, a connection or the
+server longer than that (SQLite's busy timeout; PostgreSQL's ``lock_timeout``,
+``statement_timeout``, ``connect_timeout`` and TCP keepalives; the pool's checkout timeout), and
+a session of ours left idle in a transaction is ended by the server
+(``idle_in_transaction_session_timeout``), so it cannot hold locks every replica waits for.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from pathlib import Path
 
 from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
 from sqlmodel import create_engine
 
-SQLITE_BUSY_TIMEOUT_S = 30.0
-"""How long a SQLite write waits for another writer's lock before it fails ("database is
-locked"), unless the URL says otherwise (``sqlite:///data/green.db?timeout=5``)."""
+DEADLINE_S = 5.0
+"""How long one statement may wait, by default, for a lock, a connection or the server before it
+fails (a SQLite URL's own ``?timeout=`` wins for its busy timeout, a PostgreSQL URL's own
+``options`` for the server settings)."""
+IDLE_IN_TRANSACTION_S = 60.0
+"""After this long idle inside a transaction, PostgreSQL ends one of our sessions."""
 
 
 def sqlite_path(url: str) -> Path | None:
@@ -33,8 +43,9 @@ def normalized_url(url: str) -> str:
     return url
 
 
-def connect_engine(url: str) -> Engine:
-    """The engine alone, schema untouched (tests and tools that inspect a database)."""
+def connect_engine(url: str, deadline_s: float = DEADLINE_S) -> Engine:
+    """The engine alone, schema untouched (tests and tools that inspect a database); each
+    statement bounded by ``deadline_s`` (see the module's doc)."""
     url = normalized_url(url)
     path = sqlite_path(url)
     if path is not None:
@@ -45,8 +56,12 @@ def connect_engine(url: str) -> Engine:
     if is_sqlite:
         connect_args["check_same_thread"] = False
         if "timeout" not in parsed.query:  # the URL's own wins (the dialect reads it)
-            connect_args["timeout"] = SQLITE_BUSY_TIMEOUT_S
-    engine = create_engine(url, connect_args=connect_args, pool_pre_ping=not is_sqlite)
+            connect_args["timeout"] = deadline_s
+    elif parsed.get_backend_name() == "postgresql":
+        connect_args.update(_postgres_deadlines(parsed.query, deadline_s))
+    engine = create_engine(
+        url, connect_args=connect_args, pool_pre_ping=not is_sqlite, pool_timeout=deadline_s
+    )
     if is_sqlite:
 
         @event.listens_for(engine, "connect")
@@ -58,3 +73,18 @@ def connect_engine(url: str) -> Engine:
             cur.close()
 
     return engine
+
+
+def _postgres_deadlines(query: Mapping[str, object], deadline_s: float) -> dict[str, object]:
+    """libpq parameters that bound a session's waits (those the URL sets are left to it)."""
+    ms = int(deadline_s * 1000)
+    params: dict[str, object] = {
+        "connect_timeout": max(1, math.ceil(deadline_s)),
+        "keepalives": 1,  # a server that vanished is noticed, not waited for
+        "keepalives_idle": max(1, math.ceil(deadline_s)),
+        "keepalives_interval": 1,
+        "keepalives_count": 3,
+        "options": f"-c lock_timeout={ms} -c statement_timeout={ms} "
+        f"-c idle_in_transaction_session_timeout={int(IDLE_IN_TRANSACTION_S * 1000)}",
+    }
+    return {k: v for k, v in params.items() if k not in query}

@@ -7,6 +7,10 @@ variable, so concurrent tasks never bleed into each other's files and no handler
 detached per task. Both services append whole lines to the same files (O_APPEND), so the
 ARVO file tells the story from both sides. Set ``ARENA_LOG_RUN`` to the same run folder name
 for both services (docker compose does) to share one folder.
+
+A task's file is open only while code runs in its log context (:func:`task_log_context`): the
+last one to leave closes it, and a line logged under no such context opens and closes it. So
+the open files follow the tasks under way, never the number of tasks a process has served.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import os
 import re
 import sys
 import threading
+from collections import Counter
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,40 +35,62 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
 
 class LogRouter:
-    """The final structlog processor: writes each rendered line to the file its event belongs to."""
+    """The final structlog processor: writes each rendered line to the file its event belongs to.
+    ``agents.log`` stays open; a task's file while it is held (:meth:`hold`)."""
 
     def __init__(self, run_dir: Path, echo: TextIO | None = sys.stderr) -> None:
         self.run_dir = run_dir
         self.echo = echo
         self._files: dict[str, TextIO] = {}
+        self._held: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._render = structlog.processors.LogfmtRenderer(
             key_order=["timestamp", "level", "service", "event", "task_id"], drop_missing=True
         )
         run_dir.mkdir(parents=True, exist_ok=True)
 
-    def _file(self, key: str) -> TextIO:
+    @staticmethod
+    def _name(key: str | None) -> str:
         # The key may come from a peer (purple reads it from green's message metadata): keep it
         # a plain file name inside the run folder.
-        key = _UNSAFE.sub("_", key).lstrip(".") or AGENTS_LOG
-        f = self._files.get(key)
-        if f is None:
-            f = (self.run_dir / f"{key}.log").open("a", encoding="utf-8", buffering=1)
-            self._files[key] = f
-        return f
+        return _UNSAFE.sub("_", key or AGENTS_LOG).lstrip(".") or AGENTS_LOG
 
     def write(self, key: str | None, line: str) -> None:
+        name = self._name(key)
         with self._lock:
-            self._file(key or AGENTS_LOG).write(line + "\n")
+            f = self._files.get(name)
+            if f is None:
+                f = (self.run_dir / f"{name}.log").open("a", encoding="utf-8", buffering=1)
+                if name == AGENTS_LOG or self._held[name]:
+                    self._files[name] = f
+            f.write(line + "\n")
+            if name not in self._files:  # nobody holds it: no file stays open for it
+                f.close()
             if self.echo is not None:
                 self.echo.write(line + "\n")
 
-    def close(self, key: str) -> None:
-        """Close one task's file (it reopens in append mode if the key logs again)."""
+    def hold(self, key: str) -> None:
+        """Keep ``key``'s file open for its lines until as many :meth:`release` calls."""
         with self._lock:
-            f = self._files.pop(key, None)
+            self._held[self._name(key)] += 1
+
+    def release(self, key: str) -> None:
+        """One holder of ``key`` is done; the last one closes its file (reopened, in append
+        mode, if the key logs again)."""
+        name = self._name(key)
+        with self._lock:
+            if self._held[name] > 1:
+                self._held[name] -= 1
+                return
+            self._held.pop(name, None)
+            f = self._files.pop(name, None) if name != AGENTS_LOG else None
             if f is not None:
                 f.close()
+
+    def open_files(self) -> int:
+        """How many files the router holds open (``agents.log`` and the held tasks')."""
+        with self._lock:
+            return len(self._files)
 
     def emit(self, event_dict: dict[str, Any]) -> None:
         """Render the event as one logfmt line, its control characters escaped (an agent's
@@ -147,9 +174,17 @@ class _StdlibBridge(logging.Handler):
 
 @contextmanager
 def task_log_context(task_id: str, log_key: str | None, **extra: Any):
-    """Bind a task's identity to every log line written inside (and in tasks spawned inside)."""
-    with structlog.contextvars.bound_contextvars(task_id=task_id, log_key=log_key, **extra):
-        yield
+    """Bind a task's identity to every log line written inside (and in tasks spawned inside),
+    and hold its file open meanwhile (the last context of a key to leave closes it)."""
+    held = _router if log_key else None
+    if held is not None:
+        held.hold(log_key)
+    try:
+        with structlog.contextvars.bound_contextvars(task_id=task_id, log_key=log_key, **extra):
+            yield
+    finally:
+        if held is not None:
+            held.release(log_key)
 
 
 def get_logger(name: str) -> Any:

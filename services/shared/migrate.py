@@ -31,7 +31,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import MetaData, text
 from sqlalchemy.engine import Connection, Engine, make_url
 
-from services.shared.db import connect_engine
+from services.shared.db import DEADLINE_S, connect_engine
 
 SERVICES = Path(__file__).resolve().parents[1]
 
@@ -73,6 +73,9 @@ def migration_lock(engine: Engine, location: Path) -> Iterator[Connection]:
     if engine.dialect.name == "postgresql":
         key = lock_key(location)
         with engine.connect() as conn:
+            # the lock is held, and waited for, as long as another replica migrates; the
+            # migration itself may take longer than one statement's deadline
+            conn.execute(text("SET lock_timeout = 0; SET statement_timeout = 0"))
             conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": key})
             conn.commit()  # a session-level lock: it outlives the transaction
             try:
@@ -81,6 +84,7 @@ def migration_lock(engine: Engine, location: Path) -> Iterator[Connection]:
                 try:
                     conn.rollback()
                     conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": key})
+                    conn.execute(text("RESET lock_timeout; RESET statement_timeout"))
                     conn.commit()
                 except Exception:
                     conn.invalidate()  # closing the session releases the lock
@@ -116,10 +120,10 @@ def upgrade(engine: Engine, location: Path, revision: str = "head") -> None:
         conn.commit()
 
 
-def make_engine(url: str, migrations: Path) -> Engine:
+def make_engine(url: str, migrations: Path, deadline_s: float = DEADLINE_S) -> Engine:
     """Create the engine and bring its schema to the head of ``migrations`` (each service has
     its own migration environment), under a lock that lets replicas start together."""
-    engine = connect_engine(url)
+    engine = connect_engine(url, deadline_s)
     upgrade(engine, migrations)
     return engine
 

@@ -63,39 +63,47 @@ def test_greens_starting_together_agree_on_one_token(tmp_path):
     assert len(set(tokens)) == 1 and path.read_text().strip() == tokens[0]
 
 
-def test_intake_bounds_refuse_before_anything_is_created():
+async def test_intake_bounds_refuse_before_anything_is_created():
     unfinished = [0]
     limits = IntakeLimits(per_minute=3, max_queued=5, max_batch=4, unfinished=lambda: unfinished[0])
     op, other = Caller("op", True, True), Caller("other", True, True)
     refs = [TaskRef("arvo", str(i)) for i in range(5)]
     with pytest.raises(ValueError, match="at most 4"):
-        limits.admit(op, refs)
+        await limits.admit(op, refs)
     with pytest.raises(ValueError, match="at most 4"):
-        limits.admit(op, refs[:2], trials=3)
-    limits.admit(op, refs[:4])
+        await limits.admit(op, refs[:2], trials=3)
+    await limits.admit(op, refs[:4])
     unfinished[0] = 4
     with pytest.raises(TooBusy, match="GREEN_MAX_QUEUED_TASKS") as full:
-        limits.admit(op, refs[:2])
+        await limits.admit(op, refs[:2])
     assert full.value.retry_after >= 1
-    limits.admit(other, refs[:1])  # budgets are per caller
-    limits.admit(op, refs[:1])  # the 3rd request of "op" this minute (a refused one counts too)
+    await limits.admit(other, refs[:1])  # budgets are per caller
+    await limits.admit(
+        op, refs[:1]
+    )  # the 3rd request of "op" this minute (a refused one counts too)
     with pytest.raises(TooBusy, match="per minute") as rate:
-        limits.admit(op, refs[:1])  # the 4th request of "op" this minute
+        await limits.admit(op, refs[:1])  # the 4th request of "op" this minute
     assert 1 <= rate.value.retry_after <= 60
 
 
-def test_only_the_operator_may_start_a_task_of_a_bug_that_has_an_unfinished_one():
+async def _answer(bugs):
+    return bugs
+
+
+async def test_only_the_operator_may_start_a_task_of_a_bug_that_has_an_unfinished_one():
     busy = {"arvo:1"}
     limits = IntakeLimits(
         per_minute=100, max_queued=100, max_batch=10, unfinished=lambda: 0,
-        busy=lambda bugs: bugs & busy,
+        busy=lambda bugs: _answer(bugs & busy),
     )  # fmt: skip
     anonymous = Caller("anonymous", operator=False, may_operate=True)  # the plane is open
     with pytest.raises(BugBusy, match="arvo:1 is unfinished"):
-        limits.admit(anonymous, [TaskRef("arvo", "2"), TaskRef("arvo", "1")])
+        await limits.admit(anonymous, [TaskRef("arvo", "2"), TaskRef("arvo", "1")])
     # nor a task of another kind on the same bug: a decoy fix would tell a patch's verdict
     for decoy in (TaskRef("arvo-fix", "1"), TaskRef("arvo-poc", "1-l2")):
         with pytest.raises(BugBusy, match="arvo:1 is unfinished"):
-            limits.admit(anonymous, [decoy])
-    limits.admit(anonymous, [TaskRef("arvo", "2"), TaskRef("swebench", "1")])
-    limits.admit(Caller("operator:abc", operator=True, may_operate=True), [TaskRef("arvo", "1")])
+            await limits.admit(anonymous, [decoy])
+    await limits.admit(anonymous, [TaskRef("arvo", "2"), TaskRef("swebench", "1")])
+    await limits.admit(
+        Caller("operator:abc", operator=True, may_operate=True), [TaskRef("arvo", "1")]
+    )

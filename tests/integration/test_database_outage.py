@@ -211,9 +211,11 @@ LOCK_S = 10.0
 def test_tasks_end_and_slots_return_after_a_locked_sqlite_file(
     green_settings, scripted_purple, docker_client: docker.DockerClient, tmp_path
 ):
-    """Another process holds the SQLite file's write lock past green's busy timeout: the writes
-    of running tasks fail ("database is locked"). The tasks end as infra once it is released,
-    the agent learns nothing of it, and both slots work afterwards."""
+    """Another process holds the SQLite file's write lock past green's busy timeout: green's
+    writes fail ("database is locked"). A running task's commands are answered meanwhile (their
+    rows are retried until they land); a stage that could not be written ends its task as infra.
+    Every task ends completed or as infra once the lock is released, the agent learns nothing of
+    it, and both slots work afterwards."""
     db_path = tmp_path / "locked.db"
     script = Script(commands=["sleep 1"] * 4, pause_s=0.5, submissions=[GOOD_LOC])
     purple_url, observed = scripted_purple(script, max_concurrent_tasks=8)
@@ -253,7 +255,6 @@ def test_tasks_end_and_slots_return_after_a_locked_sqlite_file(
             assert t["status"] == "completed" or (
                 t["status"] == "failed" and t["failure_kind"] == "infra"
             ), t
-        assert any(t["end_reason"] == "storage" for t in ended.values()), ended
         assert_agent_saw_nothing_internal(observed, tmp_path / "traj", None)
         for word in ("locked", "sqlite"):
             assert not any(word in e.lower() for e in observed.endings), observed.endings

@@ -50,14 +50,18 @@ def _env(settings) -> dict[str, str]:
 def test_killed_green_marks_the_task_failed_and_reaps_its_container(
     green_settings, scripted_purple, docker_client, tmp_path
 ):
+    """...and a task it took in but never started stays in the queue (it belongs to no replica
+    yet: it used to be failed as "interrupted by restart" too, never having run)."""
     purple_url, _ = scripted_purple(Script(commands=["sleep 3"] * 20))
     env = {**_env(green_settings), "GREEN_PURPLE_URL": purple_url}
+    env["GREEN_MAX_CONCURRENT_TASKS"] = "1"
     green = ServiceProcess(
         "services.green", green_settings.port, env, tmp_path / "green.out"
     ).start()
     try:
         task = submit_task(green.url, {"task": "arvo:900005"})
         running = wait_status(green.url, task["id"], "running")
+        waiting = submit_task(green.url, {"task": "arvo:900001"})  # the one slot is taken
         assert running["container_name"] in leftover_containers(
             docker_client, green_settings.instance_name
         )
@@ -94,7 +98,13 @@ def test_killed_green_marks_the_task_failed_and_reaps_its_container(
         after = web.get(f"{green.url}/tasks/{task['id']}", headers=OPERATOR).json()
         assert after["status"] == "failed" and after["error"] == "interrupted by restart"
         assert after["failure_kind"] == "infra"
-        assert leftover_containers(docker_client, green_settings.instance_name) == []
+        again = web.get(f"{green.url}/tasks/{waiting['id']}", headers=OPERATOR).json()
+        assert again["status"] in ("queued", "preparing", "running"), again  # not failed
+        started = wait_status(green.url, waiting["id"], "running")
+        # the killed task's container was reaped; the one left is the waiting task's, now running
+        assert leftover_containers(docker_client, green_settings.instance_name) == [
+            started["container_name"]
+        ]
     finally:
         green.stop()
 

@@ -10,6 +10,7 @@ TLS), and a forwarder to the machine's engine that the test can cut
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import secrets
 from collections.abc import Iterator
@@ -20,7 +21,8 @@ import docker.errors
 import pytest
 
 from services.sandbox.base import EngineUnreachable, SandboxError, SandboxSpec
-from services.sandbox.docker.pool import docker_provider
+from services.sandbox.docker.pool import SILENT_CHECKS, docker_provider
+from services.sandbox.janitor import Janitor
 from tests.support.docker_proxy import ENGINE_SOCKET, DockerProxy
 from tests.support.engine_tls import stranger_dir
 from tests.support.local_registry import LocalRegistry, local_registry  # noqa: F401
@@ -196,3 +198,82 @@ async def test_an_engine_over_tcp_with_mutual_tls(
             await stranger.create(_spec())
     finally:
         await stranger.aclose()
+
+
+async def test_a_slow_engine_admits_no_new_task_and_a_silent_one_is_down_only_after_a_while(
+    main_client: docker.DockerClient,
+) -> None:
+    """Admission by the engine's answers (its monitor pings it every check_s): prompt, it admits
+    two starting tasks per CPU; slow, none, its running containers untouched; silent for
+    SILENT_CHECKS checks in a row, down. (A loaded engine used to be marked down at its first
+    late answer, which ended every task on it.)"""
+    proxy = DockerProxy(Path(f"/tmp/arena-pool-{secrets.token_hex(4)}.sock")).start()
+    pool = docker_provider(hosts=[proxy.url], label_prefix=PREFIX, check_s=2.0)
+    engine = pool.engine("engine-0")
+    made = []
+
+    async def until(what) -> None:
+        async with asyncio.timeout(60):
+            while not what():
+                assert engine.up or engine.silent >= SILENT_CHECKS  # never down any sooner
+                await asyncio.sleep(0.05)
+
+    try:
+        made.append(await pool.create(_spec()))
+        await until(lambda: engine.prompt)
+        admits = max(2, 2 * main_client.info()["NCPU"])
+        assert pool.can_start() == admits
+
+        proxy.delay = lambda request: 1.5  # it answers, late
+        await until(lambda: engine.latency is not None and not engine.prompt)
+        assert engine.up and pool.can_start() == 0 and made[0].lost is None
+
+        proxy.delay = lambda request: 3.0  # no answer within check_s
+        await until(lambda: not engine.up)
+        assert engine.silent >= SILENT_CHECKS and made[0].lost
+
+        proxy.delay = lambda request: 0
+        await until(lambda: engine.prompt)
+        assert pool.can_start() == admits
+    finally:
+        proxy.delay = lambda request: 0
+        for sandbox in made:
+            await sandbox.remove()
+        await pool.aclose()
+        proxy.stop()
+
+
+async def test_a_container_green_gave_up_on_takes_no_slot_and_is_retried_with_backoff(
+    main_client: docker.DockerClient,
+) -> None:
+    """An engine jammed on one container (its removal fails) is not full: once the container
+    is handed to the janitor, its slot is the next task's; the janitor tries again at growing
+    intervals until the removal works."""
+    pool = docker_provider(hosts=[f"{LOCAL}#slots=1"], label_prefix=PREFIX, slot_wait_s=2.0)
+    jammed = await pool.create(_spec())
+    real_remove, attempts = jammed.remove, []
+
+    async def refused() -> None:  # the engine's answer about this one container never comes
+        attempts.append(asyncio.get_running_loop().time())
+        raise SandboxError("removing the container timed out")
+
+    jammed.remove = refused  # type: ignore[method-assign]
+    janitor = Janitor(pool, lambda task_id: False, retry_s=0.1)
+    made = [jammed]
+    try:
+        janitor.remove_later(jammed)
+        made.append(await pool.create(_spec()))  # the one slot is free: no "every engine was full"
+        assert janitor.pending == [jammed.name]
+        while len(attempts) < 4:
+            await asyncio.sleep(0.05)
+        gaps = [b - a for a, b in itertools.pairwise(attempts)]
+        assert gaps == sorted(gaps) and gaps[-1] >= 2 * gaps[0], gaps  # backing off
+        jammed.remove = real_remove  # type: ignore[method-assign]
+        while janitor.pending:
+            await asyncio.sleep(0.05)
+    finally:
+        await janitor.close()
+        for sandbox in made:
+            await sandbox.remove()
+        await pool.aclose()
+    assert not main_client.containers.list(all=True, filters={"name": jammed.name})

@@ -25,3 +25,23 @@ def test_control_characters_in_an_event_are_escaped_on_its_one_line(tmp_path):
     assert line == (
         'event=command.executed command="a\\x1b[2J\\x07\\x00\\x0d\\u202eb\\nforged=1\\x09x"'
     )
+
+
+def test_a_tasks_file_is_open_while_held_and_a_line_of_no_holder_leaves_none_open(tmp_path):
+    router = LogRouter(tmp_path / "run", echo=None)
+    router.write(None, "service line")  # agents.log stays open
+    router.write("task_1", "a line logged under no task context")
+    assert router.open_files() == 1
+    router.hold("task_2")
+    router.hold("task_2")  # e.g. the runner and a request of the same task
+    router.write("task_2", "one")
+    router.release("task_2")
+    router.write("task_2", "two")
+    assert router.open_files() == 2
+    router.release("task_2")
+    assert router.open_files() == 1
+    router.write("task_2", "three")  # reopened in append mode, closed again
+    assert router.open_files() == 1
+    assert (tmp_path / "run" / "task_2.log").read_text().splitlines() == ["one", "two", "three"]
+    assert (tmp_path / "run" / "task_1.log").read_text() == "a line logged under no task context\n"
+    router.close_all()

@@ -180,3 +180,21 @@ def test_a_cancel_and_a_claim_racing_for_a_queued_task_one_wins(store: TaskStore
             ),
         )
         assert results.count(True) == 1, results
+
+
+def test_a_release_gives_back_only_the_releasers_unstarted_claims(store: TaskStore):
+    q = TaskQueue(store.engine)
+    for i in range(3):
+        store.add(task(i))
+    until = T0 + timedelta(minutes=1)
+    assert q.claim("green-a", until, limit=2) == ["t000", "t001"]
+    assert q.claim("green-b", until) == ["t002"]
+    store.update("t001", status=TaskStatus.running)  # started: not given back
+
+    assert q.release("green-a", ["t000", "t001", "t002"]) == 1
+
+    back = store.get("t000")
+    assert back.status == TaskStatus.queued and back.lease_until is None
+    assert store.get("t001").status == TaskStatus.running
+    assert store.get("t002").owner == "green-b" and store.get("t002").status == TaskStatus.preparing
+    assert q.claim("green-b", until) == ["t000"]

@@ -139,7 +139,8 @@ class GreenExecutor(AgentExecutor):
             return
         shown = json.loads(result.model_dump_json())
         shown.update(result.flat())  # flat leaderboard keys (additive; docs/leaderboard.md)
-        shown["tasks"] = Disclosure(self.orchestrator.store, caller).outcomes(shown["tasks"])
+        orch = self.orchestrator
+        shown["tasks"] = await Disclosure(orch.store, orch.db, caller).outcomes(shown["tasks"])
         await updater.add_artifact(
             [new_text_part(result.summary()), data_part(shown)], name="Result"
         )

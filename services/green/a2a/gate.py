@@ -135,7 +135,7 @@ class GreenRequestHandler(DefaultRequestHandler):
 
     # ---- messages: the agent plane for anyone, intake for the operator ----
 
-    def _admit_message(self, params: Any, context: ServerCallContext) -> None:
+    async def _admit_message(self, params: Any, context: ServerCallContext) -> None:
         if params.message.task_id:  # only an operator may address an A2A task at all
             require_operator(context)
             raise InvalidParamsError(
@@ -152,7 +152,7 @@ class GreenRequestHandler(DefaultRequestHandler):
         request = _intake_request(verdict)
         try:
             self.allowed_purple(request.purple_url)
-            self.intake.admit(caller, request.task_ids, request.trials)
+            await self.intake.admit(caller, request.task_ids, request.trials)
         except BugBusy as exc:
             raise _refuse(context, InvalidRequestError(str(exc)), 409) from exc
         except TooBusy as exc:
@@ -165,7 +165,7 @@ class GreenRequestHandler(DefaultRequestHandler):
 
     async def on_message_send(self, params: Any, context: ServerCallContext) -> Any:
         try:
-            self._admit_message(params, context)
+            await self._admit_message(params, context)
             verdict = context.state[VERDICT]
             answer = getattr(self.agent_executor, "answer", None)
             if isinstance(verdict, ProtocolRequest) and answer is not None:
@@ -182,7 +182,7 @@ class GreenRequestHandler(DefaultRequestHandler):
         self, params: Any, context: ServerCallContext
     ) -> AsyncGenerator[Any, None]:
         try:
-            self._admit_message(params, context)
+            await self._admit_message(params, context)
             async for event in super().on_message_send_stream(params, context):
                 yield event
         except A2AError:

@@ -1,4 +1,8 @@
-"""Typed dependencies: handlers state what they need in their signature."""
+"""Typed dependencies: handlers state what they need in their signature.
+
+Each is a coroutine function: FastAPI runs a plain function dependency in a worker thread (a
+thread hop per dependency and request, queued behind 40 tokens under load), a coroutine on the
+event loop; none of them blocks."""
 
 from __future__ import annotations
 
@@ -12,27 +16,34 @@ from services.green.disclosure import Disclosure
 from services.green.intake_limits import BugBusy, IntakeLimits, TooBusy
 from services.green.orchestrator import Orchestrator
 from services.green.store.crud import AssessmentStore
+from services.green.store.offloop import Database
 from services.shared.task_ref import TaskRef
 
 
-def _orchestrator(request: Request) -> Orchestrator:
+async def _orchestrator(request: Request) -> Orchestrator:
     return request.app.state.orchestrator
 
 
-def _assessments(request: Request) -> AssessmentRunner:
+async def _assessments(request: Request) -> AssessmentRunner:
     return request.app.state.assessments
 
 
-def _assessment_store(request: Request) -> AssessmentStore:
+async def _assessment_store(request: Request) -> AssessmentStore:
     return request.app.state.assessment_store
+
+
+async def _database(request: Request) -> Database:
+    return request.app.state.orchestrator.db
 
 
 OrchestratorDep = Annotated[Orchestrator, Depends(_orchestrator)]
 AssessmentsDep = Annotated[AssessmentRunner, Depends(_assessments)]
 AssessmentStoreDep = Annotated[AssessmentStore, Depends(_assessment_store)]
+DatabaseDep = Annotated[Database, Depends(_database)]
+"""Green's database calls, off the event loop (``await db.run(store.method, ...)``)."""
 
 
-def caller(request: Request) -> Caller:
+async def caller(request: Request) -> Caller:
     """Who sent this request (the operator token in ``Authorization: Bearer``, or nobody)."""
     auth: OperatorAuth = request.app.state.auth
     return auth.caller(request.headers.get("authorization"))
@@ -41,7 +52,7 @@ def caller(request: Request) -> Caller:
 CallerDep = Annotated[Caller, Depends(caller)]
 
 
-def require_operator(who: CallerDep) -> Caller:
+async def require_operator(who: CallerDep) -> Caller:
     """The operator plane needs the operator token (unless GREEN_OPEN_OPERATOR_PLANE is on)."""
     if not who.may_operate:
         raise HTTPException(
@@ -56,24 +67,25 @@ def require_operator(who: CallerDep) -> Caller:
 OperatorDep = Annotated[Caller, Depends(require_operator)]
 
 
-def _disclosure(request: Request, who: OperatorDep) -> Disclosure:
-    return Disclosure(request.app.state.orchestrator.store, who)
+async def _disclosure(request: Request, who: OperatorDep) -> Disclosure:
+    orch = request.app.state.orchestrator
+    return Disclosure(orch.store, orch.db, who)
 
 
 DisclosureDep = Annotated[Disclosure, Depends(_disclosure)]
 
 
-def _intake(request: Request) -> IntakeLimits:
+async def _intake(request: Request) -> IntakeLimits:
     return request.app.state.intake
 
 
 IntakeDep = Annotated[IntakeLimits, Depends(_intake)]
 
 
-def admit(intake: IntakeLimits, who: Caller, refs: list[TaskRef], trials: int = 1) -> None:
+async def admit(intake: IntakeLimits, who: Caller, refs: list[TaskRef], trials: int = 1) -> None:
     """Apply the intake bounds, as HTTP errors (429 with Retry-After, 409, or 422)."""
     try:
-        intake.admit(who, refs, trials)
+        await intake.admit(who, refs, trials)
     except BugBusy as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from exc
     except TooBusy as exc:

@@ -3,6 +3,7 @@ and ``verified_only`` assessments. Kind-neutral: any kind's verifications count 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from fastapi import HTTPException, Request, status
@@ -16,10 +17,16 @@ def dataset_tools(request: Request) -> DatasetTools:
     return request.app.state.datasets
 
 
-def keep_verified(request: Request, body: AssessmentRequest) -> list[TaskRef]:
+async def latest_verifications(request: Request, refs: Iterable[TaskRef]) -> dict[TaskRef, Any]:
+    """The newest stored verification of each of ``refs`` that has one."""
+    db = request.app.state.orchestrator.db
+    return await db.run(dataset_tools(request).latest, list(refs))
+
+
+async def keep_verified(request: Request, body: AssessmentRequest) -> list[TaskRef]:
     """Drop from ``body.task_ids`` the tasks not verified; return the ones left out (422 when
     none is left)."""
-    found = dataset_tools(request).latest(set(body.task_ids))
+    found = await latest_verifications(request, set(body.task_ids))
     ok = {ref for ref in body.task_ids if ref in found and found[ref].verified}
     left_out = [ref for ref in body.task_ids if ref not in ok]
     body.task_ids = [ref for ref in body.task_ids if ref in ok]
@@ -31,9 +38,9 @@ def keep_verified(request: Request, body: AssessmentRequest) -> list[TaskRef]:
     return left_out
 
 
-def annotate_verified(request: Request, views: list[Any]) -> None:
+async def annotate_verified(request: Request, views: list[Any]) -> None:
     """Set ``verified`` on the task views whose task was verified (else it stays None)."""
-    found = dataset_tools(request).latest(TaskRef(v.kind, v.ref_id) for v in views)
+    found = await latest_verifications(request, (TaskRef(v.kind, v.ref_id) for v in views))
     for view in views:
         row = found.get(TaskRef(view.kind, view.ref_id))
         if row is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from sqlalchemy import Row, bindparam, insert
+from sqlalchemy import Row, bindparam, false, insert
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import defer
 from sqlmodel import Session, col, func, select, update
@@ -28,6 +28,7 @@ _HELD = (TaskStatus.preparing, TaskStatus.running, TaskStatus.evaluating)
 
 
 _INSERT_COMMAND = insert(Command)
+_PROBE = update(Task).where(false()).values(updated_at=Task.updated_at)
 _COUNT_STEPS = (
     update(Task)
     .where(col(Task.id) == bindparam("task_id"))
@@ -54,8 +55,8 @@ def _with_bug(task: Task) -> Task:
 
 
 class TaskStore:
-    """Thin synchronous repository; callers in async code wrap calls with ``asyncio.to_thread``
-    when they may block (SQLite writes are sub-millisecond, so the orchestrator calls it inline)."""
+    """Thin synchronous repository. The event loop never calls it itself: it awaits
+    ``Database.run`` (:mod:`.offloop`), which runs each call in a thread under a deadline."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -251,9 +252,11 @@ class TaskStore:
             return s.exec(q.offset(offset).limit(limit)).all()
 
     def fail_unfinished(self, reason: str, owner: str) -> list[str]:
-        """Mark the tasks an earlier process of ``owner`` left unfinished as failed; return ids."""
+        """Mark the tasks an earlier process of ``owner`` held (claimed, and not ended) as
+        failed; return their ids. The tasks it took in and never started stay in the queue: they
+        belong to no replica yet."""
         with Session(self.engine) as s:
-            q = select(Task).where(Task.status.in_(UNFINISHED), Task.owner == owner)
+            q = select(Task).where(Task.status.in_(_HELD), Task.owner == owner)
             rows = s.exec(q).all()
             now = utcnow()
             for t in rows:
@@ -267,10 +270,12 @@ class TaskStore:
             s.commit()
             return [t.id for t in rows]
 
-    def ping(self) -> bool:
-        with Session(self.engine) as s:
-            s.exec(select(1)).one()
-            return True
+    def probe(self) -> None:
+        """A write that changes nothing: it waits for another writer's lock (SQLite's, a
+        PostgreSQL table lock) as a real write would, then fails after the deadline. The
+        database's health check."""
+        with self.engine.begin() as conn:
+            conn.execute(_PROBE)
 
 
 class AssessmentStore:

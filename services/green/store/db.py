@@ -7,10 +7,11 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 
 from services.green.store import models  # noqa: F401  (registers the tables)
+from services.shared.db import DEADLINE_S
 from services.shared.migrate import make_engine as _make_engine
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
 
-def make_engine(url: str) -> Engine:
-    return _make_engine(url, MIGRATIONS)
+def make_engine(url: str, deadline_s: float = DEADLINE_S) -> Engine:
+    return _make_engine(url, MIGRATIONS, deadline_s)

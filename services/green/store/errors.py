@@ -3,7 +3,8 @@
 Any SQLAlchemy error is green's own failure (``storage``): a task it interrupts ends as infra, and
 the agent is told only :data:`AGENT_SENTENCE` (the detail, which names hosts and drivers, goes to
 green's log). The errors that mean "the database is away for now" (refused or dropped
-connections, a locked or read-only SQLite file, a full pool) are :data:`UNREACHABLE`: the API
+connections, a locked or read-only SQLite file, a full pool, no answer within the deadline) are
+:data:`UNREACHABLE`: the API
 answers those with 503 and ``Retry-After`` (services/green/api/outage.py).
 """
 
@@ -17,6 +18,12 @@ from sqlalchemy.exc import (
 )
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
+
+class DatabaseUnavailable(SQLAlchemyError):
+    """The database did not answer a call within its deadline, or green knows it is away
+    (services/green/store/offloop.py)."""
+
+
 STORAGE_ERRORS: tuple[type[BaseException], ...] = (SQLAlchemyError,)
 """Raised by the store when the database fails (any of them is infra, never the agent's)."""
 
@@ -25,6 +32,7 @@ UNREACHABLE: tuple[type[BaseException], ...] = (
     InterfaceError,
     DisconnectionError,
     PoolTimeout,
+    DatabaseUnavailable,
 )
 """The database is away (or locked) for now: try again later."""
 

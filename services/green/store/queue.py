@@ -79,6 +79,23 @@ class TaskQueue:
         with self.engine.begin() as conn:
             return list(conn.execute(stmt).scalars())
 
+    def release(self, instance: str, task_ids: Collection[str]) -> int:
+        """Give back to the queue tasks ``instance`` claimed and never started (it began to stop
+        as it claimed them): queued again, with no lease, for any replica. Returns how many."""
+        if not task_ids:
+            return 0
+        stmt = (
+            update(Task)
+            .where(
+                col(Task.id).in_(list(task_ids)),
+                Task.owner == instance,
+                Task.status == TaskStatus.preparing,
+            )
+            .values(status=TaskStatus.queued, lease_until=None, updated_at=utcnow())
+        )
+        with self.engine.begin() as conn:
+            return conn.execute(stmt).rowcount
+
     def renew(self, instance: str, task_ids: Collection[str], until: datetime) -> set[str]:
         """Extend to ``until`` the lease of those tasks ``instance`` still owns unfinished.
         Returns the ids renewed: a task missing from the answer ended or was taken over, and

@@ -102,17 +102,18 @@ def authenticated(request: Request) -> bool:
 
 def disclosure(request: Request) -> Disclosure:
     """What this visitor may see of tasks (the ground truth: the operator, once the bug is done)."""
-    return Disclosure(request.app.state.orchestrator.store, caller(request))
+    orch = request.app.state.orchestrator
+    return Disclosure(orch.store, orch.db, caller(request))
 
 
-def require_page(request: Request) -> None:
+async def require_page(request: Request) -> None:
     """For HTML pages: anonymous visitors are sent to the login page."""
     if not authenticated(request):
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         raise LoginRequired(target)
 
 
-def require_api(request: Request) -> None:
+async def require_api(request: Request) -> None:
     """For streams and JSON: anonymous requests get 401."""
     if not authenticated(request):
         raise HTTPException(

@@ -66,8 +66,8 @@ async def compare(
     force: Annotated[bool, Query()] = False,
 ) -> Response:
     ids = parse_runs(runs)
-    records = {run_id: _record(request, run_id) for run_id in ids}  # 404 for an unknown run
-    tasks = {run_id: _tasks(request, run_id) for run_id in ids}
+    records = {run_id: await _record(request, run_id) for run_id in ids}  # 404 if unknown
+    tasks = {run_id: await _tasks(request, run_id) for run_id in ids}
     attempts = {r: [_attempt(t) for t in tasks[r]] for r in ids}
     conflicts = comparable.problems([(r, attempts[r]) for r in ids])
     context = {

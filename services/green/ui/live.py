@@ -59,19 +59,19 @@ async def task_events(
 
     A command event carries the command (no database read); the store is read only to catch
     up: on connect, and if an event ever arrives out of sequence."""
-    seq, last_status = after, orch.get(task_id).status
+    seq, last_status = after, (await orch.get(task_id)).status
 
-    def catch_up() -> list[str]:
+    async def catch_up() -> list[str]:
         nonlocal seq
         out = []
-        for row in orch.store.commands_after(task_id, seq):
+        for row in await orch.db.run(orch.store.commands_after, task_id, seq):
             seq = row.seq
             out.append(_command(CommandPublic.model_validate(row, from_attributes=True)))
         return out
 
     yield "retry: 2000\n\n"
     try:
-        for chunk in catch_up():
+        for chunk in await catch_up():
             yield chunk
         idle = 0.0
         while True:
@@ -91,7 +91,7 @@ async def task_events(
                 seq = event.command.seq
                 yield _command(event.command)
             elif event.command is not None or event.status is not last_status:
-                for chunk in catch_up():  # a gap, or a transition: commands come first
+                for chunk in await catch_up():  # a gap, or a transition: commands come first
                     yield chunk
             if event.status is not last_status or event.status.terminal:
                 last_status = event.status
@@ -114,13 +114,13 @@ async def stream(
     if resume.isascii() and resume.isdigit() and len(resume) <= len(str(MAX_SEQ)):
         after = max(after, min(int(resume), MAX_SEQ))
     try:
-        row = orch.get(task_id)
+        row = await orch.get(task_id)
     except TaskNotFound:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no task {task_id}") from None
-    if disclosure(request).withheld([row]):  # its bug has an unfinished task
+    if await disclosure(request).withheld([row]):  # its bug has an unfinished task
         raise HTTPException(status.HTTP_403_FORBIDDEN, WITHHELD)
     try:
-        queue = orch.subscribe(task_id)  # before the first read: no command falls in between
+        queue = await orch.subscribe(task_id)  # before the first read: no command falls in between
     except TaskNotFound:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no task {task_id}") from None
     return StreamingResponse(

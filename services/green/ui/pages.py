@@ -39,7 +39,8 @@ async def tasks(
     fragment: str = "",
 ) -> Response:
     f = TaskFilters(status_, kind, bug_class, run, page)
-    data = await task_page(_orch(request).store, request.app.state.ui_facts, f, disclosure(request))
+    orch = _orch(request)
+    data = await task_page(orch.store, orch.db, request.app.state.ui_facts, f, disclosure(request))
     name = "task_rows.html" if fragment == "rows" else "tasks.html"
     return render(request, name, f=f, **data)
 
@@ -61,7 +62,7 @@ async def start_task(request: Request) -> Response:
         try:
             parsed = parse_ref(ref)
             # the same intake bounds as REST and A2A (rate per credential, queued tasks)
-            request.app.state.intake.admit(caller(request), [parsed])
+            await request.app.state.intake.admit(caller(request), [parsed])
             task = await _orch(request).create_task(parsed, opts)
             return RedirectResponse(f"/ui/tasks/{task.id}", status_code=303)
         except UnknownTask as exc:
@@ -79,15 +80,17 @@ async def start_task(request: Request) -> Response:
 async def task(task_id: str, request: Request) -> Response:
     orch = _orch(request)
     try:
-        row = orch.get(task_id)
+        row = await orch.get(task_id)
     except TaskNotFound:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no task {task_id}") from None
     show = disclosure(request)
-    withheld = bool(show.withheld([row]))  # its bug has an unfinished task: the operator's
-    view = show.task(row, withhold=withheld)
+    withheld = bool(await show.withheld([row]))  # its bug has an unfinished task: the operator's
+    view = show.view(row, bool(await show.revealable([row])), withheld)
     facts = request.app.state.ui_facts
     report = await facts.report(view.kind, view.ref_id)
-    stored = [] if withheld else orch.store.commands(task_id, 0, MAX_COMMANDS_SHOWN)
+    stored = (
+        [] if withheld else await orch.db.run(orch.store.commands, task_id, 0, MAX_COMMANDS_SHOWN)
+    )
     commands = [CommandPublic.model_validate(c, from_attributes=True) for c in stored]
     flags = audit(
         [c.command for c in stored],

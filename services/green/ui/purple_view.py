@@ -67,9 +67,9 @@ def shown(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _task(request: Request, task_id: str) -> Any:
+async def _task(request: Request, task_id: str) -> Any:
     try:
-        return request.app.state.orchestrator.get(task_id)
+        return await request.app.state.orchestrator.get(task_id)
     except TaskNotFound:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no task {task_id}") from None
 
@@ -84,7 +84,7 @@ async def _fetch(request: Request, task: Any) -> tuple[dict[str, Any] | None, st
 
 @router.get("/tasks/{task_id}/trajectory", response_class=HTMLResponse)
 async def trajectory(task_id: str, request: Request) -> Response:
-    task = _task(request, task_id)
+    task = await _task(request, task_id)
     data, where = await _fetch(request, task)
     return render(request, "trajectory.html", task=task, traj=data, where=where)
 
@@ -92,7 +92,7 @@ async def trajectory(task_id: str, request: Request) -> Response:
 @router.get("/tasks/{task_id}/trajectory.json")
 async def trajectory_json(task_id: str, request: Request) -> Response:
     """Purple's trajectory as purple gave it, fetched by green (502 when purple cannot say)."""
-    data, where = await _fetch(request, _task(request, task_id))
+    data, where = await _fetch(request, await _task(request, task_id))
     if data is None:
         return JSONResponse({"detail": where}, status_code=status.HTTP_502_BAD_GATEWAY)
     return JSONResponse(data)

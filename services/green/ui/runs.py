@@ -13,6 +13,7 @@ from services.green.api.query_bounds import MAX_PAGE
 from services.green.assessment import AssessmentRunner
 from services.green.disclosure import Disclosure
 from services.green.store.models import AssessmentRecord, Task
+from services.green.store.offloop import Database
 from services.green.ui import plots
 from services.green.ui.auth import disclosure, require_page
 from services.green.ui.facts import TaskFacts
@@ -27,9 +28,14 @@ router = APIRouter(prefix="/ui", include_in_schema=False, dependencies=[Depends(
 RUNS_PER_PAGE = 20
 
 
-def counts(store, run_id: str) -> dict[str, Any]:
+def _db(request: Request) -> Database:
+    return request.app.state.orchestrator.db
+
+
+async def counts(request: Request, run_id: str) -> dict[str, Any]:
     """Progress of a run from one grouped query: tasks per status, failures, cost."""
-    rows = store.run_counts("" if run_id == NO_RUN else run_id)
+    store = request.app.state.orchestrator.store
+    rows = await _db(request).run(store.run_counts, "" if run_id == NO_RUN else run_id)
     by_status: Counter[str] = Counter()
     failures: Counter[str] = Counter()
     for status_, kind, n, _ in rows:
@@ -59,41 +65,42 @@ def aggregate(run_id: str, tasks: list[Task], runner: AssessmentRunner) -> dict[
         return {"error": f"scores could not be aggregated: {str(exc)[:300]}"}
 
 
-def summarize(request: Request, run_id: str, rec: AssessmentRecord | None) -> dict[str, Any]:
+async def summarize(request: Request, run_id: str, rec: AssessmentRecord | None) -> dict[str, Any]:
     """Progress, aggregate scores and failures split into infra and agent. A finished
     assessment's aggregate is the one it recorded; a running one's is computed now."""
-    summary = counts(request.app.state.orchestrator.store, run_id)
+    summary = await counts(request, run_id)
     recorded = (rec.result or {}).get("aggregate") if rec is not None else None
     if recorded is not None and rec is not None and rec.status.terminal:
         summary["aggregate"] = recorded
     else:
         summary["aggregate"] = aggregate(
-            run_id, _tasks(request, run_id), request.app.state.assessments
+            run_id, await _tasks(request, run_id), request.app.state.assessments
         )
     return summary
 
 
-def _record(request: Request, run_id: str) -> AssessmentRecord | None:
+async def _record(request: Request, run_id: str) -> AssessmentRecord | None:
     if run_id == NO_RUN:
         return None
-    rec = request.app.state.assessment_store.get(run_id)
+    rec = await _db(request).run(request.app.state.assessment_store.get, run_id)
     if rec is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no run {run_id}")
     return rec
 
 
-def _tasks(request: Request, run_id: str, ground_truth: bool = False) -> list[Task]:
+async def _tasks(request: Request, run_id: str, ground_truth: bool = False) -> list[Task]:
     store = request.app.state.orchestrator.store
-    return list(store.run_tasks("" if run_id == NO_RUN else run_id, ground_truth=ground_truth))
+    run = "" if run_id == NO_RUN else run_id
+    return list(await _db(request).run(store.run_tasks, run, ground_truth=ground_truth))
 
 
 @router.get("", response_class=HTMLResponse)
 async def runs(request: Request, page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1) -> Response:
-    records, total = request.app.state.assessment_store.list(
-        (page - 1) * RUNS_PER_PAGE, RUNS_PER_PAGE
+    records, total = await _db(request).run(
+        request.app.state.assessment_store.list, (page - 1) * RUNS_PER_PAGE, RUNS_PER_PAGE
     )
-    rows = [(rec, summarize(request, rec.id, rec)) for rec in records]
-    single = counts(request.app.state.orchestrator.store, NO_RUN)  # scores: on its run page
+    rows = [(rec, await summarize(request, rec.id, rec)) for rec in records]
+    single = await counts(request, NO_RUN)  # scores: on its run page
     return render(
         request,
         "runs.html",
@@ -109,11 +116,11 @@ async def points(facts: TaskFacts, tasks: list[Task], show: Disclosure) -> list[
     """The ended tasks of a run as plot points, with the scores the viewer may see. The fix
     position needs the ground truth: it is computed only where the REST API would show it."""
     out: list[plots.Point] = []
-    allowed = show.revealable(tasks)
+    allowed, withheld = await show.revealable(tasks), await show.withheld(tasks)
     for t in tasks:
         if not t.status.terminal:
             continue
-        view = show.task(t, t.id in allowed)
+        view = show.view(t, t.id in allowed, t.id in withheld)
         outcome = TaskOutcome.of(t).model_copy(update={"scores": view.scores})
         out.append(
             plots.Point(
@@ -128,9 +135,9 @@ async def points(facts: TaskFacts, tasks: list[Task], show: Disclosure) -> list[
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
 async def run(run_id: str, request: Request) -> Response:
-    record = _record(request, run_id)
-    tasks = _tasks(request, run_id)
-    summary = counts(request.app.state.orchestrator.store, run_id)
+    record = await _record(request, run_id)
+    tasks = await _tasks(request, run_id)
+    summary = await counts(request, run_id)
     summary["aggregate"] = aggregate(run_id, tasks, request.app.state.assessments)
     return render(
         request, "run.html", record=record, summary=summary, tasks=tasks, plots=plots.PLOTS
@@ -143,10 +150,10 @@ async def plot(run_id: str, name: str, request: Request) -> Response:
         raise HTTPException(
             status.HTTP_404_NOT_FOUND, f"no plot {name!r}; one of {', '.join(plots.PLOTS)}"
         )
-    _record(request, run_id)
+    await _record(request, run_id)
     pts = await points(
         request.app.state.ui_facts,
-        _tasks(request, run_id, ground_truth=True),
+        await _tasks(request, run_id, ground_truth=True),
         disclosure(request),
     )
     runner = request.app.state.assessments

@@ -12,6 +12,7 @@ from fastapi import HTTPException, status
 from services.green.disclosure import Disclosure
 from services.green.store.crud import UNFINISHED
 from services.green.store.models import Task, TaskPublic, TaskStatus
+from services.green.store.offloop import Database
 from services.green.ui.facts import TaskFacts
 from services.shared.scores import metric_names
 from services.shared.text import clip_middle
@@ -55,15 +56,18 @@ class TaskFilters:
         return "&".join(f"{k}={v}" for k, v in values.items() if v not in ("", None, 1))
 
 
-async def task_page(store, facts: TaskFacts, f: TaskFilters, show: Disclosure) -> dict[str, Any]:
+async def task_page(
+    store, db: Database, facts: TaskFacts, f: TaskFilters, show: Disclosure
+) -> dict[str, Any]:
     """One page of the task list with everything its filters need (scores as ``show`` lets
     its caller see them)."""
-    ids = store.distinct_ids()
+    ids = await db.run(store.distinct_ids)
     classes = await facts.bug_classes(ids)
     ref_ids = None
     if f.bug_class:
         ref_ids = {ref_id for (_, ref_id), c in classes.items() if c == f.bug_class}
-    rows, total = store.page(
+    rows, total = await db.run(
+        store.page,
         statuses=f.statuses(),
         kind=f.kind or None,
         ref_ids=ref_ids,
@@ -72,7 +76,7 @@ async def task_page(store, facts: TaskFacts, f: TaskFilters, show: Disclosure) -
         limit=PAGE_SIZE,
     )
     items = []
-    withheld = show.withheld(rows)
+    withheld = await show.withheld(rows)
     for r in rows:
         ended = TaskStatus(r.status).terminal and r.id not in withheld
         items.append(

@@ -31,6 +31,7 @@ from services.shared.a2a import A2APeer, Payload, message_parts, new_protocol_me
 from services.shared.a2a_numbers import data_part
 from services.shared.aio import cancel_and_wait
 from services.shared.logging import get_logger, task_log_context
+from services.shared.memory import Trimmer
 from services.shared.protocol import RCA_PATHS, AgentReport, TaskAssignment, parse_data
 
 log = get_logger("services.purple.a2a")
@@ -131,6 +132,7 @@ class PurpleExecutor(AgentExecutor):
         self._usage: dict[str, RunStats] = {}
         """Each task's usage as it accrues (read when a task is cancelled)."""
         self._stop_reason: str | None = None
+        self._trimmer = Trimmer()
         self._writes = ThreadPoolExecutor(1, thread_name_prefix="purple-store")
         """One thread writes every task's command records, in the order they ran."""
 
@@ -228,6 +230,7 @@ class PurpleExecutor(AgentExecutor):
             finally:
                 self._usage.pop(task_id, None)
                 await green.aclose()
+                await self._trimmer.maybe_trim()  # freed memory back to the system, now and then
             await self._finish(task_id, result, updater)
 
     async def _finish(self, task_id: str, result: RunResult, updater: TaskUpdater) -> None:

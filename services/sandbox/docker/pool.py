@@ -1,13 +1,25 @@
-"""A pool of Docker engines behind one provider: placement, health, and the ``docker`` factory.
+"""A pool of Docker engines behind one provider: placement, health, admission, and the ``docker``
+factory.
 
 Each engine is a :class:`~services.sandbox.docker.provider.DockerSandboxProvider` with a
 capacity (task containers at once; 0: no limit of its own). Placement: among the engines that
 answer and have a free slot, prefer one that already holds the image (no pull), then the one
-with the most free slots, then the least busy. A monitor pings every engine each ``check_s``
-seconds; an engine that does not answer within that time is *down*: it gets no new tasks, and
-every sandbox running on it is marked :attr:`lost` (the orchestrator ends those tasks as infra).
-It is *up* again as soon as it answers. Images absent from an engine are pulled there on first
-use, through ``registry`` when one is set.
+with the most free slots, then the least busy. Images absent from an engine are pulled there on
+first use, through ``registry`` when one is set.
+
+A monitor pings every engine each ``check_s`` seconds, and its answers decide three states:
+
+- *prompt*: it answered within :data:`PROMPT_S`. Only prompt engines admit new tasks, and at
+  most :data:`STARTS_PER_CPU` per CPU of the engine may be starting at once (their containers
+  being created and filled: the expensive part of an engine's work), so a burst of tasks waits
+  in green's queue instead of drowning the engine (:meth:`EnginePool.can_start`);
+- *slow*: it answered late, or not within ``check_s``: no new task, the running ones go on;
+- *down*: it refused the ping, or was silent for :data:`SILENT_CHECKS` checks in a row: no new
+  task, and every sandbox running on it is marked :attr:`lost` (the orchestrator ends those
+  tasks as infra). It is up again as soon as it answers.
+
+A container whose removal green gave up on (the janitor retries it) no longer takes a slot of
+its engine (:meth:`EnginePool.set_aside`): one jammed container never makes an engine "full".
 """
 
 from __future__ import annotations
@@ -27,7 +39,7 @@ import requests
 from docker.tls import TLSConfig
 
 from services.sandbox.base import EngineUnreachable, Progress, SandboxError, SandboxSpec
-from services.sandbox.docker.provider import DEFAULT_THREADS, DockerSandboxProvider
+from services.sandbox.docker.provider import DEFAULT_THREADS, STARTS_PER_CPU, DockerSandboxProvider
 from services.sandbox.docker.sandbox import DockerSandbox
 from services.shared.logging import get_logger
 
@@ -37,6 +49,10 @@ FALLBACK_API = "1.41"
 """API version for an engine that does not answer at start (Docker 20.10 and later speak it)."""
 SLOT_WAIT_S = 600.0
 """How long a creation waits, by default, for a free slot when every engine that answers is full."""
+PROMPT_S = 1.0
+"""An engine whose ping took longer than this is slow: it admits no new task until it is prompt."""
+SILENT_CHECKS = 3
+"""Checks in a row without an answer after which an engine is down (one refused: at once)."""
 
 
 @dataclass
@@ -53,6 +69,22 @@ class Engine:
     reserved: int = 0
     """Creations under way (a slot is held from placement until the container exists)."""
     checked: float = field(default=0.0)
+    latency: float | None = None
+    """Seconds its last ping took (None: not answered yet, or the last check had no answer)."""
+    silent: int = 0
+    """Checks in a row it did not answer."""
+    cpus: int = 1
+    """Its CPUs, as it said at its first answer."""
+
+    @property
+    def prompt(self) -> bool:
+        """Up, and its last ping answered within :data:`PROMPT_S`."""
+        return self.up and self.latency is not None and self.latency <= PROMPT_S
+
+    @property
+    def start_slots(self) -> int:
+        """Tasks that may be starting at once on it (bounded by its free slots)."""
+        return int(max(0, min(max(2, STARTS_PER_CPU * self.cpus), self.free)))
 
     @property
     def running(self) -> int:
@@ -67,6 +99,8 @@ class Engine:
             "name": self.name,
             "url": self.url,
             "up": self.up,
+            "prompt": self.prompt,
+            "ping_ms": None if self.latency is None else round(self.latency * 1000, 1),
             "running": self.running,
             "capacity": self.capacity or None,
             "disk_cap": self.provider.disk_cap,
@@ -165,16 +199,16 @@ class EnginePool:
         return next(e for e in self.members if e.name == name)
 
     async def create(self, spec: SandboxSpec, progress: Progress | None = None) -> DockerSandbox:
-        """Place the sandbox (see the module doc) and create it there. An engine that fails to
-        answer while creating is marked down and the next one is tried."""
+        """Place the sandbox (see the module doc) and create it there. When an engine fails to
+        answer while creating, the next one is tried (whether it is down is the monitor's
+        call: one slow creation on a loaded engine does not end every task on it)."""
         self._ensure_monitor()
         tried: list[str] = []
         while True:
             engine = await self._place(spec.image, exclude=tried)  # a slot is reserved
             try:
                 return await engine.provider.create(spec, progress)
-            except EngineUnreachable as e:
-                self._mark(engine, False, str(e))
+            except EngineUnreachable:
                 tried.append(engine.name)
                 if len(tried) == len(self.members):
                     raise
@@ -214,31 +248,53 @@ class EnginePool:
         for engine in self.members:
             try:
                 names += await engine.provider.reap(keep, only=only)
-            except EngineUnreachable as e:
-                self._mark(engine, False, str(e))
+            except EngineUnreachable as e:  # reaped at the next sweep or start
+                log.warning("engine.reap_failed", engine=engine.name, error=str(e))
         return names
 
     async def ping(self) -> bool:
-        await self.check()
+        """Whether an engine answers, as the monitor last saw it (no engine call here, so a
+        health check answers at once however busy the engines are)."""
+        if self._monitor is None:
+            await self.check()
+        self._ensure_monitor()
         return any(e.up for e in self.members)
+
+    def can_start(self) -> int:
+        """How many tasks may be starting at once now: the start slots of the prompt engines."""
+        self._ensure_monitor()
+        return sum(e.start_slots for e in self.members if e.prompt)
+
+    def set_aside(self, sandbox: DockerSandbox) -> None:
+        """Green gave up on removing ``sandbox`` (the janitor retries): it takes no slot."""
+        for engine in self.members:
+            engine.provider.live.discard(sandbox)
 
     async def engines(self) -> list[dict[str, object]]:
         self._ensure_monitor()
         return [e.row() for e in self.members]
 
     async def check(self) -> None:
-        """Ping every engine once (bounded by ``check_s``) and mark it up or down."""
+        """Ping every engine once (bounded by ``check_s``): prompt, slow or down (module doc)."""
 
         async def one(engine: Engine) -> None:
+            t0 = time.monotonic()
             try:
                 async with asyncio.timeout(self.check_s):
                     ok = await engine.provider.ping()
-                    if ok and engine.provider.disk_cap is None:
-                        with contextlib.suppress(Exception):  # asked again at the next check
-                            await engine.provider.check_disk_cap()
-                self._mark(engine, ok, None if ok else "the engine does not answer")
             except TimeoutError:
-                self._mark(engine, False, f"no answer within {self.check_s:g} s")
+                engine.latency, engine.silent = None, engine.silent + 1
+                if engine.silent >= SILENT_CHECKS:
+                    why = f"no answer within {self.check_s:g} s, {engine.silent} checks in a row"
+                    self._mark(engine, False, why)
+                return
+            engine.latency, engine.silent = (time.monotonic() - t0 if ok else None), 0
+            self._mark(engine, ok, None if ok else "the engine does not answer")
+            if ok and engine.provider.disk_cap is None:  # asked once; again if it failed
+                with contextlib.suppress(Exception):
+                    async with asyncio.timeout(self.check_s):
+                        engine.cpus = await engine.provider.cpus()
+                        await engine.provider.check_disk_cap()
 
         await asyncio.gather(*(one(e) for e in self.members))
 

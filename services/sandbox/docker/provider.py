@@ -69,6 +69,10 @@ QUOTA_SLACK = 4 * 2**20
 DEFAULT_THREADS = 32
 """Threads for docker-py's blocking calls when no executor is given."""
 
+STARTS_PER_CPU = 2
+"""Tasks that may be starting at once on an engine (their containers being created and filled:
+the expensive part of its work), per CPU it has; at least two."""
+
 
 class DockerSandboxProvider:
     """Creates :class:`DockerSandbox` containers on one engine and reaps leftovers.
@@ -319,6 +323,21 @@ class DockerSandboxProvider:
     async def aclose(self) -> None:
         if self._own_executor and isinstance(self._executor, ThreadPoolExecutor):
             self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def can_start(self) -> int:
+        """Tasks that may be starting at once here (:data:`STARTS_PER_CPU`; the engine pool
+        also asks whether the engine answers promptly)."""
+        ncpu = self._ncpu if self._ncpu and self._ncpu < 1 << 16 else 1
+        return max(2, STARTS_PER_CPU * int(ncpu))
+
+    def set_aside(self, sandbox: DockerSandbox) -> None:
+        """Green gave up on removing ``sandbox`` (the janitor retries): it takes no slot."""
+        self.live.discard(sandbox)
+
+    async def cpus(self) -> int:
+        """The engine's CPUs (1 when it does not say)."""
+        ncpu = await self._io(self._host_cpus)
+        return int(ncpu) if ncpu < 1 << 16 else 1
 
     def _host_cpus(self) -> float:
         if self._ncpu is None:

@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse
 from services.green.api.deps import (
     AssessmentsDep,
     AssessmentStoreDep,
+    DatabaseDep,
     DisclosureDep,
     IntakeDep,
     OperatorDep,
@@ -48,8 +49,8 @@ async def create_assessment(
     who: OperatorDep,
     intake: IntakeDep,
 ) -> Any:
-    admit(intake, who, body.task_ids, body.trials)
-    left_out = keep_verified(request, body) if body.verified_only else []
+    await admit(intake, who, body.task_ids, body.trials)
+    left_out = await keep_verified(request, body) if body.verified_only else []
     aid = str(uuid.uuid4())
     try:
         tasks = await runner.start(body, aid)  # the runner writes the assessment's record
@@ -76,11 +77,11 @@ async def create_assessment(
 
 @router.get("/{assessment_id}")
 async def get_assessment(
-    assessment_id: str, store: AssessmentStoreDep, show: DisclosureDep
+    assessment_id: str, store: AssessmentStoreDep, show: DisclosureDep, db: DatabaseDep
 ) -> AssessmentRecord:
-    rec = store.get(assessment_id)
+    rec = await db.run(store.get, assessment_id)
     if rec is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no assessment {assessment_id}")
     if rec.result and isinstance(rec.result.get("tasks"), list):
-        rec.result = {**rec.result, "tasks": show.outcomes(rec.result["tasks"])}
+        rec.result = {**rec.result, "tasks": await show.outcomes(rec.result["tasks"])}
     return rec

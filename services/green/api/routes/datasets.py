@@ -15,7 +15,7 @@ from typing import Annotated, Any, TypeVar
 from fastapi import APIRouter, HTTPException, Query, Request, status
 from pydantic import BaseModel, Field
 
-from services.green.api.verification import dataset_tools
+from services.green.api.verification import dataset_tools, latest_verifications
 from services.green.dataset_tools import NotOffered
 from services.green.kinds.errors import AssetError, UnknownTask
 from services.green.kinds.registry import parse_ref
@@ -116,7 +116,7 @@ async def verifications(
     """The newest verification of each task given (tasks never verified are absent); ``ref``
     in a row is the id within its ``kind``."""
     refs = {_ref(t) for t in task}
-    found = dataset_tools(request).latest(refs)
+    found = await latest_verifications(request, refs)
     return [found[r] for r in sorted(found)]
 
 

@@ -28,7 +28,9 @@ from services.green.api.routes.assessments import refused
 from services.green.assessment import UnknownTasks
 from services.green.intake_limits import allowed_purple
 from services.green.kinds.registry import CheckedRef
+from services.green.store.crud import AssessmentStore
 from services.green.store.models import AssessmentRecord, TaskStatus
+from services.green.store.offloop import Database
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 
@@ -53,9 +55,9 @@ class RunEnd(BaseModel):
     """The client stopped before every task ended (its record ends ``cancelled``)."""
 
 
-def client_run(store: AssessmentStoreDep, run_id: str) -> AssessmentRecord:
+async def client_run(db: Database, store: AssessmentStore, run_id: str) -> AssessmentRecord:
     """The record of a run opened by ``POST /runs`` (404 for any other id)."""
-    rec = store.get(run_id)
+    rec = await db.run(store.get, run_id)
     if rec is None or (rec.request or {}).get("source") != CLIENT_RUN:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no run {run_id} opened by POST /runs")
     return rec
@@ -77,7 +79,7 @@ async def open_run(
     """Open a named run: every task is checked, then an assessment record is written (or the
     run named by ``resume`` is opened again). Its tasks join it with ``POST /tasks``'s
     ``run_id``."""
-    admit(intake, who, [])  # the rate per credential; the tasks are admitted one by one
+    await admit(intake, who, [])  # the rate per credential; the tasks are admitted one by one
     distinct = list(dict.fromkeys(body.task_ids))
     if len(distinct) > intake.max_batch:
         raise HTTPException(
@@ -99,15 +101,16 @@ async def open_run(
         "trials": body.trials,
     }
     if body.resume is not None:
-        rec = client_run(store, body.resume)
-        store.update(rec.id, status=TaskStatus.running, finished_at=None, request=request)
+        rec = await client_run(orch.db, store, body.resume)
+        await orch.db.run(
+            store.update, rec.id, status=TaskStatus.running, finished_at=None, request=request
+        )
         return {"id": rec.id, "name": body.name, "status": "running"}
     rid = str(uuid.uuid4())
-    store.add(
-        AssessmentRecord(
-            id=rid, purple_url=purple, request=request, owner=orch.settings.instance_name
-        )
+    record = AssessmentRecord(
+        id=rid, purple_url=purple, request=request, owner=orch.settings.instance_name
     )
+    await orch.db.run(store.add, record)
     return {"id": rid, "name": body.name, "status": "running"}
 
 
@@ -123,12 +126,14 @@ async def end_run(
     (``cancelled`` when the client was interrupted, else ``completed``). The answer is its id
     and status only: its results are read at ``GET /assessments/{id}``, under the disclosure
     rule."""
-    client_run(store, run_id)
+    await client_run(orch.db, store, run_id)
+    tasks = list(
+        await orch.db.run(orch.store.run_tasks, run_id, limit=10_000_000, ground_truth=False)
+    )
 
-    def result() -> dict[str, Any]:  # the bootstrap is CPU work: not on the event loop
-        tasks = list(orch.store.run_tasks(run_id, limit=10_000_000, ground_truth=False))
+    def result() -> dict[str, Any]:  # the intervals are CPU work: not on the event loop
         return runner.result(run_id, tasks).model_dump(mode="json")
 
     ended = TaskStatus.cancelled if body.interrupted else TaskStatus.completed
-    runner.record_end(run_id, ended, result=await asyncio.to_thread(result))
+    await runner.record_end(run_id, ended, result=await asyncio.to_thread(result))
     return {"id": run_id, "status": ended.value}

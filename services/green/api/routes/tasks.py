@@ -70,9 +70,9 @@ async def create_task(
     store: AssessmentStoreDep,
 ) -> TaskPublic:
     assert body.task is not None  # the model's validator saw to it
-    admit(intake, who, [body.task])
+    await admit(intake, who, [body.task])
     if body.run_id is not None:
-        client_run(store, body.run_id)  # 404 unless POST /runs opened it
+        await client_run(orch.db, store, body.run_id)  # 404 unless POST /runs opened it
     opts = TaskOptions(
         purple_url=body.purple_url,
         max_steps=body.max_steps,
@@ -87,8 +87,8 @@ async def create_task(
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown task {body.task}: {exc}") from exc
     except ValueError as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from exc
-    view = show.task(task)
-    annotate_verified(request, [view])
+    view = await show.task(task)
+    await annotate_verified(request, [view])
     return view
 
 
@@ -118,7 +118,8 @@ async def list_tasks(
         except ValueError as exc:
             raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from exc
         kind, ref_id = parsed.kind, parsed.id
-    rows, total = orch.store.list(
+    rows, total = await orch.db.run(
+        orch.store.list,
         status=status_,
         kind=kind,
         ref_id=ref_id,
@@ -126,14 +127,14 @@ async def list_tasks(
         offset=offset,
         limit=limit,
     )
-    items = show.tasks(list(rows))
-    annotate_verified(request, items)
+    items = await show.tasks(list(rows))
+    await annotate_verified(request, items)
     return TaskList(items=items, total=total, offset=offset, limit=limit)
 
 
-def _get(orch: OrchestratorDep, task_id: str) -> Task:
+async def _get(orch: OrchestratorDep, task_id: str) -> Task:
     try:
-        return orch.get(task_id)
+        return await orch.get(task_id)
     except TaskNotFound as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no task {task_id}") from exc
 
@@ -142,8 +143,8 @@ def _get(orch: OrchestratorDep, task_id: str) -> Task:
 async def get_task(
     task_id: str, orch: OrchestratorDep, show: DisclosureDep, request: Request
 ) -> TaskPublic:
-    view = show.task(_get(orch, task_id))
-    annotate_verified(request, [view])
+    view = await show.task(await _get(orch, task_id))
+    await annotate_verified(request, [view])
     return view
 
 
@@ -155,9 +156,9 @@ async def get_commands(
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     limit: Annotated[int, Query(ge=1, le=5000)] = 500,
 ) -> Any:
-    if show.withheld([_get(orch, task_id)]):
+    if await show.withheld([await _get(orch, task_id)]):
         raise HTTPException(status.HTTP_403_FORBIDDEN, WITHHELD)
-    return orch.store.commands(task_id, offset, limit)
+    return await orch.db.run(orch.store.commands, task_id, offset, limit)
 
 
 @router.get(
@@ -172,7 +173,7 @@ async def get_trajectory(task_id: str, orch: OrchestratorDep) -> Response:
     within GREEN_TRAJECTORY_MAX_BYTES and GREEN_TRAJECTORY_TIMEOUT_S: a client needs no address
     of purple (``http://purple:9019`` is known only inside compose). 502 with a sentence when
     purple cannot give it."""
-    task = _get(orch, task_id)
+    task = await _get(orch, task_id)
     settings = orch.settings
     traj, why = await fetch_trajectory(
         task.purple_url, task.id, settings.trajectory_max_bytes, settings.trajectory_timeout_s
@@ -188,15 +189,15 @@ async def get_trajectory(task_id: str, orch: OrchestratorDep) -> Response:
     responses={202: {"description": "Another replica runs it: its owner was asked to cancel"}},
 )
 async def cancel_task(task_id: str, orch: OrchestratorDep, show: DisclosureDep) -> Any:
-    task = _get(orch, task_id)
+    task = await _get(orch, task_id)
     if task.status.terminal:
         raise HTTPException(status.HTTP_409_CONFLICT, f"task {task_id} already {task.status.value}")
     task = await orch.cancel(task_id)
     if task.status.terminal:
-        return show.task(task)
+        return await show.task(task)
     note = (
         f"replica {task.owner!r} runs this task: it was asked to cancel it and does so within "
         "seconds (GET the task to see it end)"
     )
-    body = {**show.task(task).model_dump(mode="json"), "note": note}
+    body = {**(await show.task(task)).model_dump(mode="json"), "note": note}
     return JSONResponse(body, status_code=status.HTTP_202_ACCEPTED)

@@ -1,0 +1,93 @@
+"""services/green/store/offloop.py: the event loop's way to the database, on a real SQLite file
+another connection locks."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+from sqlalchemy.exc import OperationalError
+
+from services.green.store import offloop
+from services.green.store.crud import TaskStore
+from services.green.store.db import make_engine
+from services.green.store.errors import UNREACHABLE, DatabaseUnavailable
+from services.green.store.offloop import Database
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> TaskStore:
+    return TaskStore(make_engine(f"sqlite:///{tmp_path}/g.db", deadline_s=0.2))
+
+
+def _locked(store: TaskStore) -> sqlite3.Connection:
+    holder = sqlite3.connect(store.engine.url.database, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    return holder
+
+
+async def test_a_write_under_anothers_lock_fails_after_the_deadline_and_marks_it_away(store):
+    db = Database(deadline_s=0.2)
+    assert db.answers
+    holder = _locked(store)
+    try:
+        with pytest.raises(OperationalError, match="locked"):
+            await db.run(store.probe)
+    finally:
+        holder.execute("ROLLBACK")
+    assert not db.answers and db.away
+    await db.run(store.probe)  # a call that works does not say it is back: a probe does
+    assert not db.answers and db.away
+    db.close()
+
+
+async def test_a_call_that_hangs_past_the_deadline_gives_up_and_one_still_queued_never_runs(
+    monkeypatch,
+):
+    monkeypatch.setattr(offloop, "MARGIN_S", 0.0)
+    db = Database(deadline_s=0.2, threads=1)
+    started, release, ran = threading.Event(), threading.Event(), []
+
+    def hang() -> None:  # a connection to a frozen server, say
+        started.set()
+        release.wait(30)
+
+    hung = asyncio.ensure_future(db.run(hang))
+    while not started.is_set():
+        await asyncio.sleep(0.01)
+    with pytest.raises(DatabaseUnavailable):
+        await db.run(ran.append, "queued behind the hung call")
+    with pytest.raises(DatabaseUnavailable):
+        await hung
+    assert isinstance(DatabaseUnavailable("x"), UNREACHABLE)  # the API's 503
+    assert not db.answers
+    release.set()
+    await db.run(ran.append, "after")
+    assert ran == ["after"]
+    db.close()
+
+
+async def test_health_follows_the_probe_through_a_lock(store, monkeypatch):
+    monkeypatch.setattr(offloop, "PROBE_EVERY_S", 0.05)
+    monkeypatch.setattr(offloop, "PROBE_WITHIN_S", 0.1)
+    db = Database(deadline_s=5)  # the probe waits for the lock, longer than PROBE_WITHIN_S
+    watch = asyncio.create_task(db.watch(store.probe))
+
+    async def until(answers: bool) -> None:
+        async with asyncio.timeout(30):
+            while db.answers is not answers:
+                await asyncio.sleep(0.01)
+
+    try:
+        await until(True)
+        holder = _locked(store)
+        await until(False)  # the probe waits for the lock: degraded, not (yet) away
+        assert not db.away
+        holder.execute("ROLLBACK")
+        await until(True)
+    finally:
+        watch.cancel()
+        db.close()

@@ -1,0 +1,73 @@
+"""Nothing a service holds grows with the number of tasks it has served: real green and purple
+processes (purple's offline analyst) run tasks in batches, and their open files are read from
+``/proc`` after each batch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.integration.helpers import submit_task, wait_terminal
+from tests.integration.test_green_replicas import green_env
+from tests.support.proc_stats import proc_stats
+from tests.support.servers import ServiceProcess, free_port
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+IDS = ["900001", "900002", "900003", "900004"]
+
+
+@pytest.fixture
+def services(green_settings, tmp_path: Path):
+    purple_port = free_port()
+    purple = ServiceProcess(
+        "services.purple",
+        purple_port,
+        {
+            "PURPLE_POLICY": "stacktrace",
+            "PURPLE_DATABASE_URL": f"sqlite:///{tmp_path}/purple.db",
+            "PURPLE_LOG_DIR": str(tmp_path / "logs"),
+            "PURPLE_TRAJECTORY_DIR": str(tmp_path / "traj"),
+            "PURPLE_MAX_CONCURRENT_TASKS": "16",
+        },
+        tmp_path / "purple.out",
+    ).start()
+    port = free_port()
+    green = ServiceProcess(
+        "services.green",
+        port,
+        {
+            **green_env(green_settings, green_settings.database_url, f"growth-{port}"),
+            "GREEN_PUBLIC_URL": f"http://127.0.0.1:{port}",
+            "GREEN_PURPLE_URL": purple.url,
+            "GREEN_PURPLE_POLL_S": "0.5",
+            "GREEN_MAX_CONCURRENT_TASKS": "6",
+            "GREEN_CONTAINER_MEMORY": "512m",
+            "GREEN_INTAKE_PER_MINUTE": "10000",
+        },
+        tmp_path / "green.out",
+    ).start()
+    yield green, purple
+    green.stop()
+    purple.stop()
+
+
+def _batch(green_url: str, n: int) -> None:
+    ids = [submit_task(green_url, {"task": f"arvo:{IDS[i % 4]}"})["id"] for i in range(n)]
+    for task_id in ids:
+        assert wait_terminal(green_url, task_id, timeout=300)["status"] == "completed"
+
+
+def test_open_files_do_not_grow_with_the_tasks_served(services) -> None:
+    """Purple kept one log file open per task it had served (``task_<id>.log``): at the default
+    1,024 descriptors it died after about 1,000 tasks."""
+    green, purple = services
+    _batch(green.url, 8)  # warm: connection pools, thread pools, the first images
+    before = {name: proc_stats(s.proc.pid) for name, s in (("green", green), ("purple", purple))}
+    _batch(green.url, 32)
+    after = {name: proc_stats(s.proc.pid) for name, s in (("green", green), ("purple", purple))}
+    for name in before:
+        print(f"{name}: after 8 tasks {before[name]}; after 40 {after[name]}")
+    for name in before:
+        assert after[name].fds <= before[name].fds + 4, (name, before[name], after[name])
