@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import gc
+import hashlib
 import io
 import os
 import resource
@@ -464,6 +465,28 @@ def test_put_archive_put_files_read_file(make: Callable[..., DockerSandbox]) -> 
     with pytest.raises(UnreadableFile, match="bytes") as caught:
         shared.read_file("/workspace/shared/deep/er/blob.bin", max_bytes=1000)
     assert caught.value.errno == errno.EFBIG
+
+
+
+def test_a_file_larger_than_the_sockets_buffers_is_read_and_the_container_stays_free(
+    make: Callable[..., DockerSandbox],
+) -> None:
+    """The engine holds a container's lock while it streams an archive. A build's 8 MiB /out
+    read with the stream still open (its parents checked meanwhile) waited on that lock until
+    the client timed out, and a file refused as too large left the container locked for every
+    later exec and removal (a judging container hung, then the task)."""
+    sandbox = make()
+    made = sandbox.exec(
+        "head -c 8388608 /dev/urandom > /tmp/eight && sha256sum < /tmp/eight | cut -c1-64",
+        timeout=60,
+    )
+    assert made.exit_code == 0, made.output
+    data = sandbox.read_file("/tmp/eight", max_bytes=16 << 20)
+    assert hashlib.sha256(data).hexdigest() == made.output.strip()
+    with pytest.raises(UnreadableFile, match="more than") as caught:
+        sandbox.read_file("/tmp/eight", max_bytes=1 << 20)
+    assert caught.value.errno == errno.EFBIG
+    assert sandbox.exec("echo free", timeout=30).output == "free\n"
 
 
 # -- failures and cleanup ---------------------------------------------------------------------

@@ -116,20 +116,31 @@ def read_regular_file(api: APIClient, container_id: str, path: str, limit: int) 
     (blocking). UnreadableFile when it, or a directory above it, is a symbolic link (one that
     leads nowhere too: the engine's error would name its own disk), or it is no regular file;
     FileNotFoundError from docker-py's NotFound or a missing directory. Other engine errors
-    raise as docker-py's."""
+    raise as docker-py's.
+
+    The engine holds the container's lock while it streams an archive: no other call on the
+    container (a stat, an exec, a removal) is answered until the stream is read to its end or
+    its connection closed. So the file is read (or refused) and its connection closed before
+    anything else is asked: a file larger than the socket's buffers, read with the stream
+    still open, held the container until the client timed out."""
+    url = api._url("/containers/{0}/archive", container_id)
+    res = api._get(url, params={"path": path}, stream=True)
     try:
-        stream, stat = api.get_archive(container_id, path, chunk_size=64 * 1024)
-    except docker.errors.NotFound:
-        raise
-    except docker.errors.APIError as e:  # the engine could not resolve the path: a link loop
-        _check_parents(api, container_id, path)
-        raise UnreadableFile(f"{path} is a symbolic link that leads nowhere") from e
-    try:
-        refuse_odd(path, stat)
-        _check_parents(api, container_id, path)  # the container exists: the file was there
-        return extract_single(path, stream, stat, limit)
+        try:
+            api._raise_for_status(res)
+        except docker.errors.NotFound:
+            raise
+        except docker.errors.APIError as e:  # the engine could not resolve the path: a link loop
+            res.close()
+            _check_parents(api, container_id, path)
+            raise UnreadableFile(f"{path} is a symbolic link that leads nowhere") from e
+        encoded = res.headers.get("X-Docker-Container-Path-Stat")
+        stat = decode_json_header(encoded) if encoded else {}
+        content = extract_single(path, res.iter_content(64 * 1024), stat, limit)
     finally:
-        stream.close()
+        res.close()  # a stream not read to its end: closing its connection frees the container
+    _check_parents(api, container_id, path)  # the container exists: the file was there
+    return content
 
 
 def _check_parents(api: APIClient, container_id: str, path: str) -> None:
