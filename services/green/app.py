@@ -31,7 +31,7 @@ from services.green.kinds.registry import build_kinds
 from services.green.orchestrator import Orchestrator
 from services.green.replicas import InstanceClash, Replica
 from services.green.store.crud import AssessmentStore, TaskStore
-from services.green.store.db import make_engine
+from services.green.store.db import forbid_on_event_loop, make_engine
 from services.green.ui import mount_ui
 from services.sandbox.registry import create_provider
 from services.shared.a2a import build_agent_card, mount_a2a
@@ -144,6 +144,8 @@ def create_app(
     settings = settings or GreenSettings()
     configure_logging(settings.log_dir)
     engine = make_engine(settings.database_url, settings.database_deadline_s)
+    if settings.database_check_off_loop:
+        forbid_on_event_loop(engine)
     orch = orchestrator or build_orchestrator(settings, engine)
     assessment_store = AssessmentStore(engine)
     replica = Replica(orch)

@@ -46,6 +46,9 @@ class GreenSettings(BaseSettings):
     it fails (SQLite's busy timeout unless the URL has ``?timeout=<seconds>``; PostgreSQL's lock
     and statement timeouts). Green's event loop never waits for the database: its calls run in
     threads, and a caller gives up a second after this."""
+    database_check_off_loop: bool = False
+    """A check for green's developers (the test suite turns it on): a database statement run on
+    the event loop's thread fails, so a call that would stall every request is found at once."""
     log_dir: Path = Path("logs")
     """Run folders log_<timestamp>/ with agents.log and arvo_<id>.log go here."""
 

@@ -13,7 +13,7 @@ from sqlalchemy.exc import OperationalError
 
 from services.green.store import offloop
 from services.green.store.crud import TaskStore
-from services.green.store.db import make_engine
+from services.green.store.db import StatementOnEventLoop, forbid_on_event_loop, make_engine
 from services.green.store.errors import UNREACHABLE, DatabaseUnavailable
 from services.green.store.offloop import Database
 
@@ -90,4 +90,19 @@ async def test_health_follows_the_probe_through_a_lock(store, monkeypatch):
         await until(True)
     finally:
         watch.cancel()
+        db.close()
+
+
+async def test_with_the_check_on_a_statement_on_the_event_loop_fails_and_one_in_the_pool_runs(
+    store,
+):
+    """What the test suite's greens run with (GREEN_DATABASE_CHECK_OFF_LOOP): the loop's own
+    thread may not wait on the database; the pool's threads may."""
+    forbid_on_event_loop(store.engine)
+    db = Database(deadline_s=1.0)
+    try:
+        with pytest.raises(StatementOnEventLoop, match="on the event loop"):
+            store.count_unfinished()
+        assert await db.run(store.count_unfinished) == 0
+    finally:
         db.close()

@@ -94,6 +94,7 @@ def green_settings(tmp_path: Path, fixture_assets: Path, green_database_url: str
         purple_poll_s=0.5,
         container_memory="1g",
         instance_name=f"test-{port}",
+        database_check_off_loop=True,  # green's loop never waits on its database
     )
 
 
