@@ -36,8 +36,8 @@ OUTCOMES: dict[str, list[str]] = {
         r'"result":\{.*"state":"(submitted|working|completed)"',  # tasks/get of the A2A task
     ],
     'auth="Authorization: Bearer $(cat data/compose/operator-token)"  # reproduce and fix': [
-        r'"kind":"arvo-poc","ref_id":"900007-l2","status":"queued"',  # POST /tasks: 202
-        r'"kind":"arvo-fix","ref_id":"900007","status":"queued"',
+        r'"kind":"arvo-poc","ref_id":"900007-l2","bug":"arvo:900007","status":"queued"',  # 202
+        r'"kind":"arvo-fix","ref_id":"900007","bug":"arvo:900007","status":"queued"',
         r"results: results/reproduce/results\.json",  # two trials, reported
     ],
     "uv run python -m fixtures.build --only 900001 --only 900002": [
