@@ -45,9 +45,10 @@ def without_secrets(kind: str, provenance: dict[str, Any]) -> dict[str, Any]:
     ground truth's, and those of the assets the kind keeps secret (the PoC, the fix)."""
     secret = secret_asset_names(KINDS.get(kind))
     out = {k: v for k, v in provenance.items() if k != "ground_truth_sha256"}
-    assets = out.get("assets_sha256")
-    if secret and isinstance(assets, dict):
-        out["assets_sha256"] = {k: v for k, v in assets.items() if k not in secret}
+    for key in ("assets_sha256", "assets_signature_sha256"):
+        assets = out.get(key)
+        if secret and isinstance(assets, dict):
+            out[key] = {k: v for k, v in assets.items() if k not in secret}
     return out
 
 

@@ -17,14 +17,17 @@ model or seed is recorded as it is. ``arena`` copies the provenance into each ru
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import re
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from services.green.config import GreenSettings
+from services.green.kinds.metrics import asset_signatures
 from services.shared.build_info import build_info
 from services.shared.digests import sha256_file, sha256_json
 from services.shared.http import BodyTooLarge, async_client, read_capped
@@ -136,7 +139,12 @@ def task_provenance(
     ground_truth: dict[str, Any] | None,
     engine: str,
     purple_url: str,
+    signatures: Mapping[str, Callable[[bytes], bytes]] | None = None,
 ) -> dict[str, Any]:
+    """The facts that decided a task's score (and that :mod:`services.shared.comparable`
+    compares): its assets by sha256, and those its kind signs (``signatures``: a crash report
+    without its run-to-run details) by their signature's sha256 too."""
+    signatures = signatures or {}
     facts = dict(image_facts or {})
     engine_version = facts.pop("engine_version", None)
     return {
@@ -145,6 +153,11 @@ def task_provenance(
         "image": {"name": image_name, **facts},
         "engine": {"name": engine, "version": engine_version},
         "assets_sha256": {name: sha256_file(p) for name, p in sorted(assets.items())},
+        "assets_signature_sha256": {
+            name: hashlib.sha256(sign(assets[name].read_bytes())).hexdigest()
+            for name, sign in sorted(signatures.items())
+            if name in assets
+        },
         "ground_truth_sha256": sha256_json(ground_truth) if ground_truth is not None else None,
         "purple": {"url": purple_url},  # the card once purple took the task (purple_card)
         "limits": limits(settings, task),
@@ -174,4 +187,5 @@ async def provenance_of(live: Any, settings: GreenSettings, task: Any, io: Any) 
         ground_truth=task.ground_truth,
         engine=sandbox.engine,
         purple_url=live.purple_url,
+        signatures=asset_signatures(live.kind),
     )

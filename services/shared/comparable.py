@@ -6,7 +6,8 @@ What decides a task's score is in green's task provenance (``services/green/prov
 the scoring rule's version, the image (its ``identity`` when green records one: the registry
 digest, or for a locally built fixture the hash of its recipe and inputs, so two machines'
 builds of one fixture agree; else its image id), the sha256 of each asset and of the ground
-truth. ``arena compare``, ``arena report`` (the trials of one run) and the dashboard's compare
+truth (an asset its kind signs, such as a crash report, by its signature: two builds of one
+recipe report other addresses and pids). ``arena compare``, ``arena report`` (the trials of one run) and the dashboard's compare
 page refuse, naming the task, unless forced. Rules: ``docs/scoring.md`` ("Comparing runs").
 """
 
@@ -22,6 +23,7 @@ DECISIVE = (
     "image_identity",
     "image_id",
     "assets_sha256",
+    "assets_signature_sha256",
     "ground_truth_sha256",
 )
 """The keys of :func:`decisive_of` (the flat form a record keeps)."""
@@ -34,8 +36,10 @@ _WHAT = {
 
 def decisive_of(provenance: dict[str, Any] | None) -> dict[str, Any]:
     """The part of green's task provenance that decides the score, flat: ``scoring_version``,
-    ``image_identity``, ``image_id``, ``assets_sha256`` (name -> hash), ``ground_truth_sha256``
-    (None where green withheld or did not record it)."""
+    ``image_identity``, ``image_id``, ``assets_sha256`` (name -> hash),
+    ``assets_signature_sha256`` (name -> the hash of what its kind compares of it: a crash
+    report without its addresses, pids and seeds), ``ground_truth_sha256`` (None where green
+    withheld or did not record it)."""
     p = provenance or {}
     image = p.get("image") or {}
     return {
@@ -43,6 +47,7 @@ def decisive_of(provenance: dict[str, Any] | None) -> dict[str, Any]:
         "image_identity": image.get("identity"),
         "image_id": image.get("id"),
         "assets_sha256": p.get("assets_sha256") or None,
+        "assets_signature_sha256": p.get("assets_signature_sha256") or None,
         "ground_truth_sha256": p.get("ground_truth_sha256"),
     }
 
@@ -57,11 +62,15 @@ def _facts(provs: list[tuple[str, dict[str, Any]]]) -> dict[str, dict[str, set[s
     per run, the values recorded (records that do not say are left out)."""
     facts: dict[str, dict[str, set[str]]] = {}
     image = _image_key([p for _, p in provs])
+    signed = set.intersection(*(set(p.get("assets_signature_sha256") or {}) for _, p in provs))
     for run, p in provs:
         values = {k: p.get(k) for k in ("scoring_version", "ground_truth_sha256")}
         values["image"] = p.get(image)
         for name, digest in (p.get("assets_sha256") or {}).items():
-            values[f"asset {name}"] = digest
+            if name in signed:  # compared on what its kind says decides (its signature)
+                values[f"asset {name} (its signature)"] = p["assets_signature_sha256"][name]
+            else:
+                values[f"asset {name}"] = digest
         for key, value in values.items():
             if value:
                 facts.setdefault(key, {}).setdefault(run, set()).add(str(value))

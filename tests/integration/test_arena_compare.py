@@ -6,6 +6,7 @@ task."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from services.arena.app import app
+from services.green.kinds.arvo.report_signature import report_signature
 from tests.integration.helpers import OPERATOR_TOKEN
 from tests.support.scripted_purple import Script
 from tests.support.servers import free_port
@@ -55,7 +57,7 @@ def retagged(docker_client):
 
 
 def test_compare_analyst_against_a_weaker_purple(
-    tmp_path, start_green, scripted_purple, analyst_url, docker_client, retagged
+    tmp_path, start_green, scripted_purple, analyst_url, docker_client, retagged, fixture_assets
 ):
     green = start_green(max_concurrent_tasks=3)
     weak, _ = scripted_purple(
@@ -82,6 +84,9 @@ def test_compare_analyst_against_a_weaker_purple(
             assert prov["image"]["name"] == f"arena/arvo:{arvo_id}-vul"
             assert prov["scoring"]["version"] and len(prov["ground_truth_sha256"]) == 64
             assert set(prov["assets_sha256"]) >= {"error.txt", "repo-vul.tar.gz", "patch.diff"}
+            report = (fixture_assets / arvo_id / "error.txt").read_bytes()
+            signed = hashlib.sha256(report_signature(report)).hexdigest()
+            assert prov["assets_signature_sha256"] == {"error.txt": signed}
             assert prov["engine"]["version"] == docker_client.version()["Version"]
             assert prov["purple"]["name"] and prov["purple"]["version"]
             assert "model" in prov["purple"]  # the card's model extension (None: no LLM)

@@ -467,7 +467,6 @@ def test_put_archive_put_files_read_file(make: Callable[..., DockerSandbox]) -> 
     assert caught.value.errno == errno.EFBIG
 
 
-
 def test_a_file_larger_than_the_sockets_buffers_is_read_and_the_container_stays_free(
     make: Callable[..., DockerSandbox],
 ) -> None:

@@ -84,3 +84,21 @@ def test_a_run_without_provenance_is_refused() -> None:
     assert comparable.problems([full, lost]) == []
     # one run (arena report): only conflicts between its trials
     assert comparable.problems([bare]) == []
+
+
+def test_a_crash_report_is_compared_by_its_signature_when_both_sides_record_one() -> None:
+    """Two machines' builds of one fixture: error.txt differs byte for byte (addresses, pid,
+    seed), its signature does not; another crash differs in both."""
+    signed = {"assets_signature_sha256": {"error.txt": "s1"}}
+    here = _prov(**signed)
+    there = _prov(assets_sha256={"patch.diff": "p1", "error.txt": "e2"}, **signed)
+    assert comparable.problems([_run("A", here), _run("B", there)]) == []
+    elsewhere = _prov(
+        assets_sha256={"patch.diff": "p1", "error.txt": "e2"},
+        assets_signature_sha256={"error.txt": "s2"},
+    )
+    (one,) = comparable.problems([_run("A", here), _run("B", elsewhere)])
+    assert "different asset error.txt (its signature) (A: s1; B: s2)" in one
+    unsigned = _prov(assets_sha256={"patch.diff": "p1", "error.txt": "e2"})  # an older green
+    (one,) = comparable.problems([_run("A", here), _run("B", unsigned)])
+    assert "different asset error.txt (A: e1; B: e2)" in one

@@ -11,6 +11,9 @@
 
 - ``secret_assets``: the assets whose hashes a task's provenance shows only with its ground
   truth (ARVO's reproduce and fix kinds: ``patch.diff``, the PoC).
+- ``asset_signatures``: per asset that is a run's output (ARVO's ``error.txt``, a sanitizer
+  report), the function that blanks what differs between two runs of the same build: a task's
+  provenance records the signature's sha256 beside the file's, and runs are compared on it.
 - ``record_fields``: the other score fields every scored record of the kind carries (ARVO:
   ``project``, ``floors``, ``bug_class``): the ``arena`` client lists a record without one of
   them as incomplete, with the reason (``GET /kinds``).
@@ -23,7 +26,7 @@ scores are then shown only with the ground truth.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 
 def declared_metrics(kinds: Iterable[object]) -> list[str] | None:
@@ -51,6 +54,12 @@ def public_score_keys(kind: object | None) -> frozenset[str]:
 def secret_asset_names(kind: object | None) -> frozenset[str]:
     """The assets of a kind's tasks whose hashes only the ground truth's reader may see."""
     return frozenset(getattr(kind, "secret_assets", None) or ())
+
+
+def asset_signatures(kind: object | None) -> Mapping[str, Callable[[bytes], bytes]]:
+    """The assets of a kind's tasks compared by a signature, each with its function (none
+    when the kind declares none: they are compared byte for byte)."""
+    return getattr(kind, "asset_signatures", None) or {}
 
 
 def record_fields(kind: object) -> list[str] | None:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from services.green.config import GreenSettings
 from services.green.kinds.arvo.assets import AssetSource, make_asset_source, parse_arvo_id
@@ -15,6 +15,7 @@ from services.green.kinds.arvo.floors import bug_class, floors
 from services.green.kinds.arvo.judge import ArvoScore, Judge, PreparedTask
 from services.green.kinds.arvo.prompt import describe_task
 from services.green.kinds.arvo.report import arvo_position, arvo_report, arvo_sources
+from services.green.kinds.arvo.report_signature import report_signature
 from services.green.kinds.arvo.scoring.groundtruth import GroundTruth
 from services.green.kinds.arvo.scoring.metrics import METRICS
 from services.green.kinds.arvo.workspace import WORKSPACE, populate_workspace
@@ -114,6 +115,11 @@ class ArvoKind:
     the floors are not (they say whether the crash frame is the fix)."""
     record_fields = frozenset({"project", "floors", "bug_class"})
     """Score fields every scored record carries (a client lists a record without one)."""
+    asset_signatures: ClassVar[Mapping[str, Callable[[bytes], bytes]]] = {
+        "error.txt": report_signature
+    }
+    """The crash report is compared without its run-to-run details: two builds of one fixture
+    recipe, or two runs of one image, report other addresses, pids and seeds."""
     bug_family = "arvo"
     """The bug a task is about is ``arvo:<id>``, whatever question of it a kind asks (locate,
     reproduce, fix): :func:`services.green.kinds.registry.bug_of`."""

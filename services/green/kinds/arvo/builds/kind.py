@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import tarfile
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
@@ -18,6 +18,7 @@ from services.green.kinds.arvo.builds.task_builds import TaskBuilds
 from services.green.kinds.arvo.datasets.service import ArvoDatasets
 from services.green.kinds.arvo.judge import Judge, PreparedTask
 from services.green.kinds.arvo.report import arvo_position, arvo_report, arvo_sources
+from services.green.kinds.arvo.report_signature import report_signature
 from services.green.kinds.datasets import DatasetContext
 from services.green.kinds.report import TaskReport
 from services.sandbox.base import SandboxProvider
@@ -50,6 +51,10 @@ class BuildJudgedKind:
 
     metrics: ClassVar[tuple[str, ...]]
     continuous: frozenset[str] = frozenset()
+    asset_signatures: ClassVar[Mapping[str, Callable[[bytes], bytes]]] = {
+        "error.txt": report_signature
+    }
+    """The crash report is compared without its run-to-run details (its addresses, pid...)."""
 
     def __init__(self, assets: AssetSource, settings: GreenSettings, sandboxes: SandboxProvider):
         self.assets = assets
