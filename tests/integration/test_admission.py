@@ -27,7 +27,7 @@ IDS = ["900001", "900002", "900003", "900004"]
 def proxy():
     proxy = DockerProxy(Path(f"/tmp/arena-admit-{secrets.token_hex(4)}.sock")).start()
     yield proxy
-    proxy.delay_s = 0
+    proxy.delay = lambda request: 0
     proxy.stop()
 
 
@@ -43,7 +43,7 @@ def _statuses(url: str, ids: list[str]) -> list[str]:
 
 def test_tasks_wait_in_the_queue_while_the_engine_is_slow(start_green, analyst_url, proxy):
     green = start_green(purple_url=analyst_url, docker_hosts=[proxy.url], docker_check_s=2.0)
-    proxy.delay_s = 1.5  # the engine answers, late
+    proxy.delay = lambda request: 1.5  # the engine answers, late
     deadline = time.monotonic() + 60
     while _engine(green.url)["prompt"]:
         assert time.monotonic() < deadline, "the engine never looked slow"
@@ -52,7 +52,7 @@ def test_tasks_wait_in_the_queue_while_the_engine_is_slow(start_green, analyst_u
     for _ in range(3):  # a few of the dispatcher's rounds: nothing is claimed, nothing fails
         time.sleep(1)
         assert _statuses(green.url, ids) == ["queued"] * 3
-    proxy.delay_s = 0
+    proxy.delay = lambda request: 0
     ended = [wait_terminal(green.url, task_id, timeout=180) for task_id in ids]
     assert [t["status"] for t in ended] == ["completed"] * 3, ended
 
