@@ -1,5 +1,5 @@
 # The two entry points of the README (both work on a fresh machine), plus helpers.
-.PHONY: demo test test-llm e2e setup lint bench down migration mutation
+.PHONY: demo test test-llm e2e setup lint bench soak down migration mutation
 
 demo:            ## build the demo task, start green + purple with docker compose, run one task
 	bash scripts/demo.sh
@@ -31,6 +31,11 @@ bench: setup
 	uv run --frozen python bench/bench_ui_tasks.py
 	uv run --frozen python bench/bench_ui_stream.py
 	uv run --frozen python bench/bench_disk_cap.py
+	uv run --frozen python bench/bench_judge.py
+	uv run --frozen python -m bench.bench_burst
+
+soak: setup      ## the long soak (two replicas on PostgreSQL, faults; about 40 minutes here)
+	uv run --frozen --extra postgres python -m bench.soak --tasks 2000 --faults
 
 mutation:        ## mutation testing of the scoring core (mutmut; slow, not in CI): config in pyproject [tool.mutmut]
 	rm -rf mutants
