@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import select
 import socket
 import ssl
@@ -270,9 +271,39 @@ def run_to_end(
     unless ``env`` says otherwise. Raises ExecFailed (``stalled``) when it is still running at
     the deadline: green stops waiting and leaves it to the container (the caller decides
     whether to kill that). The engine's own calls are bounded by its client's timeout, and
-    their failures are SandboxError (EngineUnreachable)."""
-    exec_id = create_exec(api, container_id, argv, environment={"PATH": SYSTEM_PATH, **(env or {})})
+    their failures are SandboxError (EngineUnreachable). A process the runtime failed to start
+    (nothing of it ran) is started again, up to :data:`START_TRIES` times within the deadline."""
     deadline = time.monotonic() + timeout
+    for _ in range(START_TRIES - 1):
+        code, out = _run_once(api, container_id, argv, deadline, timeout, env, keep)
+        if not never_started(code, out):
+            return code, out
+        time.sleep(START_RETRY_S)  # the runtime failed to start it: nothing ran, so again
+    return _run_once(api, container_id, argv, deadline, timeout, env, keep)
+
+
+START_TRIES = 3
+"""Tries of a root exec whose process the runtime failed to start (:func:`never_started`)."""
+START_RETRY_S = 0.5
+_NEVER_STARTED = re.compile(rb"^OCI runtime exec failed: .*unable to start container process")
+
+
+def never_started(code: int | None, out: bytes) -> bool:
+    """Whether an exec's answer is the runtime's failure to start its process (``runc init``
+    lost under load: "read init-p: connection reset by peer"): nothing of it ran."""
+    return code not in (None, 0) and bool(_NEVER_STARTED.match(out))
+
+
+def _run_once(
+    api: APIClient,
+    container_id: str,
+    argv: list[str],
+    deadline: float,
+    timeout: float,
+    env: Mapping[str, str] | None,
+    keep: int,
+) -> tuple[int | None, bytes]:
+    exec_id = create_exec(api, container_id, argv, environment={"PATH": SYSTEM_PATH, **(env or {})})
     try:
         sock = api.exec_start(exec_id, socket=True)
     except ENGINE_ERRORS as e:
