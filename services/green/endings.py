@@ -74,7 +74,7 @@ class Endings:
     async def end_orphan(self, task_id: str, reason: str) -> bool:
         """Cancel a task this replica holds in the store but does not run (its claim was made,
         then the database failed before it was adopted). True when it was."""
-        done = await self.db.run(
+        done = await self.db.run_behind(
             self.store.update_held,
             task_id,
             self.instance,
@@ -109,7 +109,7 @@ class Endings:
     async def _attempt(self, p: _Pending, first: bool = False) -> bool:
         live, outcome = p.live, p.outcome
         try:
-            held = await self.db.run(
+            held = await self.db.run_behind(
                 self.store.update_held,
                 live.id,
                 self.instance,

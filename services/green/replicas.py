@@ -69,11 +69,11 @@ class Replica:
         """Claim this replica's name; raises InstanceClash when a live replica holds it."""
         now = utcnow()
         try:
-            row = await self.orch.db.run(
+            row = await self.orch.db.run_behind(
                 self.registry.register, self.name, self.url, now=now, stale_after=self.lease
             )
         except InstanceClash:
-            live = await self.orch.db.run(self.registry.live, now, self.lease)
+            live = await self.orch.db.run_behind(self.registry.live, now, self.lease)
             holder = next((i for i in live if i.name == self.name), None)
             # at our own URL nobody else answers: this process holds its socket (bound before
             # start-up), so the holder is this name's previous process, dead
@@ -82,8 +82,8 @@ class Replica:
             ):
                 raise
             log.warning("instance.took_over_dead_name", name=self.name, was_at=holder.url)
-            await self.orch.db.run(self.registry.deregister, self.name, holder.incarnation)
-            row = await self.orch.db.run(
+            await self.orch.db.run_behind(self.registry.deregister, self.name, holder.incarnation)
+            row = await self.orch.db.run_behind(
                 self.registry.register, self.name, self.url, now=now, stale_after=self.lease
             )
         self.incarnation = row.incarnation
@@ -92,7 +92,7 @@ class Replica:
     async def deregister(self) -> None:
         if self.incarnation is not None:
             with contextlib.suppress(Exception):
-                await self.orch.db.run(self.registry.deregister, self.name, self.incarnation)
+                await self.orch.db.run_behind(self.registry.deregister, self.name, self.incarnation)
 
     # ---- the loops ---------------------------------------------------------------------
 
@@ -136,12 +136,12 @@ class Replica:
         if room <= 0 or self._closing or self.orch.stopping or self.incarnation is None:
             return []
         until = utcnow() + self.lease
-        ids = await self.orch.db.run(
+        ids = await self.orch.db.run_behind(
             self.orch.queue.claim, self.name, until, room, kinds=list(self.orch.kinds)
         )
-        tasks = await self.orch.db.run(self.orch.store.get_many, ids)
+        tasks = await self.orch.db.run_behind(self.orch.store.get_many, ids)
         if self._closing or self.orch.stopping:  # the stop began meanwhile: start none of them
-            await self.orch.db.run(self.orch.queue.release, self.name, ids)
+            await self.orch.db.run_behind(self.orch.queue.release, self.name, ids)
             log.info("queue.claim_released", tasks=ids, detail="green is stopping")
             return []
         for task in sorted(tasks, key=lambda t: t.created_at):
@@ -151,14 +151,16 @@ class Replica:
     async def keep_leases(self) -> None:
         """Renew this replica's heartbeat and its tasks' leases; stop the tasks it lost."""
         now = utcnow()
-        alive = await self.orch.db.run(
+        alive = await self.orch.db.run_behind(
             self.registry.heartbeat, self.name, self.incarnation or "", now
         )
         if not alive and self.incarnation is not None:
             log.error("instance.name_taken_over", name=self.name, detail="claiming no more tasks")
             self.incarnation = None
         held = [t.id for t in self.orch.live]
-        kept = await self.orch.db.run(self.orch.queue.renew, self.name, held, now + self.lease)
+        kept = await self.orch.db.run_behind(
+            self.orch.queue.renew, self.name, held, now + self.lease
+        )
         for task_id in set(held) - kept:
             live = self.orch.live.get(task_id)
             if live is not None and live.runner is not None and not live.runner.done():
@@ -169,7 +171,7 @@ class Replica:
 
     async def watch(self) -> None:
         """Cancels requested through other replicas, dead replicas' tasks, remote listeners."""
-        for task_id in await self.orch.db.run(self.orch.queue.cancel_requests, self.name):
+        for task_id in await self.orch.db.run_behind(self.orch.queue.cancel_requests, self.name):
             await self.orch.cancel(task_id, "cancelled by request (through another replica)")
         await self.take_over_expired()
         await self.orch.remote.poll()
@@ -181,13 +183,15 @@ class Replica:
         now = utcnow()
         taken = []
         running = {t.id for t in self.orch.live} | self.orch.endings.ids()
-        expired = await self.orch.db.run(self.orch.queue.expired, self.name, now, running=running)
+        expired = await self.orch.db.run_behind(
+            self.orch.queue.expired, self.name, now, running=running
+        )
         for lease in expired:
             error = (
                 f"replica {lease.owner!r} stopped renewing the task's lease (it expired at "
                 f"{lease.lease_until:%Y-%m-%d %H:%M:%S} UTC): it died or lost the database"
             )
-            won = await self.orch.db.run(
+            won = await self.orch.db.run_behind(
                 self.orch.queue.take_over,
                 self.name,
                 lease.id,

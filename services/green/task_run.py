@@ -112,7 +112,7 @@ class TaskRun:
 
     async def _held(self, **fields: Any) -> bool:
         store, name = self.orch.store, self.settings.instance_name
-        return await self.orch.db.run(store.update_held, self.live.id, name, **fields)
+        return await self.orch.db.run_behind(store.update_held, self.live.id, name, **fields)
 
     async def _writes_landed(self, judged: bool = False) -> None:
         """Wait for the task's own records (commands, usage: :mod:`.task_writes`). Before it is

@@ -110,7 +110,7 @@ class TaskWrites:
         live, delay, failing_since = self.live, RETRY_FIRST_S, None
         while True:
             try:
-                result = await self.db.run(write.call)
+                result = await self.db.run_behind(write.call)
             except UNREACHABLE as exc:
                 now = time.monotonic()
                 if failing_since is None:

@@ -45,7 +45,7 @@ class RemoteWatch:
         """Tell each listener the status its task has reached since the last poll."""
         if not self._watched:
             return
-        tasks = await self.db.run(self.store.get_many, list(self._watched))
+        tasks = await self.db.run_behind(self.store.get_many, list(self._watched))
         for task in tasks:
             entry = self._watched.get(task.id)
             if entry is None or entry[0] is task.status:

@@ -106,3 +106,21 @@ async def test_with_the_check_on_a_statement_on_the_event_loop_fails_and_one_in_
         assert await db.run(store.count_unfinished) == 0
     finally:
         db.close()
+
+
+async def test_a_request_never_queues_behind_the_work_no_request_waits_on(monkeypatch):
+    """A running task's records and the replica's leases go through run_behind: with its
+    threads all busy (and more queued behind them), a request's call still runs at once."""
+    monkeypatch.setattr(offloop, "BEHIND_THREADS", 1)
+    db = Database(deadline_s=5.0)
+    release = threading.Event()
+    try:
+        busy = asyncio.ensure_future(db.run_behind(release.wait, 10))
+        queued = asyncio.ensure_future(db.run_behind(lambda: "queued"))
+        assert await db.run(lambda: "the request's") == "the request's"
+        assert not busy.done() and not queued.done()  # still held up behind the busy one
+        release.set()
+        assert await busy is True and await queued == "queued"
+    finally:
+        release.set()
+        db.close()

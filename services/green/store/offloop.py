@@ -38,6 +38,8 @@ T = TypeVar("T")
 
 THREADS = 8
 """Database calls under way at once (more wait for a thread; SQLite has one writer anyway)."""
+BEHIND_THREADS = 4
+"""The same for the calls no request waits on (:meth:`Database.run_behind`)."""
 MARGIN_S = 1.0
 """How much longer than the database's own deadline a caller waits for a call's answer."""
 PROBE_EVERY_S = 1.0
@@ -52,6 +54,9 @@ class Database:
     def __init__(self, deadline_s: float, threads: int = THREADS) -> None:
         self.deadline_s = deadline_s
         self._pool = ThreadPoolExecutor(threads, thread_name_prefix="green-db")
+        self._behind = ThreadPoolExecutor(BEHIND_THREADS, thread_name_prefix="green-db-behind")
+        """The runners' and the replica's own work (:meth:`run_behind`): a request never
+        queues behind it."""
         self._ok = True
         self._probe_since: float | None = None
         """When the probe under way started (None: none is)."""
@@ -59,8 +64,18 @@ class Database:
     async def run(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """``fn(*args, **kwargs)`` in the database's threads. Raises what it raises, or
         :class:`DatabaseUnavailable` when no answer came within the deadline and its margin."""
+        return await self._run(self._pool, functools.partial(fn, *args, **kwargs))
+
+    async def run_behind(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """:meth:`run` in threads of their own, for what no request waits on (a running task's
+        records, its end, the replica's claims and leases): 64 tasks starting write a lot, and
+        a ``POST /tasks`` queued behind their writes waited for them."""
+        return await self._run(self._behind, functools.partial(fn, *args, **kwargs))
+
+    async def _run(self, pool: ThreadPoolExecutor, call_: Callable[[], T]) -> T:
+        fn = getattr(call_, "func", call_)
         loop = asyncio.get_running_loop()
-        call = loop.run_in_executor(self._pool, functools.partial(fn, *args, **kwargs))
+        call = loop.run_in_executor(pool, call_)
         limit = asyncio.timeout(self.deadline_s + MARGIN_S)
         try:
             async with limit:
@@ -116,5 +131,6 @@ class Database:
 
     def close(self) -> None:
         """Stop the threads (calls still queued never run)."""
-        with contextlib.suppress(RuntimeError):
-            self._pool.shutdown(wait=False, cancel_futures=True)
+        for pool in (self._pool, self._behind):
+            with contextlib.suppress(RuntimeError):
+                pool.shutdown(wait=False, cancel_futures=True)
