@@ -7,8 +7,9 @@ the scoring rule's version, the image (its ``identity`` when green records one: 
 digest, or for a locally built fixture the hash of its recipe and inputs, so two machines'
 builds of one fixture agree; else its image id), the sha256 of each asset and of the ground
 truth (an asset its kind signs, such as a crash report, by its signature: two builds of one
-recipe report other addresses and pids). ``arena compare``, ``arena report`` (the trials of one run) and the dashboard's compare
-page refuse, naming the task, unless forced. Rules: ``docs/scoring.md`` ("Comparing runs").
+recipe report other addresses and pids). ``arena compare``, ``arena report`` (the trials of
+one run) and the dashboard's compare page refuse, naming the task, unless forced. Rules:
+``docs/scoring.md`` ("Comparing runs").
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ from services.sandbox.docker.disk import (
 )
 from services.sandbox.docker.errors import ENGINE_ERRORS, engine_error
 from services.sandbox.docker.images import image_identity
-from services.sandbox.docker.transport import EXEC_DEADLINE, DockerExecTransport, run_to_end
+from services.sandbox.docker.transport import EXEC_DEADLINE, DockerExecTransport, run_setup
 from services.sandbox.framing import SessionLost, SessionNotStarted, ShellSession
 from services.shared.commands import CommandResult
 from services.shared.logging import get_logger
@@ -378,7 +378,7 @@ class DockerSandbox:
 
         def run() -> tuple[int | None, bytes]:
             with self._api_errors("set the container up"):
-                return run_to_end(self._client.api, self.id, ["/bin/sh", "-c", command], timeout)
+                return run_setup(self._client.api, self.id, ["/bin/sh", "-c", command], timeout)
 
         async with self._lock:
             code, out = await self._io(run)
@@ -440,9 +440,8 @@ class DockerSandbox:
     async def _mkdir(self, dest: str) -> None:
         def mkdir() -> tuple[int | None, bytes]:
             with self._api_errors(f"mkdir {dest}"):
-                return run_to_end(
-                    self._client.api, self.id, ["mkdir", "-p", "--", dest], EXEC_DEADLINE
-                )
+                argv = ["mkdir", "-p", "--", dest]
+                return run_setup(self._client.api, self.id, argv, EXEC_DEADLINE)
 
         async with self._lock:
             code, out = await self._io(mkdir)

@@ -264,6 +264,7 @@ def run_to_end(
     timeout: float,
     env: Mapping[str, str] | None = None,
     keep: int = 1 << 16,
+    start_tries: int = 1,
 ) -> tuple[int | None, bytes]:
     """Run ``argv`` as root in the container to its end, within ``timeout`` seconds (blocking):
     its exit code (None when the engine could not say) and the last ``keep`` bytes of its
@@ -271,10 +272,12 @@ def run_to_end(
     unless ``env`` says otherwise. Raises ExecFailed (``stalled``) when it is still running at
     the deadline: green stops waiting and leaves it to the container (the caller decides
     whether to kill that). The engine's own calls are bounded by its client's timeout, and
-    their failures are SandboxError (EngineUnreachable). A process the runtime failed to start
-    (nothing of it ran) is started again, up to :data:`START_TRIES` times within the deadline."""
+    their failures are SandboxError (EngineUnreachable). With ``start_tries`` (green's own
+    set-up execs, :data:`START_TRIES`), a process the runtime failed to start (nothing of it
+    ran) is started again within the deadline; never the kill, whose failure to start says
+    the container is going, which the caller must learn at once."""
     deadline = time.monotonic() + timeout
-    for _ in range(START_TRIES - 1):
+    for _ in range(start_tries - 1):
         code, out = _run_once(api, container_id, argv, deadline, timeout, env, keep)
         if not never_started(code, out):
             return code, out
@@ -282,8 +285,16 @@ def run_to_end(
     return _run_once(api, container_id, argv, deadline, timeout, env, keep)
 
 
+def run_setup(
+    api: APIClient, container_id: str, argv: list[str], timeout: float
+) -> tuple[int | None, bytes]:
+    """:func:`run_to_end` for green's own set-up execs (a folder made, the tree prepared):
+    started again, up to :data:`START_TRIES` times, when the runtime failed to start them."""
+    return run_to_end(api, container_id, argv, timeout, start_tries=START_TRIES)
+
+
 START_TRIES = 3
-"""Tries of a root exec whose process the runtime failed to start (:func:`never_started`)."""
+"""Tries of a set-up exec whose process the runtime failed to start (:func:`never_started`)."""
 START_RETRY_S = 0.5
 _NEVER_STARTED = re.compile(rb"^OCI runtime exec failed: .*unable to start container process")
 
