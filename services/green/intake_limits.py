@@ -74,18 +74,20 @@ class IntakeLimits:
                 f"{n_tasks} task ids in one request; at most {self.max_batch} "
                 "(GREEN_MAX_ASSESSMENT_TASKS)"
             )
+        if not self._limiter.hit(self._rate, caller.name):
+            reset, _ = self._limiter.get_window_stats(self._rate, caller.name)
+            raise TooBusy(
+                f"too many requests: at most {self._rate.amount} per minute per credential",
+                math.ceil(reset - time.time()),
+            )
+        # after the rate: the busy-bug question costs a database query, and a caller it
+        # refuses still spends its requests
         busy = set() if caller.operator else await self._busy({bug_of(r.kind, r.id) for r in refs})
         if busy:
             named = ", ".join(sorted(busy)[:5])
             raise BugBusy(
                 f"a task of {named} is unfinished: until it ends, only the operator may start "
                 "another task of the same bug"
-            )
-        if not self._limiter.hit(self._rate, caller.name):
-            reset, _ = self._limiter.get_window_stats(self._rate, caller.name)
-            raise TooBusy(
-                f"too many requests: at most {self._rate.amount} per minute per credential",
-                math.ceil(reset - time.time()),
             )
         waiting = self._unfinished()
         if waiting + n_tasks > self.max_queued:

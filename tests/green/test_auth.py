@@ -107,3 +107,24 @@ async def test_only_the_operator_may_start_a_task_of_a_bug_that_has_an_unfinishe
     await limits.admit(
         Caller("operator:abc", operator=True, may_operate=True), [TaskRef("arvo", "1")]
     )
+
+
+async def test_requests_refused_for_a_busy_bug_still_spend_the_callers_rate():
+    """The busy-bug check costs a database query: an anonymous caller asking for a busy bug
+    again and again is rate-limited like any other, not answered 409 (and queried) forever."""
+    asked = []
+
+    async def busy(bugs):
+        asked.append(bugs)
+        return bugs
+
+    limits = IntakeLimits(
+        per_minute=3, max_queued=100, max_batch=10, unfinished=lambda: 0, busy=busy
+    )
+    anonymous = Caller("anonymous", operator=False, may_operate=True)
+    for _ in range(3):
+        with pytest.raises(BugBusy):
+            await limits.admit(anonymous, [TaskRef("arvo", "1")])
+    with pytest.raises(TooBusy, match="per minute"):
+        await limits.admit(anonymous, [TaskRef("arvo", "1")])
+    assert len(asked) == 3  # the fourth was refused before any query
