@@ -11,16 +11,17 @@ waiting. With ``--faults`` (all of them, or a comma-separated choice), spread ov
 
 - ``kill``: replica B is killed (``SIGKILL``) and started again under its name;
 - ``stop``: replica A is frozen (``SIGSTOP``) past its lease, then thawed (``SIGCONT``);
-- ``purple``: purple is killed and started again on its port (the tasks it was working on are
-  the agent's failures, ``purple_lost``, by the rule of docs/scoring.md: they are counted
-  apart);
+- ``purple``: purple is killed and started again on its port (the tasks it was working on, and
+  any sent to it while it was down, are the agent's failures, ``purple_lost`` and
+  ``purple_unreachable``, by the rule of docs/scoring.md: they are counted apart);
 - ``db``: PostgreSQL is stopped twice for ``--outage-s`` seconds.
 
 It prints: tasks ended and unended; how they ended, charged to the agent or to infra; the
 containers left; whether every slot came back (nothing held, then a full batch on both replicas
 at once); tasks claimed twice; ``POST /tasks`` p50/p95 (and the 503s met during outages); and
 each service's open files, threads and RSS after its first 100 tasks (counted from its own
-start: a restarted process starts again) and at the end. Exit status 0 when all hold.
+start: a restarted process starts again) and at the end, and on the way (every tenth of the
+tasks, and after each fault). Exit status 0 when all hold.
 """
 
 from __future__ import annotations
@@ -233,6 +234,15 @@ class Soak:
         self.faults.append(f"{kind} at {self.ended()} ended ({time.monotonic() - t0:.0f} s)")
         print(f"fault: {self.faults[-1]}", flush=True)
 
+    def holds_now(self) -> dict[str, ProcStats]:
+        return {w.name: holds(w.service) for w in [*self.greens.values(), self.purple]}
+
+    def print_holds(self, ended: int, when: str = "") -> None:
+        """Each process's figures now: the series shows growth from a step (a fault's backlog
+        kept by the allocator) apart from a leak (a rise with the tasks)."""
+        now = ", ".join(f"{name} {stats}" for name, stats in self.holds_now().items())
+        print(f"{ended} ended{' ' + when if when else ''}: {now}", flush=True)
+
     # ---- the run ---------------------------------------------------------------------------
 
     def plan(self) -> list[tuple[float, str]]:
@@ -248,6 +258,7 @@ class Soak:
         feeder.start()
         prober.start()
         plan = self.plan() if args.faults else []
+        marks = [args.tasks * k // 10 for k in range(1, 11)]
         t0 = time.monotonic()
         while True:
             now = self.counts()
@@ -259,8 +270,13 @@ class Soak:
             for w in [self.purple, *self.greens.values()]:
                 if w.first is None and w.served(ended) >= BASELINE_AFTER:
                     w.first = holds(w.service)
+            if marks and ended >= marks[0]:
+                self.print_holds(ended)
+                while marks and ended >= marks[0]:
+                    marks.pop(0)
             if plan and ended >= plan[0][0] * args.tasks:
                 self.fault(plan.pop(0)[1])
+                self.print_holds(self.ended(), "after the fault")
                 continue
             if len(feeder.ids) >= args.tasks and ended >= args.tasks:
                 break
@@ -290,7 +306,7 @@ class Soak:
             ]
 
             def on_both() -> collections.Counter[str] | None:
-                now = tasks(self.urls[0], set(batch))
+                now = self.held(set(batch))
                 on = collections.Counter(
                     t["instance"] for t in now.values() if t["status"] == "running"
                 )
@@ -301,15 +317,25 @@ class Soak:
             for task_id in batch:
                 with contextlib.suppress(httpx.HTTPError):
                     httpx.post(f"{self.urls[0]}/tasks/{task_id}/cancel", headers=AUTH, timeout=60)
-            wait_for(
-                lambda: all(
-                    t["status"] in TERMINAL for t in tasks(self.urls[0], set(batch)).values()
-                ),
-                300,
-            )
+            wait_for(lambda: not self.held(set(batch)), 300)
             return dict(on)
         finally:
             sleeping.stop()
+
+    def held(self, ids: set[str]) -> dict[str, dict]:
+        """Those of ``ids`` that are being prepared, run or judged: asked by status, so the
+        watching reads a few tasks, not every task of the run (a listing of thousands would be
+        the bench's load on the replica it measures, and its memory in the figures)."""
+        out: dict[str, dict] = {}
+        for status in HELD:
+            page = httpx.get(
+                f"{self.urls[0]}/tasks",
+                headers=AUTH,
+                params={"status": status, "limit": 500},
+                timeout=60,
+            ).json()
+            out.update({t["id"]: t for t in page["items"] if t["id"] in ids})
+        return out
 
     def claimed_twice(self) -> tuple[int, int]:
         """(claims, tasks claimed more than once), from every replica's log."""
@@ -326,7 +352,13 @@ class Soak:
         self.pg.stop()
 
 
-def report(soak: Soak, result: dict, batch: dict[str, int], ends: dict[str, dict]) -> bool:
+def report(
+    soak: Soak,
+    result: dict,
+    batch: dict[str, int],
+    ends: dict[str, dict],
+    at_end: dict[str, ProcStats],
+) -> bool:
     args, feeder, prober = soak.args, result["feeder"], result["prober"]
     mine = {i: ends[i] for i in feeder.ids if i in ends}
     unended = [i for i, t in mine.items() if t["status"] not in TERMINAL]
@@ -337,7 +369,9 @@ def report(soak: Soak, result: dict, batch: dict[str, int], ends: dict[str, dict
         t["end_reason"] for t in mine.values() if t["failure_kind"] == "agent"
     )
     killed = any(f.startswith("purple") for f in soak.faults)
-    purple_died = agent["purple_lost"] if killed else 0  # the agent's own process died
+    # the agent's own process died: the tasks it held (purple_lost) and those sent to it while it
+    # was down (purple_unreachable) are its failures by the rule, caused by the soak
+    purple_died = agent["purple_lost"] + agent["purple_unreachable"] if killed else 0
     other_agent = sum(agent.values()) - purple_died
     left = containers(*soak.greens)
     held = sum(t["status"] in HELD for t in ends.values())
@@ -365,7 +399,7 @@ def report(soak: Soak, result: dict, batch: dict[str, int], ends: dict[str, dict
     )
     steady = True
     for w in [*soak.greens.values(), soak.purple]:
-        end = holds(w.service)
+        end = at_end[w.name]
         first = w.first
         if first is None:
             print(f"{w.name}: served fewer than {BASELINE_AFTER} tasks since its start; now {end}")
@@ -413,8 +447,9 @@ def main() -> int:
     try:
         result = soak.run()
         batch = soak.full_batch()
+        at_end = soak.holds_now()  # before the report's own listing of every task
         ends = soak.all_tasks()
-        ok = report(soak, result, batch, ends)
+        ok = report(soak, result, batch, ends, at_end)
     finally:
         soak.close()
     return 0 if ok else 1
