@@ -4,10 +4,10 @@ build in fresh containers.
 
 Per fixture: the task's own PoC scores reproduced = fix_distinguishes = same_bug = 1 (seven
 fixtures have a -fix image, the others exercise the fallback fixed build), and an empty input
-0. 900001 also has a second bug in both builds and a hang (fixtures/arvo/README.md): an input
-that crashes both builds (in another function) scores reproduced 1, fix_distinguishes 0,
-same_bug 0, and an input that hangs the target is stopped at its bound and scores 0 as the
-agent's (the task completes). No other fixture has a second bug to give such inputs.
+0. Each also has a second bug in both builds and a hang (fixtures/arvo/README.md, written by its
+second_bug.py): an input that crashes both builds (in another function) scores reproduced 1,
+fix_distinguishes 0, same_bug 0, and an input that hangs the target is stopped at its bound and
+scores 0 as the agent's (the task completes).
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from fixtures.catalog import load_tasks
+from fixtures import second_bug
+from fixtures.catalog import load_tasks, strip_parameters
 from services.arena.app import app
 from tests.integration.conftest import leftover_containers
 from tests.integration.helpers import (
@@ -35,10 +36,6 @@ from tests.support.scripted_purple import Script
 
 pytestmark = pytest.mark.docker
 
-BOTH_BUILDS = b"<a><!-- x -"
-"""900001's second bug: the lexer's find_seq reads past an unterminated comment."""
-HANGS = b"<!DOCTYPE a [ ]x ]>"
-"""900001's hang: the lexer loops on a ']' not followed by '>' in an internal subset."""
 
 
 def test_every_fixture_reproduced_by_its_poc_and_not_by_nothing(
@@ -46,13 +43,17 @@ def test_every_fixture_reproduced_by_its_poc_and_not_by_nothing(
 ):
     tasks = load_tasks()
     expected: dict[str, tuple[float, float, float]] = {}
+    hangs, second = set(), {}
     by_project: dict[str, list[Script]] = {}
     refs = []
     for t in tasks:
         poc = (fixture_assets / str(t.id) / "poc").read_bytes()
+        extra = second_bug.make_inputs(t)
         inputs = [(poc, (1.0, 1.0, 1.0)), (b"", (0.0, 0.0, 0.0))]
-        if t.id == 900001:
-            inputs += [(BOTH_BUILDS, (1.0, 0.0, 0.0)), (HANGS, (0.0, 0.0, 0.0))]
+        if extra:
+            inputs += [(extra["both-builds"], (1.0, 0.0, 0.0)), (extra["hangs"], (0.0, 0.0, 0.0))]
+            hangs.add(hashlib.sha256(extra["hangs"]).hexdigest())
+            second[hashlib.sha256(extra["both-builds"]).hexdigest()] = t
         for data, scores in inputs:
             expected[hashlib.sha256(data).hexdigest()] = scores
             by_project.setdefault(t.project, []).append(Script(commands=[], submissions=[data]))
@@ -75,13 +76,15 @@ def test_every_fixture_reproduced_by_its_poc_and_not_by_nothing(
         assert scores["level"] == 1 and len(scores["runs"]) == (2 if got[0] else 1)
     for row in sorted(table):
         print(*row, sep=" | ")
-    hang = next(t for t in done if t["submission"]["sha256"] == hashlib.sha256(HANGS).hexdigest())
-    assert hang["scores"]["runs"][0]["timed_out"] is True
-    assert "did not finish" in hang["scores"]["explanation"][0]
-    both = next(
-        t for t in done if t["submission"]["sha256"] == hashlib.sha256(BOTH_BUILDS).hexdigest()
-    )
-    assert "find_seq" in both["scores"]["explanation"][-1]
+    for task in done:
+        sha = task["submission"]["sha256"]
+        if sha in hangs:
+            assert task["scores"]["runs"][0]["timed_out"] is True, task["ref"]
+            assert "did not finish" in task["scores"]["explanation"][0]
+        elif sha in second:  # the explanation names where it crashed: the second bug's frame
+            function = strip_parameters(second[sha].second_bug.partition(":")[2])
+            assert function.rsplit("::", 1)[-1] in task["scores"]["explanation"][-1], task["ref"]
+    assert len(hangs) == len(second) == len(tasks)  # every fixture has both
     assert all("## The bug" in d for d in observed.descriptions)  # level 1: the description
     assert leftover_containers(docker_client, green.owner) == []  # the agents' and the judge's
 
