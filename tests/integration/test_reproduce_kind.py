@@ -37,7 +37,6 @@ from tests.support.scripted_purple import Script
 pytestmark = pytest.mark.docker
 
 
-
 def test_every_fixture_reproduced_by_its_poc_and_not_by_nothing(
     start_green, scripted_purple, fixture_assets, docker_client
 ):
