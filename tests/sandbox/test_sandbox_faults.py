@@ -27,7 +27,11 @@ from services.sandbox.base import AgentFault, EngineUnreachable, SandboxError, S
 from services.sandbox.blocking import BlockingProvider
 from services.sandbox.blocking import BlockingSandbox as DockerSandbox
 from services.sandbox.docker import DockerSandboxProvider
-from services.sandbox.docker.diagnosis import SessionKilled, diagnose
+from services.sandbox.docker.diagnosis import (
+    SessionKilled,
+    diagnose,
+    kill_failed_in_a_live_container,
+)
 from services.sandbox.janitor import Janitor
 from tests.support.docker_proxy import DockerProxy
 
@@ -157,6 +161,22 @@ def test_engine_killing_the_container_is_infra(
     worker.join(30)
     assert len(errors) == 1 and type(errors[0]) is SandboxError, errors
     assert "through the engine" in str(errors[0])
+
+
+def test_a_kill_that_fails_as_the_engine_kills_the_container_is_not_green_failing_to_stop_it(
+    client: docker.DockerClient, make: Callable[..., DockerSandbox]
+) -> None:
+    """The container's state lags behind ``docker kill``: green's kill of the command fails
+    ("cannot exec in a stopped state") while the engine still says it runs. Green then failed to
+    stop nothing: the engine's events name a kill, and the command is a lost one (diagnosed as
+    the engine's doing), not an unstoppable one (which once read "green could not stop the
+    command" in CI). A container that lives on with no kill asked of the engine is unstoppable."""
+    since = int(time.time()) - 1
+    sandbox = make()
+    assert kill_failed_in_a_live_container(client.api, sandbox.id, since) is True
+    client.api.kill(sandbox.id, signal="SIGWINCH")  # a kill through the engine; pid 1 lives on
+    assert client.api.inspect_container(sandbox.id)["State"]["Running"] is True
+    assert kill_failed_in_a_live_container(client.api, sandbox.id, since) is False
 
 
 def test_a_session_lost_while_the_engine_kills_the_container_is_infra(

@@ -35,6 +35,7 @@ from services.sandbox.docker.archive import absolute, files_tar, read_regular_fi
 from services.sandbox.docker.diagnosis import (
     SessionKilled,
     diagnose,
+    kill_failed_in_a_live_container,
     raise_if_stopped,
     unstoppable,
 )
@@ -226,7 +227,10 @@ class DockerSandbox:
             return self._disk_fault()
         if self._removed:
             return error
-        if isinstance(error, ExecFailed) and await self._io(self._running):  # a kill failed
+        api, since = self._client.api, self._created_at
+        if isinstance(error, ExecFailed) and await self._io(  # a kill failed
+            kill_failed_in_a_live_container, api, self.id, since
+        ):
             spec = self.spec
             return await self._io(
                 lambda: unstoppable(
@@ -248,13 +252,6 @@ class DockerSandbox:
                 since=self._created_at,
             )
         )
-
-    def _running(self) -> bool:
-        """Whether the engine says the container runs (False when it cannot say)."""
-        try:
-            return bool(self._client.api.inspect_container(self.id)["State"].get("Running"))
-        except ENGINE_ERRORS:
-            return False
 
     def _disk_fault(self) -> AgentFault:
         if self.quota or self._disk is None:
