@@ -138,14 +138,11 @@ def killed_through_engine(api: APIClient, container_id: str, since: int) -> bool
 def kill_failed_in_a_live_container(api: APIClient, container_id: str, since: int) -> bool:
     """Did green's kill of a command fail while the container lives on, nobody having asked the
     engine to kill or stop it? Only then is the command unstoppable (:func:`unstoppable`).
-    The container's state lags behind ``docker kill``: a kill that failed because the engine is
-    stopping the container ("cannot exec in a stopped state") finds it still running, and the
-    engine's events decide (the container was lost: :func:`diagnose`)."""
-    try:
-        running = bool(api.inspect_container(container_id)["State"].get("Running"))
-    except ENGINE_ERRORS:
-        return False
-    return running and not killed_through_engine(api, container_id, since)
+    The container's state lags behind its death: a kill that failed because the container is
+    stopping ("cannot exec in a stopped state": a ``docker kill``, its memory limit) can find it
+    still running, so it must still run a moment later, and the engine's events must name no
+    kill or stop; otherwise the command was lost with its container (:func:`diagnose`)."""
+    return _keeps_running(api, container_id) and not killed_through_engine(api, container_id, since)
 
 
 def unstoppable(
