@@ -32,6 +32,7 @@ from services.sandbox.docker.diagnosis import (
     diagnose,
     kill_failed_in_a_live_container,
 )
+from services.sandbox.docker.transport import run_to_end
 from services.sandbox.janitor import Janitor
 from tests.support.docker_proxy import DockerProxy
 
@@ -369,3 +370,24 @@ def test_a_kill_that_does_not_end_in_time_is_the_agents_only_at_a_limit(
         sandbox.exec(command, timeout=2)
     assert caught.value.reason == reason, caught.value
     assert "could not be stopped" in str(caught.value)
+
+
+def test_a_root_exec_whose_stream_ends_before_it_does_is_waited_for_to_its_exit(
+    client: docker.DockerClient, make: Callable[..., DockerSandbox], proxy: DockerProxy
+) -> None:
+    """The engine records an exec's exit only after its stream ends, and the stream can end
+    first: its connection dropped, or the engine slow to record the exit under load (a judge's
+    ``mkdir -p /out`` read as failed, with no output, once in CI). Here the connection to the
+    engine is cut while the process runs for another second: its exit code
+    is waited for within its deadline (None, a failure, after a fixed 0.2 s before)."""
+    sandbox = make()
+    through = docker.DockerClient(base_url=proxy.url)
+
+    def cut() -> None:
+        time.sleep(0.5)
+        proxy.drop()  # the exec's stream ends; the process runs on in the container
+
+    threading.Thread(target=cut, daemon=True).start()
+    script = "sleep 1.5; exit 3"
+    code, out = run_to_end(through.api, sandbox.id, ["/bin/sh", "-c", script], timeout=20)
+    assert (code, out) == (3, b"")

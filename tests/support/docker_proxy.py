@@ -2,7 +2,8 @@
 
 Point a docker client (or green, through ``DOCKER_HOST=unix://<path>``) at :attr:`url`;
 :meth:`stop` removes the socket and cuts every open connection (the engine is unreachable:
-connections are refused, hijacked exec streams end), :meth:`start` serves again. :attr:`delay`
+connections are refused, hijacked exec streams end), :meth:`start` serves again, and
+:meth:`drop` cuts the open connections only. :attr:`delay`
 holds back each request the engine is sent by the seconds it returns for the request's first
 bytes (``b"DELETE /v1.41/images/..."``): a loaded engine, as its clients see it. The machine's
 engine itself is never touched, so other tests using it are not disturbed.
@@ -53,6 +54,10 @@ class DockerProxy:
             listener.close()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
+        self.drop()
+
+    def drop(self) -> None:
+        """Cut every open connection (hijacked exec streams end) and go on serving new ones."""
         with self._lock:
             conns, self._conns = self._conns, set()
         for c in conns:

@@ -344,20 +344,31 @@ def _run_once(
         for s in (sock, raw):
             with contextlib.suppress(OSError):
                 s.close()
-    return _exit_code(api, exec_id), bytes(out)
+    return _exit_code(api, exec_id, deadline), bytes(out)
 
 
-def _exit_code(api: APIClient, exec_id: str, tries: int = 20) -> int | None:
-    """The exit code of an exec whose output ended (the engine records it a moment later)."""
-    for _ in range(tries):
+EXIT_CODE_WAIT_S = 0.2
+"""Seconds an exec's exit code is waited for at least, past its deadline if need be."""
+
+
+def _exit_code(api: APIClient, exec_id: str, deadline: float) -> int | None:
+    """The exit code of an exec whose output ended. The engine records it a moment later, and
+    under load that moment can be long (a set-up exec read as failed, with no output, once in
+    CI): it is waited for until the exec's ``deadline`` (at least :data:`EXIT_CODE_WAIT_S`);
+    None when the engine still has none then."""
+    until = max(deadline, time.monotonic() + EXIT_CODE_WAIT_S)
+    pause = 0.01
+    while True:
         try:
             state = api.exec_inspect(exec_id)
         except ENGINE_ERRORS as e:
             raise engine_error(e, "cannot ask how a process in the container ended") from e
         if not state.get("Running") and state.get("ExitCode") is not None:
             return int(state["ExitCode"])
-        time.sleep(0.01)
-    return None
+        if time.monotonic() >= until:
+            return None
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
 
 
 def readable(sock: socket.socket, timeout: float) -> bool:
