@@ -234,7 +234,7 @@ class DockerSandbox:
             spec = self.spec
             return await self._io(
                 lambda: unstoppable(
-                    self._client.api,
+                    api,
                     self.id,
                     self.name,
                     error,
@@ -243,14 +243,7 @@ class DockerSandbox:
                 )
             )
         return await self._io(
-            lambda: diagnose(
-                self._client.api,
-                self.id,
-                self.name,
-                error,
-                memory=self.spec.memory,
-                since=self._created_at,
-            )
+            lambda: diagnose(api, self.id, self.name, error, memory=self.spec.memory, since=since)
         )
 
     def _disk_fault(self) -> AgentFault:
