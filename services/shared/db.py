@@ -5,7 +5,9 @@ is bounded by the engine's deadline, on both: nothing waits for a lock, a connec
 server longer than that (SQLite's busy timeout; PostgreSQL's ``lock_timeout``,
 ``statement_timeout``, ``connect_timeout`` and TCP keepalives; the pool's checkout timeout), and
 a session of ours left idle in a transaction is ended by the server
-(``idle_in_transaction_session_timeout``), so it cannot hold locks every replica waits for.
+(``idle_in_transaction_session_timeout``), so it cannot hold locks every replica waits for. The
+writers of one process to one SQLite file take turns on a lock of their own, handed over at once
+(``services/shared/sqlite_writer.py``), instead of sleeping in SQLite's busy handler.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from pathlib import Path
 from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
 from sqlmodel import create_engine
+
+from services.shared.sqlite_writer import take_turns
 
 DEADLINE_S = 5.0
 """How long one statement may wait, by default, for a lock, a connection or the server before it
@@ -72,6 +76,8 @@ def connect_engine(url: str, deadline_s: float = DEADLINE_S) -> Engine:
             cur.execute("PRAGMA foreign_keys=ON")
             cur.close()
 
+        if path is not None:
+            take_turns(engine, path, float(str(parsed.query.get("timeout", deadline_s))))
     return engine
 
 
