@@ -94,10 +94,12 @@ class Disclosure:
         if self.caller.operator:
             return set()
         rows = list(tasks)
-        if not rows:
-            return set()
-        busy = await self.db.run(self.store.unfinished_bugs, {t.bug for t in rows})
-        return {t.id for t in rows if t.bug in busy}
+        unfinished = {t.id for t in rows if not t.status.terminal}  # their bug: themselves
+        ended = [t for t in rows if t.id not in unfinished]
+        if not ended:
+            return unfinished
+        busy = await self.db.run(self.store.unfinished_bugs, {t.bug for t in ended})
+        return unfinished | {t.id for t in ended if t.bug in busy}
 
     async def task(self, task: Task) -> TaskPublic:
         """The API view of one task: scores once it has ended, the ground truth if allowed, and

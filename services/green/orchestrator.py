@@ -32,6 +32,7 @@ from services.green.live_task import LiveTask, LiveTasks, TaskEvent, TaskNotFoun
 from services.green.purple_link import PurpleLink
 from services.green.store.crud import TaskStore
 from services.green.store.errors import STORAGE_ERRORS, DatabaseUnavailable
+from services.green.store.group_commit import GroupCommit
 from services.green.store.models import Task, TaskStatus
 from services.green.store.offloop import Database
 from services.green.store.queue import HELD, TaskQueue
@@ -82,6 +83,8 @@ class Orchestrator:
         """Purple's A2A endpoint for one task, by URL."""
         self.db = Database(settings.database_deadline_s)
         """Every database call of the event loop runs through it, off the loop."""
+        self._inserts: GroupCommit[Task] = GroupCommit(lambda t: self.db.run(store.add_all, t))
+        """Intake's inserts: those made while one is under way share the next transaction."""
         self.live = LiveTasks(settings)
         """The tasks this process is working on; purple's execute/submit are served there."""
         self.endings = Endings(store, self.db, settings.instance_name)
@@ -226,8 +229,9 @@ class Orchestrator:
         return task
 
     async def record(self, *tasks: Task) -> None:
-        """Queue these tasks, all or none (one transaction: a failing database queues none)."""
-        await self.db.run(self.store.add_all, tasks)
+        """Queue these tasks, all or none (one transaction: a failing database queues none; the
+        tasks recorded meanwhile by other requests may share it)."""
+        await self._inserts(tasks)
         self._queued += len(tasks)
         for task in tasks:
             with task_log_context(task.id, f"{task.kind}_{task.ref_id}", task_ref=str(task.ref)):

@@ -40,7 +40,12 @@ async def keep_verified(request: Request, body: AssessmentRequest) -> list[TaskR
 
 async def annotate_verified(request: Request, views: list[Any]) -> None:
     """Set ``verified`` on the task views whose task was verified (else it stays None)."""
-    found = await latest_verifications(request, (TaskRef(v.kind, v.ref_id) for v in views))
+    refs = (TaskRef(v.kind, v.ref_id) for v in views)
+    mark_verified(views, await latest_verifications(request, refs))
+
+
+def mark_verified(views: list[Any], found: dict[TaskRef, Any]) -> None:
+    """:func:`annotate_verified` with the verifications already read (``latest_verifications``)."""
     for view in views:
         row = found.get(TaskRef(view.kind, view.ref_id))
         if row is not None:

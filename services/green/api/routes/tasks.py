@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request, status
@@ -18,7 +19,11 @@ from services.green.api.deps import (
 )
 from services.green.api.query_bounds import MAX_OFFSET
 from services.green.api.routes.runs import client_run
-from services.green.api.verification import annotate_verified
+from services.green.api.verification import (
+    annotate_verified,
+    latest_verifications,
+    mark_verified,
+)
 from services.green.disclosure import WITHHELD
 from services.green.kinds.errors import UnknownTask
 from services.green.kinds.registry import CheckedRef, parse_ref
@@ -81,14 +86,16 @@ async def create_task(
         trial=body.trial,
         assessment_id=body.run_id,
     )
-    try:
-        task = await orch.create_task(body.task, opts)
+    try:  # the verification is read while the task is recorded: one wait for the database
+        task, verifications = await asyncio.gather(
+            orch.create_task(body.task, opts), latest_verifications(request, [body.task])
+        )
     except UnknownTask as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown task {body.task}: {exc}") from exc
     except ValueError as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from exc
     view = await show.task(task)
-    await annotate_verified(request, [view])
+    mark_verified([view], verifications)
     return view
 
 
