@@ -3,7 +3,7 @@
 SQLite lets one transaction write at a time. A writer that finds the file's lock taken does not
 queue: its busy handler sleeps (1, 2, 5, 10, 15, 20, 25 ms, …) and tries again, until its busy
 timeout. With a dozen threads writing (a burst of tasks starting), an insert that arrived a
-moment after another writer slept 8–18 ms for a lock held for one: ``POST /tasks`` spent most of
+moment after another writer slept 8 to 18 ms for a lock held for one: ``POST /tasks`` spent most of
 its time asleep.
 
 The threads of one process therefore take turns on a :class:`threading.Lock` of their own, per
@@ -56,7 +56,7 @@ def take_turns(engine: Engine, path: Path, timeout_s: float) -> None:
             lock.release()
 
     @event.listens_for(engine, "before_cursor_execute")
-    def _take(conn, _cursor, statement, params, _context, _many) -> None:  # noqa: ANN001
+    def _take(conn, _cursor, statement, params, _context, _many) -> None:
         if conn.info.get(_HELD) or not _writes(statement):
             return
         if not lock.acquire(timeout=timeout_s):
@@ -67,7 +67,7 @@ def take_turns(engine: Engine, path: Path, timeout_s: float) -> None:
 
     @event.listens_for(engine, "checkin")
     @event.listens_for(engine, "invalidate")
-    def _give_back(_dbapi_conn, record, *_rest) -> None:  # noqa: ANN001
+    def _give_back(_dbapi_conn, record, *_rest) -> None:
         # a connection returns to the pool once its transaction has committed or rolled
         # back (a session's commit returns it): given back after SQLite's own lock, never
         # before (the next writer would find that lock still taken and sleep)
