@@ -18,7 +18,8 @@ waiting. With ``--faults`` (all of them, or a comma-separated choice), spread ov
 
 It prints: tasks ended and unended; how they ended, charged to the agent or to infra; the
 containers left; whether every slot came back (nothing held, then a full batch on both replicas
-at once); tasks claimed twice; ``POST /tasks`` p50/p95 (and the 503s met during outages); and
+at once); tasks claimed twice; ``POST /tasks`` p50/p95, away from the faults and under them (and the
+503s met during outages); and
 each service's open files, threads and RSS after its first 100 tasks (counted from its own
 start: a restarted process starts again) and at the end, and on the way (every tenth of the
 tasks, and after each fault). Exit status 0 when all hold.
@@ -65,6 +66,9 @@ from tests.support.servers import ServiceProcess
 
 FAULTS = ("kill", "stop", "purple", "db")
 BASELINE_AFTER = 100
+AFTER_FAULT_S = 10.0
+"""A request sent this long after a fault ended is still counted as under it (a restarted
+replica's start, a thawed one's backlog, the database's reconnections)."""
 """A process's figures are read first once it has served this many tasks (since its start)."""
 
 
@@ -93,7 +97,8 @@ class Feeder(threading.Thread):
         super().__init__(daemon=True)
         self.urls, self.total, self.ahead = urls, total, ahead
         self.ids: list[str] = []
-        self.seconds: list[float] = []
+        self.timed: list[tuple[float, float]] = []
+        """Each accepted request: when it was sent (``time.monotonic()``) and its seconds."""
         self.refused: collections.Counter[str] = collections.Counter()
         self.unfinished = 0
         self._lock = threading.Lock()
@@ -118,7 +123,7 @@ class Feeder(threading.Thread):
                     continue
                 url = random.choice(self.urls)
                 ref = IDS[len(self.ids) % len(IDS)]
-                t0 = time.perf_counter()
+                sent, t0 = time.monotonic(), time.perf_counter()
                 try:
                     r = client.post(f"{url}/tasks", json={"task": f"arvo:{ref}"})
                 except httpx.HTTPError as exc:
@@ -130,7 +135,7 @@ class Feeder(threading.Thread):
                     time.sleep(0.5)
                     continue
                 with self._lock:
-                    self.seconds.append(time.perf_counter() - t0)
+                    self.timed.append((sent, time.perf_counter() - t0))
                     self.ids.append(r.json()["id"])
                     self.unfinished += 1
 
@@ -178,6 +183,8 @@ class Soak:
             name: Watched(name, self._green(name), share=2) for name in ("soak-a", "soak-b")
         }
         self.faults: list[str] = []
+        self.windows: list[tuple[float, float]] = []
+        """Each fault's time, from its start to :data:`AFTER_FAULT_S` after its end."""
 
     def _green(self, name: str) -> ServiceProcess:
         env = {"GREEN_LEASE_S": str(self.args.lease_s), "GREEN_QUEUE_POLL_S": "0.5"}
@@ -231,6 +238,7 @@ class Soak:
             self.pg.stop_server("fast")
             time.sleep(self.args.outage_s)
             self.pg.start_server()
+        self.windows.append((t0, time.monotonic() + AFTER_FAULT_S))
         self.faults.append(f"{kind} at {self.ended()} ended ({time.monotonic() - t0:.0f} s)")
         print(f"fault: {self.faults[-1]}", flush=True)
 
@@ -391,8 +399,13 @@ def report(
         f"containers left: {len(left)}; tasks still held: {held}; full batch on both replicas at once: {batch}"
     )
     print(f"claims: {claims}; tasks claimed twice: {twice}")
+    under = [s for t, s in feeder.timed if any(a <= t <= b for a, b in soak.windows)]
+    away = [s for t, s in feeder.timed if not any(a <= t <= b for a, b in soak.windows)]
     print(
-        f"POST /tasks: {len(feeder.seconds)} accepted, {percentiles(feeder.seconds)}; refused: {dict(feeder.refused)}"
+        f"POST /tasks: {len(feeder.timed)} accepted, {percentiles([s for _, s in feeder.timed])}; "
+        f"away from faults: {len(away)}, {percentiles(away)}; under a fault (or within "
+        f"{AFTER_FAULT_S:g} s of its end): {len(under)}, {percentiles(under)}; "
+        f"refused: {dict(feeder.refused)}"
     )
     print(
         f"prober answers: {dict(prober.counts)}; 5xx not in JSON: {len(prober.plain)} {prober.plain[:3]}"

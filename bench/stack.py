@@ -241,7 +241,9 @@ def holds(service: ServiceProcess) -> ProcStats:
 
 
 def percentiles(seconds: list[float]) -> str:
-    """``p50 … ms, p95 … ms`` of some durations."""
+    """``p50 … ms, p95 … ms`` of some durations (``none`` for none)."""
+    if not seconds:
+        return "none"
     ms = sorted(s * 1000 for s in seconds)
     return f"p50 {statistics.median(ms):.1f} ms, p95 {ms[int(0.95 * (len(ms) - 1))]:.1f} ms"
 
