@@ -1,6 +1,7 @@
 """services/green/store/group_commit.py on the real store (SQLite and PostgreSQL): inserts made
 while one is under way share the next transaction, all or none; every caller learns its outcome;
-a caller that stops waiting does not take its rows out."""
+a caller that stops waiting does not take its rows out. And the store's insert returns its tasks
+as the database keeps them."""
 
 from __future__ import annotations
 
@@ -99,3 +100,15 @@ async def test_a_caller_that_stops_waiting_still_has_its_rows_stored(inserts):
     inserts.hold.set()
     await stays
     assert inserts.stored() == ["t000", "t001"]
+
+
+def test_the_inserted_tasks_are_as_the_database_keeps_them(database_url):
+    """``add_all`` reads its rows back in one query before its commit (not one per task after
+    it): each task it returns is the one a later read finds, field for field."""
+    store = TaskStore(make_engine(database_url))
+    tasks = [task(i) for i in range(3)]
+    store.add_all(tasks)
+    for t in tasks:
+        stored = store.get(t.id)
+        assert stored is not None and t.model_dump() == stored.model_dump()
+        assert t.bug == f"arvo:{t.ref_id}"

@@ -69,12 +69,16 @@ class TaskStore:
             return task
 
     def add_all(self, tasks: Collection[Task]) -> None:
-        """Insert these tasks in one transaction: all or none."""
-        with Session(self.engine) as s:
+        """Insert these tasks in one transaction: all or none. Each is read back as the
+        database keeps it, in one query before the commit (not one per task after it: each is
+        a round trip, and a connection checked out again)."""
+        with Session(self.engine, expire_on_commit=False) as s:
             s.add_all([_with_bug(t) for t in tasks])
+            s.flush()
+            ids = [t.id for t in tasks]
+            stored = select(Task).where(col(Task.id).in_(ids))
+            s.exec(stored.execution_options(populate_existing=True)).all()
             s.commit()
-            for task in tasks:
-                s.refresh(task)
 
     def get(self, task_id: str) -> Task | None:
         with Session(self.engine) as s:
