@@ -15,17 +15,7 @@ from services.green.store.db import make_engine
 from services.green.store.group_commit import GroupCommit
 from services.green.store.models import Task
 from services.green.store.offloop import Database
-
-
-def task(i: int) -> Task:
-    return Task(
-        id=f"t{i:03d}",
-        ref_id=str(1000 + i),
-        purple_url="http://purple",
-        max_steps=10,
-        task_timeout_s=60,
-        command_timeout_s=10,
-    )
+from tests.store.test_queue import task
 
 
 class Inserts:
