@@ -2,15 +2,15 @@
 
 SQLite lets one transaction write at a time. A writer that finds the file's lock taken does not
 queue: its busy handler sleeps (1, 2, 5, 10, 15, 20, 25 ms, …) and tries again, until its busy
-timeout. With a dozen threads writing (a burst of tasks starting), an insert that arrived a
-moment after another writer slept 8 to 18 ms for a lock held for one: ``POST /tasks`` spent most of
-its time asleep.
+timeout. With a dozen threads writing (a burst of tasks starting), a writer that misses the lock
+by a moment sleeps 1 ms, then 2, then 5 more, for a lock each writer holds for a millisecond or
+two on an idle machine.
 
 The threads of one process therefore take turns on a :class:`threading.Lock` of their own, per
 database file: a transaction takes it at its first write statement (as SQLite takes its own lock)
 and gives it back when its connection returns to the pool, its transaction over; the next writer
-wakes as soon as it is free. SQLite's own lock and busy handler still settle writers of
-other processes (another replica, a migration, an operator's ``sqlite3`` shell). A writer waits
+wakes as soon as it is free. SQLite's own lock and busy handler still settle writers of other
+processes (another replica, a migration, an operator's ``sqlite3`` shell). A writer waits
 for this process's lock at most the busy timeout, then fails as a locked database does (an
 ``OperationalError``, "database is locked"), so it may wait up to twice the busy timeout in all:
 once for a writer here, once for one elsewhere (the caller's own wait is bounded by
