@@ -6,7 +6,8 @@ the bundled fixture tasks and this machine's Docker engine:
   * the baseline: ``POST /tasks`` on an idle green, one task at a time (each waited for);
   * intake while tasks start: ``--at-once`` tasks (default 64) posted together, then, while they
     start, ``--probes`` more posted by four clients one after another (as ``arena run`` posts):
-    their ``POST /tasks`` p50/p95 and the p95's ratio to the baseline's p50 (goal: p95 < 50 ms).
+    their ``POST /tasks`` p50/p95 and the p95's ratio to the baseline's p50 (goal: p95 < 50 ms),
+    on connections kept alive as ``arena run``'s client keeps them (``--fresh``: one each).
     The 64 posted together are timed too: they arrive in the same instant and are answered
     together, so their figure is the time green takes to take in the whole batch;
   * the burst: ``--tasks`` tasks (default 256) posted together to a green with ``--slots``
@@ -101,10 +102,11 @@ def run(args: argparse.Namespace) -> int:
         ids, seconds = asyncio.run(post_at_once(green.url, refs))
         print(f"{args.at_once} POST /tasks at once (the batch): {percentiles(seconds)}")
         probes = [IDS[i % len(IDS)] for i in range(args.probes)]
-        more, seconds = asyncio.run(post_steadily(green.url, probes))
+        more, seconds = asyncio.run(post_steadily(green.url, probes, fresh=args.fresh))
         ratio = p95(seconds) / sorted(idle)[len(idle) // 2]
+        how = "a new connection each" if args.fresh else "connections kept alive, as arena run"
         print(
-            f"{args.probes} POST /tasks by 4 clients while the {args.at_once} start: "
+            f"{args.probes} POST /tasks by 4 clients ({how}) while the {args.at_once} start: "
             f"{percentiles(seconds)} (p95 / baseline p50 = {ratio:.1f})"
         )
         wait_ended(green.url, ids + more, 1800)
@@ -135,6 +137,11 @@ def main() -> int:
     p.add_argument("--at-once", type=int, default=64)
     p.add_argument("--baseline", type=int, default=10, help="idle POSTs for the baseline")
     p.add_argument("--probes", type=int, default=40, help="POSTs while the batch starts")
+    p.add_argument(
+        "--fresh",
+        action="store_true",
+        help="the probes open a connection each (the accept and close count), not kept alive",
+    )
     p.add_argument("--hold", type=int, default=64, help="tasks kept running for the sizing")
     p.add_argument("--timeout", type=float, default=3600)
     return run(p.parse_args())

@@ -96,22 +96,40 @@ async def post_at_once(url: str, refs: list[str], **body: Any) -> tuple[list[str
 
 
 async def post_steadily(
-    url: str, refs: list[str], clients: int = 4, **body: Any
+    url: str, refs: list[str], clients: int = 4, *, fresh: bool = False, **body: Any
 ) -> tuple[list[str], list[float]]:
     """``POST /tasks`` for every ref, ``clients`` at a time (as ``arena run`` posts: each of its
-    workers posts one task, then the next); the task ids and each request's seconds."""
+    workers posts one task, then the next, over one ``httpx.AsyncClient`` whose connections are
+    kept alive); the task ids and each request's seconds, the client's own work included.
+    ``fresh``: each request on a connection of its own, closed after it (the accept and the
+    close then count too)."""
     host, port = url.removeprefix("http://").split(":")
     todo = list(refs)
     ids: list[str] = []
     seconds: list[float] = []
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
 
-    async def client() -> None:
-        while todo:
-            task_id, s = await _post(host, int(port), {"task": f"arvo:{todo.pop()}", **body})
-            ids.append(task_id)
-            seconds.append(s)
+    async with httpx.AsyncClient(headers=AUTH, timeout=60, limits=limits) as http:
 
-    await asyncio.gather(*(client() for _ in range(clients)))
+        async def kept_alive(ref: str) -> tuple[str, float]:
+            t0 = time.perf_counter()
+            r = await http.post(f"{url}/tasks", json={"task": f"arvo:{ref}", **body})
+            took = time.perf_counter() - t0
+            if r.status_code != 202:
+                raise RuntimeError(f"POST /tasks answered {r.status_code}: {r.text[:300]}")
+            return r.json()["id"], took
+
+        async def client() -> None:
+            while todo:
+                ref = todo.pop()
+                if fresh:
+                    task_id, s = await _post(host, int(port), {"task": f"arvo:{ref}", **body})
+                else:
+                    task_id, s = await kept_alive(ref)
+                ids.append(task_id)
+                seconds.append(s)
+
+        await asyncio.gather(*(client() for _ in range(clients)))
     return ids, seconds
 
 
