@@ -18,11 +18,10 @@ waiting. With ``--faults`` (all of them, or a comma-separated choice), spread ov
 
 It prints: tasks ended and unended; how they ended, charged to the agent or to infra; the
 containers left; whether every slot came back (nothing held, then a full batch on both replicas
-at once); tasks claimed twice; ``POST /tasks`` p50/p95, away from the faults and under them (and the
-503s met during outages); and
-each service's open files, threads and RSS after its first 100 tasks (counted from its own
-start: a restarted process starts again) and at the end, and on the way (every tenth of the
-tasks, and after each fault). Exit status 0 when all hold.
+at once); tasks claimed twice; ``POST /tasks`` p50/p95, away from the faults and under them
+(and the 503s met during outages); and each service's open files, threads and RSS after its
+first 100 tasks (counted from its own start: a restarted process starts again) and at the end,
+and on the way (every tenth of the tasks, and after each fault). Exit status 0 when all hold.
 """
 
 from __future__ import annotations
@@ -66,10 +65,10 @@ from tests.support.servers import ServiceProcess
 
 FAULTS = ("kill", "stop", "purple", "db")
 BASELINE_AFTER = 100
+"""A process's figures are read first once it has served this many tasks (since its start)."""
 AFTER_FAULT_S = 10.0
 """A request sent this long after a fault ended is still counted as under it (a restarted
 replica's start, a thawed one's backlog, the database's reconnections)."""
-"""A process's figures are read first once it has served this many tasks (since its start)."""
 
 
 @dataclass
@@ -399,8 +398,10 @@ def report(
         f"containers left: {len(left)}; tasks still held: {held}; full batch on both replicas at once: {batch}"
     )
     print(f"claims: {claims}; tasks claimed twice: {twice}")
-    under = [s for t, s in feeder.timed if any(a <= t <= b for a, b in soak.windows)]
-    away = [s for t, s in feeder.timed if not any(a <= t <= b for a, b in soak.windows)]
+    under: list[float] = []
+    away: list[float] = []
+    for sent, seconds in feeder.timed:
+        (under if any(a <= sent <= b for a, b in soak.windows) else away).append(seconds)
     print(
         f"POST /tasks: {len(feeder.timed)} accepted, {percentiles([s for _, s in feeder.timed])}; "
         f"away from faults: {len(away)}, {percentiles(away)}; under a fault (or within "
