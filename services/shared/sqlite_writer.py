@@ -43,7 +43,8 @@ def _lock_for(path: Path) -> threading.Lock:
 
 
 def _writes(statement: str) -> bool:
-    return statement.lstrip().split(None, 1)[0].upper() in _WRITES if statement.strip() else False
+    words = statement.split(None, 1)
+    return bool(words) and words[0].upper() in _WRITES
 
 
 def take_turns(engine: Engine, path: Path, timeout_s: float) -> None:

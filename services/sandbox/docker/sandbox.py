@@ -227,23 +227,17 @@ class DockerSandbox:
             return self._disk_fault()
         if self._removed:
             return error
-        api, since = self._client.api, self._created_at
+        api, since, spec = self._client.api, self._created_at, self.spec
         if isinstance(error, ExecFailed) and await self._io(  # a kill failed
             kill_failed_in_a_live_container, api, self.id, since
         ):
-            spec = self.spec
             return await self._io(
                 lambda: unstoppable(
-                    api,
-                    self.id,
-                    self.name,
-                    error,
-                    pids=spec.pids_limit,
-                    cpus=spec.cpus,
+                    api, self.id, self.name, error, pids=spec.pids_limit, cpus=spec.cpus
                 )
             )
         return await self._io(
-            lambda: diagnose(api, self.id, self.name, error, memory=self.spec.memory, since=since)
+            lambda: diagnose(api, self.id, self.name, error, memory=spec.memory, since=since)
         )
 
     def _disk_fault(self) -> AgentFault:
