@@ -86,14 +86,22 @@ async def create_task(
         trial=body.trial,
         assessment_id=body.run_id,
     )
-    try:  # the verification is read while the task is recorded: one wait for the database
-        task, verifications = await asyncio.gather(
-            orch.create_task(body.task, opts), latest_verifications(request, [body.task])
-        )
-    except UnknownTask as exc:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown task {body.task}: {exc}") from exc
-    except ValueError as exc:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from exc
+    # the verification is read while the task is recorded (one wait for the database); the
+    # answer waits for the insert's outcome, and a refusal of the task comes before a failed read
+    task, verifications = await asyncio.gather(
+        orch.create_task(body.task, opts),
+        latest_verifications(request, [body.task]),
+        return_exceptions=True,
+    )
+    for outcome in (task, verifications):
+        if isinstance(outcome, UnknownTask):
+            detail = f"unknown task {body.task}: {outcome}"
+            raise HTTPException(status.HTTP_404_NOT_FOUND, detail) from outcome
+        if isinstance(outcome, ValueError):
+            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(outcome)) from outcome
+        if isinstance(outcome, BaseException):
+            raise outcome
+    assert isinstance(task, Task) and isinstance(verifications, dict)
     view = await show.task(task)
     mark_verified([view], verifications)
     return view
