@@ -319,7 +319,11 @@ def test_a_command_is_not_charged_for_files_the_last_one_held(
             assert time.monotonic() < deadline, "no scan counted the held file"
             time.sleep(0.2)
         container.exec_run(["sh", "-c", "kill -9 $(cat /tmp/holder.pid)"])  # as a command's end
-    result = sandbox.exec("head -c 24M /dev/zero > /tmp/visible; sleep 1; echo done", timeout=20)
+    # 24 MiB paced (at most ~60 MiB/s over any two measurements): under the cap, and no writer
+    # the watch stops for what it would write in STOP_LAG at its rate. Written at once (head at
+    # ~220 MiB/s), a measurement that caught it mid-way projected it past the cap.
+    paced = "for i in $(seq 24); do head -c 1M /dev/zero >> /tmp/visible; sleep 0.04; done"
+    result = sandbox.exec(f"{paced}; sleep 1; echo done", timeout=30)
     assert result.output.strip() == "done", result
 
 
