@@ -6,12 +6,15 @@ image tags, so it never collides with a running demo (project ``arena``, ports 9
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
 import socket
 import subprocess
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -232,15 +235,53 @@ class ComposeStack:
     def task_containers(self, task_id: str) -> list[Any]:
         return self.docker.containers.list(all=True, filters={"label": f"arena.task_id={task_id}"})
 
-    def task_container_events(self, task_id: str, since: float) -> list[str]:
-        """Actions (create, start, destroy, ...) the engine recorded for a task's containers."""
-        events = self.docker.events(
-            since=int(since) - 1,
-            until=int(time.time()) + 1,
-            decode=True,
-            filters={"type": "container", "label": f"arena.task_id={task_id}"},
+    @contextlib.contextmanager
+    def task_container_events(self) -> Iterator[TaskEvents]:
+        """The engine's events of task containers from now until the block ends, recorded as
+        they come. Not asked of its history afterwards: the engine keeps only its last 256
+        events, which every command's exec fills, so a busy engine had already dropped a
+        task's ``create`` by the time it ended."""
+        stream = self.docker.events(
+            decode=True, filters={"type": "container", "label": "arena.task_id"}
         )
-        return [e.get("Action") or e.get("status", "") for e in events]
+        events = TaskEvents()
+
+        def record() -> None:
+            try:
+                for event in stream:
+                    events.seen.append(event)
+            except Exception:  # the stream closed under the reader: the block is over
+                pass
+
+        reader = threading.Thread(target=record, name="engine-events", daemon=True)
+        reader.start()
+        try:
+            yield events
+        finally:
+            stream.close()
+            reader.join(timeout=10)
+
+
+@dataclass
+class TaskEvents:
+    """Container events the engine sent while :meth:`ComposeStack.task_container_events` ran."""
+
+    seen: list[dict[str, Any]] = field(default_factory=list)
+
+    def actions(self, task_id: str) -> list[str]:
+        """Actions (create, start, exec_create: ..., destroy) on the containers of one task."""
+        return [
+            e.get("Action") or e.get("status", "")
+            for e in list(self.seen)
+            if e.get("Actor", {}).get("Attributes", {}).get("arena.task_id") == task_id
+        ]
+
+    def wait_for(self, task_id: str, action: str, timeout: float = 30) -> list[str]:
+        """The task's actions once ``action`` is among them (or the deadline passed)."""
+        deadline = time.monotonic() + timeout
+        while action not in self.actions(task_id) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return self.actions(task_id)
 
 
 def wait_task(

@@ -126,19 +126,19 @@ def test_services_run_unprivileged_with_the_socket(stack: ComposeStack) -> None:
 
 
 def test_rest_task_runs_in_a_sibling_container(stack: ComposeStack, green: httpx.Client) -> None:
-    since = time.time()
-    r = green.post("/tasks", json={"task": "arvo:900001"})
-    assert r.status_code == 202, r.text
-    task_id = r.json()["id"]
+    with stack.task_container_events() as engine_events:
+        r = green.post("/tasks", json={"task": "arvo:900001"})
+        assert r.status_code == 202, r.text
+        task_id = r.json()["id"]
 
-    task = wait_task(green, task_id)
-    assert task["status"] == "completed", task
-    assert task["end_reason"] == "submitted", task
-    assert_scores(task["scores"])
-    assert task["container_name"].startswith("arena-task-")  # kind-neutral names
+        task = wait_task(green, task_id)
+        assert task["status"] == "completed", task
+        assert task["end_reason"] == "submitted", task
+        assert_scores(task["scores"])
+        assert task["container_name"].startswith("arena-task-")  # kind-neutral names
 
-    # Green (in its container) created the task container on the host's engine and removed it.
-    events = stack.task_container_events(task_id, since)
+        # Green (in its container) created the task container on the host's engine, removed it.
+        events = engine_events.wait_for(task_id, "destroy")
     assert "create" in events and "start" in events and "destroy" in events, events
     assert stack.task_containers(task_id) == []
 
