@@ -122,7 +122,9 @@ def _running_quietly(state: dict) -> bool:
 def killed_through_engine(api: APIClient, container_id: str, since: int) -> bool:
     """Did anyone ask the engine to kill or stop this container? A death from inside leaves
     only ``die`` (and ``oom``) events. When the engine cannot tell: True (not shown to be the
-    agent's doing)."""
+    agent's doing). The engine answers from its last 256 events only (each exec adds three, on
+    every container): asked right after the failure, as the diagnosis does, a kill or stop
+    behind it is among them unless hundreds of other events came between."""
     try:
         events = api.events(
             since=since,
