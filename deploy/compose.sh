@@ -47,6 +47,22 @@ elif [ -n "$ARENA_ENV_FILE" ]; then
   env_file=(--env-file "$ARENA_ENV_FILE")
 fi
 
+# The checkout the images are built from, recorded in them (services/shared/build_info.py, the
+# same rule): its commit, and dirty when a tracked file changed or untracked code lies in
+# services/. Not a checkout, or no git: empty (unknown). Set ARENA_COMMIT to name another.
+if [ -z "${ARENA_COMMIT+set}" ]; then
+  ARENA_COMMIT= ARENA_DIRTY=
+  if [ "$(git -C "$root" rev-parse --show-toplevel 2>/dev/null)" = "$(cd "$root" && pwd -P)" ]; then
+    ARENA_COMMIT=$(git -C "$root" rev-parse HEAD 2>/dev/null || true)
+    if changed=$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null) \
+       && code=$(git -C "$root" status --porcelain --untracked-files=all -- services 2>/dev/null); then
+      ARENA_DIRTY=false
+      [ -n "$changed$code" ] && ARENA_DIRTY=true
+    fi
+  fi
+  export ARENA_COMMIT ARENA_DIRTY
+fi
+
 # The project name also names green's instance (GREEN_INSTANCE_NAME: the owner label of its task
 # containers), so each project reaps only its own containers.
 export COMPOSE_PROJECT_NAME=${COMPOSE_PROJECT_NAME:-arena}

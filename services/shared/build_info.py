@@ -6,13 +6,20 @@ run's ``manifest.json``: a score is reproducible only with the code and the lock
 that produced it (numpy and scipy compute the intervals). Read once per process (the code does
 not change under a running process; a restarted one reads it again). A fact that cannot be read
 is ``None`` (a service installed from a wheel has no checkout: no commit, no dirty flag, no
-``uv.lock``), never a guess.
+``uv.lock``), never a guess. A service image (``deploy/Dockerfile``) has no checkout either; its
+build records the commit, dirty flag and lock sha256 of the checkout it was built from
+(:data:`BUILD_RECORD`), and a service run from it reports those.
+
+    python -m services.shared.build_info COMMIT DIRTY LOCK_FILE [RECORD]   # the image build
 """
 
 from __future__ import annotations
 
+import json
 import platform
+import re
 import subprocess
+import sys
 from functools import cache
 from importlib import metadata
 from pathlib import Path
@@ -27,6 +34,8 @@ LOCK_FILE = "uv.lock"
 CODE_DIR = "services"
 LIBRARIES = ("numpy", "scipy")
 """Libraries whose versions decide the reported numbers (the estimators)."""
+BUILD_RECORD = Path(sys.prefix) / "arena-build.json"
+"""Where an image build records its checkout, beside the environment it installed."""
 
 
 def _version(dist: str) -> str | None:
@@ -70,12 +79,49 @@ def lock_sha256(root: Path) -> str | None:
         return None
 
 
-def describe(root: Path = SOURCE_ROOT) -> dict[str, Any]:
-    """The build of the code at ``root`` (see the module's docstring)."""
+def recorded(path: Path = BUILD_RECORD) -> dict[str, Any]:
+    """``commit``, ``dirty`` and ``lock_sha256`` as an image build recorded them at ``path``;
+    each None where the record is absent, unreadable, or holds something else."""
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        record = {}
+    if not isinstance(record, dict):
+        record = {}
+
+    def hexdigest(key: str, digits: int) -> str | None:
+        value = record.get(key)
+        ok = isinstance(value, str) and re.fullmatch(f"[0-9a-f]{{{digits}}}", value)
+        return value if ok else None
+
+    dirty = record.get("dirty")
+    return {
+        "commit": hexdigest("commit", 40),
+        "dirty": dirty if isinstance(dirty, bool) else None,
+        "lock_sha256": hexdigest("lock_sha256", 64),
+    }
+
+
+def write_record(commit: str, dirty: str, lock_file: Path, path: Path = BUILD_RECORD) -> None:
+    """Record the checkout an image is built from (``dirty``: "true", "false", or "" for
+    unknown; an empty ``commit``: unknown)."""
+    record = {
+        "commit": commit or None,
+        "dirty": {"true": True, "false": False}.get(dirty),
+        "lock_sha256": sha256_file(lock_file),
+    }
+    path.write_text(json.dumps(record) + "\n")
+
+
+def describe(root: Path = SOURCE_ROOT, record: Path = BUILD_RECORD) -> dict[str, Any]:
+    """The build of the code at ``root``; outside a checkout, what ``record`` says (see the
+    module's docstring)."""
+    facts = {**checkout(root), "lock_sha256": lock_sha256(root)}
+    if facts["commit"] is None and facts["lock_sha256"] is None:  # no checkout, no lock here
+        facts = recorded(record)
     return {
         "version": _version(PACKAGE),
-        **checkout(root),
-        "lock_sha256": lock_sha256(root),
+        **facts,
         "python": platform.python_version(),
         **{name: _version(name) for name in LIBRARIES},
     }
@@ -89,3 +135,8 @@ def build_info() -> dict[str, Any]:
 @cache
 def _running() -> dict[str, Any]:
     return describe()
+
+
+if __name__ == "__main__":
+    commit, dirty, lock = sys.argv[1:4]
+    write_record(commit, dirty, Path(lock), *(Path(arg) for arg in sys.argv[4:5]))

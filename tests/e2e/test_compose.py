@@ -27,6 +27,7 @@ from a2a.types import Role, Task, TaskState
 
 from fixtures.catalog import REPO_ROOT
 from services.shared.a2a import A2APeer, new_protocol_message
+from services.shared.digests import sha256_file
 from tests.e2e.compose import (
     GREEN_UID,
     PURPLE_UID,
@@ -141,6 +142,14 @@ def test_rest_task_runs_in_a_sibling_container(stack: ComposeStack, green: httpx
         events = engine_events.wait_for(task_id, "destroy")
     assert "create" in events and "start" in events and "destroy" in events, events
     assert stack.task_containers(task_id) == []
+
+    # The image has no checkout; its build recorded this one (deploy/compose.sh passed it).
+    build = task["provenance"]["green"]
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert build["commit"] == head and isinstance(build["dirty"], bool), build
+    assert build["lock_sha256"] == sha256_file(REPO_ROOT / "uv.lock"), build
 
     # Each service wrote into its own folder (logs/green, logs/purple; the same ARENA_LOG_RUN),
     # bind-mounted from the host.

@@ -7,9 +7,12 @@ from __future__ import annotations
 import hashlib
 import platform
 import subprocess
+import sys
 from pathlib import Path
 
-from services.shared.build_info import build_info, describe
+import pytest
+
+from services.shared.build_info import build_info, describe, recorded
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t.invalid", "-c", "commit.gpgsign=false"]
 
@@ -64,3 +67,46 @@ def test_the_running_code_names_this_checkout() -> None:
     assert facts["numpy"] and facts["scipy"]
     facts["commit"] = "changed"  # a copy: the next caller still reads the truth
     assert build_info()["commit"] == (head or None)
+
+
+def test_outside_a_checkout_the_image_builds_record_is_reported(tmp_path: Path) -> None:
+    """A service image has no checkout: its build recorded the checkout it was built from (the
+    command deploy/Dockerfile runs), and that is what the service reports."""
+    lock = tmp_path / "uv.lock"
+    lock.write_text("version = 1\n")
+    record = tmp_path / "arena-build.json"
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    subprocess.run(
+        [sys.executable, "-m", "services.shared.build_info", commit, "false", lock, record],
+        check=True,
+    )
+    (tmp_path / "plain").mkdir()
+    facts = describe(tmp_path / "plain", record)
+    assert (facts["commit"], facts["dirty"]) == (commit, False)
+    assert facts["lock_sha256"] == hashlib.sha256(b"version = 1\n").hexdigest()
+
+    repo = tmp_path / "repo"  # a checkout is read as it is, whatever a record says
+    head = _checkout(repo)
+    assert describe(repo, record)["commit"] == head
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "[1, 2]",
+        '{"commit": "HEAD", "dirty": "no", "lock_sha256": "abc"}',
+        '{"commit": "0123456789ABCDEF0123456789ABCDEF01234567", "dirty": 1}',
+    ],
+)
+def test_a_record_that_says_nothing_sure_gives_none(tmp_path: Path, text: str) -> None:
+    record = tmp_path / "arena-build.json"
+    record.write_text(text)
+    (tmp_path / "plain").mkdir()
+    facts = describe(tmp_path / "plain", record)
+    assert (facts["commit"], facts["dirty"], facts["lock_sha256"]) == (None, None, None)
+    assert recorded(tmp_path / "absent.json") == {
+        "commit": None,
+        "dirty": None,
+        "lock_sha256": None,
+    }
