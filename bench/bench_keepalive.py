@@ -27,7 +27,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import httpx
 
-from bench.stack import AUTH, IDS, percentiles, post_steadily, start_green, start_purple
+from bench.stack import (
+    AUTH,
+    IDS,
+    bare_request,
+    percentiles,
+    post_steadily,
+    start_green,
+    start_purple,
+)
 
 
 async def kept_alive_gets(url: str, n: int) -> list[float]:
@@ -43,19 +51,11 @@ async def kept_alive_gets(url: str, n: int) -> list[float]:
 
 async def fresh_gets(url: str, n: int) -> list[float]:
     host, port = url.removeprefix("http://").split(":")
-    head = (
-        f"GET /tasks?limit=1 HTTP/1.1\r\nHost: {host}:{port}\r\n"
-        f"Authorization: {AUTH['Authorization']}\r\nConnection: close\r\n\r\n"
-    ).encode()
     out = []
     for _ in range(n):
-        reader, writer = await asyncio.open_connection(host, int(port))
-        t0 = time.perf_counter()
-        writer.write(head)
-        answer = await reader.read()
-        out.append(time.perf_counter() - t0)
-        writer.close()
-        assert b" 200 " in answer.partition(b"\r\n")[0], answer[:200]
+        status, answer, seconds = await bare_request(host, int(port), "GET", "/tasks?limit=1")
+        assert b" 200 " in status, (status, answer[:200])
+        out.append(seconds)
     return out
 
 

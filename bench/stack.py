@@ -133,13 +133,18 @@ async def post_steadily(
     return ids, seconds
 
 
-async def _post(host: str, port: int, body: dict[str, Any]) -> tuple[str, float]:
-    payload = json.dumps(body).encode()
-    head = (
-        f"POST /tasks HTTP/1.1\r\nHost: {host}:{port}\r\n{next(iter(AUTH))}: {AUTH['Authorization']}"
-        f"\r\nContent-Type: application/json\r\nContent-Length: {len(payload)}\r\n"
-        "Connection: close\r\n\r\n"
-    ).encode()
+async def bare_request(
+    host: str, port: int, method: str, target: str, body: dict[str, Any] | None = None
+) -> tuple[bytes, bytes, float]:
+    """One request on a connection of its own, written in one piece and closed after the answer
+    (a bare HTTP/1.1 client: no pool to scan, no split of headers and body): the status line,
+    the answer's body and the seconds from the first byte sent to the answer read."""
+    payload = b"" if body is None else json.dumps(body).encode()
+    lines = [f"{method} {target} HTTP/1.1", f"Host: {host}:{port}"]
+    lines.append(f"Authorization: {AUTH['Authorization']}")
+    if body is not None:
+        lines += ["Content-Type: application/json", f"Content-Length: {len(payload)}"]
+    head = "\r\n".join([*lines, "Connection: close", "", ""]).encode()
     reader, writer = await asyncio.open_connection(host, port)
     try:
         t0 = time.perf_counter()
@@ -149,9 +154,14 @@ async def _post(host: str, port: int, body: dict[str, Any]) -> tuple[str, float]
     finally:
         writer.close()
     status, _, rest = answer.partition(b"\r\n")
+    return status, rest.partition(b"\r\n\r\n")[2], seconds
+
+
+async def _post(host: str, port: int, body: dict[str, Any]) -> tuple[str, float]:
+    status, answer, seconds = await bare_request(host, port, "POST", "/tasks", body)
     if b" 202 " not in status:
-        raise RuntimeError(f"POST /tasks answered {answer[:300]!r}")
-    return json.loads(rest.partition(b"\r\n\r\n")[2])["id"], seconds
+        raise RuntimeError(f"POST /tasks answered {status!r}: {answer[:300]!r}")
+    return json.loads(answer)["id"], seconds
 
 
 def tasks(url: str, ids: set[str] | None = None) -> dict[str, dict]:
