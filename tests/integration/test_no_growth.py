@@ -62,9 +62,9 @@ def _batch(green_url: str, n: int) -> None:
 
 def _settled(pid: int, seconds: float = 5.0) -> ProcStats:
     """The process's figures with the fewest open files over ``seconds`` after a batch: what it
-    still holds once the tail of the batch is over (a scan's or a count's thread and its
-    connection to the engine end a moment after the task). A leak stays; it grows by one or
-    more per task (32 a batch), which no minimum hides."""
+    still holds once what the batch's last tasks left for a moment (a thread, a connection) has
+    ended. A leak stays; it grows by one or more per task (32 a batch), which no minimum
+    hides."""
     samples = []
     deadline = time.monotonic() + seconds
     while True:
