@@ -51,6 +51,7 @@ from bench.stack import (
     TERMINAL,
     containers,
     counts,
+    freeze_client_heap,
     holds,
     percentiles,
     start_green,
@@ -262,6 +263,7 @@ class Soak:
         args = self.args
         feeder = Feeder(self.urls, args.tasks, ahead=max(64, 4 * args.slots))
         prober = Prober(self.urls, feeder)
+        freeze_client_heap()  # the timed POSTs never wait for a full pass over it (bench/stack.py)
         feeder.start()
         prober.start()
         plan = self.plan() if args.faults else []

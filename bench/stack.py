@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +82,32 @@ def start_green(
     return ServiceProcess("services.green", port, settings, tmp / f"{name}.out").start(120)
 
 
+def freeze_client_heap() -> None:
+    """What this process holds now, collected once and frozen (``gc.freeze``): the collector's
+    later full passes never walk it again.
+
+    The benchmarks import green's and purple's stacks for their helpers: about 160,000 objects.
+    A full collection walks them all: in the client, while 64 tasks started, such passes took
+    107-303 ms (timed with ``gc.callbacks``), each was counted in the four requests under way,
+    and made the run's p95. That pause is the client's, not green's answer (the services freeze their own start:
+    services/shared/startup.py)."""
+    gc.collect()
+    gc.freeze()
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """The block's requests timed with this process's cyclic garbage collector off, as
+    ``timeit`` times code: the heap is frozen first (:func:`freeze_client_heap`), and the
+    collector is on again when the block ends."""
+    freeze_client_heap()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 async def post_at_once(url: str, refs: list[str], **body: Any) -> tuple[list[str], list[float]]:
     """``POST /tasks`` for every ref, all at once, each on a connection of its own; the task ids
     and each request's seconds (from its first byte sent to its answer read).
@@ -89,9 +116,10 @@ async def post_at_once(url: str, refs: list[str], **body: Any) -> tuple[list[str
     for each request, which at hundreds of requests at once costs the client more CPU than green
     spends answering, and the figure would be the client's."""
     host, port = url.removeprefix("http://").split(":")
-    answers = await asyncio.gather(
-        *(_post(host, int(port), {"task": f"arvo:{ref}", **body}) for ref in refs)
-    )
+    with collector_paused():
+        answers = await asyncio.gather(
+            *(_post(host, int(port), {"task": f"arvo:{ref}", **body}) for ref in refs)
+        )
     return [i for i, _ in answers], [s for _, s in answers]
 
 
@@ -129,7 +157,8 @@ async def post_steadily(
                 ids.append(task_id)
                 seconds.append(s)
 
-        await asyncio.gather(*(client() for _ in range(clients)))
+        with collector_paused():
+            await asyncio.gather(*(client() for _ in range(clients)))
     return ids, seconds
 
 
