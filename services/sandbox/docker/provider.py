@@ -69,9 +69,13 @@ QUOTA_SLACK = 4 * 2**20
 DEFAULT_THREADS = 32
 """Threads for docker-py's blocking calls when no executor is given."""
 
-STARTS_PER_CPU = 2
+STARTS_PER_CPU = 1
 """Tasks that may be starting at once on an engine (their containers being created and filled:
-the expensive part of its work), per CPU it has; at least two."""
+the expensive part of its work), per CPU it has; at least two. Starts are CPU-bound in the
+engine, so more at once take the CPU from everything else on the machine and end no sooner: on
+two cores, 64 tasks all ran in 29-33 s with two per CPU and in 30-34 s with one, but
+``POST /tasks`` while they started answered with p95 50-100 ms (median 67 ms) against 33-55 ms
+(48 ms) in six runs each, alternating (``bench/bench_burst.py``; docs/scale.md)."""
 
 
 class DockerSandboxProvider:
