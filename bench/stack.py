@@ -89,8 +89,8 @@ def freeze_client_heap() -> None:
     The benchmarks import green's and purple's stacks for their helpers: about 160,000 objects.
     A full collection walks them all: in the client, while 64 tasks started, such passes took
     107-303 ms (timed with ``gc.callbacks``), each was counted in the four requests under way,
-    and made the run's p95. That pause is the client's, not green's answer (the services freeze their own start:
-    services/shared/startup.py)."""
+    and made the run's p95. That pause is the client's, not green's answer (the services freeze
+    their own start: services/shared/startup.py)."""
     gc.collect()
     gc.freeze()
 
