@@ -205,9 +205,9 @@ async def test_a_slow_engine_admits_no_new_task_and_a_silent_one_is_down_only_af
     main_client: docker.DockerClient,
 ) -> None:
     """Admission by the engine's answers (its monitor pings it every check_s): prompt, it admits
-    STARTS_PER_CPU starting tasks per CPU (at least two); slow, none, its running containers untouched; silent for
-    SILENT_CHECKS checks in a row, down. (A loaded engine used to be marked down at its first
-    late answer, which ended every task on it.)"""
+    STARTS_PER_CPU starting tasks per CPU (at least two); slow, none, its running containers
+    untouched; silent for SILENT_CHECKS checks in a row, down. (A loaded engine used to be
+    marked down at its first late answer, which ended every task on it.)"""
     proxy = DockerProxy(Path(f"/tmp/arena-pool-{secrets.token_hex(4)}.sock")).start()
     pool = docker_provider(hosts=[proxy.url], label_prefix=PREFIX, check_s=2.0)
     engine = pool.engine("engine-0")
