@@ -14,6 +14,7 @@ import pytest
 from fixtures.catalog import DEFAULT_ASSETS_DIR, FIX_IMAGE_TEMPLATE, IMAGE_TEMPLATE, REPO_ROOT
 from services.green.app import create_app as create_green
 from services.green.config import GreenSettings
+from services.green.server import GreenServer
 from services.purple.app import create_app as create_purple
 from services.purple.config import PurpleSettings
 from tests.integration.helpers import OPERATOR_TOKEN
@@ -104,7 +105,9 @@ def start_green(green_settings: GreenSettings) -> Iterator[Callable[..., Threade
 
     def start(**overrides) -> ThreadedServer:
         settings = green_settings.model_copy(update=overrides)
-        srv = ThreadedServer(create_green(settings), port=settings.port).start()
+        srv = ThreadedServer(
+            create_green(settings), port=settings.port, server_class=GreenServer
+        ).start()
         srv.owner = settings.instance_name  # its containers carry arena.owner=<this>
         servers.append(srv)
         return srv

@@ -36,16 +36,23 @@ def free_port() -> int:
 class ThreadedServer:
     """uvicorn in a background thread, lifespan included (startup and shutdown really run)."""
 
-    def __init__(self, app, port: int | None = None, config: uvicorn.Config | None = None) -> None:
+    def __init__(
+        self,
+        app,
+        port: int | None = None,
+        config: uvicorn.Config | None = None,
+        server_class: type[uvicorn.Server] = uvicorn.Server,
+    ) -> None:
         """``config``: a service's own uvicorn configuration (green's protocol and limits, say),
-        which names the host and port; by default uvicorn's, on 127.0.0.1:``port``."""
+        which names the host and port; by default uvicorn's, on 127.0.0.1:``port``.
+        ``server_class``: a service's own server (green's acts on the stop signal first)."""
         if config is None:
             config = uvicorn.Config(
                 app, host="127.0.0.1", port=port or free_port(), log_level="warning", lifespan="on"
             )
         self.port = config.port
         self.url = f"http://{config.host}:{self.port}"
-        self.server = uvicorn.Server(config)
+        self.server = server_class(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def start(self) -> ThreadedServer:
@@ -59,8 +66,10 @@ class ThreadedServer:
 
     def stop(self) -> None:
         """Stop and wait for the server; a server still draining after 60 s is given up on, with
-        a warning in pytest's summary (a connection something left open: a test's waste)."""
-        self.server.should_exit = True
+        a warning in pytest's summary (a connection something left open: a test's waste). It is
+        stopped as ``SIGTERM`` stops the process (the server's ``handle_exit``), so a service
+        that acts on the signal before uvicorn drains its connections does so here too."""
+        self.server.handle_exit(signal.SIGTERM, None)
         self.thread.join(timeout=60)
         if self.thread.is_alive():
             warnings.warn(f"the server on {self.url} did not stop within 60 s", stacklevel=2)
