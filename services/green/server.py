@@ -214,12 +214,18 @@ def server_config(app: Any, settings: GreenSettings, **overrides: Any) -> uvicor
     return uvicorn.Config(app, **(options | overrides))
 
 
+def before_drain(app: Any) -> None:
+    """What green does at the first stop signal, before uvicorn drains its connections: it tells
+    the orchestrator, so a task cut off by the shutdown (a command in flight, a task sent to
+    purple while the drain waits) is recorded as an infra failure, not as the agent's."""
+    app.state.orchestrator.begin_shutdown()
+
+
 class GreenServer(uvicorn.Server):
-    """Tells the orchestrator at the first signal, before uvicorn drains its connections, so a
-    task cut off by the shutdown is recorded as an infra failure, not as the agent's."""
+    """uvicorn's server, which does :func:`before_drain` at the first signal."""
 
     def handle_exit(self, sig, frame) -> None:
-        self.config.app.state.orchestrator.begin_shutdown()
+        before_drain(self.config.app)
         super().handle_exit(sig, frame)
 
 

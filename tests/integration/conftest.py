@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import shutil
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import pytest
 from fixtures.catalog import DEFAULT_ASSETS_DIR, FIX_IMAGE_TEMPLATE, IMAGE_TEMPLATE, REPO_ROOT
 from services.green.app import create_app as create_green
 from services.green.config import GreenSettings
-from services.green.server import GreenServer
+from services.green.server import before_drain
 from services.purple.app import create_app as create_purple
 from services.purple.config import PurpleSettings
 from tests.integration.helpers import OPERATOR_TOKEN
@@ -105,9 +106,9 @@ def start_green(green_settings: GreenSettings) -> Iterator[Callable[..., Threade
 
     def start(**overrides) -> ThreadedServer:
         settings = green_settings.model_copy(update=overrides)
-        srv = ThreadedServer(
-            create_green(settings), port=settings.port, server_class=GreenServer
-        ).start()
+        app = create_green(settings)
+        stop_signal = functools.partial(before_drain, app)  # what green's own server does first
+        srv = ThreadedServer(app, port=settings.port, on_stop=stop_signal).start()
         srv.owner = settings.instance_name  # its containers carry arena.owner=<this>
         servers.append(srv)
         return srv

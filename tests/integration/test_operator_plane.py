@@ -14,7 +14,6 @@ import httpx
 import pytest
 
 from services.green.app import create_app as create_green
-from services.green.server import GreenServer
 from tests.integration.helpers import (
     OPERATOR,
     rpc,
@@ -123,9 +122,7 @@ def test_card_declares_the_operator_bearer_scheme(start_green):
 def test_first_start_generates_a_private_token_and_keeps_it(green_settings, tmp_path, caplog):
     token_file = tmp_path / "keys" / "operator-token"
     settings = green_settings.model_copy(update={"api_token": None, "api_token_file": token_file})
-    srv = ThreadedServer(
-        create_green(settings), port=settings.port, server_class=GreenServer
-    ).start()
+    srv = ThreadedServer(create_green(settings), port=settings.port).start()
     try:
         token = token_file.read_text().strip()
         assert len(token) >= 32
@@ -138,9 +135,7 @@ def test_first_start_generates_a_private_token_and_keeps_it(green_settings, tmp_
     log = (settings.log_dir / "log_test" / "agents.log").read_text()
     assert "auth.operator_token_generated" in log and str(token_file) in log
     assert token not in log, "the token itself is never logged"
-    again = ThreadedServer(
-        create_green(settings), port=settings.port, server_class=GreenServer
-    ).start()
+    again = ThreadedServer(create_green(settings), port=settings.port).start()
     try:  # a restart keeps the same token
         r = web.get(f"{again.url}/tasks", headers={"Authorization": f"Bearer {token}"})
         assert r.status_code == 200

@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -41,18 +41,20 @@ class ThreadedServer:
         app,
         port: int | None = None,
         config: uvicorn.Config | None = None,
-        server_class: type[uvicorn.Server] = uvicorn.Server,
+        on_stop: Callable[[], None] | None = None,
     ) -> None:
         """``config``: a service's own uvicorn configuration (green's protocol and limits, say),
         which names the host and port; by default uvicorn's, on 127.0.0.1:``port``.
-        ``server_class``: a service's own server (green's acts on the stop signal first)."""
+        ``on_stop``: what the service does at its stop signal before uvicorn drains its
+        connections (green: ``services.green.server.before_drain``), done first by :meth:`stop`."""
         if config is None:
             config = uvicorn.Config(
                 app, host="127.0.0.1", port=port or free_port(), log_level="warning", lifespan="on"
             )
         self.port = config.port
         self.url = f"http://{config.host}:{self.port}"
-        self.server = server_class(config)
+        self.server = uvicorn.Server(config)
+        self.on_stop = on_stop
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def start(self) -> ThreadedServer:
@@ -66,10 +68,14 @@ class ThreadedServer:
 
     def stop(self) -> None:
         """Stop and wait for the server; a server still draining after 60 s is given up on, with
-        a warning in pytest's summary (a connection something left open: a test's waste). It is
-        stopped as ``SIGTERM`` stops the process (the server's ``handle_exit``), so a service
-        that acts on the signal before uvicorn drains its connections does so here too."""
-        self.server.handle_exit(signal.SIGTERM, None)
+        a warning in pytest's summary (a connection something left open: a test's waste).
+
+        As the process's stop signal would, it first runs ``on_stop``, then asks uvicorn to exit.
+        Not through ``Server.handle_exit``: sse-starlette replaces it with one that ends every
+        event stream of the process, and many servers share a test's process."""
+        if self.on_stop is not None:
+            self.on_stop()
+        self.server.should_exit = True
         self.thread.join(timeout=60)
         if self.thread.is_alive():
             warnings.warn(f"the server on {self.url} did not stop within 60 s", stacklevel=2)
