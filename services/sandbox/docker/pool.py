@@ -39,7 +39,11 @@ import requests
 from docker.tls import TLSConfig
 
 from services.sandbox.base import EngineUnreachable, Progress, SandboxError, SandboxSpec
-from services.sandbox.docker.provider import DEFAULT_THREADS, STARTS_PER_CPU, DockerSandboxProvider
+from services.sandbox.docker.provider import (
+    DEFAULT_THREADS,
+    DockerSandboxProvider,
+    start_slots,
+)
 from services.sandbox.docker.sandbox import DockerSandbox
 from services.shared.logging import get_logger
 
@@ -84,7 +88,7 @@ class Engine:
     @property
     def start_slots(self) -> int:
         """Tasks that may be starting at once on it (bounded by its free slots)."""
-        return int(max(0, min(max(2, STARTS_PER_CPU * self.cpus), self.free)))
+        return int(max(0, min(start_slots(self.cpus), self.free)))
 
     @property
     def running(self) -> int:

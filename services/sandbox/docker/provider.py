@@ -78,6 +78,12 @@ two cores, 64 tasks all ran in 29-33 s with two per CPU and in 30-34 s with one,
 (48 ms) in six runs each, alternating (``bench/bench_burst.py``; docs/scale.md)."""
 
 
+def start_slots(cpus: float) -> int:
+    """Tasks that may be starting at once on an engine with ``cpus`` CPUs (:data:`STARTS_PER_CPU`
+    per CPU, at least two)."""
+    return max(2, int(STARTS_PER_CPU * cpus))
+
+
 class DockerSandboxProvider:
     """Creates :class:`DockerSandbox` containers on one engine and reaps leftovers.
 
@@ -332,7 +338,7 @@ class DockerSandboxProvider:
         """Tasks that may be starting at once here (:data:`STARTS_PER_CPU`; the engine pool
         also asks whether the engine answers promptly)."""
         ncpu = self._ncpu if self._ncpu and self._ncpu < 1 << 16 else 1
-        return max(2, STARTS_PER_CPU * int(ncpu))
+        return start_slots(ncpu)
 
     def set_aside(self, sandbox: DockerSandbox) -> None:
         """Green gave up on removing ``sandbox`` (the janitor retries): it takes no slot."""
