@@ -60,17 +60,18 @@ def _batch(green_url: str, n: int) -> None:
         assert wait_terminal(green_url, task_id, timeout=300)["status"] == "completed"
 
 
-def _settled(pid: int, seconds: float = 5.0) -> ProcStats:
-    """The process's figures with the fewest open files over ``seconds`` after a batch: what it
-    still holds once what the batch's last tasks left for a moment (a thread, a connection) has
-    ended. A leak stays; it grows by one or more per task (32 a batch), which no minimum
-    hides."""
-    samples = []
+def _settled(pids: dict[str, int], seconds: float = 5.0) -> dict[str, ProcStats]:
+    """Each process's figures with its fewest open files over ``seconds`` after a batch (the
+    processes sampled together): what it still holds once what the batch's last tasks left for
+    a moment (a thread, a connection) has ended. A leak stays; it grows by one or more per task
+    (32 a batch), which no minimum hides."""
+    samples: dict[str, list[ProcStats]] = {name: [] for name in pids}
     deadline = time.monotonic() + seconds
     while True:
-        samples.append(proc_stats(pid))
+        for name, pid in pids.items():
+            samples[name].append(proc_stats(pid))
         if time.monotonic() > deadline:
-            return min(samples, key=lambda stats: stats.fds)
+            return {name: min(s, key=lambda stats: stats.fds) for name, s in samples.items()}
         time.sleep(0.25)
 
 
@@ -82,9 +83,10 @@ def test_open_files_do_not_grow_with_the_tasks_served(services) -> None:
     # database's threads and their connections are started as the load first needs them)
     _batch(green.url, 8)
     _batch(green.url, 32)
-    before = {name: _settled(s.proc.pid) for name, s in (("green", green), ("purple", purple))}
+    pids = {"green": green.proc.pid, "purple": purple.proc.pid}
+    before = _settled(pids)
     _batch(green.url, 32)
-    after = {name: _settled(s.proc.pid) for name, s in (("green", green), ("purple", purple))}
+    after = _settled(pids)
     for name in before:
         print(f"{name}: after 40 tasks {before[name]}; after 72 {after[name]}")
     for name in before:
