@@ -8,7 +8,8 @@ agent. A write that fails because the database is away (:data:`UNREACHABLE`) is 
 backoff until it lands, or until ``give_up_after_s`` (the lease: by then another replica may
 have ended the task) has passed since it first failed; then, or at once for an error retrying
 cannot mend, the task ends as green's failure (``storage``, infra; the agent is told nothing of
-it). A write that finds the task no longer held (another replica ended it) stops the task
+it). An attempt that outlived its deadline but had started is waited for, not retried: it may
+still land, and a write made again beside it would land twice. A write that finds the task no longer held (another replica ended it) stops the task
 without writing more. The runner waits for the writes (:meth:`TaskWrites.flush`) before it
 judges the task and before it writes the end, so an ended task's record holds every command.
 """
@@ -24,7 +25,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from services.green.store.crud import TaskStore
-from services.green.store.errors import STORAGE_ERRORS, UNREACHABLE
+from services.green.store.errors import STORAGE_ERRORS, UNREACHABLE, DatabaseUnavailable
 from services.green.store.models import Command
 from services.green.store.offloop import Database
 from services.shared.logging import get_logger
@@ -109,15 +110,16 @@ class TaskWrites:
         """Write until it lands (True); False when it ended the task."""
         live, delay, failing_since = self.live, RETRY_FIRST_S, None
         while True:
+            started = time.monotonic()
+            patience = self.give_up_after_s - (started - (failing_since or started))
             try:
-                result = await self.db.run_behind(write.call)
+                result = await self._attempt(write, patience)
             except UNREACHABLE as exc:
-                now = time.monotonic()
                 if failing_since is None:
-                    failing_since = now
+                    failing_since = started
                     with live.log_context():
                         log.warning("task.record_delayed", request=write.request, error=str(exc))
-                if now - failing_since < self.give_up_after_s:
+                if time.monotonic() - failing_since < self.give_up_after_s:
                     await asyncio.sleep(delay)
                     delay = min(delay * 2, RETRY_MAX_S)
                     continue
@@ -136,3 +138,18 @@ class TaskWrites:
                 with live.log_context():
                     log.info("task.record_written", request=write.request)
             return True
+
+    async def _attempt(self, write: _Write, patience_s: float) -> object:
+        """One attempt at ``write``. One that outlived its deadline but had started runs on in
+        its thread and may still land: it is waited for (up to ``patience_s``), never made again
+        beside it, so no record lands twice (a command's row) or after a later one (the usage)."""
+        try:
+            return await self.db.run_behind(write.call)
+        except DatabaseUnavailable as exc:
+            if exc.in_flight is None:
+                raise
+            try:
+                async with asyncio.timeout(max(patience_s, 0.0)):
+                    return await asyncio.wrap_future(exc.in_flight)
+            except TimeoutError:
+                raise exc from None

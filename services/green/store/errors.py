@@ -10,6 +10,9 @@ answers those with 503 and ``Retry-After`` (services/green/api/outage.py).
 
 from __future__ import annotations
 
+from concurrent.futures import Future
+from typing import Any
+
 from sqlalchemy.exc import (
     DisconnectionError,
     InterfaceError,
@@ -22,6 +25,11 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 class DatabaseUnavailable(SQLAlchemyError):
     """The database did not answer a call within its deadline, or green knows it is away
     (services/green/store/offloop.py)."""
+
+    in_flight: Future[Any] | None = None
+    """The call, when it had started before its caller gave up on it: it runs on in its thread
+    and may yet land. Whoever would make the same write again waits for it first
+    (services/green/task_writes.py), or the write could land twice, or after a later one."""
 
 
 STORAGE_ERRORS: tuple[type[BaseException], ...] = (SQLAlchemyError,)

@@ -8,8 +8,9 @@ it, never the card, ``/healthz``, or a running task's commands. The database bou
 statement itself (``services/shared/db.py``: every wait for a lock, a connection or the server
 lasts at most ``GREEN_DATABASE_DEADLINE_S``); the caller's wait is bounded too, by that deadline
 and :data:`MARGIN_S`, so a connection that hangs beyond them (a frozen server) costs a caller no
-more than that: it gets :class:`DatabaseUnavailable` (the API's 503), and a call still queued then
-never runs.
+more than that: it gets :class:`DatabaseUnavailable` (the API's 503). A call still queued then
+never runs; one under way cannot be stopped and may still land (the error carries it, as
+``in_flight``, for a writer that would otherwise make the same write twice).
 
 A probe (a write that changes nothing: it waits for any writer's lock, on SQLite and PostgreSQL
 alike) runs every :data:`PROBE_EVERY_S`; :attr:`Database.answers` is False from the first call
@@ -74,12 +75,11 @@ class Database:
 
     async def _run(self, pool: ThreadPoolExecutor, call_: Callable[[], T]) -> T:
         fn = getattr(call_, "func", call_)
-        loop = asyncio.get_running_loop()
-        call = loop.run_in_executor(pool, call_)
+        future = pool.submit(call_)
         limit = asyncio.timeout(self.deadline_s + MARGIN_S)
         try:
             async with limit:
-                return await call  # a call cancelled before it started never runs
+                return await asyncio.wrap_future(future)
         except TimeoutError:
             if not limit.expired():
                 raise
@@ -87,6 +87,8 @@ class Database:
                 f"the database did not answer {getattr(fn, '__name__', 'a call')} within "
                 f"{self.deadline_s + MARGIN_S:g} s"
             )
+            if not future.cancel():  # a call still queued never runs; one under way runs on
+                exc.in_flight = future
             self._away(exc)
             raise exc from None
         except UNREACHABLE as exc:

@@ -1,0 +1,100 @@
+"""services/green/task_writes.py on a real SQLite file another connection locks: a running task's
+records land once each, in order, however long the lock lasts; past the lease the task ends as
+green's failure.
+
+The writer's caller gives up on an attempt after the deadline, but an attempt already under way
+(waiting in SQLite's busy handler) cannot be stopped and lands when the lock goes. A writer that
+tried again meanwhile recorded the same command twice: the integration test of a 10 s lock
+(tests/integration/test_database_lock.py) once found 202 rows for 201 steps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from services.green.live_task import LiveTask
+from services.green.store import offloop
+from services.green.store.crud import TaskStore
+from services.green.store.db import make_engine
+from services.green.store.models import Command, TaskStatus
+from services.green.store.offloop import Database
+from services.green.task_end import GreenFault
+from services.green.task_writes import TaskWrites
+from tests.store.test_queue import task
+
+OWNER = "green-test"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> TaskStore:
+    # a statement waits up to 5 s for the lock: far longer than its caller (below) does
+    store = TaskStore(make_engine(f"sqlite:///{tmp_path}/g.db", deadline_s=5.0))
+    store.add(task(1, TaskStatus.running, owner=OWNER))
+    return store
+
+
+@pytest.fixture
+def db(monkeypatch) -> Database:
+    monkeypatch.setattr(offloop, "MARGIN_S", 0.0)
+    db = Database(deadline_s=0.2)  # the caller gives up on each attempt after 0.2 s
+    yield db
+    db.close()
+
+
+def _writes(store: TaskStore, db: Database, give_up_after_s: float) -> TaskWrites:
+    live = LiveTask(row=store.get("t001"), kind=None, token="token")  # type: ignore[arg-type]
+    return TaskWrites(live, db, store, OWNER, give_up_after_s=give_up_after_s, on_lost=print)
+
+
+def _command(seq: int) -> Command:
+    return Command(
+        task_id="t001",
+        seq=seq,
+        command=f"echo {seq}",
+        exit_code=0,
+        duration_s=0.01,
+        output=f"{seq}\n",
+    )
+
+
+async def _lock_for(store: TaskStore, seconds: float) -> None:
+    holder = sqlite3.connect(store.engine.url.database, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        await asyncio.sleep(seconds)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
+async def test_a_lock_longer_than_the_deadline_records_each_command_once_and_in_order(store, db):
+    writes = _writes(store, db, give_up_after_s=30)
+    lock = asyncio.create_task(_lock_for(store, 1.5))
+    await asyncio.sleep(0.1)
+    for seq in (1, 2, 3):
+        writes.command(_command(seq))
+    writes.held("execute", tokens_in=7)
+    await writes.flush()
+    await lock
+
+    assert writes.live.fault is None
+    assert [c.seq for c in store.commands("t001")] == [1, 2, 3]
+    row = store.get("t001")
+    assert (row.steps, row.tokens_in) == (3, 7)
+
+
+async def test_an_attempt_still_waiting_when_the_lease_runs_out_ends_the_task_as_greens(store, db):
+    writes = _writes(store, db, give_up_after_s=0.6)
+    lock = asyncio.create_task(_lock_for(store, 2.0))
+    await asyncio.sleep(0.1)
+    writes.command(_command(1))
+    await writes.flush()
+    assert not lock.done()  # it gave up while the attempt still waited for the lock
+    fault = writes.live.fault
+    assert isinstance(fault, GreenFault) and fault.end_reason == "storage", fault
+    assert writes.live.ended.is_set()
+    await lock
