@@ -34,9 +34,10 @@ One process group per command
     subshells stay in it. After the command exits, the driver kills
     whatever it left: in an agent's container with ``kill -KILL -1`` run as the agent's uid
     (every process of the agent and none of green's, in one pass of the kernel that no fork can
-    outrun), in green's own with ``kill -KILL -1`` from the driver, elsewhere by sweeping that
-    session and group through ``/proc`` (:data:`~.shell_scripts.SWEEP`). Nothing the agent
-    starts outlives its command into the next one.
+    outrun), in green's own with ``kill -KILL -1`` from the driver (before it reports the end:
+    that kill would end green's next exec too), elsewhere by sweeping that session and group
+    through ``/proc`` (:data:`~.shell_scripts.SWEEP`). Nothing the agent starts outlives its
+    command into the next one.
 
 Timeouts
     The clock starts before the command is sent: a driver that has not taken the whole command

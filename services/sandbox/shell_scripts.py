@@ -25,8 +25,10 @@ container at its process limit: no fork; or the agent killed it in the moment be
 killed), the driver kills every process but pid 1 and itself, as root, without a fork. Without
 an agent uid, in a container: ``kill -KILL -1`` from the driver (every process but pid 1 and the
 caller). Elsewhere (a host, a shared pid namespace) only the command's own session and group
-are swept, by scanning. The result is printed before the cleanup (off the command's path), and
-the next command is read only once it is done; a ``<nonce>:go`` line before each command's
+are swept, by scanning. With an agent uid the result is printed before the cleanup (off the
+command's path); without one, after it: as root, the cleanup would also end whatever green runs
+in the container as soon as it has the result (a ``mkdir``, a disk scan). Either way the next
+command is read only once the cleanup is done; a ``<nonce>:go`` line before each command's
 output marks where it starts, so nothing a dying process printed counts as the next's.
 
 A timed-out command is killed by :data:`KILLER`, a separate exec of root's: in an agent's
@@ -230,8 +232,13 @@ while read -r n k; do
   printf '%s:sid %s\n' "$n" "$p" >&2
   wait "$p"; r=$?
   cd /
-  printf '%s %s\n' "$n" "$r"  # the result first: the cleanup below is off the command's path,
-  clean "$p"  # and the next command is read only once it is done
+  if [ -n "$U" ]; then  # the result first: the cleanup spares green's processes, so it can
+    printf '%s %s\n' "$n" "$r"  # be off the command's path (the next is read once it is done)
+    clean "$p"
+  else  # the cleanup first: as root it ends every process, green's next exec too (a mkdir)
+    clean "$p"
+    printf '%s %s\n' "$n" "$r"
+  fi
   [ -n "$J" ] && ahead
 done
 """

@@ -25,6 +25,7 @@ import docker
 import docker.errors
 import pytest
 
+from services.sandbox import framing
 from services.sandbox.base import (
     EngineUnreachable,
     ImageNotFound,
@@ -37,7 +38,7 @@ from services.sandbox.base import (
 from services.sandbox.blocking import BlockingProvider
 from services.sandbox.blocking import BlockingSandbox as DockerSandbox
 from services.sandbox.docker import KEEPER, DockerSandboxProvider
-from services.sandbox.docker.transport import DockerExecTransport
+from services.sandbox.docker.transport import DockerExecTransport, run_setup
 from services.sandbox.framing import ShellSession
 
 pytestmark = pytest.mark.docker
@@ -523,6 +524,25 @@ def test_session_is_replaced_when_the_driver_hangs(
     assert result.duration_s < 6
     assert sandbox.exec("echo fresh", timeout=10).output == "fresh\n"
     assert _processes(sandbox) == []
+
+
+def test_in_greens_own_container_the_result_comes_after_the_cleanup_that_would_end_greens_next_exec(
+    client: docker.DockerClient, make: Callable[..., DockerSandbox], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without an agent uid (green's own containers: builds, judging) the cleanup after a
+    command is ``kill -KILL -1`` as root: every process but pid 1 and the driver. Here the
+    driver is held up for a second before its cleanup, as a loaded machine can hold it, and
+    green runs an exec of its own as soon as it has the command's result. Before, the result
+    came first and the cleanup then killed that exec (CI lost a judge's ``mkdir /out`` so, and
+    many disk scans: exit 137, no output)."""
+    held = framing.DRIVER.replace('clean "$p"', 'sleep 1; clean "$p"')
+    assert held != framing.DRIVER
+    monkeypatch.setattr(framing, "DRIVER", held)
+    sandbox = make(agent_uid=None)
+    assert sandbox.exec("sleep 600 & echo left", timeout=20).output == "left\n"
+    code, out = run_setup(client.api, sandbox.name, ["/bin/sh", "-c", "sleep 2; echo ok"], 20)
+    assert (code, out) == (0, b"ok\n")
+    assert _processes(sandbox) == []  # what the command left was gone before its result
 
 
 def test_lost_container_raises_sandbox_error(
