@@ -102,9 +102,9 @@ class GreenSettings(BaseSettings):
     their own name. Each engine pulls on first use; progress shows in the task's events."""
     docker_check_s: float = Field(5.0, gt=0)
     """How often each engine is pinged. One that answers within a second admits new tasks (one
-    starting at once per CPU of it, at least two; the rest wait in the queue); one that answers
-    later, or not within this time, admits none; one that refuses the ping, or does not answer
-    three times in a row, is down: its running tasks end as infra."""
+    starting at once per CPU of it but one, at least one; the rest wait in the queue); one that
+    answers later, or not within this time, admits none; one that refuses the ping, or does not
+    answer three times in a row, is down: its running tasks end as infra."""
     docker_timeout_s: float = Field(60.0, gt=0, le=3600)
     """How long green waits for one Docker API call. A call that outlasts it is the engine's
     failure to answer: a request answers 503 with a sentence, and an image removal of the image

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from services.sandbox.docker.provider import STARTS_PER_CPU
+from services.sandbox.docker.provider import start_slots
 from tests.integration.helpers import OPERATOR, TERMINAL, submit_task, wait_terminal
 from tests.support import web
 from tests.support.docker_proxy import DockerProxy
@@ -61,10 +61,10 @@ def test_tasks_wait_in_the_queue_while_the_engine_is_slow(start_green, analyst_u
 def test_no_more_tasks_start_at_once_than_the_engine_takes(
     start_green, analyst_url, proxy, docker_client
 ):
-    """A burst on twelve slots: at most STARTS_PER_CPU tasks per engine CPU (at least two) are
+    """A burst on twelve slots: at most start_slots(engine CPUs) tasks (one per CPU but one, at least one) are
     being prepared at once (the rest wait in the queue), and every task completes."""
     green = start_green(purple_url=analyst_url, docker_hosts=[proxy.url], max_concurrent_tasks=12)
-    admits = max(2, STARTS_PER_CPU * docker_client.info()["NCPU"])
+    admits = start_slots(docker_client.info()["NCPU"])
     ids = [submit_task(green.url, {"task": f"arvo:{IDS[i % 4]}"})["id"] for i in range(12)]
     most, deadline = 0, time.monotonic() + 300
     while not TERMINAL.issuperset(now := _statuses(green.url, ids)):

@@ -22,7 +22,7 @@ import pytest
 
 from services.sandbox.base import EngineUnreachable, SandboxError, SandboxSpec
 from services.sandbox.docker.pool import SILENT_CHECKS, docker_provider
-from services.sandbox.docker.provider import STARTS_PER_CPU
+from services.sandbox.docker.provider import start_slots
 from services.sandbox.janitor import Janitor
 from tests.support.docker_proxy import ENGINE_SOCKET, DockerProxy
 from tests.support.engine_tls import stranger_dir
@@ -205,7 +205,7 @@ async def test_a_slow_engine_admits_no_new_task_and_a_silent_one_is_down_only_af
     main_client: docker.DockerClient,
 ) -> None:
     """Admission by the engine's answers (its monitor pings it every check_s): prompt, it admits
-    STARTS_PER_CPU starting tasks per CPU (at least two); slow, none, its running containers
+    start_slots(CPUs) starting tasks (one per CPU but one, at least one); slow, none, its running containers
     untouched; silent for SILENT_CHECKS checks in a row, down. (A loaded engine used to be
     marked down at its first late answer, which ended every task on it.)"""
     proxy = DockerProxy(Path(f"/tmp/arena-pool-{secrets.token_hex(4)}.sock")).start()
@@ -222,7 +222,7 @@ async def test_a_slow_engine_admits_no_new_task_and_a_silent_one_is_down_only_af
     try:
         made.append(await pool.create(_spec()))
         await until(lambda: engine.prompt)
-        admits = max(2, STARTS_PER_CPU * main_client.info()["NCPU"])
+        admits = start_slots(main_client.info()["NCPU"])
         assert pool.can_start() == admits
 
         proxy.delay = lambda request: 1.5  # it answers, late

@@ -10,9 +10,10 @@ first use, through ``registry`` when one is set.
 A monitor pings every engine each ``check_s`` seconds, and its answers decide three states:
 
 - *prompt*: it answered within :data:`PROMPT_S`. Only prompt engines admit new tasks, and at
-  most :data:`STARTS_PER_CPU` per CPU of the engine may be starting at once (their containers
-  being created and filled: the expensive part of an engine's work), so a burst of tasks waits
-  in green's queue instead of drowning the engine (:meth:`EnginePool.can_start`);
+  most one per CPU of the engine but one (:func:`.provider.start_slots`) may be starting at
+  once (their containers being created and filled: the expensive part of an engine's work), so
+  a burst of tasks waits in green's queue instead of drowning the engine
+  (:meth:`EnginePool.can_start`);
 - *slow*: it answered late, or not within ``check_s``: no new task, the running ones go on;
 - *down*: it refused the ping, or was silent for :data:`SILENT_CHECKS` checks in a row: no new
   task, and every sandbox running on it is marked :attr:`lost` (the orchestrator ends those

@@ -69,19 +69,21 @@ QUOTA_SLACK = 4 * 2**20
 DEFAULT_THREADS = 32
 """Threads for docker-py's blocking calls when no executor is given."""
 
-STARTS_PER_CPU = 1
-"""Tasks that may be starting at once on an engine (their containers being created and filled:
-the expensive part of its work), per CPU it has; at least two. Starts are CPU-bound in the
-engine, so more at once take the CPU from everything else on the machine and end no sooner: on
-two cores, 64 tasks all ran in 29-33 s with two per CPU and in 30-34 s with one, but
-``POST /tasks`` while they started answered with p95 50-100 ms (median 67 ms) against 33-55 ms
-(48 ms) in six runs each, alternating (``bench/bench_burst.py``; docs/scale.md)."""
+CPUS_KEPT = 1
+"""CPUs of an engine that its task starts leave to everything else on the machine: at most one
+task per CPU, less this, may be starting at once (their containers being created and filled,
+the expensive part of an engine's work), and at least one. Starts are CPU-bound in the engine
+(``dockerd``, ``containerd``, ``runc``): while they take every core, green's event loop waits
+for one, and so does every request to it. On two cores, ``POST /tasks`` while 64 tasks started
+answered with p95 28-46 ms with one start at a time (twelve runs, all under the 50 ms goal)
+against 33-65 ms with two (seven of fourteen runs over it) and 50-100 ms with four (six runs);
+the 64 ran in 34-42 s against 29-34 s (``bench/bench_burst.py``; docs/scale.md)."""
 
 
 def start_slots(cpus: float) -> int:
-    """Tasks that may be starting at once on an engine with ``cpus`` CPUs (:data:`STARTS_PER_CPU`
-    per CPU, at least two)."""
-    return max(2, int(STARTS_PER_CPU * cpus))
+    """Tasks that may be starting at once on an engine with ``cpus`` CPUs (one per CPU, less
+    :data:`CPUS_KEPT`, at least one)."""
+    return max(1, int(cpus) - CPUS_KEPT)
 
 
 class DockerSandboxProvider:
@@ -335,7 +337,7 @@ class DockerSandboxProvider:
             self._executor.shutdown(wait=False, cancel_futures=True)
 
     def can_start(self) -> int:
-        """Tasks that may be starting at once here (:data:`STARTS_PER_CPU`; the engine pool
+        """Tasks that may be starting at once here (:func:`start_slots`; the engine pool
         also asks whether the engine answers promptly)."""
         ncpu = self._ncpu if self._ncpu and self._ncpu < 1 << 16 else 1
         return start_slots(ncpu)
