@@ -9,9 +9,10 @@ backoff until it lands, or until ``give_up_after_s`` (the lease: by then another
 have ended the task) has passed since it first failed; then, or at once for an error retrying
 cannot mend, the task ends as green's failure (``storage``, infra; the agent is told nothing of
 it). An attempt that outlived its deadline but had started is waited for, not retried: it may
-still land, and a write made again beside it would land twice. A write that finds the task no longer held (another replica ended it) stops the task
-without writing more. The runner waits for the writes (:meth:`TaskWrites.flush`) before it
-judges the task and before it writes the end, so an ended task's record holds every command.
+still land, and a write made again beside it would land twice. A write that finds the task no
+longer held (another replica ended it) stops the task without writing more. The runner waits
+for the writes (:meth:`TaskWrites.flush`) before it judges the task and before it writes the
+end, so an ended task's record holds every command.
 """
 
 from __future__ import annotations
