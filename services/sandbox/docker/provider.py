@@ -77,7 +77,7 @@ the expensive part of an engine's work), and at least one. Starts are CPU-bound 
 for one, and so does every request to it. On two cores, ``POST /tasks`` while 64 tasks started
 answered with p95 28-46 ms with one start at a time (twelve runs, all under the 50 ms goal)
 against 33-65 ms with two (seven of fourteen runs over it) and 50-100 ms with four (six runs);
-the 64 ran in 34-42 s against 29-34 s (``bench/bench_burst.py``; docs/scale.md)."""
+the 64 ran in 34-42 s against 30-34 s (``bench/bench_burst.py``; docs/scale.md)."""
 
 
 def start_slots(cpus: float) -> int:
