@@ -112,7 +112,8 @@ class TaskWrites:
         live, delay, failing_since = self.live, RETRY_FIRST_S, None
         while True:
             started = time.monotonic()
-            patience = self.give_up_after_s - (started - (failing_since or started))
+            spent = 0.0 if failing_since is None else started - failing_since
+            patience = self.give_up_after_s - spent
             try:
                 result = await self._attempt(write, patience)
             except UNREACHABLE as exc:

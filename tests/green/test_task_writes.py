@@ -11,7 +11,7 @@ tried again meanwhile recorded the same command twice: the integration test of a
 from __future__ import annotations
 
 import asyncio
-import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,6 +24,7 @@ from services.green.store.models import Command, TaskStatus
 from services.green.store.offloop import Database
 from services.green.task_end import GreenFault
 from services.green.task_writes import TaskWrites
+from tests.green.test_offloop import _locked
 from tests.store.test_queue import task
 
 OWNER = "green-test"
@@ -38,7 +39,7 @@ def store(tmp_path: Path) -> TaskStore:
 
 
 @pytest.fixture
-def db(monkeypatch) -> Database:
+def db(monkeypatch) -> Iterator[Database]:
     monkeypatch.setattr(offloop, "MARGIN_S", 0.0)
     db = Database(deadline_s=0.2)  # the caller gives up on each attempt after 0.2 s
     yield db
@@ -47,7 +48,8 @@ def db(monkeypatch) -> Database:
 
 def _writes(store: TaskStore, db: Database, give_up_after_s: float) -> TaskWrites:
     live = LiveTask(row=store.get("t001"), kind=None, token="token")  # type: ignore[arg-type]
-    return TaskWrites(live, db, store, OWNER, give_up_after_s=give_up_after_s, on_lost=print)
+    lost: list[LiveTask] = []  # never: these tests' task stays held
+    return TaskWrites(live, db, store, OWNER, give_up_after_s=give_up_after_s, on_lost=lost.append)
 
 
 def _command(seq: int) -> Command:
@@ -62,8 +64,7 @@ def _command(seq: int) -> Command:
 
 
 async def _lock_for(store: TaskStore, seconds: float) -> None:
-    holder = sqlite3.connect(store.engine.url.database, isolation_level=None)
-    holder.execute("BEGIN EXCLUSIVE")
+    holder = _locked(store)
     try:
         await asyncio.sleep(seconds)
     finally:
