@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
 from services.green.live_task import LiveTask, TaskEvent
 from services.green.store.crud import TaskStore
-from services.green.store.errors import STORAGE_ERRORS
+from services.green.store.errors import STORAGE_ERRORS, DatabaseUnavailable
 from services.green.store.models import TaskStatus, utcnow
 from services.green.store.offloop import Database
 from services.shared.logging import get_logger
@@ -41,6 +42,11 @@ class _Pending:
     now: asyncio.Event = field(default_factory=asyncio.Event)
     """Set to retry at once (a cancel asked for the task)."""
     runner: asyncio.Task[None] | None = None
+    in_flight: Future[bool] | None = None
+    """The last attempt, when it outlived its deadline but had started: it may still land, so
+    the next attempt waits for its answer instead of writing again (an end written twice would
+    find the task no longer held by its second write, and take this replica's own end for
+    another replica's)."""
 
 
 class Endings:
@@ -108,18 +114,24 @@ class Endings:
 
     async def _attempt(self, p: _Pending, first: bool = False) -> bool:
         live, outcome = p.live, p.outcome
+        in_flight, p.in_flight = p.in_flight, None
         try:
-            held = await self.db.run_behind(
-                self.store.update_held,
-                live.id,
-                self.instance,
-                status=outcome.status,
-                end_reason=outcome.end_reason,
-                error=outcome.error,
-                failure_kind=outcome.failure_kind,
-                **p.fields,
-            )
+            if in_flight is not None:
+                held = await asyncio.wrap_future(in_flight)
+            else:
+                held = await self.db.run_behind(
+                    self.store.update_held,
+                    live.id,
+                    self.instance,
+                    status=outcome.status,
+                    end_reason=outcome.end_reason,
+                    error=outcome.error,
+                    failure_kind=outcome.failure_kind,
+                    **p.fields,
+                )
         except STORAGE_ERRORS as exc:
+            if isinstance(exc, DatabaseUnavailable):
+                p.in_flight = exc.in_flight
             if first:
                 with live.log_context():
                     log.error(
