@@ -10,43 +10,18 @@ another replica's takeover (``task.lease_lost``) and never published the task's 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 
 from services.green.endings import Endings
 from services.green.live_task import LiveTask
-from services.green.store import offloop
-from services.green.store.crud import TaskStore
-from services.green.store.db import make_engine
 from services.green.store.models import TaskStatus, utcnow
-from services.green.store.offloop import Database
+from tests.green.conftest import OWNER
 from tests.green.test_offloop import _locked
-from tests.store.test_queue import task
-
-OWNER = "green-test"
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> TaskStore:
-    # a statement waits up to 5 s for the lock: far longer than its caller (below) does
-    store = TaskStore(make_engine(f"sqlite:///{tmp_path}/g.db", deadline_s=5.0))
-    store.add(task(1, TaskStatus.running, owner=OWNER))
-    return store
-
-
-@pytest.fixture
-def db(monkeypatch) -> Iterator[Database]:
-    monkeypatch.setattr(offloop, "MARGIN_S", 0.0)
-    db = Database(deadline_s=0.2)  # the caller gives up on each attempt after 0.2 s
-    yield db
-    db.close()
 
 
 async def test_an_end_still_waiting_for_a_lock_is_written_once_and_known_as_this_replicas(
-    store, db
+    running_task_store, impatient_db
 ):
+    store, db = running_task_store, impatient_db
     live = LiveTask(row=store.get("t001"), kind=None, token="token")  # type: ignore[arg-type]
     heard: asyncio.Queue = asyncio.Queue()
     live.subscribers.append(heard)

@@ -11,39 +11,15 @@ tried again meanwhile recorded the same command twice: the integration test of a
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 
 from services.green.live_task import LiveTask
-from services.green.store import offloop
 from services.green.store.crud import TaskStore
-from services.green.store.db import make_engine
-from services.green.store.models import Command, TaskStatus
+from services.green.store.models import Command
 from services.green.store.offloop import Database
 from services.green.task_end import GreenFault
 from services.green.task_writes import TaskWrites
+from tests.green.conftest import OWNER
 from tests.green.test_offloop import _locked
-from tests.store.test_queue import task
-
-OWNER = "green-test"
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> TaskStore:
-    # a statement waits up to 5 s for the lock: far longer than its caller (below) does
-    store = TaskStore(make_engine(f"sqlite:///{tmp_path}/g.db", deadline_s=5.0))
-    store.add(task(1, TaskStatus.running, owner=OWNER))
-    return store
-
-
-@pytest.fixture
-def db(monkeypatch) -> Iterator[Database]:
-    monkeypatch.setattr(offloop, "MARGIN_S", 0.0)
-    db = Database(deadline_s=0.2)  # the caller gives up on each attempt after 0.2 s
-    yield db
-    db.close()
 
 
 def _writes(store: TaskStore, db: Database, give_up_after_s: float) -> TaskWrites:
@@ -72,7 +48,10 @@ async def _lock_for(store: TaskStore, seconds: float) -> None:
         holder.close()
 
 
-async def test_a_lock_longer_than_the_deadline_records_each_command_once_and_in_order(store, db):
+async def test_a_lock_longer_than_the_deadline_records_each_command_once_and_in_order(
+    running_task_store, impatient_db
+):
+    store, db = running_task_store, impatient_db
     writes = _writes(store, db, give_up_after_s=30)
     lock = asyncio.create_task(_lock_for(store, 1.5))
     await asyncio.sleep(0.1)
@@ -88,7 +67,10 @@ async def test_a_lock_longer_than_the_deadline_records_each_command_once_and_in_
     assert (row.steps, row.tokens_in) == (3, 7)
 
 
-async def test_an_attempt_still_waiting_when_the_lease_runs_out_ends_the_task_as_greens(store, db):
+async def test_an_attempt_still_waiting_when_the_lease_runs_out_ends_the_task_as_greens(
+    running_task_store, impatient_db
+):
+    store, db = running_task_store, impatient_db
     writes = _writes(store, db, give_up_after_s=0.6)
     lock = asyncio.create_task(_lock_for(store, 2.0))
     await asyncio.sleep(0.1)
