@@ -36,6 +36,7 @@ from services.green.ui import mount_ui
 from services.sandbox.registry import create_provider
 from services.shared.a2a import build_agent_card, mount_a2a
 from services.shared.logging import configure_logging, get_logger
+from services.shared.threads import start_default_pool
 
 VERSION = "0.1.0"
 log = get_logger("services.green")
@@ -111,6 +112,7 @@ def _lifespan(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
+        start_default_pool()  # like green's other pools: its thread count is fixed from here
         try:
             await replica.register()
         except InstanceClash as exc:

@@ -18,7 +18,6 @@ import contextlib
 import secrets
 import uuid
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +43,7 @@ from services.sandbox.janitor import Janitor
 from services.shared.aio import cancel_and_wait
 from services.shared.logging import get_logger, task_log_context
 from services.shared.task_ref import TaskRef
+from services.shared.threads import started_pool
 
 log = get_logger("services.green.orchestrator")
 
@@ -106,10 +106,8 @@ class Orchestrator:
         """Set when a task was queued or a slot freed: the dispatcher claims at once."""
         self.remote = RemoteWatch(store, self.db)
         """Listeners of tasks this replica does not run (queued, or run by another replica)."""
-        # Docker and file work is blocking; give it threads enough for every running task.
-        self._pool = ThreadPoolExecutor(
-            max_workers=settings.max_concurrent_tasks * 2 + 4, thread_name_prefix="green-io"
-        )
+        # Docker and file work is blocking: threads enough for every running task, all started.
+        self._pool = started_pool(settings.max_concurrent_tasks * 2 + 4, "green-io")
         self.janitor = Janitor(
             sandboxes, lambda task_id: task_id in self.live, settings.cleanup_retry_s
         )

@@ -25,6 +25,7 @@ from services.purple.store.crud import PurpleStore, make_engine
 from services.purple.store.models import PurpleTask, PurpleTaskView
 from services.shared.a2a import mount_a2a
 from services.shared.logging import configure_logging, get_logger
+from services.shared.threads import start_default_pool
 
 log = get_logger("services.purple")
 
@@ -41,6 +42,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
+        start_default_pool()  # like the store's writer: its thread count is fixed from here
         store.fail_unfinished("interrupted by restart")
         log.info(
             "purple.listening",

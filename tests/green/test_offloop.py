@@ -124,3 +124,17 @@ async def test_a_request_never_queues_behind_the_work_no_request_waits_on(monkey
     finally:
         release.set()
         db.close()
+
+
+def test_the_databases_threads_are_all_started_with_it() -> None:
+    """They started as calls first needed them: an outage (every call waiting its deadline) left
+    a replica with threads it had not had before, which a soak reads as growth."""
+    before = set(threading.enumerate())
+    db = Database(deadline_s=1.0)
+    try:
+        names = [t.name.rsplit("_", 1)[0] for t in set(threading.enumerate()) - before]
+        assert sorted(names) == sorted(
+            ["green-db"] * offloop.THREADS + ["green-db-behind"] * offloop.BEHIND_THREADS
+        )
+    finally:
+        db.close()

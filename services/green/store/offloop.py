@@ -31,6 +31,7 @@ from typing import ParamSpec, TypeVar
 
 from services.green.store.errors import STORAGE_ERRORS, UNREACHABLE, DatabaseUnavailable
 from services.shared.logging import get_logger
+from services.shared.threads import started_pool
 
 log = get_logger("services.green.store")
 
@@ -54,8 +55,8 @@ class Database:
 
     def __init__(self, deadline_s: float, threads: int = THREADS) -> None:
         self.deadline_s = deadline_s
-        self._pool = ThreadPoolExecutor(threads, thread_name_prefix="green-db")
-        self._behind = ThreadPoolExecutor(BEHIND_THREADS, thread_name_prefix="green-db-behind")
+        self._pool = started_pool(threads, "green-db")
+        self._behind = started_pool(BEHIND_THREADS, "green-db-behind")
         """The runners' and the replica's own work (:meth:`run_behind`): a request never
         queues behind it."""
         self._ok = True

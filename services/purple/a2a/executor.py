@@ -33,6 +33,7 @@ from services.shared.aio import cancel_and_wait
 from services.shared.logging import get_logger, task_log_context
 from services.shared.memory import Trimmer
 from services.shared.protocol import RCA_PATHS, AgentReport, TaskAssignment, parse_data
+from services.shared.threads import started_pool
 
 log = get_logger("services.purple.a2a")
 
@@ -133,7 +134,7 @@ class PurpleExecutor(AgentExecutor):
         """Each task's usage as it accrues (read when a task is cancelled)."""
         self._stop_reason: str | None = None
         self._trimmer = Trimmer()
-        self._writes = ThreadPoolExecutor(1, thread_name_prefix="purple-store")
+        self._writes = started_pool(1, "purple-store")
         """One thread writes every task's command records, in the order they ran."""
 
     async def shutdown(self) -> None:

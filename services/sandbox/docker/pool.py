@@ -47,6 +47,7 @@ from services.sandbox.docker.provider import (
 )
 from services.sandbox.docker.sandbox import DockerSandbox
 from services.shared.logging import get_logger
+from services.shared.threads import started_pool
 
 log = get_logger("services.sandbox.pool")
 
@@ -353,7 +354,7 @@ def docker_provider(
     """The ``docker`` provider: a pool of the engines ``hosts`` names (none: the one
     ``DOCKER_HOST`` names, else the local socket), sharing one thread pool; ``timeout_s``: the
     longest one API call may take."""
-    executor = ThreadPoolExecutor(threads, thread_name_prefix="sandbox-docker")
+    executor = started_pool(threads, "sandbox-docker")
     engines = []
     for i, entry in enumerate(hosts or [""]):
         if entry:
