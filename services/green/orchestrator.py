@@ -83,8 +83,11 @@ class Orchestrator:
         """Purple's A2A endpoint for one task, by URL."""
         self.db = Database(settings.database_deadline_s)
         """Every database call of the event loop runs through it, off the loop."""
-        self._inserts: GroupCommit[Task] = GroupCommit(lambda t: self.db.run(store.add_all, t))
-        """Intake's inserts: those made while one is under way share the next transaction."""
+        self._inserts: GroupCommit[Task] = GroupCommit(
+            lambda t: self.db.run_to_end(store.add_all, t)
+        )
+        """Intake's inserts: those made while one is under way share the next transaction; one
+        under way at the deadline is waited for, so a refusal (503) means no task was made."""
         self.live = LiveTasks(settings)
         """The tasks this process is working on; purple's execute/submit are served there."""
         self.endings = Endings(store, self.db, settings.instance_name)

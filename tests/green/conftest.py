@@ -1,4 +1,5 @@
-"""Fixtures of green's write paths under a locked database (test_task_writes, test_endings)."""
+"""Fixtures of green's write paths under a locked database (test_task_writes, test_endings,
+test_offloop)."""
 
 from __future__ import annotations
 

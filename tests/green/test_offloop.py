@@ -16,6 +16,7 @@ from services.green.store.crud import TaskStore
 from services.green.store.db import StatementOnEventLoop, forbid_on_event_loop, make_engine
 from services.green.store.errors import UNREACHABLE, DatabaseUnavailable
 from services.green.store.offloop import Database
+from tests.store.test_queue import task
 
 
 @pytest.fixture
@@ -138,3 +139,22 @@ def test_the_databases_threads_are_all_started_with_it() -> None:
         )
     finally:
         db.close()
+
+
+async def test_a_write_under_way_past_its_callers_deadline_is_waited_for_but_not_for_ever(
+    running_task_store: TaskStore, impatient_db: Database
+) -> None:
+    """``run_to_end`` waits for a call under way at the deadline (it lands when the lock goes),
+    and gives up once the database's own deadlines would have ended it: the lock outlasts
+    them here (the store waits 5 s for a lock; the caller's deadline is 0.2 s)."""
+    store = running_task_store
+    holder = _locked(store)
+    try:
+        asyncio.get_running_loop().call_later(0.5, holder.execute, "ROLLBACK")
+        await impatient_db.run_to_end(store.add_all, [task(2)])
+        assert store.get("t002") is not None
+        holder.execute("BEGIN EXCLUSIVE")
+        with pytest.raises(DatabaseUnavailable, match="under way for 1 s"):
+            await impatient_db.run_to_end(store.add_all, [task(3)])
+    finally:
+        holder.execute("ROLLBACK")

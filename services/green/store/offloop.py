@@ -10,7 +10,8 @@ lasts at most ``GREEN_DATABASE_DEADLINE_S``); the caller's wait is bounded too, 
 and :data:`MARGIN_S`, so a connection that hangs beyond them (a frozen server) costs a caller no
 more than that: it gets :class:`DatabaseUnavailable` (the API's 503). A call still queued then
 never runs; one under way cannot be stopped and may still land (the error carries it, as
-``in_flight``, for a writer that would otherwise make the same write twice).
+``in_flight``, for a writer that would otherwise make the same write twice; a caller that must
+know the outcome waits for its end: :meth:`Database.run_to_end`).
 
 A probe (a write that changes nothing: it waits for any writer's lock, on SQLite and PostgreSQL
 alike) runs every :data:`PROBE_EVERY_S`; :attr:`Database.answers` is False from the first call
@@ -44,6 +45,11 @@ BEHIND_THREADS = 4
 """The same for the calls no request waits on (:meth:`Database.run_behind`)."""
 MARGIN_S = 1.0
 """How much longer than the database's own deadline a caller waits for a call's answer."""
+SETTLE_DEADLINES = 4
+"""How many more deadlines :meth:`Database.run_to_end` waits for a call under way to end: its
+connection, then the statements of one store call (a write, a read back, the commit) are each
+bounded by the deadline (on SQLite, a writer waits for this process's turn and then for SQLite's
+lock: two)."""
 PROBE_EVERY_S = 1.0
 PROBE_WITHIN_S = 1.0
 """A probe unanswered this long says the database is degraded."""
@@ -67,6 +73,28 @@ class Database:
         """``fn(*args, **kwargs)`` in the database's threads. Raises what it raises, or
         :class:`DatabaseUnavailable` when no answer came within the deadline and its margin."""
         return await self._run(self._pool, functools.partial(fn, *args, **kwargs))
+
+    async def run_to_end(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """:meth:`run` for a write whose caller must learn whether it landed (``POST /tasks``'s
+        insert: a 503 says "try again", and a client that does so after a write that landed
+        later made its tasks twice). A call under way when the caller's deadline passes is
+        waited for to its end, which the database's own deadlines bound (a connection, then
+        each statement: :data:`SETTLE_DEADLINES`); only past that is the outcome unknown, and
+        :class:`DatabaseUnavailable` raised."""
+        try:
+            return await self.run(fn, *args, **kwargs)
+        except DatabaseUnavailable as exc:
+            if exc.in_flight is None:
+                raise  # still queued: cancelled, it never runs
+            running = exc.in_flight
+        try:
+            async with asyncio.timeout(SETTLE_DEADLINES * self.deadline_s):
+                return await asyncio.shield(asyncio.wrap_future(running))
+        except TimeoutError:
+            raise DatabaseUnavailable(
+                f"{getattr(fn, '__name__', 'a call')} under way for "
+                f"{(SETTLE_DEADLINES + 1) * self.deadline_s + MARGIN_S:g} s"
+            ) from None
 
     async def run_behind(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """:meth:`run` in threads of their own, for what no request waits on (a running task's

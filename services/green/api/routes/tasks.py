@@ -29,10 +29,13 @@ from services.green.kinds.errors import UnknownTask
 from services.green.kinds.registry import CheckedRef, parse_ref
 from services.green.live_task import TaskNotFound
 from services.green.orchestrator import TaskOptions
+from services.green.store.errors import STORAGE_ERRORS, brief
 from services.green.store.models import CommandPublic, Task, TaskList, TaskPublic, TaskStatus
 from services.green.trajectory import fetch_trajectory
+from services.shared.logging import get_logger
 
 router = APIRouter(prefix="/tasks", tags=["tasks"])
+log = get_logger(__name__)
 
 
 class TaskCreate(BaseModel):
@@ -93,17 +96,21 @@ async def create_task(
         latest_verifications(request, [body.task]),
         return_exceptions=True,
     )
-    for outcome in (task, verifications):
-        if isinstance(outcome, UnknownTask):
-            detail = f"unknown task {body.task}: {outcome}"
-            raise HTTPException(status.HTTP_404_NOT_FOUND, detail) from outcome
-        if isinstance(outcome, ValueError):
-            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(outcome)) from outcome
-        if isinstance(outcome, BaseException):
-            raise outcome
-    assert isinstance(task, Task) and isinstance(verifications, dict)
+    if isinstance(task, UnknownTask):
+        detail = f"unknown task {body.task}: {task}"
+        raise HTTPException(status.HTTP_404_NOT_FOUND, detail) from task
+    if isinstance(task, ValueError):
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(task)) from task
+    if isinstance(task, BaseException):
+        raise task
     view = await show.task(task)
-    mark_verified([view], verifications)
+    # the task exists now: a 503 for a failed read would have the client post it again
+    if isinstance(verifications, STORAGE_ERRORS):
+        log.warning("intake.verification_unread", task_id=task.id, error=brief(verifications))
+    elif isinstance(verifications, BaseException):
+        raise verifications
+    else:
+        mark_verified([view], verifications)
     return view
 
 
