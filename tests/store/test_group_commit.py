@@ -66,8 +66,9 @@ async def test_callers_arriving_during_a_transaction_share_the_next(inserts):
 
 
 async def test_a_failing_transaction_fails_each_of_its_callers_and_stores_none_of_them(inserts):
-    """One transaction, all or none: a row the database refuses (a duplicate id) fails every
-    caller that shares it; the callers of the next transaction are not affected."""
+    """One transaction, all or none: a row the database refuses (a duplicate id, an error not
+    in ``alone_on``) fails every caller that shares it; the callers of the next transaction are
+    not affected."""
     group = GroupCommit(inserts)
     await group([task(0)])
     outcomes = await asyncio.gather(group([task(1)]), group([task(0)]), return_exceptions=True)
@@ -75,6 +76,26 @@ async def test_a_failing_transaction_fails_each_of_its_callers_and_stores_none_o
     assert inserts.stored() == ["t000"]
     await group([task(2)])
     assert inserts.stored() == ["t000", "t002"]
+
+
+async def test_a_row_refused_by_itself_fails_only_its_callers_request(inserts):
+    """A task id already taken (a client's id posted again) fails the transaction it shares;
+    with ``alone_on``, that transaction's callers are sent again one by one, and only the one
+    whose row the database refuses gets the error."""
+    group = GroupCommit(inserts, alone_on=(IntegrityError,))
+    await group([task(0)])
+    outcomes = await asyncio.gather(
+        group([task(1)]), group([task(0)]), group([task(2), task(3)]), return_exceptions=True
+    )
+    assert outcomes[0] is None and outcomes[2] is None, outcomes
+    assert isinstance(outcomes[1], IntegrityError)
+    assert inserts.stored() == ["t000", "t001", "t002", "t003"]
+    assert inserts.transactions[1:] == [
+        ["t001", "t000", "t002", "t003"],
+        ["t001"],
+        ["t000"],
+        ["t002", "t003"],
+    ]
 
 
 async def test_a_caller_that_stops_waiting_still_has_its_rows_stored(inserts):
