@@ -137,7 +137,7 @@ class Batch:
     async def _submit(self, slot: Slot) -> dict[str, Any] | None:
         """``POST /tasks``: green's view of the new task, or None (refusal recorded)."""
         try:
-            resp = await self.green.request("POST", "/tasks", json=self.cfg.task_body(*slot))
+            resp = await self.green.post_task(self.cfg.task_body(*slot))
         except httpx.HTTPError as exc:
             error = f"POST /tasks failed: {type(exc).__name__}: {exc}"
             self._record(_failure(slot, error, "error"))

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import os
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -103,6 +104,9 @@ class GreenClient:
         self.client = client
         self.green = green
         self.grace_s = grace_s
+        self.keeps_ids = False
+        """Green answered a task posted under this client's id with that id: it makes one
+        task of an id however often it is posted (an older green made one per post)."""
 
     def _url(self, path: str) -> str:
         return self.green.rstrip("/") + path
@@ -115,16 +119,18 @@ class GreenClient:
         retry: bool = True,
         json: Any = None,
         params: dict[str, Any] | None = None,
+        idempotent: bool | None = None,
     ) -> httpx.Response:
-        """A request to green. With ``retry``, transport errors (for a POST: only failures to
-        connect, so that a task is never created twice) and 429/502/503/504 are retried until
-        the grace period runs out, which raises :class:`GreenUnreachable`."""
+        """A request to green. With ``retry``, transport errors and 429/502/503/504 are retried
+        until the grace period runs out, which raises :class:`GreenUnreachable`; a request that
+        is not ``idempotent`` (by default: a POST) is sent again only when it could not connect,
+        so that a task is never created twice."""
         deadline = time.monotonic() + self.grace_s
         delay = 0.25
+        if idempotent is None:
+            idempotent = method != "POST"
         retriable: tuple[type[Exception], ...] = (
-            (httpx.ConnectError, httpx.ConnectTimeout)
-            if method == "POST"
-            else (httpx.TransportError,)
+            (httpx.TransportError,) if idempotent else (httpx.ConnectError, httpx.ConnectTimeout)
         )
         while True:
             try:
@@ -143,6 +149,18 @@ class GreenClient:
                 )
             await asyncio.sleep(delay)
             delay = min(delay * 2, 5.0)
+
+    async def post_task(self, body: dict[str, Any]) -> httpx.Response:
+        """``POST /tasks`` under an id of this client's choosing. Once green has shown that it
+        :attr:`keeps_ids`, a post whose answer was lost (a connection cut, a timeout) is sent
+        again as it was and finds the task it made; until then only a post that could not
+        connect is sent again."""
+        body = {**body, "id": str(uuid.uuid4())}
+        resp = await self.request("POST", "/tasks", json=body, idempotent=self.keeps_ids)
+        if resp.is_success:
+            with contextlib.suppress(ValueError, AttributeError):
+                self.keeps_ids = resp.json().get("id") == body["id"]
+        return resp
 
     async def kinds(self) -> dict[str, dict[str, Any]]:
         """What green declares of each kind (``GET /kinds``: its metrics' names in report order,

@@ -21,6 +21,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy.exc import IntegrityError
+
 from services.green.config import GreenSettings
 from services.green.endings import Endings
 from services.green.intake_limits import allowed_purple
@@ -64,6 +66,23 @@ class TaskOptions:
     """Which repeated attempt of the task this is (1..K)."""
 
 
+AS_ASKED = (
+    "kind",
+    "ref_id",
+    "trial",
+    "assessment_id",
+    "purple_url",
+    "max_steps",
+    "task_timeout_s",
+    "command_timeout_s",
+)
+"""What a task was asked for: a client's id posted again with the same makes no new task."""
+
+
+class TaskIdTaken(Exception):
+    """A client's task id names a task asked for with something else (the API's 409)."""
+
+
 class Orchestrator:
     """Runs every task of this process from intake to cleanup."""
 
@@ -84,7 +103,7 @@ class Orchestrator:
         self.db = Database(settings.database_deadline_s)
         """Every database call of the event loop runs through it, off the loop."""
         self._inserts: GroupCommit[Task] = GroupCommit(
-            lambda t: self.db.run_to_end(store.add_all, t)
+            lambda t: self.db.run_to_end(store.add_all, t), alone_on=(IntegrityError,)
         )
         """Intake's inserts: those made while one is under way share the next transaction; one
         under way at the deadline is waited for, so a refusal (503) means no task was made."""
@@ -192,12 +211,17 @@ class Orchestrator:
         return self.kinds[name]
 
     async def create_task(
-        self, ref: TaskRef, options: TaskOptions | None = None, *, record: bool = True
+        self,
+        ref: TaskRef,
+        options: TaskOptions | None = None,
+        *,
+        record: bool = True,
+        task_id: str | None = None,
     ) -> Task:
         """Check and record as queued (any replica's dispatcher may claim it; ``record=False``:
-        :meth:`record` does). ``ref`` was read at the edge (``kinds.registry.parse_ref``).
-        Raises ValueError for a kind this green does not serve or a purple URL it may not use,
-        UnknownTask for an id the source lacks."""
+        :meth:`record` does), under ``task_id`` or a new one. ``ref`` was read at the edge
+        (``kinds.registry.parse_ref``). Raises ValueError for a kind this green does not serve
+        or a purple URL it may not use, UnknownTask for an id the source lacks."""
         opts = options or TaskOptions()
         s = self.settings
         purple_url = allowed_purple(self.settings, opts.purple_url)
@@ -211,7 +235,7 @@ class Orchestrator:
             except AssetError as exc:  # the source is slow or broken: preparation retries
                 log.warning("intake.asset_check_failed", task_ref=str(ref), error=str(exc))
         task = Task(
-            id=str(uuid.uuid4()),
+            id=task_id or str(uuid.uuid4()),
             kind=task_kind.name,
             ref_id=ref.id,
             bug=bug_of(task_kind.name, ref.id),
@@ -228,6 +252,37 @@ class Orchestrator:
         if record:
             await self.record(task)
         return task
+
+    async def made_before(
+        self, task_id: str, ref: TaskRef, options: TaskOptions | None = None
+    ) -> Task | None:
+        """The task a client's ``task_id`` made, as it is now (None: none yet). Raises
+        :class:`TaskIdTaken` when it was asked for with something else (:data:`AS_ASKED`), and
+        what :meth:`create_task` raises for a task green would not make."""
+        asked = await self.create_task(ref, options, record=False, task_id=task_id)
+        return await self._as_asked(asked)
+
+    async def _as_asked(self, asked: Task) -> Task | None:
+        made = await self.db.run(self.store.get, asked.id)
+        if made is not None and any(getattr(made, k) != getattr(asked, k) for k in AS_ASKED):
+            raise TaskIdTaken(f"task {asked.id} exists, asked for with other parameters")
+        return made
+
+    async def create_once(
+        self, task_id: str, ref: TaskRef, options: TaskOptions | None = None
+    ) -> tuple[Task, bool]:
+        """:meth:`create_task` under a client's id, once: the same id posted again at the same
+        moment finds the task the first made (:meth:`made_before` finds it later). Returns the
+        task and whether it is new."""
+        asked = await self.create_task(ref, options, record=False, task_id=task_id)
+        try:
+            await self.record(asked)
+        except IntegrityError:  # the id's task was made meanwhile (or another row refused it)
+            made = await self._as_asked(asked)
+            if made is None:
+                raise
+            return made, False
+        return asked, True
 
     async def record(self, *tasks: Task) -> None:
         """Queue these tasks, all or none (one transaction: a failing database queues none; the

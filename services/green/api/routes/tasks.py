@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 from fastapi import APIRouter, HTTPException, Query, Request, status
 from fastapi.responses import JSONResponse, Response
@@ -24,21 +24,31 @@ from services.green.api.verification import (
     latest_verifications,
     mark_verified,
 )
-from services.green.disclosure import WITHHELD
+from services.green.disclosure import WITHHELD, Disclosure
 from services.green.kinds.errors import UnknownTask
 from services.green.kinds.registry import CheckedRef, parse_ref
 from services.green.live_task import TaskNotFound
-from services.green.orchestrator import TaskOptions
+from services.green.orchestrator import Orchestrator, TaskIdTaken, TaskOptions
 from services.green.store.errors import STORAGE_ERRORS, brief
 from services.green.store.models import CommandPublic, Task, TaskList, TaskPublic, TaskStatus
 from services.green.trajectory import fetch_trajectory
 from services.shared.logging import get_logger
+from services.shared.task_ref import TaskRef
 
 router = APIRouter(prefix="/tasks", tags=["tasks"])
 log = get_logger(__name__)
 
 
 class TaskCreate(BaseModel):
+    id: str | None = Field(
+        None,
+        pattern=r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$",
+        description=(
+            "The new task's id, of the client's choosing (a UUID, lower case): posted again, "
+            "it answers 200 with the task it made instead of making another (409 if asked "
+            "with other parameters), so a request whose answer was lost can safely be sent again"
+        ),
+    )
     task: CheckedRef | None = Field(
         None, examples=["arvo:10055"], description="'arvo:<n>', '<n>' or 'swebench:<instance id>'"
     )
@@ -67,9 +77,15 @@ class TaskCreate(BaseModel):
         return self
 
 
-@router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=TaskPublic)
+@router.post(
+    "",
+    status_code=status.HTTP_202_ACCEPTED,
+    response_model=TaskPublic,
+    responses={200: {"description": "The task this id made before (its state now)"}},
+)
 async def create_task(
     request: Request,
+    response: Response,
     body: TaskCreate,
     orch: OrchestratorDep,
     who: OperatorDep,
@@ -78,9 +94,6 @@ async def create_task(
     store: AssessmentStoreDep,
 ) -> TaskPublic:
     assert body.task is not None  # the model's validator saw to it
-    await admit(intake, who, [body.task])
-    if body.run_id is not None:
-        await client_run(orch.db, store, body.run_id)  # 404 unless POST /runs opened it
     opts = TaskOptions(
         purple_url=body.purple_url,
         max_steps=body.max_steps,
@@ -89,20 +102,32 @@ async def create_task(
         trial=body.trial,
         assessment_id=body.run_id,
     )
+    # posted again? the task its id made, as it is now (no new task: no intake bounds)
+    if body.id is not None and (found := await _made_before(orch, body.id, body.task, opts)):
+        response.status_code = status.HTTP_200_OK
+        return await _answer(show, found, await _marks(request, body.task))
+    await admit(intake, who, [body.task])
+    if body.run_id is not None:
+        await client_run(orch.db, store, body.run_id)  # 404 unless POST /runs opened it
     # the verification is read while the task is recorded (one wait for the database); the
     # answer waits for the insert's outcome, and a refusal of the task comes before a failed read
-    task, verifications = await asyncio.gather(
-        orch.create_task(body.task, opts),
+    made, verifications = await asyncio.gather(
+        _create(orch, body, opts),
         latest_verifications(request, [body.task]),
         return_exceptions=True,
     )
-    if isinstance(task, UnknownTask):
-        detail = f"unknown task {body.task}: {task}"
-        raise HTTPException(status.HTTP_404_NOT_FOUND, detail) from task
-    if isinstance(task, ValueError):
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(task)) from task
-    if isinstance(task, BaseException):
-        raise task
+    if isinstance(made, BaseException):
+        _refuse(body.task, made)
+    task, new = made
+    if not new:
+        response.status_code = status.HTTP_200_OK
+    return await _answer(show, task, verifications)
+
+
+async def _answer(
+    show: Disclosure, task: Task, verifications: dict[TaskRef, Any] | BaseException
+) -> TaskPublic:
+    """The view of a task intake made (or found), marked as verified or not."""
     view = await show.task(task)
     # the task exists now: a 503 for a failed read would have the client post it again
     if isinstance(verifications, STORAGE_ERRORS):
@@ -112,6 +137,42 @@ async def create_task(
     else:
         mark_verified([view], verifications)
     return view
+
+
+async def _marks(request: Request, ref: TaskRef) -> dict[TaskRef, Any] | BaseException:
+    """The task's verification, or the storage error that kept it unread."""
+    try:
+        return await latest_verifications(request, [ref])
+    except STORAGE_ERRORS as exc:
+        return exc
+
+
+async def _made_before(
+    orch: Orchestrator, task_id: str, ref: TaskRef, opts: TaskOptions
+) -> Task | None:
+    try:
+        return await orch.made_before(task_id, ref, opts)
+    except (TaskIdTaken, UnknownTask, ValueError) as exc:
+        _refuse(ref, exc)
+
+
+def _refuse(ref: TaskRef, exc: BaseException) -> NoReturn:
+    """The answer to a task green would not make (404, 409, 422), or ``exc`` raised again."""
+    if isinstance(exc, UnknownTask):
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown task {ref}: {exc}") from exc
+    if isinstance(exc, TaskIdTaken):
+        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from exc
+    if isinstance(exc, ValueError):
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from exc
+    raise exc
+
+
+async def _create(orch: Orchestrator, body: TaskCreate, opts: TaskOptions) -> tuple[Task, bool]:
+    """The task, and whether this request made it (a client's id finds the task it made)."""
+    assert body.task is not None
+    if body.id is None:
+        return await orch.create_task(body.task, opts), True
+    return await orch.create_once(body.id, body.task, opts)
 
 
 @router.get("", response_model=TaskList)
