@@ -21,7 +21,9 @@ containers left; whether every slot came back (nothing held, then a full batch o
 at once); tasks claimed twice; ``POST /tasks`` p50/p95, away from the faults and under them
 (and the 503s met during outages); and each service's open files, threads and RSS after its
 first 100 tasks (counted from its own start: a restarted process starts again) and at the end,
-and on the way (every tenth of the tasks, and after each fault). Exit status 0 when all hold.
+and on the way (every tenth of the tasks, and after each fault). The feeder posts each task
+under an id of its own and sends a refused post, or one whose answer it lost, again as it was:
+tasks made twice are counted. Exit status 0 when all hold.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -112,6 +115,9 @@ class Feeder(threading.Thread):
             w.join()
 
     def _post(self) -> None:
+        """Each task under an id of the feeder's choosing, posted again as it was until it is
+        answered (refused, or its answer lost): green makes it once."""
+        body: dict[str, str] | None = None
         with httpx.Client(headers=AUTH, timeout=10) as client:
             while not self.stop.is_set():
                 with self._lock:
@@ -121,16 +127,17 @@ class Feeder(threading.Thread):
                 if not room:
                     time.sleep(0.2)
                     continue
-                url = random.choice(self.urls)
-                ref = IDS[len(self.ids) % len(IDS)]
+                if body is None:
+                    ref = IDS[len(self.ids) % len(IDS)]
+                    body = {"id": str(uuid.uuid4()), "task": f"arvo:{ref}"}
                 sent, t0 = time.monotonic(), time.perf_counter()
                 try:
-                    r = client.post(f"{url}/tasks", json={"task": f"arvo:{ref}"})
+                    r = client.post(f"{random.choice(self.urls)}/tasks", json=body)
                 except httpx.HTTPError as exc:
                     self.refused[type(exc).__name__] += 1
                     time.sleep(0.5)
                     continue
-                if r.status_code != 202:
+                if r.status_code not in (200, 202):  # 200: a post whose answer was lost
                     self.refused[str(r.status_code)] += 1
                     time.sleep(0.5)
                     continue
@@ -138,6 +145,7 @@ class Feeder(threading.Thread):
                     self.timed.append((sent, time.perf_counter() - t0))
                     self.ids.append(r.json()["id"])
                     self.unfinished += 1
+                body = None
 
 
 class Prober(threading.Thread):
@@ -400,6 +408,9 @@ def report(
         f"containers left: {len(left)}; tasks still held: {held}; full batch on both replicas at once: {batch}"
     )
     print(f"claims: {claims}; tasks claimed twice: {twice}")
+    # every task green holds is one the feeder was answered for, or one of the full batch's
+    made_twice = len(ends) - len(set(feeder.ids)) - 2 * args.slots
+    print(f"tasks made by a post that was sent again (a refusal, a lost answer): {made_twice}")
     under: list[float] = []
     away: list[float] = []
     for sent, seconds in feeder.timed:
@@ -436,6 +447,7 @@ def report(
         and held == 0
         and all(batch.get(n) == args.slots for n in soak.greens)
         and twice == 0
+        and made_twice == 0
         and not prober.plain
         and steady
     )
