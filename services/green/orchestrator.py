@@ -271,13 +271,14 @@ class Orchestrator:
     async def create_once(
         self, task_id: str, ref: TaskRef, options: TaskOptions | None = None
     ) -> tuple[Task, bool]:
-        """:meth:`create_task` under a client's id, once: the same id posted again at the same
-        moment finds the task the first made (:meth:`made_before` finds it later). Returns the
-        task and whether it is new."""
+        """:meth:`create_task` under a client's id, once: the id posted again (later, or at the
+        same moment) finds the task it made, whose id the database will not take twice.
+        Returns the task and whether it is new; raises :class:`TaskIdTaken` as
+        :meth:`made_before` does."""
         asked = await self.create_task(ref, options, record=False, task_id=task_id)
         try:
             await self.record(asked)
-        except IntegrityError:  # the id's task was made meanwhile (or another row refused it)
+        except IntegrityError:  # the id's task exists (or the database refused it otherwise)
             made = await self._as_asked(asked)
             if made is None:
                 raise

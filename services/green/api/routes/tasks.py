@@ -102,11 +102,13 @@ async def create_task(
         trial=body.trial,
         assessment_id=body.run_id,
     )
-    # posted again? the task its id made, as it is now (no new task: no intake bounds)
-    if body.id is not None and (found := await _made_before(orch, body.id, body.task, opts)):
+    try:
+        await admit(intake, who, [body.task])
+    except HTTPException:  # a post sent again makes no task: a bound on new ones cannot refuse it
+        if body.id is None or not (found := await _made_before(orch, body.id, body.task, opts)):
+            raise
         response.status_code = status.HTTP_200_OK
         return await _answer(show, found, await _marks(request, body.task))
-    await admit(intake, who, [body.task])
     if body.run_id is not None:
         await client_run(orch.db, store, body.run_id)  # 404 unless POST /runs opened it
     # the verification is read while the task is recorded (one wait for the database); the
