@@ -34,6 +34,7 @@ from datetime import timedelta
 import httpx
 
 from services.green.orchestrator import Orchestrator
+from services.green.store.errors import UNREACHABLE
 from services.green.store.instances import InstanceClash, InstanceRegistry
 from services.green.store.models import FailureKind, TaskStatus, utcnow
 from services.shared.aio import cancel_and_wait
@@ -127,8 +128,8 @@ class Replica:
             self.orch.wakeup.clear()
             try:
                 await self.claim()
-            except Exception:  # the database is away: try again at the next poll
-                log.exception("queue.claim_failed")
+            except Exception as exc:  # the database is away: try again at the next poll
+                _round_failed("queue.claim_failed", exc)
 
     async def claim(self) -> list[str]:
         """Claim and run as many queued tasks as the replica has room for (:meth:`room`)."""
@@ -224,8 +225,18 @@ async def _every(period_s: float, work: Callable[[], Awaitable[object]]) -> None
         await asyncio.sleep(period_s)
         try:
             await work()
-        except Exception:  # the database is away for a moment: the next round retries
-            log.exception("replica.round_failed", work=getattr(work, "__name__", str(work)))
+        except Exception as exc:  # the database is away for a moment: the next round retries
+            _round_failed("replica.round_failed", exc, work=getattr(work, "__name__", str(work)))
+
+
+def _round_failed(event: str, exc: Exception, **fields: object) -> None:
+    """Log a round of the replica's work that failed (the next one retries): a database away
+    or locked for a moment is expected, a warning in a line; anything else, an error with its
+    traceback."""
+    if isinstance(exc, UNREACHABLE):
+        log.warning(event, error=str(exc).splitlines()[0][:200], **fields)
+    else:
+        log.error(event, exc_info=exc, **fields)
 
 
 async def _answers_as(url: str, name: str) -> bool:
