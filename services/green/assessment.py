@@ -200,7 +200,7 @@ class AssessmentRunner:
         if self.store is None:
             return
         settings = self.orchestrator.settings
-        await self.orchestrator.db.run(
+        await self.orchestrator.db.run_to_end(  # a 503 means no assessment was started
             self.store.add,
             AssessmentRecord(
                 id=aid,

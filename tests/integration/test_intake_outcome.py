@@ -2,7 +2,8 @@
 
 - its answer is what happened to its task, even when the database held the insert past the
   request's deadline: a 503 ("try again") for a task that then landed had a client that did try
-  again (``arena run`` retries 503s) make it twice, and a benchmark score a task twice;
+  again (``arena run`` retries 503s) make it twice, and a benchmark score a task twice (and the
+  same for a run, ``POST /runs``, and an assessment);
 - a task id of the client's choosing makes one task however often it is posted (an answer lost
   to a cut connection can be asked for again), at once or one after another; ``arena run``
   posts under its own ids and sends again a post whose answer was lost.
@@ -53,6 +54,34 @@ def test_a_post_whose_insert_outlived_the_deadline_is_answered_by_what_landed(
     assert answer.status_code == 202, answer.text
     assert made == [answer.json()["id"]]
     assert took >= LOCK_S - 0.5  # it waited for the insert: the lock, not the deadline, ended it
+
+
+@pytest.mark.parametrize(
+    ("route", "body", "accepted"),
+    [
+        ("/runs", {"name": "nightly", "task_ids": ["arvo:900001"]}, 201),
+        ("/assessments", {"task_ids": ["arvo:900001"], "purple_url": "http://127.0.0.1:9"}, 202),
+    ],
+)
+def test_a_run_opened_while_the_insert_outlived_the_deadline_is_answered_by_what_landed(
+    start_green, tmp_path: Path, route: str, body: dict, accepted: int
+) -> None:
+    """The same for a run (``POST /runs``, as ``arena run`` opens its run) and an assessment:
+    before, 503 and the record made anyway, a second one on the dashboard once the client had
+    posted again."""
+    path = tmp_path / "runs.db"
+    green = start_green(database_url=f"sqlite:///{path}?timeout=5", database_deadline_s=0.5)
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN EXCLUSIVE")
+    threading.Timer(LOCK_S, holder.execute, ["ROLLBACK"]).start()
+    with httpx.Client(base_url=green.url, headers=OPERATOR, timeout=30) as client:
+        t0 = time.monotonic()
+        answer = client.post(route, json=body)
+        time.sleep(max(0.0, t0 + LOCK_S + 1 - time.monotonic()))  # the lock gone, writes landed
+    opened = [row[0] for row in holder.execute("SELECT id FROM assessments")]
+    holder.close()
+    assert answer.status_code == accepted, answer.text
+    assert opened == [answer.json()["id"]]
 
 
 def test_a_clients_task_id_makes_one_task_however_often_it_is_posted(start_green) -> None:

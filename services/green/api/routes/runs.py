@@ -110,7 +110,7 @@ async def open_run(
     record = AssessmentRecord(
         id=rid, purple_url=purple, request=request, owner=orch.settings.instance_name
     )
-    await orch.db.run(store.add, record)
+    await orch.db.run_to_end(store.add, record)  # a 503 means no run was opened
     return {"id": rid, "name": body.name, "status": "running"}
 
 
