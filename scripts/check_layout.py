@@ -21,6 +21,10 @@ Rules (docs/architecture.md, "The rules the layout keeps"):
 - HTTP clients are made by services/shared/http.py (the process's one TLS context): elsewhere no
   ``httpx.Client``/``httpx.AsyncClient``, no one-shot ``httpx.get`` (and the like), and no OpenAI
   client without ``http_client=``: each would parse the root certificates again, 42 ms of CPU;
+- the long-running services' thread pools (green's, purple's, the sandbox's) are made by
+  services/shared/threads.py (``started_pool``: every thread starts with the pool): there no
+  ``ThreadPoolExecutor(...)``, which starts threads as a backlog first needs them and keeps
+  them, so a process grows with its worst moment and reads as a leak (a CLI's pool is short-lived);
 - the identifier ``arvo_id`` (a name or a string, not a comment) appears only in the ARVO kind,
   in past migrations, and in the modules of ARVO_ID_ALLOWED (the documented deprecated alias):
   elsewhere a task is a ``TaskRef`` and the id within its kind is ``ref_id``.
@@ -255,6 +259,35 @@ def tls_errors(modules: dict[str, Module], trees: dict[str, ast.Module]) -> Iter
                 )
 
 
+THREADS_HOME = "services.shared.threads"
+"""The one module that makes thread pools (all their threads started with them)."""
+LONG_RUNNING = {"green", "purple", "sandbox", "shared"}
+"""The packages whose pools live as long as a service process."""
+
+
+def _makes_a_pool(node: ast.AST) -> bool:
+    """A call of ``ThreadPoolExecutor`` (by its name or as ``concurrent.futures``'s)."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+    return name == "ThreadPoolExecutor"
+
+
+def pool_errors(modules: dict[str, Module], trees: dict[str, ast.Module]) -> Iterator[str]:
+    for name, tree in trees.items():
+        package = name.split(".")[1] if "." in name else ""  # services.<package>.…
+        if name == THREADS_HOME or package not in LONG_RUNNING:
+            continue
+        for node in ast.walk(tree):
+            if _makes_a_pool(node):
+                yield (
+                    f"{modules[name].path}:{node.lineno}: ThreadPoolExecutor starts its threads "
+                    "as a backlog first needs them and keeps them; make the pool with "
+                    "services/shared/threads.py started_pool"
+                )
+
+
 def kind_of(mod: Module) -> str | None:
     """The task kind whose own package holds ``mod`` (``arvo`` for
     ``services.green.kinds.arvo.crash``); None for the seam beside the kinds and the rest."""
@@ -321,6 +354,7 @@ def check(root: Path) -> list[str]:
         *docstring_errors(modules, trees),
         *wait_for_errors(modules, trees),
         *tls_errors(modules, trees),
+        *pool_errors(modules, trees),
     ]
 
 

@@ -159,6 +159,28 @@ def test_an_http_client_made_outside_the_shared_module_fails(tmp_path):
     }, errors
 
 
+def test_a_thread_pool_made_outside_the_shared_module_fails_in_a_service(tmp_path):
+    pool = "from concurrent.futures import ThreadPoolExecutor\npool = ThreadPoolExecutor(4)\n"
+    root = _tree(
+        tmp_path,
+        {
+            "green/io.py": DOC + pool,
+            "sandbox/engine.py": DOC + "import concurrent.futures\n"
+            "pool = concurrent.futures.ThreadPoolExecutor(max_workers=4)\n",
+            "green/fine.py": DOC + "from services.shared.threads import started_pool\n"
+            "pool = started_pool(4, 'io')\n",
+            "shared/threads.py": DOC + pool,
+            "arena/cli.py": DOC + pool,  # a CLI's pool lives as long as its command
+        },
+    )
+    errors = check_layout.check(root)
+    assert {e.split(": ")[0] for e in errors} == {
+        "services/green/io.py:3",
+        "services/sandbox/engine.py:3",
+    }, errors
+    assert all("started_pool" in e for e in errors)
+
+
 def test_an_unknown_package_is_reported(tmp_path):
     errors = check_layout.check(_tree(tmp_path, {"extra/a.py": DOC}))
     assert any("services.extra has no row in ALLOWED" in e for e in errors)

@@ -32,6 +32,7 @@ from services.sandbox.docker.errors import ENGINE_ERRORS, engine_error
 from services.sandbox.docker.images import ensure_image, has_image
 from services.sandbox.docker.sandbox import DockerSandbox
 from services.shared.logging import get_logger
+from services.shared.threads import started_pool
 
 log = get_logger("services.sandbox.provider")
 
@@ -113,9 +114,7 @@ class DockerSandboxProvider:
         self.name = name
         self.registry = registry
         self._own_executor = executor is None
-        self._executor = executor or ThreadPoolExecutor(
-            DEFAULT_THREADS, thread_name_prefix=f"sandbox-{name}"
-        )
+        self._executor = executor or started_pool(DEFAULT_THREADS, f"sandbox-{name}")
         self._init = init  # accepted for compatibility and ignored: Docker's init would exit
         self._ncpu: int | None = None
         self.disk_cap: str | None = None
