@@ -32,23 +32,35 @@ pytestmark = pytest.mark.docker
 LOCK_S = 3.0
 
 
-def test_a_post_whose_insert_outlived_the_deadline_is_answered_by_what_landed(
-    start_green, tmp_path: Path
-) -> None:
-    """The file's own busy timeout (5 s, the URL's ``?timeout=``) outlasts green's deadline
-    (0.5 s: a caller gives up after 1.5 s); another connection holds its write lock for 3 s."""
-    path = tmp_path / "intake.db"
+def _post_under_lock(
+    start_green, tmp_path: Path, route: str, body: dict, table: str
+) -> tuple[httpx.Response, float, list[str]]:
+    """Post ``body`` to a green whose database file's own busy timeout (5 s, the URL's
+    ``?timeout=``) outlasts green's deadline (0.5 s: a caller gives up after 1.5 s), while
+    another connection holds the file's write lock for :data:`LOCK_S`. Returns the answer, how
+    long it took, and the ids in ``table`` once the lock is gone and every write has landed."""
+    path = tmp_path / "green.db"
     green = start_green(database_url=f"sqlite:///{path}?timeout=5", database_deadline_s=0.5)
     holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     holder.execute("BEGIN EXCLUSIVE")
     threading.Timer(LOCK_S, holder.execute, ["ROLLBACK"]).start()
     with httpx.Client(base_url=green.url, headers=OPERATOR, timeout=30) as client:
         t0 = time.monotonic()
-        answer = client.post("/tasks", json={"task": "arvo:900001"})
+        answer = client.post(route, json=body)
         took = time.monotonic() - t0
-        time.sleep(max(0.0, t0 + LOCK_S + 1 - time.monotonic()))  # the lock gone, writes landed
-        made = [t["id"] for t in client.get("/tasks").json()["items"]]
-    holder.close()
+    time.sleep(max(0.0, t0 + LOCK_S + 1 - time.monotonic()))
+    try:
+        return answer, took, [row[0] for row in holder.execute(f"SELECT id FROM {table}")]
+    finally:
+        holder.close()
+
+
+def test_a_post_whose_insert_outlived_the_deadline_is_answered_by_what_landed(
+    start_green, tmp_path: Path
+) -> None:
+    answer, took, made = _post_under_lock(
+        start_green, tmp_path, "/tasks", {"task": "arvo:900001"}, "task_contexts"
+    )
     print(f"answered {answer.status_code} after {took:.1f} s; tasks made: {len(made)}")
     # before: 503 after 1.5 s, and the task made anyway when the lock went
     assert answer.status_code == 202, answer.text
@@ -69,17 +81,7 @@ def test_a_run_opened_while_the_insert_outlived_the_deadline_is_answered_by_what
     """The same for a run (``POST /runs``, as ``arena run`` opens its run) and an assessment:
     before, 503 and the record made anyway, a second one on the dashboard once the client had
     posted again."""
-    path = tmp_path / "runs.db"
-    green = start_green(database_url=f"sqlite:///{path}?timeout=5", database_deadline_s=0.5)
-    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    holder.execute("BEGIN EXCLUSIVE")
-    threading.Timer(LOCK_S, holder.execute, ["ROLLBACK"]).start()
-    with httpx.Client(base_url=green.url, headers=OPERATOR, timeout=30) as client:
-        t0 = time.monotonic()
-        answer = client.post(route, json=body)
-        time.sleep(max(0.0, t0 + LOCK_S + 1 - time.monotonic()))  # the lock gone, writes landed
-    opened = [row[0] for row in holder.execute("SELECT id FROM assessments")]
-    holder.close()
+    answer, _, opened = _post_under_lock(start_green, tmp_path, route, body, "assessments")
     assert answer.status_code == accepted, answer.text
     assert opened == [answer.json()["id"]]
 
