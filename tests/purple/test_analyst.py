@@ -15,9 +15,9 @@ from services.purple.analyst.cfunc import (
     tight_span,
 )
 from services.purple.analyst.policy import StackTraceAnalyst
-from services.purple.analyst.sanitizer import parse_report
 from services.purple.protocols import Policy, TaskContext
 from services.purple.signals import TaskEnded
+from services.shared.sanitizer import parse_report
 from tests.purple import sample_reports as R
 from tests.support.local_env import LocalShellEnvironment, make_workspace
 
@@ -147,39 +147,37 @@ def demo_task(tmp_path: Path, report: bytes, **env_kw) -> tuple[TaskContext, Loc
     return TaskContext(task_id="task-1", description="", env=env, paths=paths), env
 
 
-# report -> the expected locations (file, function, a line the span must contain), in order
+# report -> the expected locations (file, function, a line the span must contain), in order;
+# the demo's fuzz/fuzz.c is the fuzz target's file: it is answered only when no other project
+# frame is on the stack (gcc_asan_segv)
 EXPECTED = {
     "gcc_asan_heap_overflow": [
         ("lib/buf.c", "buf_fill", 18),
         ("lib/buf.c", "buf_new", 10),
-        ("fuzz/fuzz.c", "run", 16),
     ],
     # buf_free frees two fields and buf_new makes two blocks: both are wrappers (read from
-    # their bodies), so the frame above them, where the decision was made, ranks first
+    # their bodies), yet the frame above them is the fuzz target's: the wrappers are answered
     "gcc_asan_uaf": [
         ("lib/buf.c", "buf_sum", 23),
-        ("fuzz/fuzz.c", "run", 20),
         ("lib/buf.c", "buf_free", 32),
         ("lib/buf.c", "buf_new", 8),
     ],
     "gcc_asan_double_free": [
-        ("fuzz/fuzz.c", "run", 24),
         ("lib/buf.c", "buf_release", 38),
         ("lib/buf.c", "buf_new", 10),
     ],
-    "gcc_asan_stack_buffer_overflow": [
-        ("lib/misc.c", "stack_copy", 39),
-        ("fuzz/fuzz.c", "run", 28),
-    ],
+    "gcc_asan_stack_buffer_overflow": [("lib/misc.c", "stack_copy", 39)],
     "gcc_asan_segv": [("fuzz/fuzz.c", "run", 29)],
     "gcc_asan_stack_overflow": [("lib/misc.c", "recurse", 17)],
-    "gcc_lsan_leak": [("lib/misc.c", "leak_name", 30), ("fuzz/fuzz.c", "run", 32)],
-    "gcc_ubsan_signed_overflow": [("lib/misc.c", "scale", 24), ("fuzz/fuzz.c", "run", 31)],
+    "gcc_lsan_leak": [("lib/misc.c", "leak_name", 30)],
+    "gcc_ubsan_signed_overflow": [("lib/misc.c", "scale", 24)],
 }
 
 
-# spatial bugs with two or more project frames: one more command reads the frames' code
-VALUE_TRAIL = {"gcc_asan_heap_overflow", "gcc_asan_stack_buffer_overflow"}
+# spatial bugs with two or more answered project frames: one more command reads the frames'
+# code (the demo's chains run into fuzz/fuzz.c, which is not answered: none here; the trail is
+# tested in test_analyst_dataflow.py)
+VALUE_TRAIL: set[str] = set()
 # lifetime bugs: one more command reads the bodies of the free/alloc stacks' frames
 LIFETIME = {"gcc_asan_uaf", "gcc_asan_double_free"}
 # overflows of a buffer allocated in the project: its allocation site is read (size helpers)

@@ -22,8 +22,8 @@ from services.purple.analyst.caccess import (
 from services.purple.analyst.clex import tokenize
 from services.purple.analyst.dataflow import FrameCode, follow
 from services.purple.analyst.policy import StackTraceAnalyst
-from services.purple.analyst.sanitizer import parse_report
 from services.purple.protocols import RunResult, TaskContext
+from services.shared.sanitizer import parse_report
 from tests.support.local_env import LocalShellEnvironment, make_workspace
 
 # ---- the lexical pieces -----------------------------------------------------------------------

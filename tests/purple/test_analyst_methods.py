@@ -13,9 +13,9 @@ from services.purple.analyst.clex import macro_transparent
 from services.purple.analyst.dataflow import FrameCode, follow, guard_line
 from services.purple.analyst.ranking import Candidate, rank
 from services.purple.analyst.resolve import Resolved, locations, parse_resolved, span
-from services.purple.analyst.sanitizer import parse_report
 from services.purple.analyst.wrappers import is_wrapper
 from services.purple.protocols import RunResult, TaskContext
+from services.shared.sanitizer import parse_report
 from tests.support.local_env import LocalShellEnvironment, make_workspace
 
 

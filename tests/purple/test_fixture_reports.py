@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 from services.green.kinds.arvo.scoring.functions import list_functions
-from services.purple.analyst.frames import project_frames, split_src_path
 from services.purple.analyst.policy import StackTraceAnalyst
-from services.purple.analyst.sanitizer import parse_report
 from services.purple.protocols import TaskContext
+from services.shared.sanitizer import parse_report
+from services.shared.sanitizer.frame_roles import project_frames
+from services.shared.sanitizer.frames import split_src_path
 from tests.support.local_env import LocalShellEnvironment, make_workspace
 
 catalog = pytest.importorskip("fixtures.catalog")

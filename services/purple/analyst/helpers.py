@@ -17,11 +17,11 @@ from services.purple.analyst.cfunc import FunctionSpan, enclosing_function, pars
 from services.purple.analyst.clex import KEYWORDS, clean, text_of, tokenize
 from services.purple.analyst.dataflow import FrameCode
 from services.purple.analyst.frameread import awk_frame, frame_code
-from services.purple.analyst.frames import RUNTIME_FUNCTIONS
 from services.purple.analyst.ranking import Candidate
 from services.purple.analyst.resolve import MARK, Resolved
 from services.purple.analyst.wrappers import calls_in
 from services.purple.tools.rca import RcaTools
+from services.shared.sanitizer.frame_roles import RUNTIME_FUNCTIONS
 
 _ALLOCATORS = ("malloc", "calloc", "realloc", "reallocarray", "aligned_alloc", "memalign")
 _SIZE_NAME_RE = re.compile(r"(size|len|length|bytes|count|stride|capacity|cap|num)", re.I)

@@ -18,11 +18,11 @@ from services.purple.analyst.caccess import access_sites, assignments, select_si
 from services.purple.analyst.cfunc import parse_numbered
 from services.purple.analyst.clex import clean
 from services.purple.analyst.frameread import awk_frame, frame_code
-from services.purple.analyst.frames import is_harness_boundary
 from services.purple.analyst.ranking import frame_key
 from services.purple.analyst.resolve import MARK, Resolved
-from services.purple.analyst.sanitizer import Frame, SanitizerReport
 from services.purple.analyst.wrappers import awk_body, is_wrapper
+from services.shared.sanitizer import Frame, SanitizerReport
+from services.shared.sanitizer.frame_roles import is_harness_boundary
 
 MAX_FRAMES = 8
 MAX_BODY = 60

@@ -33,7 +33,6 @@ from services.purple.analyst.cfunc import parse_numbered
 from services.purple.analyst.clex import awk_macros, macro_transparent
 from services.purple.analyst.dataflow import Trail, follow, guard_line
 from services.purple.analyst.frameread import awk_frame, frame_code
-from services.purple.analyst.frames import is_harness_boundary, is_project_frame, project_frames
 from services.purple.analyst.helpers import HELPER_ROLE, size_helpers
 from services.purple.analyst.holders import dangling_member, holders_command, parse_holders
 from services.purple.analyst.lifetime import (
@@ -52,7 +51,6 @@ from services.purple.analyst.resolve import (
     parse_resolved,
     resolve_command,
 )
-from services.purple.analyst.sanitizer import Frame, SanitizerReport, parse_report
 from services.purple.analyst.shortsize import promote_short_size
 from services.purple.protocols import RunResult, TaskContext
 from services.purple.signals import TaskEnded, Terminating, ending
@@ -60,6 +58,12 @@ from services.purple.tools.rca import RcaTools
 from services.purple.trajectory import Trajectory
 from services.shared.loc import Location
 from services.shared.logging import get_logger
+from services.shared.sanitizer import Frame, SanitizerReport, parse_report
+from services.shared.sanitizer.frame_roles import (
+    is_harness_boundary,
+    is_project_frame,
+    project_frames,
+)
 
 log = get_logger(__name__)
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from services.purple.analyst.frames import (
+from services.shared.sanitizer import Frame, SanitizerReport
+from services.shared.sanitizer.frame_roles import (
     harness_frames,
     is_runtime_frame,
     is_system_frame,
     project_frames,
 )
-from services.purple.analyst.sanitizer import Frame, SanitizerReport
 
 
 @dataclass

@@ -19,9 +19,9 @@ from services.purple.analyst.cfunc import (
     enclosing_function,
     parse_numbered,
 )
-from services.purple.analyst.frames import split_src_path
 from services.purple.analyst.ranking import Candidate
 from services.shared.loc import Location
+from services.shared.sanitizer.frames import split_src_path
 
 MARK = "@@ARVO_ANALYST@@"
 MAX_GUARD = 20

@@ -20,15 +20,15 @@ from services.purple.analyst.caccess import assignments, memory_function
 from services.purple.analyst.cfunc import parse_numbered
 from services.purple.analyst.clex import clean
 from services.purple.analyst.dataflow import Trail
-from services.purple.analyst.frames import RUNTIME_FUNCTIONS
 from services.purple.analyst.helpers import HELPER_ROLE
 from services.purple.analyst.resolve import MARK, MAX_GUARD, Resolved
 from services.purple.analyst.rounding import at_buffer_end, bodies_command, describe, mismatch
-from services.purple.analyst.sanitizer import SanitizerReport
 from services.purple.analyst.wrappers import calls_in
 from services.purple.signals import Submitted, TaskEnded
 from services.purple.tools.rca import RcaTools
 from services.shared.logging import get_logger
+from services.shared.sanitizer import SanitizerReport
+from services.shared.sanitizer.frame_roles import RUNTIME_FUNCTIONS
 
 log = get_logger(__name__)
 MAX_ACCESS_CALLEES = 3

@@ -9,15 +9,18 @@ from __future__ import annotations
 from typing import Any
 
 from services.green.kinds.arvo.assets import AssetSource, check_archive
-from services.green.kinds.arvo.crash import fix_position, parse_report
+from services.green.kinds.arvo.crash import fix_position, source_frames
 from services.green.kinds.report import TaskReport
+from services.shared.sanitizer import parse_report, plain
 
 
 def arvo_report(assets: AssetSource, ref_id: str) -> TaskReport:
-    """``error.txt`` of the task, its bug class and the crash's innermost frame."""
-    text = assets.fetch(ref_id, "error.txt").read_text(errors="replace")
+    """``error.txt`` of the task (as plain text: a terminal's colour codes and CR gone), its bug
+    class and the crash's innermost frame."""
+    text = plain(assets.fetch(ref_id, "error.txt").read_bytes())
     crash = parse_report(text)
-    headline = f"{crash.bug_class} in {crash.frames[0].function}" if crash.frames else None
+    frames = source_frames(crash)
+    headline = f"{crash.bug_class} in {frames[0].function}" if frames else None
     return TaskReport("Crash report", "error.txt", text, crash.bug_class, headline)
 
 

@@ -151,7 +151,7 @@ class TaskVerifier:
             result.steps.append(Step("reproduce", False, seconds, f"the PoC does not crash: {why}"))
             return False
         if expected is None:
-            detail = "error.txt has no sanitizer SUMMARY line"
+            detail = "error.txt holds no sanitizer report"
         else:
             detail = mismatch(expected, actual) or f"reproduced {actual.describe()}"
         ok = expected is not None and detail.startswith("reproduced")

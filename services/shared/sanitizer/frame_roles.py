@@ -1,16 +1,20 @@
-"""Which stack frames belong to the project, and where their files live in the source tree.
+"""Which frames of a stack are the project's: not the sanitizer runtime, not the system, not
+the fuzzing harness.
 
-Dropped: sanitizer runtime frames (compiler-rt, ``__asan_*``, interceptors, allocation and
-``mem*``/``str*`` functions), libc/libstdc++/libc++ frames (``/usr/``, ``/lib``, ``libc.so``...),
-the fuzzing harness (``LLVMFuzzerTestOneInput`` and every frame below it, ``fuzzer::``,
-``/src/llvm-project``), and frames without a source file. What is left is project code.
+Runtime frames: compiler-rt, ``__asan_*`` and the like, interceptors, allocation and
+``mem*``/``str*`` functions. System frames: libc/libstdc++/libc++ (``/usr/``, ``/lib``,
+``libc.so``...), ``/src/llvm-project``. The harness: libFuzzer's driver (``fuzzer::``, its
+sources), the entry points (``LLVMFuzzerTestOneInput``: the project part of a crash stack ends
+there), and the fuzz target's own files (a ``fuzz``/``fuzzer``/``fuzzing`` folder of the project,
+a file named ``*fuzz*``), which rank below every other project frame: the bug is in the code the
+harness drives, unless no other project frame is on the stack.
 """
 
 from __future__ import annotations
 
 import re
 
-from services.purple.analyst.sanitizer import Frame, Stack
+from services.shared.sanitizer.frames import Frame, Stack, split_src_path
 
 RUNTIME_FUNCTIONS = {
     "malloc",
@@ -131,6 +135,7 @@ _SYSTEM_MODULE_RE = re.compile(
     r"libstdc\+\+|libc\+\+|libc\+\+abi|libgcc_s)(\.so|-[\d.]+\.so)"
 )
 _HARNESS_FUNCTIONS = ("LLVMFuzzerTestOneInput", "LLVMFuzzerInitialize", "LLVMFuzzerCustomMutator")
+_HARNESS_DIRS = frozenset({"fuzz", "fuzzer", "fuzzers", "fuzzing", "oss-fuzz"})
 
 
 def is_runtime_frame(frame: Frame) -> bool:
@@ -162,6 +167,7 @@ def is_system_frame(frame: Frame) -> bool:
 
 
 def is_harness_frame(frame: Frame) -> bool:
+    """libFuzzer's own frames and the fuzz entry points."""
     name = frame.function_name or ""
     if name in _HARNESS_FUNCTIONS or name.startswith("fuzzer::"):
         return True
@@ -169,17 +175,22 @@ def is_harness_frame(frame: Frame) -> bool:
     return "/compiler-rt/lib/fuzzer/" in file or file.startswith("/src/libfuzzer/")
 
 
-def project_frames(stack: Stack | None) -> list[Frame]:
-    """The project frames of a stack, top first; the harness and everything below it is cut."""
-    if stack is None:
-        return []
-    out = []
-    for frame in stack.frames:
-        if is_harness_boundary(frame):
-            break
-        if is_project_frame(frame):
-            out.append(frame)
-    return out
+def in_harness_file(frame: Frame) -> bool:
+    """A frame of the fuzz target's own code: an entry point, or a file in a ``fuzz``,
+    ``fuzzer``, ``fuzzing`` (...) folder of the project or named ``*fuzz*``. The project's own
+    folder name is not looked at (a project may be called ``fuzzy``)."""
+    if is_harness_frame(frame):
+        return True
+    if not frame.file:
+        return False
+    _, rel = split_src_path(frame.file)
+    *dirs, name = rel.lower().split("/")
+    return "fuzz" in name or any(d in _HARNESS_DIRS for d in dirs)
+
+
+def is_harness_boundary(frame: Frame) -> bool:
+    """The fuzz entry point: the crash stack's project part ends here."""
+    return frame.function_name in _HARNESS_FUNCTIONS
 
 
 def is_project_frame(frame: Frame) -> bool:
@@ -189,23 +200,33 @@ def is_project_frame(frame: Frame) -> bool:
     )
 
 
-def is_harness_boundary(frame: Frame) -> bool:
-    """The fuzz entry point: the crash stack's project part ends here."""
-    return frame.function_name in _HARNESS_FUNCTIONS
+def project_frames(stack: Stack | None) -> list[Frame]:
+    """The project frames of a stack, top first; the harness and everything below it is cut,
+    and the fuzz target's files are left out when any other project frame is there."""
+    out: list[Frame] = []
+    for frame in stack.frames if stack else []:
+        if is_harness_boundary(frame):
+            break
+        if is_project_frame(frame):
+            out.append(frame)
+    driven = [f for f in out if not in_harness_file(f)]
+    return driven or out
 
 
 def harness_frames(stack: Stack | None) -> list[Frame]:
     """The fuzz target's own frames (``LLVMFuzzerTestOneInput`` in project code): a last resort."""
-    if stack is None:
-        return []
-    return [f for f in stack.frames if is_harness_boundary(f) and f.file and not is_system_frame(f)]
+    frames = stack.frames if stack else []
+    return [f for f in frames if is_harness_boundary(f) and f.file and not is_system_frame(f)]
 
 
-def split_src_path(path: str) -> tuple[str | None, str]:
-    """``/src/<project>/a/b.c`` -> (project, ``a/b.c``); other paths -> (None, path)."""
-    p = path.replace("\\", "/")
-    if p.startswith("/src/"):
-        parts = p[len("/src/") :].split("/", 1)
-        if len(parts) == 2 and parts[1]:
-            return parts[0], parts[1]
-    return None, p.removeprefix("./")
+def crash_site(stack: Stack | None, project: str | None) -> Frame | None:
+    """The top frame of a stack in ``/src/<project>/`` (any ``/src/`` folder without a project)
+    that is neither runtime nor system code: the first one outside the fuzz target's files,
+    else the first one at all (the bug is in the harness itself); None when there is none."""
+    prefix = f"/src/{project}/" if project else "/src/"
+    ours = [
+        f
+        for f in (stack.frames if stack else [])
+        if (f.file or "").startswith(prefix) and not (is_system_frame(f) or is_runtime_frame(f))
+    ]
+    return next((f for f in ours if not in_harness_file(f)), ours[0] if ours else None)
