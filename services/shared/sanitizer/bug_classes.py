@@ -45,7 +45,7 @@ _UB_CHECKS: tuple[tuple[str, str], ...] = (
     ("passing zero to", "invalid-builtin-use"),  # __builtin_ctz/clz(0)
 )
 
-_SUMMARY_WORD = re.compile(r"[a-z]+(?:-[a-z]+)+|SEGV|[A-Z]{3,4}")
+_SUMMARY_WORD = re.compile(r"[a-z]+(?:-[a-z_]+)+|SEGV|[A-Z]{3,4}")
 
 
 def ub_class(message: str) -> str:
