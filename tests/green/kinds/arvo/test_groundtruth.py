@@ -391,6 +391,12 @@ def test_tests_kept_when_only_tests_and_non_code_change():
         ("p.hpp", True),
         ("g.y", True),
         ("tables.inc", True),
+        ("ext/opcache/jit/zend_jit_x86.dasc", True),  # php-src: C with DynASM
+        ("src/spss/readstat_sav_parse.rl", True),  # Ragel
+        ("common/arm/impeg2_format_conv.s", True),
+        ("src/x86/ipred16_sse.asm", True),
+        ("crypto/chacha-x86_64.S", True),
+        ("mrbgems/mruby-io/mrblib/file.rb", True),  # mruby builds its Ruby into the binary
         ("ChangeLog", False),
         ("NEWS", False),
         ("doc/x.md", False),

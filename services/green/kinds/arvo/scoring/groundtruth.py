@@ -10,8 +10,9 @@ Rules (``docs/scoring.md`` has the worked examples):
   the insertion point (one of them when the insertion is at the start or end of the file).
 - **Regions** group consecutive ground-truth lines of one file; each region gets the function
   that encloses most of its lines (see :mod:`.functions`).
-- **Code files** are C/C++ sources and headers (:data:`CODE_EXTENSIONS`) plus a few C-bearing
-  formats (``.y``, ``.l``, ``.inc``, ``.def``). Everything else (ChangeLog, NEWS, docs, build
+- **Code files** are C/C++ sources and headers (:data:`CODE_EXTENSIONS`) plus the other
+  sources the fuzz target is built from (``.y``, ``.l``, ``.re``, ``.rl``, ``.dasc``, ``.inc``,
+  ``.def``, assembly, mruby's Ruby). Everything else (ChangeLog, NEWS, docs, build
   files, test data) is listed in :attr:`GroundTruth.ignored` with the reason.
 - **Tests and fuzzers**: code files under a ``test/``, ``tests/``, ``fuzz/``, ``fuzzing/``, ...
   folder (:data:`TEST_DIRS`) are ignored when the fix also changes other code files; when it

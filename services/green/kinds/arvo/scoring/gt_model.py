@@ -18,11 +18,16 @@ CODE_EXTENSIONS = frozenset(
         # C++
         ".cc", ".cpp", ".cxx", ".c++", ".cp", ".hpp", ".hh", ".hxx", ".h++", ".ipp", ".tcc",
         ".inl", ".ixx", ".cppm", ".txx", ".tpp",
-        # C in other clothes: yacc/bison, lex/flex, re2c
-        ".y", ".yy", ".l", ".ll", ".re",
+        # C in other clothes: yacc/bison, lex/flex, re2c, Ragel, DynASM
+        ".y", ".yy", ".l", ".ll", ".re", ".rl", ".dasc",
+        # assembly (names are compared lower-case: .S too)
+        ".s", ".asm",
+        # Ruby compiled into the interpreter (mruby's mrblib/)
+        ".rb",
     }
 )  # fmt: skip
-"""Files whose changes count as ground truth."""
+"""Files whose changes count as ground truth: the sources the fuzz target is built from
+(docs/scoring.md, "Code files")."""
 
 TEST_DIRS = frozenset(
     {"test", "tests", "testing", "testsuite", "unittest", "unittests", "fuzz", "fuzzing",
