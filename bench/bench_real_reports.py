@@ -8,7 +8,9 @@ and stack-object stacks, frame #0, a SUMMARY line, the bug class of UBSan's ``ru
 reports (specific, not ``undefined-behavior``), the classes MSan reports without SUMMARY get,
 paths that held ``..`` or ``.``, and the crash-frame floor (green's crash site): none found, a
 fuzz-harness frame answered, and a harness frame answered while another project frame was there
-(always 0: the rule of services/shared/sanitizer/frame_roles.py).
+(always 0: the rule of services/shared/sanitizer/frame_roles.py). Last, the floor's file@1 and
+line@1 against each task's ground truth (green's rule, from ``gt_diff``, no source trees: a hit
+is the floor's file among the ground truth's files, and its line among their lines).
 
     .venv/bin/python bench/bench_real_reports.py /path/to/eval900.tar.gz
 """
@@ -25,6 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from services.green.kinds.arvo.scoring.groundtruth import ground_truth_from_patch
 from services.shared.sanitizer import SanitizerReport, parse_report
 from services.shared.sanitizer.bug_classes import UNDEFINED_BEHAVIOR
 from services.shared.sanitizer.frame_roles import (
@@ -78,6 +81,22 @@ def count(report: SanitizerReport, raw: str, project: str, c: Counter) -> None:
         c["floor: a harness frame, another project frame there"] += bool(others)
 
 
+def floor_hits(report: SanitizerReport, manifest: dict, c: Counter) -> None:
+    """file@1 and line@1 of the crash-frame floor on one task (scorable tasks only)."""
+    gt = ground_truth_from_patch((manifest.get("gt_diff") or "").encode())
+    if gt.empty:
+        return
+    c["floor: scorable tasks"] += 1
+    project = manifest.get("project") or ""
+    site = crash_site(report.site_stack, project)
+    if site is None or not site.file:
+        return
+    path = site.file.removeprefix(f"/src/{project}/")
+    truth = gt.file(path)
+    c["floor: file@1"] += truth is not None
+    c["floor: line@1"] += truth is not None and site.line in truth.lines
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("tarball", type=Path, help="a local copy of FLBench's data/eval900.tar.gz")
@@ -88,10 +107,12 @@ def main(argv: list[str] | None = None) -> int:
         raw = m.get("crash_output") or ""
         report = parse_report(raw)
         count(report, raw, m.get("project") or "", c)
+        floor_hits(report, m, c)
         classes[report.bug_class] += 1
-    n = c["reports"]
+    n, scorable = c["reports"], c["floor: scorable tasks"]
     for key, value in c.items():
-        print(f"{key:58} {value:4d}  ({value / n:.1%})" if n else f"{key} {value}")
+        of = scorable if key in ("floor: file@1", "floor: line@1") else n
+        print(f"{key:58} {value:4d}  ({value / of:.1%})" if of else f"{key} {value}")
     print("bug classes:", ", ".join(f"{k} {v}" for k, v in classes.most_common()))
     return 0
 
