@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from services.green.kinds.arvo.assets.sources import LocalAssetSource
 from services.green.kinds.arvo.crash import fix_position, parse_report, parse_signature
 from services.green.kinds.arvo.floors import bug_class, crash_frame_location
+from services.green.kinds.arvo.report import arvo_report
 
 DATA = Path(__file__).parents[3] / "shared" / "data" / "arvo_reports"
 
@@ -70,3 +72,15 @@ def test_fix_positions_on_the_free_and_allocation_stacks():
     assert at("session_free") == "caller"
     assert at("diffie_hellman_sha_algo") == "free-stack"
     assert at("_libssh2_copy_string") == "allocation-stack"
+
+
+def test_the_dashboards_report_is_plain_text(tmp_path: Path):
+    """The task page shows error.txt as text: a terminal's colour codes and CRs would reach the
+    page as control characters."""
+    (tmp_path / "42535924").mkdir()
+    raw = (DATA / "42535924.txt").read_bytes()
+    (tmp_path / "42535924" / "error.txt").write_bytes(raw)
+    report = arvo_report(LocalAssetSource(tmp_path), "42535924")
+    assert "\x1b" not in report.text and "\r" not in report.text
+    assert report.group == "double-free"
+    assert report.text.count("\n") == raw.count(b"\r\n")
