@@ -152,7 +152,7 @@ def test_real_reports(arvo_id: int):
     assert not any("/../" in (f.file or "") or "/./" in (f.file or "") for f in frames)
     site = crash_site(report.site_stack, project)
     assert (site.function, site.file) == (function, file)
-    assert has_report(real(arvo_id))
+    assert has_report(real(arvo_id)) is (sanitizer != "libFuzzer")
 
 
 def test_the_summary_and_its_location_are_read_in_colour():
@@ -288,7 +288,7 @@ def test_libfuzzer_timeout_and_out_of_memory(text: str, bug_class: str, first: s
         *(["next_token"] if bug_class == "timeout" else []),
     ]
     assert crash_site(report.crash_stack, "tinytree").function == first
-    assert has_report(text)
+    assert not has_report(text)  # a hang or a memory limit is no sanitizer's crash
 
 
 def test_every_terminal_escape_and_cr_goes():

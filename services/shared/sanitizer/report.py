@@ -102,9 +102,7 @@ _UB_RE = re.compile(r"^(?P<file>\S+?):(?P<line>\d+):(?:(?P<col>\d+):)? runtime e
 _UB_NOLOC_RE = re.compile(r"^(?:<unknown>|\S*): runtime error: (?P<msg>.*)$")
 _SUMMARY_RE = re.compile(r"^SUMMARY: (\w+): (.*)$")
 _ANY_REPORT_RE = re.compile(
-    rf"{_PID}(?:ERROR|WARNING): \w+Sanitizer\b|{_PID}ERROR: libFuzzer:"
-    r"|^SUMMARY: \w*Sanitizer|runtime error: ",
-    re.M,
+    rf"{_PID}(?:ERROR|WARNING): \w+Sanitizer\b|^SUMMARY: \w*Sanitizer|runtime error: ", re.M
 )
 _FUZZ_TARGET_RE = re.compile(r"^/out/(?:[^\s:]+/)?([^\s:/]+): Running \d+ inputs", re.M)
 _ACCESS_RE = re.compile(r"^(READ|WRITE) of size (\d+) at (0x[0-9a-fA-F]+)")
@@ -121,8 +119,10 @@ _SUMMARY_LOC_RE = re.compile(
 
 
 def has_report(data: bytes | str) -> bool:
-    """True when ``data`` holds any sanitizer or libFuzzer report (LeakSanitizer, MSan's
-    ``WARNING:``, UBSan's ``runtime error:``, libFuzzer's deadly signal, timeout, OOM)."""
+    """True when ``data`` holds a sanitizer's report (LeakSanitizer, MSan's ``WARNING:`` and
+    UBSan's ``runtime error:`` included). libFuzzer's own reports (deadly signal, timeout,
+    out-of-memory) are read by :func:`parse_report` but are no sanitizer report here: the judges
+    count a crash with this, and any input can make a target hang or exhaust its memory."""
     return bool(_ANY_REPORT_RE.search(plain(data)))
 
 
