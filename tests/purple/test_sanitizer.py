@@ -271,3 +271,29 @@ def test_error_line_without_any_frame() -> None:
     )
     assert rep.crash_type == "SEGV" and rep.stacks == [] and rep.crash_stack is None
     assert project_frames(rep.crash_stack) == []
+
+
+def test_the_analyst_ranks_no_fuzz_target_file_while_project_code_is_there() -> None:
+    """The overflowed global lives in the fuzz target (fuzz/tables.c) and a frame of the harness
+    helper is on the stack: neither is answered while lib/ code is; alone, the harness is."""
+    from services.purple.analyst.ranking import rank
+
+    text = (
+        "==4==ERROR: AddressSanitizer: global-buffer-overflow on address 0x5 at pc 0x1\n"
+        "READ of size 1 at 0x5 thread T0\n"
+        "    #0 0x1 in lookup /src/demo/lib/table.c:12:5\n"
+        "    #1 0x2 in feed /src/demo/fuzz/helpers.c:30:3\n"
+        "    #2 0x3 in LLVMFuzzerTestOneInput /src/demo/fuzz/fuzz.c:9:3\n\n"
+        "0x5 is located 3 bytes after global variable 'keys' defined in "
+        "'/src/demo/fuzz/tables.c:4:12' (0x2) of size 2\n"
+        "SUMMARY: AddressSanitizer: global-buffer-overflow /src/demo/lib/table.c:12:5 in lookup\n"
+    )
+    assert [(c.file, c.line) for c in rank(parse_report(text))] == [("/src/demo/lib/table.c", 12)]
+    alone = text.replace("/src/demo/lib/table.c", "/src/demo/fuzz/table_fuzzer.c")
+    assert {c.file for c in rank(parse_report(alone))} <= {
+        "/src/demo/fuzz/table_fuzzer.c",
+        "/src/demo/fuzz/helpers.c",
+        "/src/demo/fuzz/tables.c",
+        "/src/demo/fuzz/fuzz.c",
+    }
+    assert rank(parse_report(alone))

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from services.shared.sanitizer import Frame, SanitizerReport
 from services.shared.sanitizer.frame_roles import (
     harness_frames,
+    in_harness_path,
     is_runtime_frame,
     is_system_frame,
     project_frames,
@@ -154,4 +155,5 @@ def rank(
         if c.file and c.key not in seen:
             seen.add(c.key)
             out.append(c)
-    return out
+    # the fuzz target's own files (a global or a crash site there) only when nothing else is
+    return [c for c in out if not in_harness_path(c.file)] or out

@@ -179,11 +179,13 @@ def in_harness_file(frame: Frame) -> bool:
     """A frame of the fuzz target's own code: an entry point, or a file in a ``fuzz``,
     ``fuzzer``, ``fuzzing`` (...) folder of the project or named ``*fuzz*``. The project's own
     folder name is not looked at (a project may be called ``fuzzy``)."""
-    if is_harness_frame(frame):
-        return True
-    if not frame.file:
-        return False
-    _, rel = split_src_path(frame.file)
+    return is_harness_frame(frame) or (frame.file is not None and in_harness_path(frame.file))
+
+
+def in_harness_path(path: str) -> bool:
+    """A file of the fuzz target: in a ``fuzz``, ``fuzzer``, ``fuzzing`` (...) folder of the
+    project (``/src/<project>/`` is not looked at) or named ``*fuzz*``."""
+    _, rel = split_src_path(path)
     *dirs, name = rel.lower().split("/")
     return "fuzz" in name or any(d in _HARNESS_DIRS for d in dirs)
 
