@@ -258,7 +258,17 @@ class Orchestrator:
     ) -> Task | None:
         """The task a client's ``task_id`` made, as it is now (None: none yet). Raises
         :class:`TaskIdTaken` when it was asked for with something else (:data:`AS_ASKED`), and
-        what :meth:`create_task` raises for a task green would not make."""
+        what :meth:`create_task` raises for a task green would not make.
+
+        The id is looked up first: an id no task has costs no question to the task's source
+        (an intake bound that refused the post stays its answer), and of a task it made, the
+        reference was checked then."""
+        made = await self.db.run(self.store.get, task_id)
+        if made is None:
+            return None
+        if (made.kind, made.ref_id) != (ref.kind, ref.id):
+            raise TaskIdTaken(f"task {task_id} exists, asked for with other parameters")
+        self._known.add(ref)
         asked = await self.create_task(ref, options, record=False, task_id=task_id)
         return await self._as_asked(asked)
 

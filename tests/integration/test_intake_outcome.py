@@ -26,6 +26,7 @@ import pytest
 from services.arena.client import GreenClient
 from tests.integration.helpers import OPERATOR
 from tests.support.cutting_proxy import CuttingProxy
+from tests.support.servers import ThreadedServer
 
 pytestmark = pytest.mark.docker
 
@@ -163,3 +164,35 @@ def test_a_task_posted_again_is_found_whatever_the_intake_bounds_say_now(start_g
     assert first.status_code == 202, first.text
     assert (again.status_code, again.json()["id"]) == (200, body["id"]), again.text
     assert another.status_code in (409, 429)  # a new task of it is still refused
+
+
+def test_past_the_rate_a_post_naming_an_id_asks_the_dataset_host_nothing(start_green) -> None:
+    """An anonymous caller (the plane opened) past its rate posts under ids of its choosing:
+    each is refused by the rate (429), and none costs a request to the dataset host (the task
+    source): before, each was checked there and answered 404, outbound requests past the limit
+    and an oracle of which ids the host has."""
+    asked: list[str] = []
+
+    async def host(scope, receive, send) -> None:  # a dataset host that has no task
+        if scope["type"] != "http":
+            return
+        asked.append(scope["path"])
+        await send({"type": "http.response.start", "status": 404, "headers": []})
+        await send({"type": "http.response.body", "body": b"no such task"})
+
+    source = ThreadedServer(host).start()
+    try:
+        green = start_green(open_operator_plane=True, intake_per_minute=2, asset_source=source.url)
+        with httpx.Client(base_url=green.url, timeout=30) as anonymous:
+            spent = [anonymous.post("/tasks", json={"task": f"arvo:{n}"}) for n in (1, 2)]
+            asked.clear()
+            past = [
+                anonymous.post("/tasks", json={"id": str(uuid.uuid4()), "task": f"arvo:{n}"})
+                for n in (3, 4, 5)
+            ]
+    finally:
+        source.stop()
+    assert [r.status_code for r in spent] == [404, 404], [r.text for r in spent]
+    assert [r.status_code for r in past] == [429] * 3, [r.text for r in past]
+    assert all("per minute" in r.json()["detail"] for r in past)
+    assert asked == []
