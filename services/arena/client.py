@@ -178,13 +178,23 @@ class GreenClient:
         self, name: str, refs: list[str], purple: str | None, trials: int, resume: str | None
     ) -> str | None:
         """Open the run on green (``POST /runs``, which checks every task first): its id, or
-        None from a green without runs (older than them). Raises :class:`RunRefused`."""
+        None from a green without runs (older than them). Raises :class:`RunRefused`.
+
+        Without a credential (an open operator plane), the run's own ``key`` that green gives
+        becomes this client's credential: the run is changed only with it. A run this client
+        can no longer change (its key was another session's) is opened anew."""
         body = {"name": name, "task_ids": refs, "purple_url": purple, "trials": trials}
         if resume:
             body["resume"] = resume
         resp = await self.request("POST", "/runs", json={k: v for k, v in body.items() if v})
         if resp.status_code == 201:
-            return str(resp.json()["id"])
+            opened = resp.json()
+            auth = self.client.auth
+            if opened.get("key") and isinstance(auth, GreenAuth) and not auth.token:
+                auth.token = str(opened["key"])
+            return str(opened["id"])
+        if resp.status_code == 403 and resume:
+            return await self.open_run(name, refs, purple, trials, None)
         try:
             data = resp.json()
         except ValueError:
@@ -209,7 +219,8 @@ class GreenClient:
         except httpx.HTTPError as exc:
             return f"the run's end was not recorded on green ({type(exc).__name__})"
         if resp.status_code != 200:
-            return f"the run's end was not recorded on green (HTTP {resp.status_code})"
+            code = resp.status_code
+            return f"the run's end was not recorded on green (HTTP {code}): {detail(resp)}"
         return None
 
     async def get_task(self, task_id: str) -> dict[str, Any]:

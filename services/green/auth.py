@@ -34,6 +34,9 @@ class Caller:
     """Holds the operator token: may see the ground truth."""
     may_operate: bool
     """May use the operator plane: the operator, or anyone when the plane is explicitly open."""
+    key: str | None = None
+    """The SHA-256 of the bearer credential a caller other than the operator sent (None: it sent
+    none): what a run it opened belongs to (:mod:`services.green.api.routes.runs`)."""
 
 
 class OperatorAuth:
@@ -55,7 +58,13 @@ class OperatorAuth:
         )
         if ok:
             return Caller(f"operator:{self.fingerprint}", operator=True, may_operate=True)
-        return Caller(ANONYMOUS, operator=False, may_operate=self.open_plane)
+        key = hashlib.sha256(value.strip().encode("utf-8", "surrogateescape")).hexdigest()
+        return Caller(
+            ANONYMOUS,
+            operator=False,
+            may_operate=self.open_plane,
+            key=key if scheme.lower() == "bearer" and value.strip() else None,
+        )
 
     def derive_key(self, purpose: str) -> bytes:
         """A secret key for ``purpose`` (e.g. signing the dashboard's session cookies), derived

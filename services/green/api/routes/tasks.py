@@ -18,7 +18,7 @@ from services.green.api.deps import (
     admit,
 )
 from services.green.api.query_bounds import MAX_OFFSET
-from services.green.api.routes.runs import client_run
+from services.green.api.routes.runs import client_run, is_client_run, not_yours, owns
 from services.green.api.verification import (
     annotate_verified,
     latest_verifications,
@@ -110,7 +110,7 @@ async def create_task(
         response.status_code = status.HTTP_200_OK
         return await _answer(show, found, await _marks(request, body.task))
     if body.run_id is not None:
-        await client_run(orch.db, store, body.run_id)  # 404 unless POST /runs opened it
+        await client_run(orch.db, store, body.run_id, who)  # 404 unless POST /runs opened it
     # the verification is read while the task is recorded (one wait for the database); the
     # answer waits for the insert's outcome, and a refusal of the task comes before a failed read
     made, verifications = await asyncio.gather(
@@ -273,8 +273,18 @@ async def get_trajectory(task_id: str, orch: OrchestratorDep) -> Response:
     response_model=TaskPublic,
     responses={202: {"description": "Another replica runs it: its owner was asked to cancel"}},
 )
-async def cancel_task(task_id: str, orch: OrchestratorDep, show: DisclosureDep) -> Any:
+async def cancel_task(
+    task_id: str,
+    orch: OrchestratorDep,
+    show: DisclosureDep,
+    who: OperatorDep,
+    store: AssessmentStoreDep,
+) -> Any:
     task = await _get(orch, task_id)
+    if task.assessment_id is not None and not who.operator:  # a run's tasks are its owner's
+        run = await orch.db.run(store.get, task.assessment_id)
+        if run is not None and is_client_run(run) and not owns(who, run):
+            raise HTTPException(status.HTTP_403_FORBIDDEN, not_yours(run.id))
     if task.status.terminal:
         raise HTTPException(status.HTTP_409_CONFLICT, f"task {task_id} already {task.status.value}")
     task = await orch.cancel(task_id)
