@@ -4,8 +4,10 @@ The steps of the official harness, for instances whose tests run with pytest:
 
 1. :func:`apply_patch` the model's patch to the repository (``git apply``, then ``patch``);
 2. :func:`run_tests`: put the instance's test files back to the base commit, apply its
-   ``test_patch`` (the hidden tests), run the given test ids and read each one's status from the
-   reports pytest made (:mod:`.pytest_judge`: a report changed after the fact is caught);
+   ``test_patch`` (the hidden tests), run the given test ids as an unprivileged uid and read each
+   one's status from the reports pytest made, as the launcher's root half received them
+   (:mod:`.pytest_judge`: the tests cannot write that report, and one changed after the fact
+   is caught);
 3. :func:`evaluate` does both in a fresh container (never the agent's), with only the part of
    the patch that changes code (:mod:`.patch_filter`: the tests, their configuration and
    Python's start-up hooks are the task's), and decides: resolved = that patch applies, every
@@ -29,7 +31,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from services.sandbox.base import Sandbox, SandboxError, SandboxProvider, SandboxSpec
+from services.sandbox.base import AGENT_UID, Sandbox, SandboxError, SandboxProvider, SandboxSpec
 from services.shared.text import clip_middle
 from services.swebench.activation import resolve_activate, with_activate
 from services.swebench.instances import WORKDIR, SweInstance, image_name
@@ -42,7 +44,13 @@ PYTEST_ARGS = "-rA -p no:cacheprovider"
 SCRATCH = "/tmp/swebench"
 """Where patches and test output go inside the container (outside the repository)."""
 JUDGE_SCRIPT = Path(__file__).with_name("pytest_judge.py")
-"""The judge's pytest launcher and plugin, copied into the container (:mod:`.pytest_judge`)."""
+"""The judge's test launcher and pytest plugin, copied into the container (:mod:`.pytest_judge`)."""
+TESTS_UID = AGENT_UID
+"""The uid the tests run as in the judge's container (the repository made theirs): never root,
+which alone writes the report (:mod:`.pytest_judge`)."""
+VERDICT = "ARENA-VERDICT "
+"""How the launcher's last line starts (:data:`.pytest_judge.VERDICT`)."""
+_FOLDER = re.compile(r"^/[A-Za-z0-9_./-]+/arena-verdict-[A-Za-z0-9_]+$")
 LOG_LIMIT = 20_000
 """Characters of test output kept in an :class:`EvalReport` (head and tail)."""
 GIT = "GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null git -c core.fileMode=false"
@@ -277,27 +285,40 @@ async def run_tests_with_log(
         if not ok:
             raise SandboxError(f"the instance's test_patch does not apply:\n{out[-2000:]}")
         notes = f"[test_patch applied]\n{out.strip()}\n"
-    reports = posixpath.join(SCRATCH, "reports.jsonl")
-    cmd = instance.test_cmd
-    if cmd is None:
-        await sandbox.put_files(SCRATCH, {JUDGE_SCRIPT.name: JUDGE_SCRIPT.read_bytes()})
-        cmd = f"python {SCRATCH}/{JUDGE_SCRIPT.name} {reports} {PYTEST_ARGS}"
+    await sandbox.put_files(SCRATCH, {JUDGE_SCRIPT.name: JUDGE_SCRIPT.read_bytes()})
     ids = " ".join(shlex.quote(t) for t in tests or [])
-    output = posixpath.join(SCRATCH, "test_output.txt")
+    run_as = f"{TESTS_UID}:{TESTS_UID}"
+    launch = f"python {SCRATCH}/{JUDGE_SCRIPT.name} {TESTS_UID} " + (
+        f"--pytest {PYTEST_ARGS} {ids}"
+        if instance.test_cmd is None
+        else f"--command {shlex.quote(f'{instance.test_cmd} {ids}')}"
+    )
     script = with_activate(
-        f"mkdir -p {SCRATCH}; cd {shlex.quote(workdir)} || exit 97\n{cmd} {ids} > {output} 2>&1",
-        activate,
+        f"cd {shlex.quote(workdir)} && chown -R {run_as} . || exit 97\n{launch}", activate
     )
     result = await sandbox.exec(script, timeout)
-    text = await _read_text(sandbox, output, f"no test output\n{result.output}")
+    verdict = _verdict_folder(result.output)
+    missing = f"no test output (the judge's run ended before it wrote one)\n{result.output}"
+    text = await _read_text(sandbox, f"{verdict}/output.txt", missing) if verdict else missing
     if result.timed_out:
         text += f"\n[the tests timed out after {timeout:.0f}s and were killed]"
     run = TestRun(parse_pytest_log(text), notes + text, result.exit_code, result.timed_out)
     if instance.test_cmd is None:  # never the output's word: the tests' code may print it
-        run.statuses, run.tampered = read_judge_report(
-            await _read_text(sandbox, reports, "no report of the judge's pytest")
+        report = (
+            await _read_text(sandbox, f"{verdict}/report.jsonl", "no report") if verdict else ""
         )
+        run.statuses, run.tampered = read_judge_report(report)
     return run
+
+
+def _verdict_folder(output: str) -> str | None:
+    """The folder the launcher's root half wrote the report and the output to, from its own last
+    line (the tests' output never reaches this stream: :mod:`.pytest_judge`)."""
+    for line in reversed(output.splitlines()):
+        if line.startswith(VERDICT):
+            folder = line.removeprefix(VERDICT).strip()
+            return folder if _FOLDER.match(folder) else None
+    return None
 
 
 async def _read_text(sandbox: Sandbox, path: str, missing: str) -> str:

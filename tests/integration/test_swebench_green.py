@@ -16,11 +16,12 @@ from tests.integration.helpers import OPERATOR, submit_task, wait_terminal
 from tests.support import web
 from tests.support.fake_llm import FakeReply
 from tests.support.servers import REPO
-from tests.support.swe_attacks import FAKE_PASS_CONFTEST
+from tests.support.swe_attacks import FAKE_PASS_CONFTEST, REWRITE_REPORT_AT_EXIT
 
 pytestmark = pytest.mark.docker
 
 WRAP = "arena__wraptext-1"
+INIPARSE = "arena__iniparse-1"
 SOURCE = "src/wraptext/wrap.py"
 
 
@@ -165,3 +166,30 @@ def test_7_an_agent_that_removes_git_then_submits_fails_its_own_task(swe_stack, 
     assert "/var/lib/docker" not in done["error"] and "overlay2" not in done["error"]
     assert done["scores"]["resolved"] == 0.0
     assert leftover_containers(docker_client, green.owner) == []
+
+
+# ---- the code under test against the judge's report: issue 52, attack 5 --------------------------
+
+
+def test_5_code_the_tests_import_cannot_rewrite_the_judges_report(swe_stack):
+    """The agent fixes nothing and appends to the package the tests import an ``atexit`` hook
+    that, once pytest has written the judge's report, rewrites it so every outcome reads passed
+    (before: the report's path was on the launcher's command line, and the task was resolved).
+    The tests run as a uid of their own and the report is what the launcher's root half
+    received: not resolved, the failing test reported as it failed."""
+    green, llm = swe_stack
+    hook = f"cat >> iniparse/__init__.py <<'EOF'\n{REWRITE_REPORT_AT_EXIT}\nEOF"
+    llm.push(
+        call("run_bash_cmd", command=hook),
+        call("finish", summary="the values keep their delimiters"),
+    )
+    done = wait_terminal(
+        green.url, submit_task(green.url, {"task": f"swebench:{INIPARSE}"})["id"], timeout=300
+    )
+    assert done["status"] == "completed", done["error"]
+    assert done["submission"]["files"] == ["iniparse/__init__.py"]
+    assert done["scores"]["resolved"] == 0.0, done["scores"]["explanation"]
+    assert done["scores"]["fail_to_pass"] == {
+        "tests/test_parser.py::test_values_may_contain_delimiters": "FAILED"
+    }
+    assert set(done["scores"]["pass_to_pass"].values()) == {"PASSED"}
