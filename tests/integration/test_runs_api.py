@@ -60,7 +60,7 @@ def test_8_nobody_but_its_opener_or_the_operator_changes_a_run(start_green, scri
     """The plane is open (GREEN_OPEN_OPERATOR_PLANE=true). An anonymous caller takes the
     operator's run by its id (on the dashboard): adds a task to it, renames it and changes its
     tasks and trials by resuming it, ends it early, cancels its task. All refused (before, all
-    done). Its own run, opened without a credential, answers with a key: with it, and only with
+    done; the dashboard's cancel too). Its own run, opened without a credential, answers with a key: with it, and only with
     it (or the operator's), the run is changed."""
     slow, _ = scripted_purple(Script(commands=["sleep 1"] * 30, submit=False))
     url = start_green(purple_url=slow, open_operator_plane=True).url
@@ -76,6 +76,8 @@ def test_8_nobody_but_its_opener_or_the_operator_changes_a_run(start_green, scri
     cancelled = web.post(f"{url}/tasks/{task['id']}/cancel")
     for r in (joined, resumed, ended, cancelled):
         assert r.status_code == 403 and "opened it" in r.json()["detail"], r.text
+    from_page = web.post(f"{url}/ui/tasks/{task['id']}/cancel", data={}, follow_redirects=False)
+    assert from_page.status_code == 403 and "opened it" in from_page.text, from_page.text
     record = web.get(f"{url}/assessments/{run_id}", headers=OPERATOR).json()
     assert record["status"] == "running" and record["request"]["name"] == "nightly"
     assert record["request"]["trials"] == 1

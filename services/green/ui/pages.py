@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from services.green.api.query_bounds import MAX_PAGE
+from services.green.api.routes.runs import refuse_foreign_task
 from services.green.intake_limits import BugBusy, TooBusy
 from services.green.kinds.errors import UnknownTask
 from services.green.kinds.registry import parse_ref
@@ -116,8 +117,14 @@ async def task(task_id: str, request: Request) -> Response:
 @router.post("/tasks/{task_id}/cancel")
 async def cancel(task_id: str, request: Request) -> Response:
     check_form(request, await form_fields(request))
+    orch = _orch(request)
     try:
-        await _orch(request).cancel(task_id, "cancelled from the dashboard")
+        row = await orch.get(task_id)
+    except TaskNotFound:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no task {task_id}") from None
+    await refuse_foreign_task(orch.db, request.app.state.assessment_store, caller(request), row)
+    try:
+        await orch.cancel(task_id, "cancelled from the dashboard")
     except TaskNotFound:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no task {task_id}") from None
     return RedirectResponse(f"/ui/tasks/{task_id}", status_code=303)

@@ -37,7 +37,7 @@ from services.green.auth import Caller
 from services.green.intake_limits import allowed_purple
 from services.green.kinds.registry import CheckedRef
 from services.green.store.crud import AssessmentStore
-from services.green.store.models import AssessmentRecord, TaskStatus
+from services.green.store.models import AssessmentRecord, Task, TaskStatus
 from services.green.store.offloop import Database
 
 router = APIRouter(prefix="/runs", tags=["runs"])
@@ -89,6 +89,18 @@ def is_client_run(rec: AssessmentRecord) -> bool:
 def owns(who: Caller, rec: AssessmentRecord) -> bool:
     """Whether ``who`` may change the client run ``rec``, its tasks included."""
     return who.operator or (who.key is not None and (rec.request or {}).get(OPENED_BY) == who.key)
+
+
+async def refuse_foreign_task(
+    db: Database, store: AssessmentStore, who: Caller, task: Task
+) -> None:
+    """403 unless ``who`` may change ``task``: the operator, or, for a task of a client run, the
+    credential that opened the run."""
+    if task.assessment_id is None or who.operator:
+        return
+    run = await db.run(store.get, task.assessment_id)
+    if run is not None and is_client_run(run) and not owns(who, run):
+        raise HTTPException(status.HTTP_403_FORBIDDEN, not_yours(run.id))
 
 
 def not_yours(run_id: str) -> str:
