@@ -10,12 +10,21 @@ names), and of a task whose bug has an unfinished task not even those: no scores
 no commands, while an agent may be working on that bug (another attempt's answer, or the score
 of a guess, would be its oracle). Each view says what it withheld (``disclosed``, ``withheld``),
 so a client knows to ask again: ``arena`` does, once every task of the bug has ended.
+
+The rule holds on every face, and this module is where each asks it: a task's record
+(:meth:`Disclosure.task`, :meth:`Disclosure.tasks`), everything that shows what its agent did
+(its commands, their live stream, purple's trajectory of it: :meth:`Disclosure.require_shown`,
+a 403 that says why), and every number made of its scores (a run's means, its plots, a
+comparison of runs, an assessment's record: :meth:`Disclosure.scored`, the tasks they may be
+made of).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+
+from fastapi import HTTPException, status
 
 from services.green.auth import Caller
 from services.green.kinds.metrics import public_score_keys, secret_asset_names
@@ -23,10 +32,11 @@ from services.green.kinds.registry import KINDS
 from services.green.store.crud import TaskStore
 from services.green.store.models import Task, TaskPublic
 from services.green.store.offloop import Database
+from services.shared.outcome import TaskOutcome
 
 WITHHELD = (
-    "a task of this bug is unfinished: until it ends, the commands, submission and scores of "
-    "its tasks are the operator's"
+    "a task of this bug is unfinished: until it ends, the commands, trajectory, submission and "
+    "scores of its tasks are the operator's"
 )
 """Why a caller other than the operator is refused a task's commands (:meth:`Disclosure.withheld`)."""
 
@@ -101,6 +111,19 @@ class Disclosure:
         busy = await self.db.run(self.store.unfinished_bugs, {t.bug for t in ended})
         return unfinished | {t.id for t in ended if t.bug in busy}
 
+    async def require_shown(self, task: Task) -> None:
+        """Refuse (403, :data:`WITHHELD`) what shows ``task``'s agent at work (its commands and
+        their stream, its trajectory) unless this caller may see it now."""
+        if await self.withheld([task]):
+            raise HTTPException(status.HTTP_403_FORBIDDEN, WITHHELD)
+
+    async def scored(self, tasks: Iterable[Task]) -> list[Task]:
+        """The ended tasks whose scores this caller may see now: what any number shown to it
+        (a mean, a plot, a comparison) is made of. The others count as not ended."""
+        rows = list(tasks)
+        withheld = await self.withheld(rows)
+        return [t for t in rows if t.status.terminal and t.id not in withheld]
+
     async def task(self, task: Task) -> TaskPublic:
         """The API view of one task: scores once it has ended, the ground truth if allowed, and
         what was withheld (``disclosed``, ``withheld``: a client fetches a ``pending`` record
@@ -131,8 +154,29 @@ class Disclosure:
         allowed, withheld = await self.revealable(tasks), await self.withheld(tasks)
         return [self.view(t, t.id in allowed, t.id in withheld) for t in tasks]
 
+    async def result(
+        self,
+        result: dict[str, Any],
+        aggregate: Callable[[list[TaskOutcome]], dict[str, Any]],
+    ) -> dict[str, Any]:
+        """A stored assessment result: its tasks redacted (:meth:`outcomes`), and its
+        ``aggregate`` made again with ``aggregate`` of the tasks whose scores this caller may
+        see, when it may not see them all."""
+        tasks = result.get("tasks")
+        if not isinstance(tasks, list):
+            return result
+        shown, withheld = await self._outcomes(tasks)
+        out = {**result, "tasks": shown}
+        if withheld:
+            kept = [TaskOutcome.model_validate(o) for o in tasks if o["task_id"] not in withheld]
+            out["aggregate"] = aggregate(kept) if kept else None
+        return out
+
     async def outcomes(self, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Stored assessment outcomes (``task_id``, ``scores``...), redacted where needed."""
+        return (await self._outcomes(tasks))[0]
+
+    async def _outcomes(self, tasks: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], set[str]]:
         stored = await self.db.run(self.store.get_many, [o["task_id"] for o in tasks])
         allowed, withheld = await self.revealable(stored), await self.withheld(stored)
         kinds = {t.id: t.kind for t in stored}
@@ -144,4 +188,4 @@ class Disclosure:
                 return o
             return {**o, "scores": public_scores(kinds.get(o["task_id"], ""), o.get("scores"))}
 
-        return [shown(o) for o in tasks]
+        return [shown(o) for o in tasks], withheld

@@ -24,6 +24,7 @@ from tests.integration.helpers import (
     wait_terminal,
 )
 from tests.support import web
+from tests.support.fake_llm import FakeReply
 from tests.support.scripted_purple import Script
 from tests.support.servers import ThreadedServer
 
@@ -358,3 +359,49 @@ def test_malformed_a2a_input_is_invalid_params_never_internal_error(start_green,
     reply = rpc(url, "message/send", {"message": execute}).json()
     assert "missing or wrong task token" in str(reply["result"]), reply
     assert web.get(f"{url}/tasks", headers=OPERATOR).json()["total"] == 1
+
+
+def test_7_no_face_shows_an_earlier_attempts_answer_while_a_task_of_its_bug_runs(
+    start_green, llm, llm_purple, scripted_purple
+):
+    """The plane is open. An earlier attempt at arvo:900001, in a run that has ended, wrote its
+    answer (its loc.json, submitted with a tool call). While another task of that bug runs, an anonymous
+    caller reads that attempt's trajectory over REST and on the dashboard (before: served
+    whole, the answer in it), and the run's means on its page and in its record (before:
+    the scores of that attempt). All withheld, saying why; the operator still sees them, and
+    everyone does once the bug's tasks have ended."""
+    submit = {"locations": VALID["locations"], "reasoning": "the entity is decoded past its end"}
+    llm.push(FakeReply(tool_calls=[("submit_localization", submit)]))
+    green = start_green(purple_url=llm_purple().url, open_operator_plane=True)
+    url = green.url
+    run = {"name": "nightly", "task_ids": ["arvo:900001"]}
+    run_id = web.post(f"{url}/runs", json=run, headers=OPERATOR).json()["id"]
+    earlier = submit_task(url, {"task": "arvo:900001", "run_id": run_id})
+    wait_terminal(url, earlier["id"])
+    assert web.post(f"{url}/runs/{run_id}/end", json={}, headers=OPERATOR).status_code == 200
+    slow, _ = scripted_purple(Script(commands=["sleep 1"] * 30, submit=False))
+    running = submit_task(url, {"task": "arvo:900001", "purple_url": slow})
+    wait_status(url, running["id"], "running")
+
+    faces = [
+        f"/tasks/{earlier['id']}/trajectory",
+        f"/ui/tasks/{earlier['id']}/trajectory",
+        f"/ui/tasks/{earlier['id']}/trajectory.json",
+    ]
+    for face in faces:
+        r = web.get(f"{url}{face}")
+        assert r.status_code == 403 and "are the operator" in r.text, (face, r.text[:300])
+        assert "entity.c" not in r.text
+    assert "entity.c" in web.get(f"{url}{faces[0]}", headers=OPERATOR).text
+    page = web.get(f"{url}/ui/runs/{run_id}").text
+    assert 'id="means"' not in page  # no mean made of the withheld attempt's scores
+    assert 'id="means"' not in web.get(f"{url}/ui/runs").text
+    record = web.get(f"{url}/assessments/{run_id}").json()["result"]
+    assert record["aggregate"] is None and record["tasks"][0]["scores"] is None
+    assert web.get(f"{url}/assessments/{run_id}", headers=OPERATOR).json()["result"]["aggregate"]
+
+    web.post(f"{url}/tasks/{running['id']}/cancel", headers=OPERATOR)
+    wait_terminal(url, running["id"])
+    assert "entity.c" in web.get(f"{url}{faces[0]}").text
+    assert 'id="means"' in web.get(f"{url}/ui/runs/{run_id}").text
+    assert web.get(f"{url}/assessments/{run_id}").json()["result"]["aggregate"]

@@ -18,7 +18,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from services.green.kinds.metrics import continuous_metrics, declared_metrics
 from services.green.store.models import Task
-from services.green.ui.auth import require_page
+from services.green.ui.auth import disclosure, require_page
 from services.green.ui.runs import _record, _tasks
 from services.green.ui.templating import render
 from services.green.ui.views import NO_RUN
@@ -28,15 +28,24 @@ router = APIRouter(prefix="/ui", include_in_schema=False, dependencies=[Depends(
 MAX_RUNS = 6
 
 
-def _attempt(t: Task) -> paired.Attempt:
-    ended = t.status.terminal
+def _attempt(t: Task, shown: bool) -> paired.Attempt:
+    """``t`` as the comparison counts it; one whose scores the viewer may not see now
+    (:meth:`Disclosure.scored`) counts as not ended."""
+    provenance = comparable.decisive_of(t.provenance) if t.provenance else None
+    if not (t.status.terminal and shown):
+        status_, why = (
+            ("withheld", "a task of its bug is unfinished")
+            if t.status.terminal
+            else (t.status.value, "not ended yet")
+        )
+        return paired.Attempt(str(t.ref), status_, end_reason=why, provenance=provenance)
     return paired.Attempt(
         task=str(t.ref),
         status=t.status.value,
         failure_kind=t.failure_kind.value if t.failure_kind else None,
-        end_reason=t.end_reason if ended else "not ended yet",
+        end_reason=t.end_reason,
         scores=t.scores,
-        provenance=comparable.decisive_of(t.provenance) if t.provenance else None,
+        provenance=provenance,
     )
 
 
@@ -68,7 +77,9 @@ async def compare(
     ids = parse_runs(runs)
     records = {run_id: await _record(request, run_id) for run_id in ids}  # 404 if unknown
     tasks = {run_id: await _tasks(request, run_id) for run_id in ids}
-    attempts = {r: [_attempt(t) for t in tasks[r]] for r in ids}
+    show = disclosure(request)
+    scored = {t.id for r in ids for t in await show.scored(tasks[r])}
+    attempts = {r: [_attempt(t, t.id in scored) for t in tasks[r]] for r in ids}
     conflicts = comparable.problems([(r, attempts[r]) for r in ids])
     context = {
         "ids": ids,

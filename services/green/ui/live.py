@@ -19,7 +19,6 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from fastapi.responses import StreamingResponse
 
 from services.green.api.query_bounds import MAX_SEQ
-from services.green.disclosure import WITHHELD
 from services.green.live_task import TaskEvent, TaskNotFound
 from services.green.orchestrator import Orchestrator
 from services.green.store.models import CommandPublic
@@ -117,8 +116,7 @@ async def stream(
         row = await orch.get(task_id)
     except TaskNotFound:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no task {task_id}") from None
-    if await disclosure(request).withheld([row]):  # its bug has an unfinished task
-        raise HTTPException(status.HTTP_403_FORBIDDEN, WITHHELD)
+    await disclosure(request).require_shown(row)  # its bug has an unfinished task: 403
     try:
         queue = await orch.subscribe(task_id)  # before the first read: no command falls in between
     except TaskNotFound:

@@ -18,7 +18,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from services.green.live_task import TaskNotFound
 from services.green.trajectory import fetch_trajectory
-from services.green.ui.auth import require_page
+from services.green.ui.auth import disclosure, require_page
 from services.green.ui.templating import render
 
 router = APIRouter(prefix="/ui", include_in_schema=False, dependencies=[Depends(require_page)])
@@ -68,10 +68,14 @@ def shown(data: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _task(request: Request, task_id: str) -> Any:
+    """The task, if this visitor may see its trajectory now (403 while a task of its bug is
+    unfinished: the trajectory shows what its agent wrote, its answer)."""
     try:
-        return await request.app.state.orchestrator.get(task_id)
+        task = await request.app.state.orchestrator.get(task_id)
     except TaskNotFound:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no task {task_id}") from None
+    await disclosure(request).require_shown(task)
+    return task
 
 
 async def _fetch(request: Request, task: Any) -> tuple[dict[str, Any] | None, str]:

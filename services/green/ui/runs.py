@@ -55,9 +55,10 @@ async def counts(request: Request, run_id: str) -> dict[str, Any]:
     }
 
 
-def aggregate(run_id: str, tasks: list[Task], runner: AssessmentRunner) -> dict[str, Any] | None:
-    """Aggregate scores over the ended tasks (failures count 0, infra ones apart)."""
-    ended = [t for t in tasks if t.status.terminal]
+def aggregate(run_id: str, scored: list[Task], runner: AssessmentRunner) -> dict[str, Any] | None:
+    """Aggregate scores over ``scored``: the ended tasks whose scores the viewer may see
+    (:meth:`Disclosure.scored`; failures count 0, infra ones apart)."""
+    ended = [t for t in scored if t.status.terminal]
     try:
         return runner.aggregate([TaskOutcome.of(t) for t in ended]) if ended else None
     except ValueError as exc:  # a stored score the aggregate cannot read: say so, do not fail
@@ -67,15 +68,21 @@ def aggregate(run_id: str, tasks: list[Task], runner: AssessmentRunner) -> dict[
 
 async def summarize(request: Request, run_id: str, rec: AssessmentRecord | None) -> dict[str, Any]:
     """Progress, aggregate scores and failures split into infra and agent. A finished
-    assessment's aggregate is the one it recorded; a running one's is computed now."""
+    assessment's aggregate is the one it recorded, unless the viewer may not see every score it
+    was made of; otherwise it is computed now, of what the viewer may see."""
     summary = await counts(request, run_id)
+    show = disclosure(request)
     recorded = (rec.result or {}).get("aggregate") if rec is not None else None
-    if recorded is not None and rec is not None and rec.status.terminal:
+    final = recorded is not None and rec is not None and rec.status.terminal
+    if final and show.caller.operator:  # the operator sees every score
         summary["aggregate"] = recorded
-    else:
-        summary["aggregate"] = aggregate(
-            run_id, await _tasks(request, run_id), request.app.state.assessments
-        )
+        return summary
+    tasks = await _tasks(request, run_id)
+    scored = await show.scored(tasks)
+    every = len(scored) == sum(t.status.terminal for t in tasks)  # none withheld
+    summary["aggregate"] = (
+        recorded if final and every else aggregate(run_id, scored, request.app.state.assessments)
+    )
     return summary
 
 
@@ -118,7 +125,7 @@ async def points(facts: TaskFacts, tasks: list[Task], show: Disclosure) -> list[
     out: list[plots.Point] = []
     allowed, withheld = await show.revealable(tasks), await show.withheld(tasks)
     for t in tasks:
-        if not t.status.terminal:
+        if not t.status.terminal or t.id in withheld:
             continue
         view = show.view(t, t.id in allowed, t.id in withheld)
         outcome = TaskOutcome.of(t).model_copy(update={"scores": view.scores})
@@ -136,11 +143,15 @@ async def points(facts: TaskFacts, tasks: list[Task], show: Disclosure) -> list[
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
 async def run(run_id: str, request: Request) -> Response:
     record = await _record(request, run_id)
-    tasks = await _tasks(request, run_id)
+    tasks = await _tasks(request, run_id, ground_truth=True)  # for the views, which drop it
+    show = disclosure(request)
     summary = await counts(request, run_id)
-    summary["aggregate"] = aggregate(run_id, tasks, request.app.state.assessments)
+    summary["aggregate"] = aggregate(
+        run_id, await show.scored(tasks), request.app.state.assessments
+    )
+    views = await show.tasks(tasks)  # each task's scores as the REST API shows them
     return render(
-        request, "run.html", record=record, summary=summary, tasks=tasks, plots=plots.PLOTS
+        request, "run.html", record=record, summary=summary, tasks=views, plots=plots.PLOTS
     )
 
 

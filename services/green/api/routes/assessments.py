@@ -77,11 +77,15 @@ async def create_assessment(
 
 @router.get("/{assessment_id}")
 async def get_assessment(
-    assessment_id: str, store: AssessmentStoreDep, show: DisclosureDep, db: DatabaseDep
+    assessment_id: str,
+    store: AssessmentStoreDep,
+    show: DisclosureDep,
+    db: DatabaseDep,
+    runner: AssessmentsDep,
 ) -> AssessmentRecord:
     rec = await db.run(store.get, assessment_id)
     if rec is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no assessment {assessment_id}")
-    if rec.result and isinstance(rec.result.get("tasks"), list):
-        rec.result = {**rec.result, "tasks": await show.outcomes(rec.result["tasks"])}
+    if rec.result:
+        rec.result = await show.result(rec.result, runner.aggregate)
     return rec

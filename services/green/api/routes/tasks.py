@@ -18,13 +18,13 @@ from services.green.api.deps import (
     admit,
 )
 from services.green.api.query_bounds import MAX_OFFSET
-from services.green.api.routes.runs import client_run, is_client_run, not_yours, owns
+from services.green.api.routes.runs import client_run, refuse_foreign_task
 from services.green.api.verification import (
     annotate_verified,
     latest_verifications,
     mark_verified,
 )
-from services.green.disclosure import WITHHELD, Disclosure
+from services.green.disclosure import Disclosure
 from services.green.kinds.errors import UnknownTask
 from services.green.kinds.registry import CheckedRef, parse_ref
 from services.green.live_task import TaskNotFound
@@ -241,8 +241,7 @@ async def get_commands(
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     limit: Annotated[int, Query(ge=1, le=5000)] = 500,
 ) -> Any:
-    if await show.withheld([await _get(orch, task_id)]):
-        raise HTTPException(status.HTTP_403_FORBIDDEN, WITHHELD)
+    await show.require_shown(await _get(orch, task_id))
     return await orch.db.run(orch.store.commands, task_id, offset, limit)
 
 
@@ -250,15 +249,18 @@ async def get_commands(
     "/{task_id}/trajectory",
     responses={
         200: {"description": "Purple's trajectory of the task, as purple sent it"},
+        403: {"description": "A task of its bug is unfinished: the operator's until it ends"},
         502: {"description": "Purple could not give it (unreachable, too large, too slow...)"},
     },
 )
-async def get_trajectory(task_id: str, orch: OrchestratorDep) -> Response:
+async def get_trajectory(task_id: str, orch: OrchestratorDep, show: DisclosureDep) -> Response:
     """Purple's trajectory of the task (its ``GET /tasks/{id}/trajectory``), read by green
     within GREEN_TRAJECTORY_MAX_BYTES and GREEN_TRAJECTORY_TIMEOUT_S: a client needs no address
     of purple (``http://purple:9019`` is known only inside compose). 502 with a sentence when
-    purple cannot give it."""
+    purple cannot give it; 403 while a task of its bug is unfinished (it shows what the agent
+    wrote: its answer)."""
     task = await _get(orch, task_id)
+    await show.require_shown(task)
     settings = orch.settings
     traj, why = await fetch_trajectory(
         task.purple_url, task.id, settings.trajectory_max_bytes, settings.trajectory_timeout_s
@@ -281,10 +283,7 @@ async def cancel_task(
     store: AssessmentStoreDep,
 ) -> Any:
     task = await _get(orch, task_id)
-    if task.assessment_id is not None and not who.operator:  # a run's tasks are its owner's
-        run = await orch.db.run(store.get, task.assessment_id)
-        if run is not None and is_client_run(run) and not owns(who, run):
-            raise HTTPException(status.HTTP_403_FORBIDDEN, not_yours(run.id))
+    await refuse_foreign_task(orch.db, store, who, task)  # a run's tasks are its owner's
     if task.status.terminal:
         raise HTTPException(status.HTTP_409_CONFLICT, f"task {task_id} already {task.status.value}")
     task = await orch.cancel(task_id)
