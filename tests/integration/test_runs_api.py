@@ -7,8 +7,10 @@ record; its end records the aggregate and answers no results (the disclosure rul
 
 from __future__ import annotations
 
+import httpx
 import pytest
 
+from services.arena.client import GreenAuth, GreenClient
 from tests.integration.helpers import OPERATOR, submit_task, wait_status, wait_terminal
 from tests.support import web
 from tests.support.scripted_purple import Script
@@ -129,3 +131,26 @@ def test_9_a_run_ended_while_a_task_of_it_runs_is_a_409_that_says_why(start_gree
     wait_terminal(url, task["id"])
     ended = web.post(f"{url}/runs/{run_id}/end", json={}, headers=OPERATOR)
     assert ended.json() == {"id": run_id, "status": "completed"}
+
+
+async def test_arena_without_a_token_changes_its_run_with_the_key_green_gave(start_green):
+    """On an open plane, ``arena`` with no token opens its run, then joins a task to it and
+    ends it with the run's key; another client without it cannot, and a resume it cannot make
+    opens a new run."""
+    url = start_green(open_operator_plane=True).url
+    async with httpx.AsyncClient(auth=GreenAuth(url, None), timeout=30) as http:
+        arena = GreenClient(http, url, grace_s=5)
+        run_id = await arena.open_run("mine", ["arvo:900001"], None, 1, None)
+        assert run_id is not None
+        joined = await arena.post_task({"task": "arvo:900001", "run_id": run_id})
+        assert joined.status_code == 202, joined.text
+        cancelled = await http.post(f"{url}/tasks/{joined.json()['id']}/cancel")
+        assert cancelled.status_code in (200, 202), cancelled.text
+        wait_terminal(url, joined.json()["id"])
+        assert await arena.end_run(run_id, interrupted=True) is None  # recorded
+    async with httpx.AsyncClient(auth=GreenAuth(url, None), timeout=30) as http:
+        other = GreenClient(http, url, grace_s=5)
+        note = await other.end_run(run_id, interrupted=False)
+        assert note is not None and "HTTP 403" in note and "opened it" in note
+        again = await other.open_run("mine", ["arvo:900001"], None, 1, run_id)
+        assert again is not None and again != run_id
