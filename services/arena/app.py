@@ -46,6 +46,7 @@ from services.arena.splits import write_split
 from services.arena.tasks import tasks_app
 from services.arena.tasks_client import narrow_run_ids
 from services.shared.operator_token import find_local_token
+from services.shared.scores import headline
 from services.shared.task_ref import TaskRef
 
 app = typer.Typer(
@@ -61,7 +62,7 @@ app.add_typer(tasks_app, name="tasks")
 
 def _summary(results: RunResults, console: Console) -> None:
     agg = results.aggregate
-    metrics = results.metrics()
+    metrics = headline(results.metrics())  # report.md has every metric
     table = Table(title=f"run {results.run}: {len(results.tasks)}/{len(results.slots())} ended")
     table.add_column("mean over")
     table.add_column("n", justify="right")

@@ -269,7 +269,7 @@ def render_plot(results: RunResults, path: Path) -> Path | None:
     from matplotlib.ticker import MaxNLocator
 
     tasks = results.tasks
-    metrics = results.metrics()
+    metrics = headline(results.metrics())
     if not tasks or not metrics:
         return None
     n = len(tasks)

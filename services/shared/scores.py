@@ -51,13 +51,29 @@ def hit_or_miss(records: Iterable[Mapping[str, Any] | None], metric: str) -> boo
     return all(v in (0, 1) for v in values)
 
 
+BESIDE = frozenset(
+    {
+        *(
+            m + suffix
+            for m in ("file_recall", "hunk_recall", "line_recall", "line_precision", "line_f1")
+            for suffix in ("", "_path")
+        ),
+        "flb_iou",
+        "flb_iou_path",
+    }
+)
+"""Metrics a kind reports beside its own so that its runs can be set beside another
+benchmark's (ARVO: FLBench's, ``docs/scoring.md`` section 3b): in every full table, never in a
+narrow view (:func:`headline`)."""
+
+
 def headline(metrics: Iterable[str]) -> list[str]:
-    """The metrics a narrow view shows: without the ``@k`` ones for k > 1 (ARVO: ``file@1
-    func@1 line@1 iou`` of its seven)."""
+    """The metrics a narrow view shows: without the ``@k`` ones for k > 1 and those reported
+    :data:`BESIDE` (ARVO: ``file@1 func@1 line@1 iou`` of its nineteen)."""
     out = []
     for m in metrics:
         base, at, k = m.rpartition("@")
-        if not (at and base and k.isdigit() and int(k) > 1):
+        if not (at and base and k.isdigit() and int(k) > 1) and m not in BESIDE:
             out.append(m)
     return out
 

@@ -34,7 +34,7 @@ from services.arena.app import app
 from services.arena.refs import split_refs
 from services.arena.results import REFUSED, RunOutcome, RunResults, aggregate_outcomes
 from services.green.kinds.arvo.scoring.groundtruth import ground_truth_from_patch
-from services.green.kinds.arvo.scoring.metrics import score
+from services.green.kinds.arvo.scoring.metrics import CONTINUOUS, METRICS, score
 from services.green.store.models import CommandPublic, TaskPublic
 from services.shared.loc import LocJson
 from services.shared.task_ref import TaskRef
@@ -82,7 +82,8 @@ NONE = scores_of(None)
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-METRIC_NAMES = ["file@1", "file@5", "func@1", "func@5", "line@1", "line@5", "iou"]
+METRIC_NAMES = list(METRICS)
+CONTINUOUS_NAMES = sorted(CONTINUOUS)
 
 
 def test_scores_fixture_sanity() -> None:
@@ -195,7 +196,7 @@ class FakeGreen:
         def kinds() -> dict[str, Any]:
             return {
                 "kinds": [
-                    {"name": "arvo", "metrics": METRIC_NAMES, "continuous": ["iou"]},
+                    {"name": "arvo", "metrics": METRIC_NAMES, "continuous": CONTINUOUS_NAMES},
                     {"name": "swebench", "metrics": ["resolved"], "continuous": []},
                 ]
             }
@@ -474,9 +475,13 @@ def test_run_writes_results_tasks_and_report(fake, tmp_path: Path) -> None:
     assert agg == aggregate_outcomes(RunResults.model_validate(data).tasks)
 
     # green declared ARVO's metrics: iou is continuous although every iou here is 0 or 1
-    assert data["kinds"]["arvo"] == {"metrics": METRIC_NAMES, "continuous": ["iou"], "fields": None}
+    assert data["kinds"]["arvo"] == {
+        "metrics": METRIC_NAMES,
+        "continuous": CONTINUOUS_NAMES,
+        "fields": None,
+    }
     assert {t["scores"]["iou"] for t in data["tasks"] if t["scores"]} == {0.0, 1.0}
-    assert RunResults.model_validate(data).binary() == set(METRIC_NAMES) - {"iou"}
+    assert RunResults.model_validate(data).binary() == set(METRIC_NAMES) - CONTINUOUS
 
     # per-task folders: green's view with the full score and explanation, commands, trajectory
     d1 = tmp_path / "r1" / t1["dir"]
@@ -497,7 +502,10 @@ def test_run_writes_results_tasks_and_report(fake, tmp_path: Path) -> None:
     assert "| failed: agent | 1 |" in report
     assert "![per-task scores, cost and steps](scores.png)" in report
     assert f"[{t1['task_id'][:8]}]({t1['dir']}/task.json)" in report
-    assert "| completed | 4 | 1 | 1 | 1 | 1 | 1 | 1 | 1.00 | 0.0125 |" in report  # iou: 1.00
+    # ours (iou: 1.00), then FLBench's twelve (continuous: two decimals)
+    assert (
+        "| completed | 4 | 1 | 1 | 1 | 1 | 1 | 1 | 1.00 | " + "1.00 | " * 12 + "0.0125 |" in report
+    )
     png = tmp_path / "r1" / "scores.png"
     assert png.read_bytes()[:8] == PNG_MAGIC
     assert mpimg.imread(png).shape[0] > 100

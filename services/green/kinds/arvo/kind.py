@@ -17,7 +17,7 @@ from services.green.kinds.arvo.prompt import describe_task
 from services.green.kinds.arvo.report import arvo_position, arvo_report, arvo_sources
 from services.green.kinds.arvo.report_signature import report_signature
 from services.green.kinds.arvo.scoring.groundtruth import GroundTruth
-from services.green.kinds.arvo.scoring.metrics import METRICS
+from services.green.kinds.arvo.scoring.metrics import CONTINUOUS, METRICS
 from services.green.kinds.arvo.workspace import WORKSPACE, populate_workspace
 from services.green.kinds.datasets import DatasetContext
 from services.green.kinds.report import TaskReport
@@ -107,8 +107,9 @@ class ArvoKind:
     assignment = RcaTask
     metrics = METRICS
     """The metrics of its scores, in report order (:class:`services.green.kinds.base.TaskKind`)."""
-    continuous = frozenset({"iou"})
-    """Those that are not hit/miss (no McNemar test in comparisons)."""
+    continuous = CONTINUOUS
+    """Those that are not hit/miss (ours ``iou``, FLBench's six twice: no McNemar test in
+    comparisons, no pass@k)."""
     public_scores = frozenset({"scorable", "submitted", "n_locations", "bug_class", "project"})
     """Score fields besides the metrics that name nothing of the answer (shown to anyone): the
     project and the bug class are in the crash report the agent reads (``/src/<project>/``);
@@ -123,7 +124,7 @@ class ArvoKind:
     bug_family = "arvo"
     """The bug a task is about is ``arvo:<id>``, whatever question of it a kind asks (locate,
     reproduce, fix): :func:`services.green.kinds.registry.bug_of`."""
-    scoring_version = "arvo-loc-1"
+    scoring_version = "arvo-loc-2"
     """The version of its scoring rule, recorded in each task's provenance: bump it whenever
     ``docs/scoring.md`` changes what a submission scores (runs of different versions are not
     compared)."""

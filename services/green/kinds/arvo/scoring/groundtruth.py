@@ -37,6 +37,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from services.green.kinds.arvo.scoring.flbench import flb_hunks
 from services.green.kinds.arvo.scoring.functions import FunctionIndex, FunctionSpan
 from services.green.kinds.arvo.scoring.gt_model import (
     CODE_EXTENSIONS,
@@ -158,7 +159,9 @@ def ground_truth_from_patch(
     if problems:
         gt.flags.append("parse-error")
         gt.warnings.extend(problems)
-    return builder.finish()
+    truth = builder.finish()
+    truth.flb_hunks = flb_hunks(parsed, (f.path for f in truth.files))
+    return truth
 
 
 def _changed_paths(parsed: list[list]) -> list[str]:

@@ -89,6 +89,17 @@ class GTFile(BaseModel):
     source_available: bool = False
 
 
+class FLBHunk(BaseModel):
+    """One ``@@`` hunk of the fix as FLBench's ground truth reads it (:mod:`.flbench`)."""
+
+    file: str
+    """Old (vulnerable) repo-relative path, as in :attr:`GTFile.path`."""
+    lines: list[int]
+    """Its deleted lines; for a hunk that only adds, the last context line before its first
+    ``+`` (old coordinates, the hunk header's numbers)."""
+    addition_only: bool = False
+
+
 class IgnoredFile(BaseModel):
     path: str
     reason: str
@@ -102,6 +113,8 @@ class GroundTruth(BaseModel):
     ``parse-error``, ``multi-commit``, ``hunk-offset``, ``hunk-mismatch``, ``source-missing``."""
     warnings: list[str] = []
     """Human-readable details of the flags."""
+    flb_hunks: list[FLBHunk] = []
+    """FLBench's ground truth of the same files: one entry per hunk (:mod:`.flbench`)."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property

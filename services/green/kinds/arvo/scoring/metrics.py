@@ -1,5 +1,5 @@
-"""ARVO's seven metrics and the score of one loc.json submission against the ground truth (the
-run's means: ``shared/scores.py``, given :data:`METRICS`).
+"""ARVO's seven metrics, FLBench's beside them, and the score of one loc.json submission against
+the ground truth (the run's means: ``shared/scores.py``, given :data:`METRICS`).
 
 Per task (only the top :data:`TOP_K` = 5 locations count; each metric is 0 or 1 except IoU):
 
@@ -12,6 +12,9 @@ Per task (only the top :data:`TOP_K` = 5 locations count; each metric is 0 or 1 
 - ``iou``: the best intersection-over-union of line sets between a top-5 span and a
   ground-truth region of the same file.
 
+FLBench's six (twice: files by basename, and by whole path with ``_path``) score the set of every
+submitted location against FLBench's own ground truth: :mod:`.flbench`.
+
 A missing submission scores 0 everywhere; a task whose ground truth is empty is not scorable
 (``scorable=False``) and stays out of the means. ``docs/scoring.md`` has worked examples.
 """
@@ -21,12 +24,21 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from services.green.kinds.arvo.scoring.cppnames import split_parts
+from services.green.kinds.arvo.scoring.flbench import (
+    ALL_FLB_METRICS,
+    FLB_METRICS,
+    PATH_SUFFIX,
+    flb_metrics,
+)
 from services.green.kinds.arvo.scoring.groundtruth import GroundTruth, GTFile, GTFunction, GTRegion
 from services.green.kinds.arvo.scoring.names import is_macro_form, split_names, submitted_name
 from services.shared.loc import ROOT_PREFIXES, Location, LocJson, normalize_path
 
-METRICS = ("file@1", "file@5", "func@1", "func@5", "line@1", "line@5", "iou")
-"""ARVO's metrics, in report order (what green's aggregate of ARVO tasks averages)."""
+OWN_METRICS = ("file@1", "file@5", "func@1", "func@5", "line@1", "line@5", "iou")
+"""ARVO's own ranked metrics."""
+METRICS = OWN_METRICS + ALL_FLB_METRICS
+"""Every metric of a locate task, in report order (what green's aggregate of ARVO tasks
+averages): ours, then FLBench's (basename, then ``_path``)."""
 METRIC_FIELDS = (
     "file_at_1",
     "file_at_5",
@@ -35,12 +47,16 @@ METRIC_FIELDS = (
     "line_at_1",
     "line_at_5",
     "iou",
+    *ALL_FLB_METRICS,
 )
 """The attribute names of :data:`METRICS`."""
+CONTINUOUS = frozenset({"iou", *ALL_FLB_METRICS})
+"""The metrics that are not hit/miss: fractions (FLBench's are, even where one task's value
+happens to be 0 or 1)."""
 
 
 class Metrics(BaseModel):
-    """The seven numbers, named as in reports (``file@1``...)."""
+    """The nineteen numbers, named as in reports (``file@1``..., ``line_f1``...)."""
 
     model_config = ConfigDict(populate_by_name=True)
 
@@ -51,6 +67,18 @@ class Metrics(BaseModel):
     line_at_1: float = Field(0.0, alias="line@1")
     line_at_5: float = Field(0.0, alias="line@5")
     iou: float = 0.0
+    file_recall: float = 0.0
+    hunk_recall: float = 0.0
+    line_recall: float = 0.0
+    line_precision: float = 0.0
+    line_f1: float = 0.0
+    flb_iou: float = 0.0
+    file_recall_path: float = 0.0
+    hunk_recall_path: float = 0.0
+    line_recall_path: float = 0.0
+    line_precision_path: float = 0.0
+    line_f1_path: float = 0.0
+    flb_iou_path: float = 0.0
 
 
 class ScoreSummary(Metrics):
@@ -261,6 +289,7 @@ def score(submission: LocJson | None, gt: GroundTruth, project: str | None = Non
         result.locations.append(lr)
     _totals(result)
     why.extend(_region_notes(result))
+    why.append(_flbench(result, submission, gt))
     if not result.scorable:
         for k in METRIC_FIELDS:
             setattr(result, k, 0.0)
@@ -367,6 +396,26 @@ def _totals(result: TaskScore) -> None:
     result.func_at_5 = float(any(x.function_match for x in result.locations))
     result.line_at_5 = float(any(x.line_match for x in result.locations))
     result.iou = max((x.iou for x in result.locations), default=0.0)
+
+
+def _flbench(result: TaskScore, submission: LocJson, gt: GroundTruth) -> str:
+    """Sets FLBench's metrics of the whole submission; the sentence that sums them up."""
+    for name, value in flb_metrics(submission.locations, gt.flb_hunks).items():
+        setattr(result, name, value)
+    n = len(submission.locations)
+    if not gt.flb_hunks:
+        return (
+            "FLBench: its rule finds no ground-truth line in this fix (a hunk that only adds "
+            "has no context line before it): its metrics are 0"
+        )
+    by = [
+        ", ".join(f"{m} {getattr(result, m + suffix):.2f}" for m in FLB_METRICS)
+        for suffix in ("", PATH_SUFFIX)
+    ]
+    return (
+        f"FLBench, over the set of all {n} location(s) and its {len(gt.flb_hunks)} hunk(s): "
+        f"{by[0]} (files by basename); {by[1]} (by whole path, the _path metrics)"
+    )
 
 
 def _region_notes(result: TaskScore) -> list[str]:
