@@ -42,7 +42,7 @@ from services.arena.records import gaps, incomplete, repair_run
 from services.arena.refs import split_refs, task_refs
 from services.arena.report import render_report
 from services.arena.results import RESULTS_FILE, RunResults, Session, Slot, now_iso
-from services.arena.splits import write_split
+from services.arena.splits import named_split, split_names, write_split
 from services.arena.tasks import tasks_app
 from services.arena.tasks_client import narrow_run_ids
 from services.shared.operator_token import find_local_token
@@ -251,10 +251,30 @@ def _close(
         console.print(f"interrupted: resume with  {again}", highlight=False, soft_wrap=True)
 
 
+def _wanted(
+    ids: list[str] | None, ids_file: Path | None, split: str | None, console: Console
+) -> list[str]:
+    """The references given as arguments, in an ids file and by a named split (exit 2, with
+    a sentence each, for what is not one)."""
+    given = [*(ids or []), *([ids_file.read_text(encoding="utf-8")] if ids_file else [])]
+    try:
+        given += [named_split(split)] if split else []
+    except ValueError as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
+        raise typer.Exit(2) from exc
+    refs, bad = task_refs(split_refs(given))
+    if bad:
+        for why in bad:
+            console.print(f"[red]error:[/] {escape(why)}", soft_wrap=True)
+        raise typer.Exit(2)
+    return [str(r) for r in refs]
+
+
 @app.command()
 def run(
     ids: opt.Ids = None,
     ids_file: opt.IdsFile = None,
+    split: opt.SplitName = None,
     green: opt.Green = "http://127.0.0.1:9009",
     purple: opt.Purple = None,
     purple_api: opt.PurpleApi = None,
@@ -294,18 +314,13 @@ def run(
             "[yellow]note:[/] --purple-api is deprecated and ignored: trajectories now come "
             "through green (GET /tasks/{id}/trajectory), which reaches purple itself"
         )
-    given = [*(ids or []), *([ids_file.read_text(encoding="utf-8")] if ids_file else [])]
-    refs, bad = task_refs(split_refs(given))
-    if bad:
-        for why in bad:
-            console.print(f"[red]error:[/] {escape(why)}", soft_wrap=True)
-        raise typer.Exit(2)
-    wanted = [str(r) for r in refs]
+    wanted = _wanted(ids, ids_file, split, console)
     wanted = narrow_run_ids(green, api_token, wanted, sample_n, seed, verified_only)
     name, run_dir = _run_dir(out, run_name)
     args = {
         "ids": wanted,
         "ids_file": str(ids_file) if ids_file else None,
+        "split": split,
         "green": green,
         "purple": purple,
         "run": name,
@@ -355,6 +370,29 @@ def _repair(
         console.print(f"{todo - len(why)} record(s) fetched again from green at {green}")
     for label, reason in why.items():
         console.print(f"  still incomplete: {escape(label)}: {escape(reason)}", soft_wrap=True)
+
+
+@app.command("split")
+def split_cmd(
+    name: Annotated[
+        str | None, typer.Argument(help="A named split (none: list them).", show_default=False)
+    ] = None,
+) -> None:
+    """Print a named split's task references, one a line (arena run --split NAME runs them);
+    without a name, list the named splits with their sizes and what they are."""
+    if name is None:
+        for known in split_names():
+            text = named_split(known)
+            about = next((ln[1:].strip() for ln in text.splitlines() if ln.startswith("#")), "")
+            print(f"{known}\t{len(split_refs([text]))}\t{about}")
+        return
+    try:
+        text = named_split(name)
+    except ValueError as exc:
+        Console(stderr=True).print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
+        raise typer.Exit(2) from exc
+    for ref in split_refs([text]):
+        print(ref)
 
 
 @app.command()

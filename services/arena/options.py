@@ -25,6 +25,15 @@ IdsFile = Annotated[
         help="File of task references (whitespace/comma separated, '#' comments).",
     ),
 ]
+SplitName = Annotated[
+    str | None,
+    typer.Option(
+        "--split",
+        show_default=False,
+        help="A named split kept with the client, read as a split file (arena split lists "
+        "them; flbench-900: FLBench's 900 tasks).",
+    ),
+]
 Green = Annotated[str, typer.Option(envvar="ARENA_GREEN_URL", help="Green's base URL.")]
 Purple = Annotated[
     str | None,

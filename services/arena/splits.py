@@ -1,4 +1,6 @@
-"""Seeded splits: the same ``--sample N --seed S`` selects the same tasks on every machine."""
+"""Splits: seeded ones (the same ``--sample N --seed S`` selects the same tasks on every
+machine) and the named ones kept with the client as data (``data/splits/<name>.txt``: FLBench's
+900 tasks are ``flbench-900``)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,20 @@ from typing import Any
 from services.shared.files import write_atomic
 
 SPLIT_FILE = "split.txt"
+SPLITS_DIR = Path(__file__).parent / "data" / "splits"
+"""The named splits: one file each, a split file as any other (``#`` comments, one ref a line)."""
+
+
+def split_names() -> list[str]:
+    """The named splits, sorted."""
+    return sorted(p.stem for p in SPLITS_DIR.glob("*.txt"))
+
+
+def named_split(name: str) -> str:
+    """The text of a named split; ValueError, naming the known ones, for another name."""
+    if name not in split_names():
+        raise ValueError(f"no split named {name!r} (known: {', '.join(split_names())})")
+    return (SPLITS_DIR / f"{name}.txt").read_text(encoding="utf-8")
 
 
 def sample(population: Iterable[str], n: int, seed: int) -> list[str]:

@@ -3,6 +3,7 @@
     arena tasks prefetch --sample 100 --seed 7 --dry-run     # how much disk a run needs
     arena tasks prefetch --from split.txt --jobs 4           # fetch assets, pull images
     arena tasks verify 900001 900002                         # certify tasks
+    arena tasks verify --split flbench-900 --jobs 2          # certify a named split
     arena tasks images                                       # the image disk budget
 
 Every command talks to green (``--green``, the operator token as for ``arena run``), so it
@@ -27,6 +28,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from services.arena.options import SplitName
 from services.arena.tasks_client import GreenError, console, green_client, select_refs
 
 tasks_app = typer.Typer(
@@ -118,6 +120,7 @@ def _prefetch_table(results: dict[str, dict[str, Any]], dry_run: bool) -> tuple[
 def prefetch_cmd(
     refs: RefsArg = None,
     from_file: FromOpt = None,
+    split: SplitName = None,
     n: SampleOpt = None,
     seed: SeedOpt = 0,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only say what it needs.")] = False,
@@ -130,7 +133,7 @@ def prefetch_cmd(
     Resumable: cached files and present images are only checked. --dry-run says how much it
     would download (HTTP HEAD sizes; an image not pulled yet is unknown)."""
     with green_client(green, api_token) as client:
-        ids = select_refs(client, refs or [], from_file, n, seed)
+        ids = select_refs(client, refs or [], from_file, n, seed, split)
         results = for_each(
             ids,
             jobs,
@@ -177,6 +180,7 @@ def _verify_table(results: dict[str, dict[str, Any]]) -> Table:
 def verify_cmd(
     refs: RefsArg = None,
     from_file: FromOpt = None,
+    split: SplitName = None,
     n: SampleOpt = None,
     seed: SeedOpt = 0,
     jobs: JobsOpt = 1,
@@ -188,7 +192,7 @@ def verify_cmd(
 
     Results are stored in green (per task and image digest). Exit 1 when any is not verified."""
     with green_client(green, api_token) as client:
-        ids = select_refs(client, refs or [], from_file, n, seed)
+        ids = select_refs(client, refs or [], from_file, n, seed, split)
         results = for_each(
             ids,
             jobs,
@@ -246,11 +250,12 @@ def sample_cmd(
     n: Annotated[int, typer.Argument(min=1, help="How many ids.")],
     seed: SeedOpt = 0,
     from_file: FromOpt = None,
+    split: SplitName = None,
     green: GreenOpt = "http://127.0.0.1:9009",
     api_token: TokenOpt = None,
 ) -> None:
     """Print a seeded split (one id a line): the same N, seed and population give the same ids."""
     with green_client(green, api_token) as client:
-        ids = select_refs(client, [], from_file, n, seed)
+        ids = select_refs(client, [], from_file, n, seed, split)
     for ref in ids:
         print(ref)

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from services.arena.refs import read_refs, task_ref, task_refs
-from services.arena.splits import sample
+from services.arena.splits import named_split, sample
 from services.shared.http import client as http_client
 from services.shared.operator_token import find_local_token
 from services.shared.task_ref import TaskRef
@@ -64,12 +64,21 @@ def green_client(url: str, token: str | None) -> Iterator[Green]:
 
 
 def select_refs(
-    green: Green, refs: list[str], from_file: Path | None, n: int | None, seed: int
+    green: Green,
+    refs: list[str],
+    from_file: Path | None,
+    n: int | None,
+    seed: int,
+    split: str | None = None,
 ) -> list[str]:
-    """The task references to work on (canonical ``kind:id``): given ones, plus a file's;
-    ``--sample N`` draws N of them (or of every id green's source lists when none is given)
-    with ``--seed``."""
+    """The task references to work on (canonical ``kind:id``): given ones, plus a file's and a
+    named split's; ``--sample N`` draws N of them (or of every id green's source lists when none
+    is given) with ``--seed``."""
     raw = list(refs) + (read_refs(from_file.read_text(encoding="utf-8")) if from_file else [])
+    try:
+        raw += read_refs(named_split(split)) if split else []
+    except ValueError as exc:
+        raise GreenError(str(exc)) from exc
     parsed, bad = task_refs(raw)
     if bad:
         raise GreenError("; ".join(bad))

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from typer.testing import CliRunner
 
+from services.arena.app import app
 from services.arena.refs import read_refs, split_refs, task_ref, task_refs
 from services.arena.report import render_markdown
 from services.arena.results import RunResults, outcome_from_task
-from services.arena.splits import sample, split_text
+from services.arena.splits import named_split, sample, split_names, split_text
 from services.shared.task_ref import TaskRef
 
 
@@ -72,3 +74,29 @@ def test_report_counts_verified_tasks():
     assert "| not verified | 1: arvo:2 |" in text and "| never verified | 1 |" in text
     results.tasks = [outcome_from_task(task("3", None))]
     assert "verified" not in render_markdown(results, plot=None)  # green reported none
+
+
+# --- named splits ---------------------------------------------------------------------------
+
+
+def test_arena_split_prints_flbench_900_in_its_published_order():
+    out = CliRunner().invoke(app, ["split", "flbench-900"])
+    assert out.exit_code == 0, out.output
+    lines = out.output.splitlines()
+    assert len(lines) == 900 == len(set(lines))
+    assert all(
+        TaskRef.parse(line).kind == "arvo" and str(TaskRef.parse(line)) == line for line in lines
+    )
+    # FLBench's list (faultloc-adapter's data/eval900_instance_list.json) starts and ends so
+    assert lines[:2] == ["arvo:42470093", "arvo:42470094"] and lines[-1] == "arvo:438309779"
+    assert lines == split_refs([named_split("flbench-900")])
+
+
+def test_arena_split_lists_the_named_splits_and_refuses_another_name():
+    listed = CliRunner().invoke(app, ["split"])
+    assert listed.exit_code == 0 and listed.output.startswith("flbench-900\t900\tFLBench")
+    assert split_names() == ["flbench-900"]
+    bad = CliRunner().invoke(app, ["split", "flbench-500"])
+    assert bad.exit_code == 2 and "no split named 'flbench-500' (known: flbench-900)" in bad.output
+    run = CliRunner().invoke(app, ["run", "--split", "nope", "--green", "http://127.0.0.1:9"])
+    assert run.exit_code == 2 and "no split named 'nope'" in run.output
