@@ -47,9 +47,10 @@ class LocalRegistry:
     root: Path
     process: subprocess.Popen
 
-    def push(self, client: docker.DockerClient, image: str) -> str:
-        """Push ``image`` (present on ``client``'s engine) as ``<address>/<image>``."""
-        target = f"{self.address}/{image}"
+    def push(self, client: docker.DockerClient, image: str, name: str | None = None) -> str:
+        """Push ``image`` (present on ``client``'s engine) as ``<address>/<image>``, or as
+        ``<address>/<name>`` (a stand-in for another image)."""
+        target = f"{self.address}/{name or image}"
         repo, _, tag = target.rpartition(":")
         client.images.get(image).tag(repo, tag)
         try:

@@ -24,6 +24,7 @@ import structlog
 from services.green.store.crud import ImageUseStore
 from services.sandbox.base import ImageNotFound, SandboxError
 from services.sandbox.docker.errors import ENGINE_ERRORS
+from services.sandbox.docker.images import ensure_image
 
 log = structlog.get_logger(__name__)
 GB = 1_000_000_000
@@ -40,8 +41,11 @@ def template_pattern(template: str) -> re.Pattern[str]:
     return re.compile(re.escape(head) + r"(?P<id>[A-Za-z0-9_.-]+)" + re.escape(tail) + "$")
 
 
-def image_digest(client: docker.DockerClient, image: str, *, pull: bool = True) -> str:
-    """The image's id (``sha256:...``), pulling it first when absent and ``pull``."""
+def image_digest(
+    client: docker.DockerClient, image: str, *, pull: bool = True, registry: str | None = None
+) -> str:
+    """The image's id (``sha256:...``), pulling it first when absent and ``pull``: through
+    ``registry`` (``GREEN_DOCKER_REGISTRY``) when set, as a task's start pulls it."""
     try:
         return client.images.get(image).id
     except docker.errors.ImageNotFound:
@@ -49,10 +53,11 @@ def image_digest(client: docker.DockerClient, image: str, *, pull: bool = True) 
             raise ImageNotFound(f"image {image!r} is not on the engine") from None
     except docker.errors.APIError as e:
         raise SandboxError(f"cannot inspect {image}: {e.explanation}") from e
+    ensure_image(client, image, registry=registry)  # ImageNotFound, with why, when it cannot
     try:
-        return client.images.pull(image).id
+        return client.images.get(image).id
     except docker.errors.APIError as e:
-        raise ImageNotFound(f"image {image!r} is absent and cannot be pulled: {e}") from e
+        raise ImageNotFound(f"image {image!r} was pulled but cannot be read: {e}") from e
 
 
 def image_size(client: docker.DockerClient, image: str) -> int | None:

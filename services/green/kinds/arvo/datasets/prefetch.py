@@ -42,15 +42,22 @@ def plan(source: AssetSource, client: docker.DockerClient, image: str, ref: str)
     }
 
 
-def fetch(source: AssetSource, client: docker.DockerClient, image: str, ref: str) -> dict:
-    """Fetch every file (a cached one is only checked) and pull the image when absent."""
+def fetch(
+    source: AssetSource,
+    client: docker.DockerClient,
+    image: str,
+    ref: str,
+    registry: str | None = None,
+) -> dict:
+    """Fetch every file (a cached one is only checked) and pull the image when absent (through
+    ``registry`` when set)."""
     t0 = time.monotonic()
     files = {}
     for name in FILES:
         path = source.fetch(ref, name)
         files[name] = {"bytes": path.stat().st_size, "cached": True}
     had = image_size(client, image) is not None
-    digest = image_digest(client, image)
+    digest = image_digest(client, image, registry=registry)
     return {
         "ref": ref,
         "files": files,

@@ -42,6 +42,7 @@ class ArvoDatasets:
         self.assets = assets
         self.client = client
         self.template = settings.image_template
+        self.registry = settings.docker_registry
         self.budget = ImageBudget(
             engines or (lambda: [("local", client)]),
             ImageUseStore(context.engine),
@@ -52,7 +53,7 @@ class ArvoDatasets:
             assets,
             context.sandboxes,
             settings.image_template,
-            lambda image: image_digest(client, image),
+            lambda image: image_digest(client, image, registry=self.registry),
             memory=settings.container_memory,
             cpus=settings.container_cpus,
             pids_limit=settings.container_pids,
@@ -109,7 +110,7 @@ class ArvoDatasets:
         if dry_run:
             return prefetch.plan(self.assets, self.client, self.image(ref), ref)
         with self._using(self.image(ref)):
-            result = prefetch.fetch(self.assets, self.client, self.image(ref), ref)
+            result = prefetch.fetch(self.assets, self.client, self.image(ref), ref, self.registry)
             self.budget.touch(self.image(ref))
             result["removed_images"] = self.budget.enforce()  # never the image just pulled
             if self.budget.deferred:
