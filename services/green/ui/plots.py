@@ -82,15 +82,19 @@ def _tasks(agg: dict[str, Any]) -> int:
 
 def metric_means(points: list[Point], aggregate: Aggregate) -> bytes:
     agg = aggregate([p.outcome for p in points]) if points else {}
-    fig, ax = _figure(f"Mean score per metric, 95% intervals (n={_tasks(agg)} tasks)")
     names = aggregate_metrics(agg) if agg else []
+    title = f"Mean score per metric, 95% intervals (n={_tasks(agg)} tasks)"
+    fig, ax = _figure(title, width=max(6.4, 0.6 * len(names) + 1))  # ARVO's nineteen fit
     if not _tasks(agg) or not names:
         return _empty(fig, ax, "no scored task yet")
     for i, metric in enumerate(names):
         bars = _bars(ax, [i], agg, metric, color="tab:blue")
         if bars is not None:
             ax.bar_label(bars, fmt="%.2f", fontsize=8, padding=6)
-    ax.set_xticks(range(len(names)), names)
+    tilt = len(names) > 8
+    ax.set_xticks(
+        range(len(names)), names, rotation=40 if tilt else 0, ha="right" if tilt else "center"
+    )
     return _svg(fig)
 
 
