@@ -10,6 +10,9 @@ from tests.integration.helpers import OPERATOR_TOKEN
 
 pytestmark = pytest.mark.docker
 
+FLB = ("file_recall", "hunk_recall", "line_recall", "line_precision", "line_f1", "flb_iou")
+"""FLBench's metrics (docs/scoring.md), files by basename then by path."""
+
 
 def test_kinds_declare_their_metrics_to_the_operator(start_green) -> None:
     green = start_green()
@@ -26,8 +29,10 @@ def test_kinds_declare_their_metrics_to_the_operator(start_green) -> None:
         "line@1",
         "line@5",
         "iou",
+        *(f"{m}{v}" for v in ("", "_path") for m in FLB),
     ]
-    assert kinds["arvo"]["continuous"] == ["iou"]
+    # FLBench's are fractions, as our iou is
+    assert kinds["arvo"]["continuous"] == sorted({"iou", *kinds["arvo"]["metrics"][7:]})
     assert kinds["arvo"]["fields"] == ["bug_class", "floors", "project"]
     # the reproduce and fix kinds: every metric hit/miss
     assert kinds["arvo-poc"]["metrics"] == ["reproduced", "fix_distinguishes", "same_bug"]
