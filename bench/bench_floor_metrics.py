@@ -12,9 +12,13 @@ tree holds. The floor names one location: its ``@5`` metrics equal its ``@1`` on
 
 Printed: the mean of each metric over the scorable tasks (an empty ground truth is left out,
 as in a run's means), the tasks the floor answers nothing for, and on how many tasks the two
-ground truths name the same lines.
+ground truths name the same lines. With ``--faultloc`` (a checkout of faultloc-adapter), the
+floor's location of each of the 900 is also scored by FLBench's own scorer (its vendored
+``scorer`` package, imported from the checkout, never copied here): on how many tasks its
+twelve values equal ours, and which differ.
 
-    uv run --frozen python bench/bench_floor_metrics.py --eval900 /path/to/eval900.tar.gz
+    uv run --frozen python bench/bench_floor_metrics.py --eval900 /path/to/eval900.tar.gz \
+        [--faultloc /path/to/faultloc-adapter]
 """
 
 from __future__ import annotations
@@ -77,7 +81,44 @@ class Tally:
         return {m: sum(r[m] for r in self.rows) / n for m in SHOWN}
 
 
-def eval900(archive: Path, judge: Judge, tally: Tally) -> None:
+class Parity:
+    """The floor's location scored by FLBench's own scorer, beside ours."""
+
+    def __init__(self, checkout: Path) -> None:
+        sys.path.insert(0, str(checkout / "src" / "faultloc_adapter"))
+        import scorer  # faultloc-adapter's vendored FLBench scorer
+
+        self.scorer = scorer
+        self.same = 0
+        self.differ: list[str] = []
+
+    def add(self, man: dict, floor: dict) -> None:
+        loc = floor["crash_frame_location"]
+        hunks = self.scorer.parse_diff(man["gt_diff"])
+        if not hunks:
+            return
+        # loc.json's inclusive line_end is FLBench's exclusive line_end - 1
+        spans = (
+            [self.scorer.Span(loc["file"], loc["line_start"], loc["line_end"] + 1)] if loc else []
+        )
+        ours = floor["crash_frame"]
+        for suffix, full in (("", False), ("_path", True)):
+            theirs = self.scorer.evaluate_sample(spans, hunks, full_path=full)
+            names = {**{m: m for m in FLB_METRICS[:5]}, "flb_iou": "iou"}
+            if any(abs(ours[m + suffix] - theirs[t]) > 1e-12 for m, t in names.items()):
+                files = sorted({h.file for h in hunks})
+                self.differ.append(f"{man['local_id']} ({', '.join(files)})")
+                return
+        self.same += 1
+
+    def summary(self) -> str:
+        n = self.same + len(self.differ)
+        return f"FLBench's own scorer on the floor: equal on {self.same} of {n} tasks" + (
+            "; differ: " + "; ".join(self.differ) if self.differ else ""
+        )
+
+
+def eval900(archive: Path, judge: Judge, tally: Tally, parity: Parity | None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         error_txt = Path(tmp) / "error.txt"
         for man in manifests(archive):
@@ -89,7 +130,10 @@ def eval900(archive: Path, judge: Judge, tally: Tally) -> None:
                 ground_truth=gt,
                 project_files=frozenset(),
             )
-            tally.add(floors(error_txt, prepared, judge), gt)
+            floor = floors(error_txt, prepared, judge)
+            tally.add(floor, gt)
+            if parity is not None:
+                parity.add(man, floor)
 
 
 def bundled(ids: Iterable[Path], judge: Judge, tally: Tally) -> None:
@@ -118,12 +162,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--eval900", type=Path, help="faultloc-adapter's data/eval900.tar.gz")
     parser.add_argument("--assets", type=Path, default=DEFAULT_ASSETS_DIR)
+    parser.add_argument("--faultloc", type=Path, help="a faultloc-adapter checkout (parity)")
     args = parser.parse_args()
     judge = Judge()
     tallies = []
+    parity = Parity(args.faultloc) if args.faultloc and args.eval900 else None
     if args.eval900:
         tallies.append(Tally("FLBench eval900 (no sources)"))
-        eval900(args.eval900, judge, tallies[-1])
+        eval900(args.eval900, judge, tallies[-1], parity)
     tasks = [args.assets / str(t.id) for t in load_tasks()]  # the bundled tasks, not broken ones
     tasks = [p for p in tasks if (p / "patch.diff").is_file()]
     if tasks:
@@ -132,6 +178,8 @@ def main() -> None:
     if not tallies:
         parser.error("nothing to measure: give --eval900, or build the fixtures' assets")
     print(table(tallies))
+    if parity is not None:
+        print(parity.summary())
 
 
 if __name__ == "__main__":
