@@ -241,6 +241,7 @@ def test_empty_ground_truth_is_not_scorable():
     s = score(sub(loc("src/util.c", 5)), gt)
     assert s.scorable is False and s.metrics() == EVERY_ZERO
     assert "not scorable" in s.explanation[0]
+    assert not any(e.startswith("FLBench") for e in s.explanation)  # said once, not twice
 
 
 # --- metric details -------------------------------------------------------------------------

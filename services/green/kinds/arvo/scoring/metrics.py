@@ -289,7 +289,8 @@ def score(submission: LocJson | None, gt: GroundTruth, project: str | None = Non
         result.locations.append(lr)
     _totals(result)
     why.extend(_region_notes(result))
-    why.append(_flbench(result, submission, gt))
+    if not gt.empty:
+        why.append(_flbench(result, submission, gt))
     if not result.scorable:
         for k in METRIC_FIELDS:
             setattr(result, k, 0.0)
