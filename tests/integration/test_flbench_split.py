@@ -87,7 +87,7 @@ def test_a_slice_of_flbench_900_prefetches_and_runs_through_a_local_registry(
             scores = task["scores"]
             assert scores["file@1"] == scores["line_recall"] == scores["flb_iou_path"] == 1.0
         assert len(observed.task_ids) == 2
-    finally:
-        for name in names:
+    finally:  # the names green pulled, and the ones it tagged back
+        for name in [*names, *(f"{local_registry.address}/{n}" for n in names)]:
             with contextlib.suppress(docker.errors.ImageNotFound):
                 docker_client.images.remove(name)
