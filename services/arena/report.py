@@ -350,7 +350,9 @@ def render_plot(results: RunResults, path: Path) -> Path | None:
         + ", ".join(f"{m} {num(means.get(m), 2)}" for m in headline(metrics)),
         fontsize=10,
     )
-    ax_m.legend(ncols=len(metrics), fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.02))
+    ax_m.legend(
+        ncols=min(len(metrics), 7), fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.02)
+    )
     ax_m.grid(axis="y", alpha=0.3)
 
     ax_c.bar(list(xs), [o.cost for o in tasks], width=0.5, color="tab:gray", label="cost")
