@@ -159,7 +159,7 @@ def render_markdown(cmp: dict[str, Any], plot: str | None = PLOT_FILE) -> str:
         lines += _kind_lines(one, cmp["level"], "###" if kind else "##")
         lines.append("")
     if plot:
-        lines += ["", f"![differences and cost-accuracy]({plot})", ""]
+        lines += [f"![differences and cost-accuracy]({plot})", ""]
     return "\n".join(lines)
 
 

@@ -92,7 +92,8 @@ def _interval_note(agg: dict[str, Any], metrics: list[str]) -> str:
 
 def _clusters(agg: dict[str, Any], metrics: list[str]) -> str:
     """The clusters and tasks of every interval of the table, per row (``all tasks: 5
-    clusters over 12 tasks; non-infra tasks: ...``; a row whose metrics differ lists each)."""
+    clusters over 12 tasks; non-infra tasks: ...``; a row whose metrics differ lists each;
+    once when every row has the same)."""
     unc = agg.get("uncertainty") or {}
     floors = agg.get("floors") or {}
     rows = [
@@ -112,8 +113,10 @@ def _clusters(agg: dict[str, Any], metrics: list[str]) -> str:
             for (g, n), ms in seen.items()
         ]
         if parts:
-            out.append(f"{label}: {', '.join(parts)}")
-    return "; ".join(out) or "no interval"
+            out.append((label, ", ".join(parts)))
+    if len({said for _, said in out}) == 1:  # every row over the same tasks and clusters
+        return out[0][1]
+    return "; ".join(f"{label}: {said}" for label, said in out) or "no interval"
 
 
 def _audit_rows(results: RunResults) -> list[str]:
