@@ -34,7 +34,7 @@ from services.arena.batch import (
 )
 from services.arena.client import GreenUnreachable, RunRefused
 from services.arena.compare import compare_runs
-from services.arena.compare_report import write_comparison
+from services.arena.compare_report import kinds_of, write_comparison
 from services.arena.figures import bracket, num, p_value, signed, with_interval
 from services.arena.leaderboard import write_leaderboard
 from services.arena.manifest import provenance_conflicts, refresh_audit, write_manifest
@@ -61,9 +61,16 @@ app.add_typer(tasks_app, name="tasks")
 
 
 def _summary(results: RunResults, console: Console) -> None:
+    title = f"run {results.run}: {len(results.tasks)}/{len(results.slots())} ended"
+    parts = results.by_kind()
+    for kind, part in parts:  # one table per kind: each metric over its own kind's tasks
+        _kind_summary(part, title if len(parts) == 1 else f"{title}; {kind} tasks", console)
+
+
+def _kind_summary(results: RunResults, title: str, console: Console) -> None:
     agg = results.aggregate
     metrics = headline(results.metrics())  # report.md has every metric
-    table = Table(title=f"run {results.run}: {len(results.tasks)}/{len(results.slots())} ended")
+    table = Table(title=title)
     table.add_column("mean over")
     table.add_column("n", justify="right")
     for m in metrics:
@@ -75,15 +82,17 @@ def _summary(results: RunResults, console: Console) -> None:
     ivs = (agg.get("uncertainty") or {}).get("mean_all") or {}
     if ivs:
         console.print(
-            "  95% intervals (all tasks): "
-            + ", ".join(
-                f"{m} {with_interval((agg.get('mean_all') or {}).get(m), ivs.get(m))}"
-                for m in metrics
+            escape(
+                "  95% intervals (all tasks): "
+                + ", ".join(
+                    f"{m} {with_interval((agg.get('mean_all') or {}).get(m), ivs.get(m))}"
+                    for m in metrics
+                )
             ),
             highlight=False,
         )
     for line in agg.get("explanation", []):
-        console.print(f"  {line}", highlight=False)
+        console.print(f"  {escape(line)}", highlight=False)
     missing = gaps(results)
     if missing:
         console.print(
@@ -480,15 +489,18 @@ def compare(
         cmp["forced_despite"] = problems
     target = out or runs[0][0].parent / ("compare-" + "-vs-".join(r.run for _, r in runs))
     md = write_comparison(cmp, target)
-    top = (cmp["metrics"] or ["-"])[0]
-    for pair in cmp["pairs"]:
-        m = pair["metrics"].get(top) or {"difference": {"mean": None}}
-        d = m["difference"]
-        console.print(
-            f"{pair['a']} - {pair['b']} on {pair['n_common']} task(s): {top} "
-            f"{signed(d['mean'])} {bracket(d, 3, sign=True)}, p {p_value(d.get('p_value'))}, "
-            f"win/loss/tie {m['win']}/{m['loss']}/{m['tie']}"
-            if d["mean"] is not None
-            else f"{pair['a']} - {pair['b']}: no task scored by both"
-        )
+    for kind, one in kinds_of(cmp).items():
+        top = (one["metrics"] or ["-"])[0]
+        of = f" ({kind} tasks)" if kind else ""
+        for pair in one["pairs"]:
+            m = pair["metrics"].get(top) or {"difference": {"mean": None}}
+            d = m["difference"]
+            line = (  # escaped: "[n/a: ...]" is not Rich markup
+                f"{pair['a']} - {pair['b']} on {pair['n_common']} task(s){of}: {top} "
+                f"{signed(d['mean'])} {bracket(d, 3, sign=True)}, p {p_value(d.get('p_value'))}, "
+                f"win/loss/tie {m['win']}/{m['loss']}/{m['tie']}"
+                if d["mean"] is not None
+                else f"{pair['a']} - {pair['b']}{of}: no task scored by both"
+            )
+            console.print(escape(line))
     console.print(f"comparison: {md}")

@@ -32,14 +32,15 @@ def known_labels() -> Labels:
 def breakdown(
     outcomes: list[RunOutcome], group: Callable[[RunOutcome], str], metrics: Sequence[str]
 ) -> list[dict[str, Any]]:
-    """One row per group, sorted by name: ``{"group", "n", <metric>: interval}`` (the group's
-    ``mean_all`` with its interval, as in the run's aggregate: ``mean``, ``ci_low``...)."""
+    """One row per group of ``outcomes`` (of one kind), sorted by name: ``{"group", "n",
+    <metric>: interval}`` (the group's ``mean_all`` with its interval, as in the run's
+    aggregate: ``mean``, ``ci_low``...)."""
     groups: dict[str, list[RunOutcome]] = {}
     for o in outcomes:
         groups.setdefault(group(o) or "unlabelled", []).append(o)
     rows = []
     for name in sorted(groups):
-        agg = aggregate_outcomes(groups[name], list(metrics))
+        agg = aggregate_outcomes(groups[name], lambda _kind: list(metrics))
         ivs = (agg.get("uncertainty") or {}).get("mean_all") or {}
         row: dict[str, Any] = {"group": name, "n": (agg.get("mean_all") or {}).get("n", 0)}
         row.update({m: ivs.get(m) or {"mean": None} for m in metrics})

@@ -52,23 +52,28 @@ def cost_per_hit(results: RunResults) -> dict[str, Any]:
 
 
 def compare_runs(runs: list[RunResults]) -> dict[str, Any]:
-    """The first run against each of the others, with every run's means and cost per hit."""
+    """The first run against each of the others, with every run's means and cost per hit: of
+    the runs' one kind, or, for runs of several kinds, ``by_kind``: the same per kind, over the
+    tasks of that kind only (each metric over its own kind's tasks)."""
     if len(runs) < 2:
         raise ValueError("compare needs at least two runs")
     names = [r.run for r in runs]
     if len(set(names)) != len(names):
         raise ValueError(f"two runs have the same name: {names}")
+    head = {"level": stats.LEVEL, "test": signflip.TEST}
+    kinds = list(dict.fromkeys(k for r in runs for k in r.run_kinds()))
+    if len(kinds) <= 1:
+        return {**head, **_compare_kind(runs)}
+    return {**head, "by_kind": {k: _compare_kind([r.of_kind(k) for r in runs]) for k in kinds}}
+
+
+def _compare_kind(runs: list[RunResults]) -> dict[str, Any]:
+    """:func:`compare_runs` of runs restricted to one kind."""
     metrics = list(dict.fromkeys(m for r in runs for m in r.metrics()))
     views = [run_view(r) for r in runs]
     for v in views:  # every pair reports every metric of the comparison
         v.metrics = metrics
     return {
-        "level": stats.LEVEL,
-        "test": {
-            "exact_up_to_projects": signflip.EXACT_UP_TO,
-            "draws": signflip.DRAWS,
-            "seed": signflip.SEED,
-        },
         "metrics": metrics,
         "runs": [
             {
@@ -78,9 +83,10 @@ def compare_runs(runs: list[RunResults]) -> dict[str, Any]:
                 "uncertainty": (r.aggregate.get("uncertainty") or {}).get("mean_all"),
                 "cost": cost_per_hit(r),
                 "n_tasks": len(r.task_ids),
+                "n_unscorable": len(v.unscorable),
                 "metrics": r.metrics(),
             }
-            for r in runs
+            for r, v in zip(runs, views, strict=True)
         ],
         "pairs": [compare_pair(views[0], v) for v in views[1:]],
     }

@@ -10,10 +10,12 @@ from services.arena.figures import num, with_interval
 from services.arena.records import gaps_markdown
 from services.arena.results import RunOutcome, RunResults, slot_label
 from services.shared.audit import FLAGS, count_flags
-from services.shared.scores import headline
+from services.shared.scores import headline, kind_aggregates
 
 REPORT_FILE = "report.md"
 PLOT_FILE = "scores.png"
+SMALL_SHARE = 0.8
+"""pass@k over fewer than this share of a kind's non-infra tasks gets a warning."""
 _STATUS_COLORS = {"completed": "black", "failed": "tab:red", "cancelled": "tab:orange"}
 
 
@@ -64,11 +66,10 @@ def _aggregate_rows(agg: dict[str, Any], metrics: list[str]) -> list[str]:
 def _interval_note(agg: dict[str, Any], metrics: list[str]) -> str:
     """Which method made which metric's intervals, and over how many clusters."""
     unc = agg.get("uncertainty") or {}
-    some = next(iter((unc.get("mean_all") or {}).values()), {})
     head = (
         f"Brackets: {round(100 * float(unc.get('level', 0.95)))}% interval, clustered by project "
-        f"({some.get('n_clusters', 0)} clusters over {some.get('n', 0)} tasks); a task's trials "
-        "are averaged first; n/a: no interval can be computed, and why."
+        f"({_clusters(agg, metrics)}); a task's trials are averaged first; n/a: no interval can "
+        "be computed, and why."
     )
     if "methods" not in unc:  # an aggregate stored before intervals named their method
         return f"{head} Method: {unc.get('method')}."
@@ -87,6 +88,35 @@ def _interval_note(agg: dict[str, Any], metrics: list[str]) -> str:
         else ""
     )
     return f"{head} Methods (docs/scoring.md, section 5): {described or 'none'}.{floors}"
+
+
+def _clusters(agg: dict[str, Any], metrics: list[str]) -> str:
+    """The clusters and tasks of every interval of the table, per row (``all tasks: 5
+    clusters over 12 tasks; non-infra tasks: ...``; a row whose metrics differ lists each;
+    once when every row has the same)."""
+    unc = agg.get("uncertainty") or {}
+    floors = agg.get("floors") or {}
+    rows = [
+        ("all tasks", unc.get("mean_all") or {}),
+        ("non-infra tasks", unc.get("mean_non_infra") or {}),
+        *((f"floor {k}", floors.get(k) or {}) for k in ("empty", "crash_frame")),
+    ]
+    out = []
+    for label, ivs in rows:
+        seen: dict[tuple[int, int], list[str]] = {}
+        for m in metrics:
+            iv = ivs.get(m) or {}
+            if "n_clusters" in iv:
+                seen.setdefault((iv["n_clusters"], iv.get("n", 0)), []).append(m)
+        parts = [
+            f"{g} clusters over {n} tasks" + (f" ({', '.join(ms)})" if len(seen) > 1 else "")
+            for (g, n), ms in seen.items()
+        ]
+        if parts:
+            out.append((label, ", ".join(parts)))
+    if len({said for _, said in out}) == 1:  # every row over the same tasks and clusters
+        return out[0][1]
+    return "; ".join(f"{label}: {said}" for label, said in out) or "no interval"
 
 
 def _audit_rows(results: RunResults) -> list[str]:
@@ -120,6 +150,14 @@ def _trial_rows(agg: dict[str, Any], metrics: list[str]) -> list[str]:
         cells = [num(row.get(h)) for h in head]
         lines.append(f"| {m} | {n} | " + " | ".join(cells) + f" | {num(row.get('consistency'))} |")
     fewer = tr.get("n_fewer")
+    n_k, n_all = int(tr.get("n") or 0), int((agg.get("mean_non_infra") or {}).get("n") or 0)
+    if n_all and n_k < SMALL_SHARE * n_all:
+        lines += [
+            "",
+            f"**pass@k and pass^k rest on {n_k} of the {n_all} non-infra tasks "
+            f"({100 * n_k / n_all:.0f}%)**: the others have fewer than {k} non-infra attempts; "
+            "they are the numbers of those tasks, not of the run.",
+        ]
     lines += [
         "",
         f"Over the tasks with {k} non-infra attempts (n"
@@ -180,7 +218,6 @@ def render_markdown(
     """``labels``: per task reference, ``bug_class`` and ``fix_position`` for the breakdown
     tables (default: the bundled fixtures' labels). The metrics are the run's
     (:meth:`RunResults.metrics`)."""
-    agg = results.aggregate
     metrics = results.metrics()
     not_run = results.not_run()
     lines: list[str] = [f"# Run `{results.run}`", ""]
@@ -197,33 +234,15 @@ def render_markdown(
     args = {k: v for k, v in results.args.items() if k != "ids" and v not in (None, [], "")}
     if args:
         lines.append("- arguments: " + ", ".join(f"`{k}={v}`" for k, v in args.items()))
-    lines += ["", "## Aggregate", ""]
-    lines += _aggregate_rows(agg, metrics)
-    by_status = agg.get("by_status") or {}
-    by_failure = agg.get("by_failure") or {}
-    lines += ["", "| count | tasks |", "|---|---:|"]
-    for name in ("completed", "failed", "cancelled"):
-        lines.append(f"| {name} | {by_status.get(name, 0)} |")
-    for name in ("infra", "agent"):
-        lines.append(f"| failed: {name} | {by_failure.get(name, 0)} |")
-    lines.append(f"| scored submissions | {agg.get('n_scored', 0)} |")
-    lines.append(f"| completed without a valid submission | {agg.get('n_no_submission', 0)} |")
-    lines.append(f"| empty ground truth (left out) | {agg.get('n_unscorable', 0)} |")
-    if not_run:
-        lines.append(f"| not run | {len(not_run)} |")
-    lines += _verification_rows(results)
-    cost = sum(o.cost for o in results.tasks)
-    steps = sum(o.steps for o in results.tasks)
-    lines.append(f"| total cost / steps | {cost:.4f} / {steps} |")
-    if agg.get("explanation"):
-        lines.append("")
-        lines += [f"- {e}" for e in agg["explanation"]]
-    lines += _trial_rows(agg, metrics)
+    parts = results.by_kind()
+    for kind, part in parts:
+        if len(parts) == 1:
+            lines += ["", "## Aggregate", ""]
+        else:
+            lines += ["", f"## Aggregate of the {kind} tasks ({len(part.task_ids)})", ""]
+        lines += _kind_rows(part, labels)
     lines += gaps_markdown(results)
     lines += _audit_rows(results)
-    lines += breakdown_markdown(
-        results.tasks, known_labels() if labels is None else labels, metrics
-    )
     if plot:
         lines += ["", "## Scores", "", f"![per-task scores, cost and steps]({plot})"]
     lines += ["", "## Tasks", ""]
@@ -232,6 +251,7 @@ def render_markdown(
     lines.append("|---|---|---|---:|" + "---:|" * (len(metrics) + 2) + "---|")
     hits = results.binary()
     binary = {m: m in hits for m in metrics}
+    own = {k: set(results.metrics(k)) for k in results.run_kinds()}
     for o in results.tasks:
         task = f"[{o.task_id[:8]}]({o.dir}/task.json)" if o.task_id and o.dir else "-"
         row = [
@@ -239,7 +259,7 @@ def render_markdown(
             task,
             o.status,
             str(o.steps),
-            *(_metric_cell(o, m, binary[m]) for m in metrics),
+            *(_metric_cell(o, m, binary[m]) if m in own[o.kind] else "" for m in metrics),
             f"{o.cost:.4f}",
             _duration(o.duration_s),
             _why(o),
@@ -253,6 +273,39 @@ def render_markdown(
         )
     lines.append("")
     return "\n".join(lines)
+
+
+def _kind_rows(results: RunResults, labels: Labels | None) -> list[str]:
+    """The aggregate of one kind's tasks (``results``: the run restricted to them): its means
+    with intervals and floors, its counts, pass@k and its breakdown tables."""
+    agg = results.aggregate
+    metrics = results.metrics()
+    lines = _aggregate_rows(agg, metrics)
+    by_status = agg.get("by_status") or {}
+    by_failure = agg.get("by_failure") or {}
+    lines += ["", "| count | tasks |", "|---|---:|"]
+    for name in ("completed", "failed", "cancelled"):
+        lines.append(f"| {name} | {by_status.get(name, 0)} |")
+    for name in ("infra", "agent"):
+        lines.append(f"| failed: {name} | {by_failure.get(name, 0)} |")
+    lines.append(f"| scored submissions | {agg.get('n_scored', 0)} |")
+    lines.append(f"| completed without a valid submission | {agg.get('n_no_submission', 0)} |")
+    lines.append(f"| empty ground truth (left out) | {agg.get('n_unscorable', 0)} |")
+    not_run = results.not_run()
+    if not_run:
+        lines.append(f"| not run | {len(not_run)} |")
+    lines += _verification_rows(results)
+    cost = sum(o.cost for o in results.tasks)
+    steps = sum(o.steps for o in results.tasks)
+    lines.append(f"| total cost / steps | {cost:.4f} / {steps} |")
+    if agg.get("explanation"):
+        lines.append("")
+        lines += [f"- {e}" for e in agg["explanation"]]
+    lines += _trial_rows(agg, metrics)
+    lines += breakdown_markdown(
+        results.tasks, known_labels() if labels is None else labels, metrics
+    )
+    return lines
 
 
 def _ref_column(results: RunResults) -> str:
@@ -288,7 +341,11 @@ def render_plot(results: RunResults, path: Path) -> Path | None:
             label=metric,
             color=colors(i),
         )
-    means = results.aggregate.get("mean_all") or {}
+    means = {  # each metric's mean over its own kind's tasks
+        m: v
+        for agg in kind_aggregates(results.aggregate).values()
+        for m, v in (agg.get("mean_all") or {}).items()
+    }
     ax_m.set_ylim(0, 1.08)
     ax_m.set_ylabel("score")
     ax_m.set_title(
@@ -296,7 +353,9 @@ def render_plot(results: RunResults, path: Path) -> Path | None:
         + ", ".join(f"{m} {num(means.get(m), 2)}" for m in headline(metrics)),
         fontsize=10,
     )
-    ax_m.legend(ncols=len(metrics), fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.02))
+    ax_m.legend(
+        ncols=min(len(metrics), 7), fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.02)
+    )
     ax_m.grid(axis="y", alpha=0.3)
 
     ax_c.bar(list(xs), [o.cost for o in tasks], width=0.5, color="tab:gray", label="cost")

@@ -4,8 +4,9 @@ the aggregate.
 An outcome is green's record of a finished task (:class:`services.shared.outcome.TaskOutcome`,
 the one outcome type) with what the client saved beside it (:class:`RunOutcome`). Runs are keyed
 by the task reference (``arvo:10055``, ``swebench:django__django-11099``); the aggregate is the
-one green's assessments use (:func:`services.shared.scores.aggregate_records`), over the metrics
-found in the records, so a batch report and an AgentBeats assessment score a run the same way.
+one green's assessments use (:func:`services.shared.scores.aggregate_kinds`: each kind over its
+own tasks), over the metrics green declared or found in the records, so a batch report and an
+AgentBeats assessment score a run the same way.
 
 Files written before task kinds (schema 1: outcomes keyed by ``arvo_id``, bare ids in
 ``task_ids``) still load: ``arvo_id`` is read as a deprecated alias of an ARVO reference.
@@ -13,6 +14,7 @@ Files written before task kinds (schema 1: outcomes keyed by ``arvo_id``, bare i
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,7 +25,7 @@ from services.shared.comparable import decisive_of
 from services.shared.files import write_json_atomic
 from services.shared.outcome import TaskOutcome
 from services.shared.paired import Attempt
-from services.shared.scores import aggregate_records, hit_or_miss, metric_names
+from services.shared.scores import aggregate_records_kinds, hit_or_miss, metric_names
 from services.shared.task_ref import TaskRef
 
 RESULTS_FILE = "results.json"
@@ -258,16 +260,42 @@ class RunResults(BaseModel):
         ended = {o.slot for o in self.tasks}
         return [s for s in self.slots() if s not in ended]
 
-    def _declared(self, key: str) -> list[list[str] | None]:
-        """Per kind of the run (in order): what green declared under ``key``."""
-        kinds = dict.fromkeys(r.kind for r in self.refs())
+    def run_kinds(self) -> list[str]:
+        """The kinds of the run's tasks, in the order they first appear."""
+        return list(dict.fromkeys([*(r.kind for r in self.refs()), *(o.kind for o in self.tasks)]))
+
+    def of_kind(self, kind: str) -> RunResults:
+        """The run restricted to the tasks of one kind (its references, outcomes and
+        aggregate): what a report's or a comparison's table of that kind reads."""
+        part = self.model_copy(
+            update={
+                "task_ids": [str(r) for r in self.refs() if r.kind == kind],
+                "tasks": [o for o in self.tasks if o.kind == kind],
+                "kinds": {kind: self.kinds[kind]} if kind in self.kinds else {},
+            }
+        )
+        part.refresh_aggregate()
+        return part
+
+    def by_kind(self) -> list[tuple[str, RunResults]]:
+        """Per kind of the run, the run restricted to it (:meth:`of_kind`); a run of one kind:
+        itself."""
+        kinds = self.run_kinds()
+        if len(kinds) <= 1:
+            return [(kinds[0] if kinds else "", self)]
+        return [(k, self.of_kind(k)) for k in kinds]
+
+    def _declared(self, key: str, kind: str | None = None) -> list[list[str] | None]:
+        """Per kind of the run (in order; ``kind``: that one), what green declared under
+        ``key``."""
+        kinds = [kind] if kind else self.run_kinds()
         return [(self.kinds.get(k) or {}).get(key) for k in kinds]
 
-    def metrics(self) -> list[str]:
-        """The metrics of the run: those green declared for its kinds, then any other found in
-        the recorded scores."""
-        declared = [m for names in self._declared("metrics") for m in names or ()]
-        found = metric_names(o.scores for o in self.tasks)
+    def metrics(self, kind: str | None = None) -> list[str]:
+        """The metrics of the run (``kind``: of its tasks of that kind): those green declared
+        for its kinds, then any other found in the recorded scores."""
+        declared = [m for names in self._declared("metrics", kind) for m in names or ()]
+        found = metric_names(o.scores for o in self.tasks if kind in (None, o.kind))
         return list(dict.fromkeys([*declared, *found]))
 
     def continuous(self) -> set[str] | None:
@@ -287,7 +315,9 @@ class RunResults(BaseModel):
         return {m for m in self.metrics() if hit_or_miss(scores, m)}
 
     def refresh_aggregate(self) -> None:
-        self.aggregate = aggregate_outcomes(self.tasks, self.metrics())
+        """Each kind's aggregate over its own tasks, of its metrics (one kind: at the top;
+        several: ``by_kind``, :func:`services.shared.scores.aggregate_kinds`)."""
+        self.aggregate = aggregate_outcomes(self.tasks, self.metrics)
 
     # ---- files ---------------------------------------------------------------------------
 
@@ -370,13 +400,14 @@ def decisive(provenance: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def aggregate_outcomes(
-    outcomes: list[RunOutcome], metrics: list[str] | None = None
+    outcomes: list[RunOutcome], metrics: Callable[[str], Sequence[str] | None] | None = None
 ) -> dict[str, Any]:
-    """The run aggregate (``Aggregate.to_dict()``) of the outcomes, over ``metrics`` (default:
-    those found in their scores): failed and cancelled tasks count 0, infra failures are
-    reported apart, unscorable tasks stay out of the means, and attempts green refused
-    (:data:`REFUSED`: they never ran) stay out of everything. A failed outcome without a failure
-    kind counts as an infra failure (as in green)."""
+    """The run aggregate of the outcomes (:func:`services.shared.scores.aggregate_kinds`: each
+    kind over its own tasks), over ``metrics`` of each kind (default: those found in its
+    scores): failed and cancelled tasks count 0, infra failures are reported apart, unscorable
+    tasks stay out of the means, and attempts green refused (:data:`REFUSED`: they never ran)
+    stay out of everything. A failed outcome without a failure kind counts as an infra failure
+    (as in green)."""
     records = [
         {
             "task_id": o.task_id,
@@ -391,4 +422,4 @@ def aggregate_outcomes(
         for o in outcomes
         if o.end_reason != REFUSED
     ]
-    return aggregate_records(records, metrics).to_dict()
+    return aggregate_records_kinds(records, metrics)

@@ -26,7 +26,7 @@ from services.green.store.models import AssessmentRecord, Task, utcnow
 from services.shared.aio import through_cancels
 from services.shared.logging import get_logger
 from services.shared.outcome import TaskOutcome, TaskStatus
-from services.shared.scores import flat_scores, metric_names
+from services.shared.scores import aggregate_kinds, flat_scores, kind_aggregates, metric_names
 from services.shared.task_ref import TaskRef
 
 log = get_logger("services.green.assessment")
@@ -96,9 +96,10 @@ class AssessmentResult(BaseModel):
     aggregate: dict[str, Any]
 
     def flat(self) -> dict[str, Any]:
-        """The aggregate as one flat row with stable keys (a run of one kind; empty otherwise),
-        with the assessment's id and purple."""
-        if "uncertainty" not in self.aggregate:  # several kinds, or a kind of its own means
+        """The aggregate as one flat row with stable keys (every kind's metrics, each over its
+        own tasks; empty for a kind of its own means), with the assessment's id and purple."""
+        kinds = kind_aggregates(self.aggregate)
+        if not kinds or any("uncertainty" not in a for a in kinds.values()):
             return {}
         return {
             "assessment_id": self.assessment_id,
@@ -117,18 +118,21 @@ class AssessmentResult(BaseModel):
             return " ".join(f"{k}={float(d[k]):.3f}" for k in metric_names([d]))
 
         lines += [f"  {t.ref} {t.status.value:<9} {figures(t.scores or {})}" for t in self.tasks]
-        if means := agg.get("mean_all"):
-            lines.append(f"  mean over {means.get('n', 0)}: {figures(means)}")
-        ivs = (agg.get("uncertainty") or {}).get("mean_all") or {}
-        if ivs:
-            lines.append(
-                "  95% intervals: "
-                + " ".join(
-                    f"{k}=[{iv['ci_low']:.3f},{iv['ci_high']:.3f}]"
-                    for k, iv in ivs.items()
-                    if iv.get("ci_low") is not None
+        kinds = kind_aggregates(agg)
+        for kind, one in kinds.items():
+            of = f" {kind} task(s)" if len(kinds) > 1 else ""
+            if means := one.get("mean_all"):
+                lines.append(f"  mean over {means.get('n', 0)}{of}: {figures(means)}")
+            ivs = (one.get("uncertainty") or {}).get("mean_all") or {}
+            if ivs:
+                lines.append(
+                    "  95% intervals: "
+                    + " ".join(
+                        f"{k}=[{iv['ci_low']:.3f},{iv['ci_high']:.3f}]"
+                        for k, iv in ivs.items()
+                        if iv.get("ci_low") is not None
+                    )
                 )
-            )
         return "\n".join(lines)
 
 
@@ -302,9 +306,8 @@ class AssessmentRunner:
         )
 
     def aggregate(self, outcomes: list[TaskOutcome]) -> dict[str, Any]:
-        """Each kind's own aggregate; a run of one kind (the usual case) gets it at the top."""
-        by_kind: dict[str, list[TaskOutcome]] = {}
-        for o in outcomes:
-            by_kind.setdefault(o.kind, []).append(o)
-        aggs = {k: self.orchestrator.kind(k).aggregate(rows) for k, rows in by_kind.items()}
-        return next(iter(aggs.values())) if len(aggs) == 1 else {"by_kind": aggs}
+        """Each kind's own aggregate over its own tasks; a run of one kind (the usual case) gets
+        it at the top (:func:`services.shared.scores.aggregate_kinds`)."""
+        return aggregate_kinds(
+            outcomes, one=lambda kind, rows: self.orchestrator.kind(kind).aggregate(rows)
+        )

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.shared import stats
+from services.shared import signflip, stats
 from services.shared.scores import hit_or_miss, metric_names
 from services.shared.signflip import sign_flips
 
@@ -170,6 +170,9 @@ def compare_pair(a: RunView, b: RunView) -> dict[str, Any]:
         }
         for m, (va, vb) in values.items()
     }
+    one_trial = all(a.tasks[t].trials == 1 == b.tasks[t].trials for t in common)
+    independent = len(set(clusters)) == len(common)
+    mcnemar = [m for m in binary if one_trial and independent and tests[m].method == signflip.EXACT]
     return {
         "a": a.name,
         "b": b.name,
@@ -179,6 +182,7 @@ def compare_pair(a: RunView, b: RunView) -> dict[str, Any]:
         "not_compared": not_compared,
         "unscorable": sorted(a.unscorable | b.unscorable),
         "binary": binary,
+        "mcnemar": mcnemar,
         "metrics": metrics,
     }
 

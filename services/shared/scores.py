@@ -16,12 +16,17 @@ real numbers (``"file@1": 1.0``, ``"resolved": 0.0``); its other keys are flags 
 - ``submitted`` (default true): a valid submission was scored (false: every metric counts 0);
 - ``project``: the cluster of every interval (tasks of one project are not independent);
 - ``floors``: per floor (``empty``, ``crash_frame``) the metrics a trivial answer would score.
+
+Each metric is a mean over the tasks of the kind that declares it: a run of several kinds
+(:func:`aggregate_kinds`) is aggregated one kind at a time (``{"by_kind": {kind: aggregate}}``;
+a run of one kind: its aggregate itself), and :func:`aggregate` refuses outcomes of two kinds,
+where a task would score 0 on every metric its kind does not have.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -106,6 +111,8 @@ class Aggregate(BaseModel):
     """Means over a run. Failed and cancelled tasks and tasks without a valid submission count as
     0; tasks whose ground truth is empty are counted but left out of every mean."""
 
+    kind: str | None = None
+    """The task kind aggregated (None over no task)."""
     metrics: list[str] = []
     """The metrics averaged (the kind's, or the names found in the records), in report order."""
     n_tasks: int = 0
@@ -264,8 +271,14 @@ def aggregate(outcomes: Iterable[TaskOutcome], metrics: Sequence[str] | None = N
     trials) are averaged first: the task is the unit of every mean and interval. ``metrics``:
     the kind's metric names (default: the names found in the records' scores)."""
     outcomes = list(outcomes)
+    kinds = list(dict.fromkeys(o.kind for o in outcomes))
+    if len(kinds) > 1:
+        raise ValueError(
+            f"outcomes of {len(kinds)} kinds ({', '.join(kinds)}): each kind is aggregated over "
+            "its own tasks (aggregate_kinds)"
+        )
     names = list(metrics) if metrics is not None else metric_names(o.scores for o in outcomes)
-    agg = Aggregate(n_attempts=len(outcomes), metrics=names)
+    agg = Aggregate(kind=kinds[0] if kinds else None, n_attempts=len(outcomes), metrics=names)
     tasks: dict[str, _Task] = {}
     status_counts = {"completed": 0, "failed": 0, "cancelled": 0}
     failure_counts = {"infra": 0, "agent": 0}
@@ -295,6 +308,41 @@ def aggregate(outcomes: Iterable[TaskOutcome], metrics: Sequence[str] | None = N
     agg.floors = _floors(units, names, hit_rates)
     agg.explanation = _explain(agg, status_counts, failure_counts)
     return agg
+
+
+def aggregate_kinds(
+    outcomes: Iterable[TaskOutcome],
+    metrics: Callable[[str], Sequence[str] | None] | None = None,
+    one: Callable[[str, list[TaskOutcome]], dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The aggregate of a run (``Aggregate.to_dict()``): of its one kind, or, for a run of
+    several, ``{"by_kind": {kind: aggregate}}`` in the order the kinds first appear, each over
+    its own tasks. ``metrics``: a kind's metric names (None: those found in its records);
+    ``one``: how a kind aggregates its outcomes (default :func:`aggregate`)."""
+    groups: dict[str, list[TaskOutcome]] = {}
+    for o in outcomes:
+        groups.setdefault(o.kind, []).append(o)
+
+    def of(kind: str, rows: list[TaskOutcome]) -> dict[str, Any]:
+        if one is not None:
+            return one(kind, rows)
+        return aggregate(rows, metrics(kind) if metrics else None).to_dict()
+
+    aggs = {k: of(k, rows) for k, rows in groups.items()}
+    if len(aggs) == 1:
+        return next(iter(aggs.values()))
+    return {"by_kind": aggs} if aggs else aggregate([]).to_dict()
+
+
+def kind_aggregates(agg: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """Per kind, its aggregate, from a run's (:func:`aggregate_kinds`: one kind's or
+    ``by_kind``); a one-kind aggregate stored before aggregates named their kind is keyed
+    ``""``; none for an empty one."""
+    if not agg:
+        return {}
+    if "by_kind" in agg:
+        return dict(agg["by_kind"])
+    return {str(agg.get("kind") or ""): dict(agg)}
 
 
 def _explain(agg: Aggregate, status_counts: dict, failure_counts: dict) -> list[str]:
@@ -328,6 +376,14 @@ def aggregate_records(
     return aggregate((TaskOutcome.from_record(dict(r)) for r in records), metrics)
 
 
+def aggregate_records_kinds(
+    records: Iterable[Mapping[str, Any]],
+    metrics: Callable[[str], Sequence[str] | None] | None = None,
+) -> dict[str, Any]:
+    """:func:`aggregate_kinds` over plain task records (as :func:`aggregate_records`)."""
+    return aggregate_kinds((TaskOutcome.from_record(dict(r)) for r in records), metrics)
+
+
 def aggregate_metrics(agg: Mapping[str, Any]) -> list[str]:
     """The metrics of an aggregate (``Aggregate.to_dict()``); for one stored before aggregates
     named them, the keys of its means."""
@@ -336,14 +392,58 @@ def aggregate_metrics(agg: Mapping[str, Any]) -> list[str]:
     return [k for k in (agg.get("mean_all") or {}) if k != "n"]
 
 
+_SUMMED = (
+    "n_tasks",
+    "n_attempts",
+    "n_scored",
+    "n_no_submission",
+    "n_unscorable",
+    "n_completed",
+    "n_failed",
+    "n_cancelled",
+    "n_failed_infra",
+    "n_failed_agent",
+)
+"""The counts of a run of several kinds' flat row: each the sum of its kinds'."""
+_PER_KIND = ("n_mean_all", "n_mean_non_infra", "n_pass_k", "n_floors", "n_clusters")
+"""The counts of one kind's means: null in a flat row of several kinds (each metric's own
+``_n``, ``_n_clusters`` and ``_n_pass_k`` say them)."""
+
+
 def flat_scores(agg: Mapping[str, Any]) -> dict[str, int | float | str | None]:
-    """One flat row of an aggregate (``Aggregate.to_dict()``) with stable keys, for
-    leaderboards (DuckDB reads it without unnesting): per metric ``file_at_1`` (the mean over
-    all tasks, null over none), ``_se``, ``_ci_low``, ``_ci_high``, ``_ci_method`` (null
-    bounds: ``_no_interval`` says why), ``_non_infra`` (with its own), ``_pass_at_k`` /
-    ``_pass_hat_k`` (k = 1..K, over the ``n_pass_k`` tasks with K attempts), ``_consistency``,
-    ``_floor_empty``, ``_floor_crash_frame``; the n of each mean (``n_mean_all``...); counts
-    are integers."""
+    """One flat row of a run's aggregate (:func:`aggregate_kinds`) with stable keys, for
+    leaderboards (DuckDB reads it without unnesting): ``kinds`` (the run's kinds, comma
+    separated); per metric ``file_at_1`` (the mean over all its kind's tasks, null over
+    none), ``_n`` and ``_n_clusters`` (its tasks and projects), ``_se``, ``_ci_low``,
+    ``_ci_high``, ``_ci_method`` (null bounds: ``_no_interval`` says why), ``_non_infra``
+    (with its own), ``_pass_at_k`` / ``_pass_hat_k`` (k = 1..K, over the ``_n_pass_k`` tasks
+    with K attempts), ``_consistency``, ``_floor_empty``, ``_floor_crash_frame``; the n of
+    each mean (``n_mean_all``...); counts are integers. A run of several kinds: every kind's
+    metric columns (a metric two kinds declare is prefixed by its kind's field name, as
+    ``arvo_fix_resolved``), the counts summed over the kinds, the per-kind counts
+    (:data:`_PER_KIND`) null."""
+    kinds = kind_aggregates(agg)
+    if len(kinds) <= 1:
+        return {"kinds": next(iter(kinds), None) or None, **_flat_kind(agg)}
+    rows = {k: _flat_kind(a) for k, a in kinds.items()}
+    names = [m for a in kinds.values() for m in aggregate_metrics(a)]
+    shared = {m for m in names if names.count(m) > 1}
+    out: dict[str, int | float | str | None] = {"kinds": ",".join(kinds)}
+    for key in _SUMMED:
+        out[key] = sum(int(r.get(key) or 0) for r in rows.values())
+    out["trials"] = max(int(r.get("trials") or 0) for r in rows.values())
+    out.update(dict.fromkeys(_PER_KIND))
+    out["ci_level"] = next((r["ci_level"] for r in rows.values() if r.get("ci_level")), None)
+    for kind, a in kinds.items():
+        for name in aggregate_metrics(a):
+            cols = _flat_metric(name, a, int(rows[kind]["trials"] or 0))
+            prefix = field_name(kind) + "_" if name in shared else ""
+            out.update({prefix + c: v for c, v in cols.items()})
+    return out
+
+
+def _flat_kind(agg: Mapping[str, Any]) -> dict[str, int | float | str | None]:
+    """The flat row of one kind's aggregate (:func:`flat_scores`)."""
     out: dict[str, int | float | str | None] = {}
     for key in ("n_tasks", "n_attempts", "n_scored", "n_no_submission", "n_unscorable"):
         out[key] = int(agg.get(key) or 0)
@@ -378,7 +478,11 @@ def _flat_metric(name: str, agg: Mapping[str, Any], k_max: int) -> dict[str, Any
             out[f"{f}{suffix}_{key}"] = iv.get(key)
         out[f"{f}{suffix}_ci_method"] = iv.get("method")
         out[f"{f}{suffix}_no_interval"] = iv.get("no_interval")
+    own = ((unc.get("mean_all") or {}).get(name)) or {}
+    out[f"{f}_n"] = own.get("n", (agg.get("mean_all") or {}).get("n"))
+    out[f"{f}_n_clusters"] = own.get("n_clusters")
     row = (agg.get("trials") or {}).get(name) or {}
+    out[f"{f}_n_pass_k"] = row.get("n")
     for k in range(1, k_max + 1):
         out[f"{f}_pass_at_{k}"] = row.get(f"pass@{k}")
         out[f"{f}_pass_hat_{k}"] = row.get(f"pass^{k}")

@@ -688,9 +688,16 @@ def test_a_run_of_another_kind_is_keyed_by_greens_reference(fake, tmp_path: Path
     swe = next(t for t in data["tasks"] if t["kind"] == "swebench")
     assert swe["ref"] == "swebench:demo__demo-1" and swe["scores"] == {"resolved": 1.0}
     assert swe["dir"].startswith("tasks/swebench_demo__demo-1-")
-    assert data["aggregate"]["metrics"] == ["resolved", *METRIC_NAMES]
-    assert data["aggregate"]["mean_all"]["resolved"] == 0.5
+    by_kind = data["aggregate"]["by_kind"]  # each metric over its own kind's tasks
+    assert list(by_kind) == ["swebench", "arvo"]
+    assert by_kind["swebench"]["metrics"] == ["resolved"] and by_kind["arvo"]["metrics"] == (
+        METRIC_NAMES
+    )
+    assert by_kind["swebench"]["mean_all"] == {"n": 1, "resolved": 1.0}
+    assert by_kind["arvo"]["mean_all"]["n"] == 1
     report = (tmp_path / "r1" / "report.md").read_text()
+    assert "## Aggregate of the swebench tasks (1)" in report
+    assert "## Aggregate of the arvo tasks (1)" in report
     assert "| ref | task | status | steps | resolved | file@1 |" in report
     assert "| swebench:demo__demo-1 | [" in report
     # resuming finds both ended under green's names: nothing runs again

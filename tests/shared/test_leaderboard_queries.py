@@ -11,9 +11,11 @@ import pytest
 
 from fixtures.catalog import REPO_ROOT
 from services.shared.outcome import TaskOutcome
-from services.shared.scores import aggregate, flat_scores
+from services.shared.scores import aggregate, aggregate_kinds, flat_scores
 
 QUERIES = json.loads((REPO_ROOT / "docs" / "leaderboard" / "queries.json").read_text())
+FIX_QUERIES = json.loads((REPO_ROOT / "docs" / "leaderboard" / "queries-fix.json").read_text())
+FIX = ("applied", "builds", "crash_fixed", "behaviour_kept", "resolved")
 METRICS = ("file@1", "func@1", "line@1", "line@5", "iou")
 
 
@@ -36,6 +38,20 @@ def _result(run: str, outs: list[TaskOutcome]) -> dict:
     }
 
 
+def _mixed() -> dict:
+    """A run of 2 locate tasks (both hit) and 3 fix tasks (1 resolved): each metric over its
+    own kind's tasks."""
+    outs = _outcomes(1, {"1": [1], "2": [1]})
+    for i in range(3):
+        scores = dict.fromkeys(FIX, float(i == 0)) | {"project": f"f{i}", "submitted": True}
+        outs.append(TaskOutcome(kind="arvo-fix", ref_id=str(i), status="completed", scores=scores))
+    return {
+        "assessment_id": "r5",
+        **flat_scores(aggregate_kinds(outs)),
+        "tasks": [o.model_dump(mode="json") for o in outs],
+    }
+
+
 @pytest.fixture
 def board(tmp_path) -> tuple[duckdb.DuckDBPyConnection, dict[str, dict]]:
     hits = {"1": [1, 1, 0], "2": [0, 1, 1], "3": [1, 1, 1], "4": [0, 0, 0]}
@@ -44,6 +60,7 @@ def board(tmp_path) -> tuple[duckdb.DuckDBPyConnection, dict[str, dict]]:
         "two": _result("r2", _outcomes(2, hits)),
         "three": _result("r3", _outcomes(3, hits)),
         "none": _result("r4", _outcomes(1, hits, scorable=False)),
+        "mixed": _mixed(),
     }
     for agent, data in runs.items():
         body = {"participants": {"agent": agent}, "results": [data]}
@@ -53,8 +70,8 @@ def board(tmp_path) -> tuple[duckdb.DuckDBPyConnection, dict[str, dict]]:
     return con, runs
 
 
-def _rows(con, i: int) -> list[dict]:
-    cur = con.execute(QUERIES[i]["query"])
+def _rows(con, i: int, queries: list = QUERIES) -> list[dict]:
+    cur = con.execute(queries[i]["query"])
     cols = [d[0] for d in cur.description]
     return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
 
@@ -75,7 +92,8 @@ def test_pass_at_k_and_pass_hat_k_for_every_k_with_their_n(board):
     rows = _rows(con, 1)
     ks = {(r["id"], r["k"]): r for r in rows}
     # every k of every run; none for the run without a scorable task
-    want = [("one", 1), ("three", 1), ("three", 2), ("three", 3), ("two", 1), ("two", 2)]
+    want = [("mixed", 1), ("one", 1), ("three", 1), ("three", 2), ("three", 3), ("two", 1)]
+    want.append(("two", 2))
     assert sorted(ks) == want
     three = runs["three"]
     for k in (1, 2, 3):
@@ -97,3 +115,15 @@ def test_per_bug_class_counts_tasks_not_attempts_and_leaves_unscorable_out(board
     # task 1: 2/3, task 3: 1 -> (2/3 + 1) / 2
     assert rows[("three", "c0")]["func@1"] == pytest.approx(round((2 / 3 + 1) / 2, 3))
     assert not [k for k in rows if k[0] == "none"]
+
+
+def test_a_mixed_run_reads_each_metric_over_its_own_kinds_tasks(board):
+    con, _ = board
+    locate = {r["id"]: r for r in _rows(con, 0)}["mixed"]
+    assert locate["Tasks"] == 2 and locate["func@1"] == 1.0  # not 2/5 over every task
+    assert locate["Projects"] == 2
+    fix = {r["id"]: r for r in _rows(con, 0, FIX_QUERIES)}["mixed"]
+    assert fix["Tasks"] == 3 and fix["resolved"] == pytest.approx(0.333)
+    classes = {(r["id"], r["Bug class"]): r for r in _rows(con, 2) if r["id"] == "mixed"}
+    assert {k: r["Tasks"] for k, r in classes.items()} == {("mixed", "c0"): 1, ("mixed", "c1"): 1}
+    assert all(r["func@1"] == 1.0 for r in classes.values())  # fix tasks are not locate misses

@@ -84,7 +84,7 @@ def test_the_interval_is_the_set_of_shifts_the_test_does_not_reject():
 @pytest.mark.parametrize("projects", [None, 4, 8, 16, 40, 300])
 def test_the_interval_excludes_zero_exactly_when_p_is_below_five_percent(projects):
     """Paired runs of 14 to 60 tasks, one trial or three (hit rates in thirds), with or
-    without projects; exact up to 18 projects, Monte Carlo beyond."""
+    without projects, and 600 tasks of 300 projects: exact by convolution at every size."""
     rng = np.random.default_rng(projects or 0)
     verdicts = set()
     for trial in range(60 if projects != 300 else 12):
@@ -97,28 +97,98 @@ def test_the_interval_excludes_zero_exactly_when_p_is_below_five_percent(project
         r = sign_flip(a.tolist(), b.tolist(), clusters)
         assert _agrees(r), r
         verdicts.add(r.p_value < 0.05)
-        if projects and len(set(clusters)) > signflip.EXACT_UP_TO:
-            assert r.method == "sign-flip Monte Carlo" and r.assignments == signflip.DRAWS + 1
+        assert r.method == "sign-flip exact" and r.mc_error is None
     # both verdicts were reached (with 4 projects none can be significant: 2 / 2^4 at best)
     assert verdicts == ({False} if projects == 4 else {True, False})
 
 
-def test_monte_carlo_is_seeded_and_close_to_the_exact_answer():
+def test_monte_carlo_is_seeded_and_close_to_the_exact_answer(monkeypatch):
     a = [1] * 15 + [0] * 25
     b = [0] * 6 + [1] * 4 + [0] * 5 + [1] * 3 + [0] * 22  # 11 wins, 3 losses, 26 ties
+    exact = sign_flip(a, b)
+    assert exact.method == "sign-flip exact" and exact.assignments == 2**40
+    assert exact.p_value == pytest.approx(sps.binomtest(11, 14).pvalue)  # 0.057
+    monkeypatch.setattr(signflip, "CELLS", 0)  # no convolution: the draws
     r = sign_flip(a, b)
     assert r.method == "sign-flip Monte Carlo" and r == sign_flip(a, b)
-    wins = sum(x > y for x, y in zip(a, b, strict=True))
-    losses = sum(x < y for x, y in zip(a, b, strict=True))
-    assert (wins, losses) == (11, 3)
-    assert r.p_value == pytest.approx(sps.binomtest(11, 14).pvalue, abs=0.005)  # 0.057
+    assert abs(r.p_value - exact.p_value) < 4 * r.mc_error
+
+
+@pytest.mark.parametrize("n", [19, 30, 60, 120, 200])
+def test_one_trial_hit_or_miss_p_is_exact_mcnemar_at_every_n(n):
+    """Beyond 18 tasks too: the convolution counts all 2^n assignments."""
+    rng = np.random.default_rng(n)
+    for _ in range(5):
+        a, b = rng.integers(0, 2, n), rng.integers(0, 2, n)
+        wins, losses = int(((a == 1) & (b == 0)).sum()), int(((a == 0) & (b == 1)).sum())
+        want = sps.binomtest(wins, wins + losses).pvalue if wins + losses else 1.0
+        r = sign_flip(a.tolist(), b.tolist())
+        assert r.method == "sign-flip exact" and r.p_value == pytest.approx(want, rel=1e-9)
+        assert _agrees(r)
+
+
+def test_thirty_tasks_give_one_p_and_interval_in_every_order():
+    """The audit's case: 13 wins and 4 losses of 30 tasks; the same p (exact McNemar, 0.049)
+    and the same interval whatever the order, with or without projects."""
+    a = np.array([1] * 13 + [0] * 4 + [1] * 6 + [0] * 7)
+    b = np.array([0] * 13 + [1] * 4 + [1] * 6 + [0] * 7)
+    projects = np.arange(30) % 11
+    first = sign_flip(a.tolist(), b.tolist())
+    assert first.p_value == pytest.approx(sps.binomtest(13, 17).pvalue) and first.low > 0
+    clustered = sign_flip(a.tolist(), b.tolist(), projects.tolist())
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        order = rng.permutation(30)
+        again = sign_flip(a[order].tolist(), b[order].tolist())
+        assert (again.p_value, again.low, again.high) == (first.p_value, first.low, first.high)
+        names = {g: f"p{x}" for g, x in zip(range(11), rng.permutation(11), strict=True)}
+        moved = sign_flip(a[order].tolist(), b[order].tolist(), [names[g] for g in projects[order]])
+        assert (moved.p_value, moved.low, moved.high) == (
+            clustered.p_value,
+            clustered.low,
+            clustered.high,
+        )
+
+
+def test_a_continuous_metric_of_many_projects_is_order_free_with_its_error():
+    rng = np.random.default_rng(3)
+    a, b = rng.random(60), rng.random(60)
+    clusters = np.arange(60) % 25
+    r = sign_flip(a.tolist(), b.tolist(), clusters.tolist())
+    assert r.method == "sign-flip Monte Carlo" and r.mc_error is not None
+    order = rng.permutation(60)
+    again = sign_flip(a[order].tolist(), b[order].tolist(), (clusters[order] + 100).tolist())
+    assert (again.p_value, again.low, again.high) == (r.p_value, r.low, r.high)
+
+
+def test_the_convolution_equals_the_enumeration(monkeypatch):
+    """Projects of 1 to 3 tasks, trials in halves: the convolution's p and interval are those
+    of enumerating every assignment."""
+    rng = np.random.default_rng(11)
+    for _ in range(10):
+        g = int(rng.integers(5, 13))
+        clusters = np.repeat(np.arange(g), rng.integers(1, 4, g)).tolist()
+        a = (rng.integers(0, 3, len(clusters)) / 2).tolist()
+        b = (rng.integers(0, 3, len(clusters)) / 2).tolist()
+        conv = sign_flip(a, b, clusters)
+        with monkeypatch.context() as m:
+            m.setattr(signflip, "MAX_SCALE", 0)  # no integer scale: enumerated
+            enum = sign_flip(a, b, clusters)
+        assert conv.method == enum.method == "sign-flip exact"
+        assert conv.p_value == pytest.approx(enum.p_value, rel=1e-12)
+        assert (conv.low, conv.high) == pytest.approx((enum.low, enum.high), abs=1e-9)
 
 
 def test_too_few_projects_or_no_spread_say_so():
     few = sign_flip([1, 1, 1, 1, 1], [0, 0, 0, 0, 1])
     assert (few.low, few.high) == (-1.0, 1.0) and few.p_value >= 0.0625  # 2^5: 2/32 at best
     tied = sign_flip([1, 0, 1, 1], [1, 0, 1, 1])
-    assert tied.low is None and tied.p_value == 1.0 and tied.no_interval
+    assert tied.low is None and tied.p_value == 1.0
+    assert tied.no_interval == "the runs agree on every task"
+    # 4 wins and 4 losses that cancel within their projects: no agreement claimed
+    cancel = sign_flip([1, 0] * 4, [0, 1] * 4, ["p", "p", "q", "q", "r", "r", "s", "s"])
+    assert cancel.low is None and cancel.p_value == 1.0
+    assert "wins and losses cancel" in cancel.no_interval
     swept = sign_flip([1] * 14, [0] * 14)
     assert swept.low is None and swept.p_value < 0.001 and "+1.000" in swept.no_interval
     one = sign_flip([1, 0, 1], [0, 0, 0], ["p", "p", "p"])

@@ -110,3 +110,50 @@ def test_compare_page_paired_difference_lost_tasks_and_refusal(start_green, gree
         unknown = c.get("/ui/compare", params={"runs": f"{a},{uuid.uuid4()}"})
         assert unknown.status_code == 404 and "no run" in unknown.text
         assert c.get("/ui/compare", params={"runs": f"{a},{a}"}).status_code == 422
+
+
+def test_a_comparison_of_runs_of_several_kinds_is_one_pair_per_kind(start_green, green_settings):
+    """Each metric over its own kind's tasks: 2 locate and 2 reproduce tasks per run; the
+    locate pair never counts a reproduce task as a locate miss."""
+    green = start_green(api_token=TOKEN)
+    engine = make_engine(green_settings.database_url)
+    store = TaskStore(engine)
+
+    def run(locate: float, reproduce: float) -> str:
+        rid = _run(engine, store, [(r, locate, _prov()) for r in ("910001", "910002")])
+        for ref in ("910003", "910004"):
+            scores = dict.fromkeys(("reproduced", "fix_distinguishes", "same_bug"), reproduce)
+            store.add(
+                Task(
+                    id=str(uuid.uuid4()),
+                    kind="arvo-poc",
+                    ref_id=f"{ref}-l2",
+                    purple_url="http://127.0.0.1:9",
+                    max_steps=10,
+                    task_timeout_s=60,
+                    command_timeout_s=10,
+                    status=TaskStatus.completed,
+                    end_reason="submitted",
+                    owner="someone-else",
+                    assessment_id=rid,
+                    scores={**scores, "submitted": True, "project": f"p{ref}"},
+                    provenance=_prov(rule="arvo-poc-1"),
+                    finished_at=utcnow(),
+                )
+            )
+        return rid
+
+    a, b = run(1.0, 1.0), run(0.0, 1.0)
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    with httpx.Client(base_url=green.url, timeout=30, headers=auth) as c:
+        resp = c.get("/ui/compare", params={"runs": f"{a},{b}"})
+    assert resp.status_code == 200, resp.text
+    page = resp.text
+    assert ": arvo tasks</h2>" in page and ": arvo-poc tasks</h2>" in page
+    locate = page.split(": arvo tasks</h2>", 1)[1].split("</section>", 1)[0]
+    assert "2 task(s) scored by both" in locate and "reproduced" not in locate
+    row = re.search(r"<th scope=\"row\">file@1</th>(.*?)</tr>", locate, re.S).group(1)
+    assert "<td>1</td><td>0</td>" in row.replace("\n", "") and "2 / 0 / 0" in row
+    poc = page.split(": arvo-poc tasks</h2>", 1)[1].split("</section>", 1)[0]
+    assert "file@1" not in poc and "2 / 0 / 0" not in poc
+    assert "McNemar" in locate  # one trial, hit/miss values, every task its own project

@@ -94,22 +94,33 @@ async def compare(
     }
     if conflicts and not force:
         return render(request, "compare.html", status.HTTP_409_CONFLICT, **context)
-    kinds = _kinds(request, {t.kind for r in ids for t in tasks[r]})
-    metrics, continuous = declared_metrics(kinds), continuous_metrics(kinds)
-    views = [
-        paired.run_view(
-            r,
-            dict.fromkeys(str(t.ref) for t in tasks[r]),
-            attempts[r],
-            metrics,
-            continuous,
-        )
-        for r in ids
-    ]
+    names = sorted({t.kind for r in ids for t in tasks[r]})
+    served = {kind: _kinds(request, {kind}) for kind in names}
+
+    def pairs() -> list[dict]:
+        """Per kind of the compared tasks, the first run against each other on that kind's tasks
+        only (each metric over its own kind's tasks)."""
+        out = []
+        for kind in names:
+            declared = served[kind]
+            views = [
+                paired.run_view(
+                    r,
+                    dict.fromkeys(str(t.ref) for t in tasks[r] if t.kind == kind),
+                    [a for a, t in zip(attempts[r], tasks[r], strict=True) if t.kind == kind],
+                    declared_metrics(declared),
+                    continuous_metrics(declared),
+                )
+                for r in ids
+            ]
+            out += [
+                {**paired.compare_pair(views[0], v), "kind": kind if len(names) > 1 else None}
+                for v in views[1:]
+            ]
+        return out
+
     # the sign-flip tests take up to a few tenths of a second per pair: not on the event loop
-    context["pairs"] = await asyncio.to_thread(
-        lambda: [paired.compare_pair(views[0], v) for v in views[1:]]
-    )
+    context["pairs"] = await asyncio.to_thread(pairs)
     return render(request, "compare.html", **context)
 
 

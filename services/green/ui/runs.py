@@ -21,7 +21,7 @@ from services.green.ui.templating import render
 from services.green.ui.views import NO_RUN
 from services.shared.logging import get_logger
 from services.shared.outcome import TaskOutcome
-from services.shared.scores import aggregate as scores_aggregate
+from services.shared.scores import aggregate_metrics, kind_aggregates
 
 log = get_logger("services.green.ui")
 router = APIRouter(prefix="/ui", include_in_schema=False, dependencies=[Depends(require_page)])
@@ -169,9 +169,23 @@ async def plot(run_id: str, name: str, request: Request) -> Response:
     )
     runner = request.app.state.assessments
 
-    def one_kind(outcomes: list[TaskOutcome]) -> dict[str, Any]:
-        agg = runner.aggregate(outcomes)  # a run of several kinds: their shared means
-        return scores_aggregate(outcomes).to_dict() if "by_kind" in agg else agg
+    def side_by_side(outcomes: list[TaskOutcome]) -> dict[str, Any]:
+        """The run's aggregate, a run of several kinds' as one: every kind's metrics, each
+        with its mean and interval over its own kind's tasks (n: all of them)."""
+        kinds = kind_aggregates(runner.aggregate(outcomes))
+        if len(kinds) <= 1:
+            return next(iter(kinds.values()), {})
+        view: dict[str, Any] = {"metrics": [], "mean_all": {"n": 0}, "uncertainty": {}}
+        ivs = view["uncertainty"].setdefault("mean_all", {})
+        for agg in kinds.values():
+            names = aggregate_metrics(agg)
+            view["metrics"] += names
+            view["mean_all"]["n"] += int((agg.get("mean_all") or {}).get("n") or 0)
+            view["mean_all"].update({m: (agg.get("mean_all") or {}).get(m) for m in names})
+            ivs.update(
+                {m: ((agg.get("uncertainty") or {}).get("mean_all") or {}).get(m) for m in names}
+            )
+        return view
 
-    svg = await asyncio.to_thread(plots.render, name, pts, one_kind)  # matplotlib is CPU-bound
+    svg = await asyncio.to_thread(plots.render, name, pts, side_by_side)  # matplotlib is CPU-bound
     return Response(svg, media_type="image/svg+xml", headers={"Cache-Control": "no-store"})
