@@ -59,6 +59,9 @@ from services.shared.logging import get_logger
 
 log = get_logger("services.sandbox.docker")
 
+MAKE_PRIVATE = 'rm -rf -- "$1" && mkdir -m 0711 -- "$1" && chown 0:0 -- "$1"'
+"""Makes green's own folder (``spec.private_dir``: ``$1``, a child of ``/``)."""
+
 INODES_EVERY = 2.0
 """Seconds between two counts of a watched container's layer entries while commands run (where
 the engine's diff counts them, it walks the container's whole tree: about a third of a second of
@@ -103,7 +106,10 @@ class DockerSandbox:
         self._ran_until = float("-inf")  # when the last command ended; +inf while one runs
         self._hidden: tuple[float, int] = (float("-inf"), 0)  # when last scanned, bytes held
         self._scanning = threading.Lock()  # one scan of open files at a time, never waited for
-        self._scans = Failures()
+        self._unmeasured: str | None = None  # why the container was stopped unmeasured
+        on_unknown = self._stop_unmeasured if spec.unmeasured_stops else None
+        self._scans = Failures(on_unknown)
+        self._private_made = False
         self._handed_over = spec.agent_uid is None  # the agent's paths are its own: root is done
         self._counting = threading.Lock()
         self._created_at = int(time.time()) - 60  # events since then (slack for clock skew)
@@ -116,7 +122,7 @@ class DockerSandbox:
             )
         elif spec.disk_limit:
             self._disk = DiskWatch(
-                self.disk_used, spec.disk_limit, spec.disk_check_s, self._stop_for_disk
+                self.disk_used, spec.disk_limit, spec.disk_check_s, self._stop_for_disk, on_unknown
             )
 
     @property
@@ -195,6 +201,8 @@ class DockerSandbox:
                 await self._io(self._disk.measure_now)
             if self._disk and self._disk.exceeded is not None:  # stopped, the engine slow to say
                 raise self._disk_fault()
+            if self._unmeasured is not None:
+                raise self._unmeasured_fault()
             if self.quota and (  # the command met the quota, or a probe does now
                 QUOTA_TEXT in result.output or await self._io(self._quota_full)
             ):
@@ -225,6 +233,8 @@ class DockerSandbox:
         the disk watchdog's stop are known here."""
         if self._disk and self._disk.exceeded is not None:
             return self._disk_fault()
+        if self._unmeasured is not None:
+            return self._unmeasured_fault()
         if self._removed:
             return error
         api, since, spec = self._client.api, self._created_at, self.spec
@@ -255,6 +265,22 @@ class DockerSandbox:
             f"limit ({self._disk.limit:,} bytes); the container was stopped",
         )
 
+    def _unmeasured_fault(self) -> AgentFault:
+        return AgentFault(
+            "disk_unmeasured",
+            f"the container's disk use could no longer be measured while the task's code ran "
+            f"({self._unmeasured}); with its cap unwatched, the container was stopped",
+        )
+
+    def _stop_unmeasured(self, why: str) -> None:
+        """The disk use turned unknown (``spec.unmeasured_stops``): stop the container now."""
+        if self._removed or self._unmeasured is not None:
+            return
+        self._unmeasured = why
+        log.warning("disk.unmeasured_stop", container=self.name, error=why[-300:])
+        with contextlib.suppress(*ENGINE_ERRORS, docker.errors.APIError):
+            self._client.api.kill(self.id)
+
     def _quota_full(self) -> bool:
         return quota_full(self._client.api, self.id)
 
@@ -263,6 +289,7 @@ class DockerSandbox:
             raise SandboxError(f"{self.name} was removed")
         if self._session is None or not self._session.alive:
             spec = self.spec
+            await self._make_private_locked()  # the caller holds the lock
             session = ShellSession(
                 self._transport, spec.workdir, uid=spec.agent_uid, home=spec.agent_home
             )
@@ -372,6 +399,34 @@ class DockerSandbox:
             duration_s=time.monotonic() - started,
         )
 
+    async def _make_private(self) -> None:
+        """Make ``spec.private_dir`` (once, before anything is copied in or run): empty,
+        root's, ``0711``."""
+        if self.spec.private_dir is not None and not self._private_made:
+            async with self._lock:
+                await self._make_private_locked()
+
+    async def _make_private_locked(self) -> None:
+        folder = self.spec.private_dir
+        if folder is None or self._private_made:
+            return
+
+        def make() -> tuple[int | None, bytes]:
+            with self._api_errors(f"make {folder}"):
+                argv = ["/bin/sh", "-c", MAKE_PRIVATE, "sh", folder]
+                return run_setup(self._client.api, self.id, argv, EXEC_DEADLINE)
+
+        code, out = await self._io(make)
+        if code != 0:
+            said = out.decode(errors="replace")[-300:]
+            raise SandboxError(f"{self.name}: cannot make {folder}: {said}")
+        self._private_made = True
+
+    def _private(self, dest: str) -> bool:
+        """Whether ``dest`` is in green's own folder (``spec.private_dir``)."""
+        folder = self.spec.private_dir
+        return folder is not None and (dest == folder or dest.startswith(folder + "/"))
+
     def _before_the_agent(self, what: str) -> None:
         """Root acts in the container (green's set-up, files copied in through the engine) only
         before the agent's first command: after it, a path green names may be the agent's link
@@ -382,9 +437,13 @@ class DockerSandbox:
     async def put_files(self, dest_dir: str, files: Mapping[str, bytes]) -> None:
         """Write ``dest_dir/<relpath>`` for each entry (mode 0644, owner root). Parents are
         created by the engine while extracting (mode 0755); existing directories keep their
-        mode because the archive holds file entries only. Before the agent's first command."""
-        self._before_the_agent("copy files in")
+        mode because the archive holds file entries only. Before the agent's first command,
+        or into ``spec.private_dir`` at any time."""
         dest = absolute(dest_dir)
+        if self._private(dest):
+            await self._make_private()
+        else:
+            self._before_the_agent("copy files in")
         if not files:
             await self._mkdir(dest)
             return
