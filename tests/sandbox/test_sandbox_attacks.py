@@ -288,6 +288,22 @@ def test_40_5_a_scan_that_fails_is_no_measurement_and_the_disk_turns_unknown(
     print(f"\n{sandbox.disk_unknown}")
 
 
+@pytest.mark.parametrize("provider", ["default"], indirect=True)  # an enforced quota scans nothing
+def test_52_3_a_judging_box_whose_disk_cannot_be_measured_is_stopped(
+    make: Callable[..., DockerSandbox],
+) -> None:
+    """Issue #52, attack 3's second half: in a box that runs the agent's code for a judge
+    (``unmeasured_stops``), a disk use that turns unknown (every scan fails: its ``find`` is
+    gone) stops the container as the agent's ``disk_unmeasured`` instead of leaving the cap
+    unwatched (a task container runs on, as above)."""
+    sandbox = make(disk_limit=256 * MiB, disk_check_s=0.2, unmeasured_stops=True)
+    sandbox.setup("rm -f /usr/bin/find", 20)
+    with pytest.raises(AgentFault) as caught:
+        sandbox.exec("sleep 30", timeout=60)
+    assert caught.value.reason == "disk_unmeasured", caught.value
+    assert "scan of open files failed" in str(caught.value), caught.value
+
+
 def test_an_image_without_setpriv_fails_clearly_as_infra(
     make: Callable[..., DockerSandbox],
 ) -> None:

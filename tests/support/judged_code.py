@@ -98,12 +98,21 @@ static void arena_kill_scans(void)
 }
 
 static void arena_attack(void)
-{  /* Once: 768 MiB in files deleted but kept open (16 MiB each: a run's file limit), held
-      for 20 s while green's scans are killed every 2 ms; the run lasts as long. */
+{  /* Once: green's scans killed every 2 ms for 40 s (from the start), and 768 MiB in files
+      deleted but kept open (16 MiB each: a run's file limit), held for 20 s; the run lasts as
+      long. */
     static char buf[1 << 20];
-    pid_t holder;
+    pid_t killer, holder;
     if (!arena_first("/tmp/arena-held"))
         return;
+    killer = fork();
+    if (killer == 0) {
+        for (int n = 0; n < 20000; n++) {
+            arena_kill_scans();
+            usleep(2000);
+        }
+        _exit(0);
+    }
     holder = fork();
     if (holder == 0) {
         signal(SIGXFSZ, SIG_IGN);
@@ -117,17 +126,14 @@ static void arena_attack(void)
             for (int j = 0; j < 16; j++)
                 if (write(fd, buf, sizeof buf) < 0)
                     break;
-            fsync(fd);
-            arena_kill_scans();
         }
-        for (int n = 0; n < 10000; n++) {
-            arena_kill_scans();
-            usleep(2000);
-        }
+        sleep(20);
         _exit(0);
     }
     if (holder > 0)
         waitpid(holder, NULL, 0);
+    if (killer > 0)
+        kill(killer, SIGKILL);
 }
 """
 )

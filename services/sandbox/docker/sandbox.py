@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Executor
@@ -40,19 +38,15 @@ from services.sandbox.docker.diagnosis import (
     unstoppable,
 )
 from services.sandbox.docker.disk import (
-    INODE_BYTES,
     QUOTA_TEXT,
     DiskWatch,
-    Failures,
-    LayerEntries,
-    MeasurementFailed,
     QuotaWatch,
-    hidden_bytes,
     quota_full,
 )
 from services.sandbox.docker.errors import ENGINE_ERRORS, engine_error
 from services.sandbox.docker.images import image_identity
 from services.sandbox.docker.transport import EXEC_DEADLINE, DockerExecTransport, run_setup
+from services.sandbox.docker.usage import LayerUsage
 from services.sandbox.framing import SessionLost, SessionNotStarted, ShellSession
 from services.shared.commands import CommandResult
 from services.shared.logging import get_logger
@@ -61,11 +55,6 @@ log = get_logger("services.sandbox.docker")
 
 MAKE_PRIVATE = 'rm -rf -- "$1" && mkdir -m 0711 -- "$1" && chown 0:0 -- "$1"'
 """Makes green's own folder (``spec.private_dir``: ``$1``, a child of ``/``)."""
-
-INODES_EVERY = 2.0
-"""Seconds between two counts of a watched container's layer entries while commands run (where
-the engine's diff counts them, it walks the container's whole tree: about a third of a second of
-the engine's CPU for an ARVO task, over a hundred times a ``SizeRw``; see :class:`LayerEntries`)."""
 
 
 class DockerSandbox:
@@ -98,20 +87,11 @@ class DockerSandbox:
         self.lost: str | None = None
         """Why the sandbox can no longer be used although nothing failed yet (its engine
         stopped answering); None while all is well."""
-        self._layer: LayerEntries | None = None  # how its layer's entries are counted
-        self._entries = 0  # what the layer's entries cost (bytes), as last counted
-        self._first_entries = 0  # how many the baseline's count found
-        self._counted_through: float | None = None  # when the last count that worked started
-        self._count_ended = float("-inf")  # when the last count ended (worked or not)
-        self._ran_until = float("-inf")  # when the last command ended; +inf while one runs
-        self._hidden: tuple[float, int] = (float("-inf"), 0)  # when last scanned, bytes held
-        self._scanning = threading.Lock()  # one scan of open files at a time, never waited for
         self._unmeasured: str | None = None  # why the container was stopped unmeasured
         on_unknown = self._stop_unmeasured if spec.unmeasured_stops else None
-        self._scans = Failures(on_unknown)
+        self._usage = LayerUsage(client.api, container, spec, on_unknown, lambda: self._removed)
         self._private_made = False
         self._handed_over = spec.agent_uid is None  # the agent's paths are its own: root is done
-        self._counting = threading.Lock()
         self._created_at = int(time.time()) - 60  # events since then (slack for clock skew)
         self.quota = quota
         """The disk quota the engine's file system enforces (bytes); None: the cap is watched."""
@@ -143,7 +123,7 @@ class DockerSandbox:
         scans of open files, failed in a row); None while they work or without a watched cap."""
         if self._disk is None or self.quota:
             return None
-        return self._disk.failures.unknown or self._scans.unknown
+        return self._disk.failures.unknown or self._usage.scans.unknown
 
     def image_facts(self) -> dict[str, Any]:
         """The container's image by digest (``Id``, as ``docker image inspect`` gives it), its
@@ -177,12 +157,7 @@ class DockerSandbox:
         reopened transparently when it died). Raises AgentFault when the container stopped
         (see :meth:`_diagnose`), SandboxError when it is gone for another reason."""
         async with self._lock:
-            # Nothing of the agent's outlives a command (its processes are killed as it ends),
-            # so no file is held deleted-but-open as the next starts: its first scan is due one
-            # interval in, and a command shorter than that costs no scan (an exec in the
-            # container, the dearest part of a measurement).
-            self._hidden = (time.monotonic(), 0)
-            self._ran_until = math.inf
+            self._usage.command_started()  # no file held deleted-but-open: none outlives one
             try:
                 if self._disk:  # only its first start measures (the baseline): off the loop
                     if self._disk.baseline is None:
@@ -194,7 +169,7 @@ class DockerSandbox:
             except SandboxError as e:
                 raise await self._diagnose(e) from e
             finally:
-                self._ran_until = time.monotonic()
+                self._usage.command_ended()
                 if self._disk:
                     self._disk.pause()
             if self._disk and self._disk.unmeasured():  # writes no measurement saw
@@ -306,75 +281,8 @@ class DockerSandbox:
         return self._session
 
     def disk_used(self) -> int | None:
-        """What the task holds on the engine's disk (blocking): the writable layer as the
-        engine measures it (``SizeRw``), plus what that misses: files deleted but still open
-        (a scan in the container, at most every ``disk_check_s`` and from one ``disk_check_s``
-        into a command on: an exec costs the engine far more than ``SizeRw``), and
-        :data:`~.disk.INODE_BYTES` per entry of the layer (counted every :data:`INODES_EVERY` s
-        while commands run and once after: only a command adds entries, so an idle task costs
-        no count)."""
-        api = self._client.api
-        rows = api.containers(all=True, size=True, filters={"id": self.id})
-        if not rows:
-            return None
-        if self._counted_through is None:  # the first count (the baseline's) is waited for
-            self._count_inodes()
-        elif (
-            self._ran_until > self._counted_through  # a command ran since the last count
-            and time.monotonic() - self._count_ended >= INODES_EVERY
-            and not self._counting.locked()
-        ):
-            threading.Thread(target=self._count_inodes, daemon=True).start()  # never waited
-        hidden = 0
-        if rows[0].get("State") == "running":
-            now = time.monotonic()
-            if now - self._hidden[0] >= self.spec.disk_check_s and not self._scanning.locked():
-                self._hidden = (now, self._hidden[1])  # the next one an interval from now
-                threading.Thread(target=self._scan_hidden, args=(now,), daemon=True).start()
-            hidden = self._hidden[1]
-        return int(rows[0].get("SizeRw") or 0) + hidden + self._entries
-
-    def _scan_hidden(self, started: float) -> None:
-        """Scan for deleted-but-open files (:func:`~.disk.hidden_bytes`) in a thread of its own:
-        the watch never waits for it (a scan the agent slows cannot blind the watch); its figure
-        counts from the next measurement on, unless a command started since. A scan that fails
-        is a failed measurement (retried; the disk use turns unknown after a few), never 0."""
-        with self._scanning:
-            try:
-                held = hidden_bytes(self._client.api, self.id)
-            except MeasurementFailed as exc:
-                if not self._removed:
-                    self._scans.failed(str(exc))
-                return
-            self._scans.worked()
-            if started >= self._hidden[0]:
-                self._hidden = (started, held)
-
-    def _count_inodes(self) -> None:
-        """Count the entries of the writable layer (:class:`LayerEntries`; later counts run in
-        a thread of their own, as the engine's diff is slow on a big tree, and the last count
-        stands). The baseline's count is whole; a later one stops past the cap."""
-        with self._counting:
-            started = time.monotonic()
-            try:
-                if self._layer is None:
-                    self._layer = LayerEntries.of(self._client.api, self._container.attrs)
-                if self._counted_through is None:
-                    self._first_entries = entries = self._layer.count()
-                else:  # bounded by the cap, once a count of this layer has worked: a layer
-                    # the engine could never count (an image's own deep paths, say) is not the
-                    # agent's doing, and a count that fails on it stays a failure (logged)
-                    cap = (self.spec.disk_limit or 0) // INODE_BYTES
-                    worked = self._counted_through > -math.inf
-                    entries = self._layer.count(most=self._first_entries + cap if worked else None)
-                self._entries = entries * INODE_BYTES
-                self._counted_through = started
-            except Exception as exc:
-                if self._counted_through is None:  # counted again once a command ran
-                    self._counted_through = float("-inf")
-                log.warning("disk.count_failed", error=str(exc)[-300:])
-            finally:
-                self._count_ended = time.monotonic()
+        """What the task holds on the engine's disk (blocking; :meth:`.usage.LayerUsage.measure`)."""
+        return self._usage.measure()
 
     def _stop_for_disk(self, size: int) -> None:
         self._client.api.kill(self.id)  # the running command's exec sees its session end
