@@ -67,8 +67,9 @@ class UnreadableFile(OSError):
 
 class AgentFault(Exception):
     """The agent's own commands ended its container: they stopped it, or it hit the memory or
-    disk limit. The task fails as the agent's failure, with ``reason`` (``container_died``,
-    ``memory_limit``, ``disk_limit``). Deliberately not a SandboxError (those are infra)."""
+    disk limit, or (a judging container) its disk use could no longer be measured. The task
+    fails as the agent's failure, with ``reason`` (``container_died``, ``memory_limit``,
+    ``disk_limit``, ``disk_unmeasured``). Deliberately not a SandboxError (those are infra)."""
 
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
@@ -119,6 +120,24 @@ class SandboxSpec:
     when missing) become its own, recursively, before its first command. Everything else keeps
     the image's owners (root). A kind names them (ARVO: ``/workspace``; a kind whose agent
     edits the project: its source tree); on overlay2 a path of the image is copied up whole."""
+    private_dir: str | None = None
+    """Green's own folder in the sandbox (a child of ``/``): made empty, root's and ``0711``
+    before anything is copied in or run, never handed over. Files copied into it (root's,
+    ``0644``) may be copied at any time, after the agent's commands began too: no path on the
+    way is the agent's to change, and without a listing it finds them only by their names (a
+    judge gives each input a fresh random one)."""
+    unmeasured_stops: bool = False
+    """With a watched ``disk_limit``: a disk use that turns unknown (its measurements failed
+    :data:`~services.sandbox.docker.disk.UNKNOWN_AFTER` times in a row) stops the container as
+    the agent's ``disk_unmeasured`` (:class:`AgentFault`), instead of the task running on
+    unwatched. For green's containers that run the agent's code (judging)."""
+
+    def __post_init__(self) -> None:
+        d = self.private_dir
+        if d is not None and (
+            not d.startswith("/") or "/" in d[1:] or d in ("/", "/.", "/..") or d in self.writable
+        ):
+            raise ValueError(f"private_dir must be a child of / that is not handed over: {d!r}")
 
 
 @runtime_checkable

@@ -22,7 +22,7 @@ import docker
 import docker.errors
 import pytest
 
-from services.sandbox.base import AgentFault, SandboxError, UnreadableFile
+from services.sandbox.base import AgentFault, SandboxError, SandboxSpec, UnreadableFile
 from services.sandbox.blocking import BlockingProvider
 from services.sandbox.blocking import BlockingSandbox as DockerSandbox
 from services.sandbox.docker import DockerSandboxProvider
@@ -286,6 +286,48 @@ def test_40_5_a_scan_that_fails_is_no_measurement_and_the_disk_turns_unknown(
     [row] = provider.run(provider.provider.engines)  # the operator's /healthz shows the count
     assert row["disk_unknown"] >= 1, row
     print(f"\n{sandbox.disk_unknown}")
+
+
+@pytest.mark.parametrize("provider", ["default"], indirect=True)
+def test_52_2_green_s_own_folder_is_out_of_the_agent_s_reach_and_filled_at_any_time(
+    make: Callable[..., DockerSandbox],
+) -> None:
+    """Issue #52, attack 2: a box's ``private_dir`` is root's and ``0711`` before anything runs;
+    after the agent's commands green still copies inputs into it (and nowhere else), and the
+    agent can read an input it is told the name of, but neither list the folder nor replace,
+    rewrite or remove what is in it."""
+    with pytest.raises(ValueError, match="private_dir"):
+        SandboxSpec(image=IMAGE, task_id="t", ref_id="r", private_dir="/tmp/green")
+    sandbox = make(private_dir="/.arena-test", writable=("/.arena-test/out",))
+    assert sandbox.exec("stat -c '%U %a' /.arena-test; id -u", 20).output == "root 711\n1000\n"
+    sandbox.put_files("/.arena-test", {"in-1": b"input"})  # after the agent's first command
+    with pytest.raises(SandboxError, match="only before the agent"):
+        sandbox.put_files("/tmp", {"x": b"x"})
+    tried = sandbox.exec(
+        "cat /.arena-test/in-1; echo; ls /.arena-test; mv /.arena-test /tmp/gone;"
+        " echo x > /.arena-test/in-1; rm -f /.arena-test/in-1; echo x > /.arena-test/in-2;"
+        " touch /.arena-test/out/mine && echo mine",
+        20,
+    ).output
+    assert tried.startswith("input\n") and tried.endswith("mine\n"), tried
+    assert tried.count("Permission denied") == 5, tried
+    assert sandbox.read_file("/.arena-test/in-1") == b"input"
+
+
+@pytest.mark.parametrize("provider", ["default"], indirect=True)  # an enforced quota scans nothing
+def test_52_3_a_judging_box_whose_disk_cannot_be_measured_is_stopped(
+    make: Callable[..., DockerSandbox],
+) -> None:
+    """Issue #52, attack 3's second half: in a box that runs the agent's code for a judge
+    (``unmeasured_stops``), a disk use that turns unknown (every scan fails: its ``find`` is
+    gone) stops the container as the agent's ``disk_unmeasured`` instead of leaving the cap
+    unwatched (a task container runs on, as above)."""
+    sandbox = make(disk_limit=256 * MiB, disk_check_s=0.2, unmeasured_stops=True)
+    sandbox.setup("rm -f /usr/bin/find", 20)
+    with pytest.raises(AgentFault) as caught:
+        sandbox.exec("sleep 30", timeout=60)
+    assert caught.value.reason == "disk_unmeasured", caught.value
+    assert "scan of open files failed" in str(caught.value), caught.value
 
 
 def test_an_image_without_setpriv_fails_clearly_as_infra(

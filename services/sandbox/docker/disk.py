@@ -253,6 +253,7 @@ class DiskWatch:
         limit: int,
         interval: float,
         on_exceeded: Callable[[int], None],
+        on_unknown: Callable[[str], None] | None = None,
     ) -> None:
         self._measure = measure
         self.limit = limit
@@ -271,8 +272,9 @@ class DiskWatch:
         self._measured_at = float("-inf")
         """When the last measurement that succeeded was started (monotonic)."""
         self._exceeding = threading.Lock()
-        self.failures = Failures()
-        """Measurements that failed in a row, and the last one's error."""
+        self.failures = Failures(on_unknown)
+        """Measurements that failed in a row, and the last one's error (``on_unknown`` hears
+        when the use turns unknown)."""
         self._thread = threading.Thread(target=self._loop, name="green-disk-watch", daemon=True)
         self._thread.start()
 
@@ -364,16 +366,20 @@ class DiskWatch:
 
 
 class Failures:
-    """Consecutive failures of one kind of measurement (thread-safe enough: one writer)."""
+    """Consecutive failures of one kind of measurement (thread-safe enough: one writer);
+    ``on_unknown`` is called with :attr:`unknown` when they reach :data:`UNKNOWN_AFTER`."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_unknown: Callable[[str], None] | None = None) -> None:
         self.count = 0
         self.error = ""
+        self._on_unknown = on_unknown
 
     def failed(self, error: str) -> None:
         self.count += 1
         self.error = error
         log.warning("disk.measure_failed", error=error[-300:], in_a_row=self.count)
+        if self._on_unknown is not None and self.count == UNKNOWN_AFTER and self.unknown:
+            self._on_unknown(self.unknown)
 
     def worked(self) -> None:
         if self.count >= UNKNOWN_AFTER:

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Executor
@@ -40,29 +38,23 @@ from services.sandbox.docker.diagnosis import (
     unstoppable,
 )
 from services.sandbox.docker.disk import (
-    INODE_BYTES,
     QUOTA_TEXT,
     DiskWatch,
-    Failures,
-    LayerEntries,
-    MeasurementFailed,
     QuotaWatch,
-    hidden_bytes,
     quota_full,
 )
 from services.sandbox.docker.errors import ENGINE_ERRORS, engine_error
 from services.sandbox.docker.images import image_identity
 from services.sandbox.docker.transport import EXEC_DEADLINE, DockerExecTransport, run_setup
+from services.sandbox.docker.usage import LayerUsage
 from services.sandbox.framing import SessionLost, SessionNotStarted, ShellSession
 from services.shared.commands import CommandResult
 from services.shared.logging import get_logger
 
 log = get_logger("services.sandbox.docker")
 
-INODES_EVERY = 2.0
-"""Seconds between two counts of a watched container's layer entries while commands run (where
-the engine's diff counts them, it walks the container's whole tree: about a third of a second of
-the engine's CPU for an ARVO task, over a hundred times a ``SizeRw``; see :class:`LayerEntries`)."""
+MAKE_PRIVATE = 'rm -rf -- "$1" && mkdir -m 0711 -- "$1" && chown 0:0 -- "$1"'
+"""Makes green's own folder (``spec.private_dir``: ``$1``, a child of ``/``)."""
 
 
 class DockerSandbox:
@@ -95,17 +87,11 @@ class DockerSandbox:
         self.lost: str | None = None
         """Why the sandbox can no longer be used although nothing failed yet (its engine
         stopped answering); None while all is well."""
-        self._layer: LayerEntries | None = None  # how its layer's entries are counted
-        self._entries = 0  # what the layer's entries cost (bytes), as last counted
-        self._first_entries = 0  # how many the baseline's count found
-        self._counted_through: float | None = None  # when the last count that worked started
-        self._count_ended = float("-inf")  # when the last count ended (worked or not)
-        self._ran_until = float("-inf")  # when the last command ended; +inf while one runs
-        self._hidden: tuple[float, int] = (float("-inf"), 0)  # when last scanned, bytes held
-        self._scanning = threading.Lock()  # one scan of open files at a time, never waited for
-        self._scans = Failures()
+        self._unmeasured: str | None = None  # why the container was stopped unmeasured
+        on_unknown = self._stop_unmeasured if spec.unmeasured_stops else None
+        self._usage = LayerUsage(client.api, container, spec, on_unknown, lambda: self._removed)
+        self._private_made = False
         self._handed_over = spec.agent_uid is None  # the agent's paths are its own: root is done
-        self._counting = threading.Lock()
         self._created_at = int(time.time()) - 60  # events since then (slack for clock skew)
         self.quota = quota
         """The disk quota the engine's file system enforces (bytes); None: the cap is watched."""
@@ -116,7 +102,7 @@ class DockerSandbox:
             )
         elif spec.disk_limit:
             self._disk = DiskWatch(
-                self.disk_used, spec.disk_limit, spec.disk_check_s, self._stop_for_disk
+                self.disk_used, spec.disk_limit, spec.disk_check_s, self._stop_for_disk, on_unknown
             )
 
     @property
@@ -137,7 +123,7 @@ class DockerSandbox:
         scans of open files, failed in a row); None while they work or without a watched cap."""
         if self._disk is None or self.quota:
             return None
-        return self._disk.failures.unknown or self._scans.unknown
+        return self._disk.failures.unknown or self._usage.scans.unknown
 
     def image_facts(self) -> dict[str, Any]:
         """The container's image by digest (``Id``, as ``docker image inspect`` gives it), its
@@ -171,12 +157,7 @@ class DockerSandbox:
         reopened transparently when it died). Raises AgentFault when the container stopped
         (see :meth:`_diagnose`), SandboxError when it is gone for another reason."""
         async with self._lock:
-            # Nothing of the agent's outlives a command (its processes are killed as it ends),
-            # so no file is held deleted-but-open as the next starts: its first scan is due one
-            # interval in, and a command shorter than that costs no scan (an exec in the
-            # container, the dearest part of a measurement).
-            self._hidden = (time.monotonic(), 0)
-            self._ran_until = math.inf
+            self._usage.command_started()  # no file held deleted-but-open: none outlives one
             try:
                 if self._disk:  # only its first start measures (the baseline): off the loop
                     if self._disk.baseline is None:
@@ -188,13 +169,15 @@ class DockerSandbox:
             except SandboxError as e:
                 raise await self._diagnose(e) from e
             finally:
-                self._ran_until = time.monotonic()
+                self._usage.command_ended()
                 if self._disk:
                     self._disk.pause()
             if self._disk and self._disk.unmeasured():  # writes no measurement saw
                 await self._io(self._disk.measure_now)
             if self._disk and self._disk.exceeded is not None:  # stopped, the engine slow to say
                 raise self._disk_fault()
+            if self._unmeasured is not None:
+                raise self._unmeasured_fault()
             if self.quota and (  # the command met the quota, or a probe does now
                 QUOTA_TEXT in result.output or await self._io(self._quota_full)
             ):
@@ -225,6 +208,8 @@ class DockerSandbox:
         the disk watchdog's stop are known here."""
         if self._disk and self._disk.exceeded is not None:
             return self._disk_fault()
+        if self._unmeasured is not None:
+            return self._unmeasured_fault()
         if self._removed:
             return error
         api, since, spec = self._client.api, self._created_at, self.spec
@@ -255,6 +240,22 @@ class DockerSandbox:
             f"limit ({self._disk.limit:,} bytes); the container was stopped",
         )
 
+    def _unmeasured_fault(self) -> AgentFault:
+        return AgentFault(
+            "disk_unmeasured",
+            f"the container's disk use could no longer be measured while the task's code ran "
+            f"({self._unmeasured}); with its cap unwatched, the container was stopped",
+        )
+
+    def _stop_unmeasured(self, why: str) -> None:
+        """The disk use turned unknown (``spec.unmeasured_stops``): stop the container now."""
+        if self._removed or self._unmeasured is not None:
+            return
+        self._unmeasured = why
+        log.warning("disk.unmeasured_stop", container=self.name, error=why[-300:])
+        with contextlib.suppress(*ENGINE_ERRORS, docker.errors.APIError):
+            self._client.api.kill(self.id)
+
     def _quota_full(self) -> bool:
         return quota_full(self._client.api, self.id)
 
@@ -263,6 +264,7 @@ class DockerSandbox:
             raise SandboxError(f"{self.name} was removed")
         if self._session is None or not self._session.alive:
             spec = self.spec
+            await self._make_private_locked()  # the caller holds the lock
             session = ShellSession(
                 self._transport, spec.workdir, uid=spec.agent_uid, home=spec.agent_home
             )
@@ -279,75 +281,8 @@ class DockerSandbox:
         return self._session
 
     def disk_used(self) -> int | None:
-        """What the task holds on the engine's disk (blocking): the writable layer as the
-        engine measures it (``SizeRw``), plus what that misses: files deleted but still open
-        (a scan in the container, at most every ``disk_check_s`` and from one ``disk_check_s``
-        into a command on: an exec costs the engine far more than ``SizeRw``), and
-        :data:`~.disk.INODE_BYTES` per entry of the layer (counted every :data:`INODES_EVERY` s
-        while commands run and once after: only a command adds entries, so an idle task costs
-        no count)."""
-        api = self._client.api
-        rows = api.containers(all=True, size=True, filters={"id": self.id})
-        if not rows:
-            return None
-        if self._counted_through is None:  # the first count (the baseline's) is waited for
-            self._count_inodes()
-        elif (
-            self._ran_until > self._counted_through  # a command ran since the last count
-            and time.monotonic() - self._count_ended >= INODES_EVERY
-            and not self._counting.locked()
-        ):
-            threading.Thread(target=self._count_inodes, daemon=True).start()  # never waited
-        hidden = 0
-        if rows[0].get("State") == "running":
-            now = time.monotonic()
-            if now - self._hidden[0] >= self.spec.disk_check_s and not self._scanning.locked():
-                self._hidden = (now, self._hidden[1])  # the next one an interval from now
-                threading.Thread(target=self._scan_hidden, args=(now,), daemon=True).start()
-            hidden = self._hidden[1]
-        return int(rows[0].get("SizeRw") or 0) + hidden + self._entries
-
-    def _scan_hidden(self, started: float) -> None:
-        """Scan for deleted-but-open files (:func:`~.disk.hidden_bytes`) in a thread of its own:
-        the watch never waits for it (a scan the agent slows cannot blind the watch); its figure
-        counts from the next measurement on, unless a command started since. A scan that fails
-        is a failed measurement (retried; the disk use turns unknown after a few), never 0."""
-        with self._scanning:
-            try:
-                held = hidden_bytes(self._client.api, self.id)
-            except MeasurementFailed as exc:
-                if not self._removed:
-                    self._scans.failed(str(exc))
-                return
-            self._scans.worked()
-            if started >= self._hidden[0]:
-                self._hidden = (started, held)
-
-    def _count_inodes(self) -> None:
-        """Count the entries of the writable layer (:class:`LayerEntries`; later counts run in
-        a thread of their own, as the engine's diff is slow on a big tree, and the last count
-        stands). The baseline's count is whole; a later one stops past the cap."""
-        with self._counting:
-            started = time.monotonic()
-            try:
-                if self._layer is None:
-                    self._layer = LayerEntries.of(self._client.api, self._container.attrs)
-                if self._counted_through is None:
-                    self._first_entries = entries = self._layer.count()
-                else:  # bounded by the cap, once a count of this layer has worked: a layer
-                    # the engine could never count (an image's own deep paths, say) is not the
-                    # agent's doing, and a count that fails on it stays a failure (logged)
-                    cap = (self.spec.disk_limit or 0) // INODE_BYTES
-                    worked = self._counted_through > -math.inf
-                    entries = self._layer.count(most=self._first_entries + cap if worked else None)
-                self._entries = entries * INODE_BYTES
-                self._counted_through = started
-            except Exception as exc:
-                if self._counted_through is None:  # counted again once a command ran
-                    self._counted_through = float("-inf")
-                log.warning("disk.count_failed", error=str(exc)[-300:])
-            finally:
-                self._count_ended = time.monotonic()
+        """What the task holds on the engine's disk (blocking; :meth:`.usage.LayerUsage.measure`)."""
+        return self._usage.measure()
 
     def _stop_for_disk(self, size: int) -> None:
         self._client.api.kill(self.id)  # the running command's exec sees its session end
@@ -372,6 +307,34 @@ class DockerSandbox:
             duration_s=time.monotonic() - started,
         )
 
+    async def _make_private(self) -> None:
+        """Make ``spec.private_dir`` (once, before anything is copied in or run): empty,
+        root's, ``0711``."""
+        if self.spec.private_dir is not None and not self._private_made:
+            async with self._lock:
+                await self._make_private_locked()
+
+    async def _make_private_locked(self) -> None:
+        folder = self.spec.private_dir
+        if folder is None or self._private_made:
+            return
+
+        def make() -> tuple[int | None, bytes]:
+            with self._api_errors(f"make {folder}"):
+                argv = ["/bin/sh", "-c", MAKE_PRIVATE, "sh", folder]
+                return run_setup(self._client.api, self.id, argv, EXEC_DEADLINE)
+
+        code, out = await self._io(make)
+        if code != 0:
+            said = out.decode(errors="replace")[-300:]
+            raise SandboxError(f"{self.name}: cannot make {folder}: {said}")
+        self._private_made = True
+
+    def _private(self, dest: str) -> bool:
+        """Whether ``dest`` is in green's own folder (``spec.private_dir``)."""
+        folder = self.spec.private_dir
+        return folder is not None and (dest == folder or dest.startswith(folder + "/"))
+
     def _before_the_agent(self, what: str) -> None:
         """Root acts in the container (green's set-up, files copied in through the engine) only
         before the agent's first command: after it, a path green names may be the agent's link
@@ -382,9 +345,13 @@ class DockerSandbox:
     async def put_files(self, dest_dir: str, files: Mapping[str, bytes]) -> None:
         """Write ``dest_dir/<relpath>`` for each entry (mode 0644, owner root). Parents are
         created by the engine while extracting (mode 0755); existing directories keep their
-        mode because the archive holds file entries only. Before the agent's first command."""
-        self._before_the_agent("copy files in")
+        mode because the archive holds file entries only. Before the agent's first command,
+        or into ``spec.private_dir`` at any time."""
         dest = absolute(dest_dir)
+        if self._private(dest):
+            await self._make_private()
+        else:
+            self._before_the_agent("copy files in")
         if not files:
             await self._mkdir(dest)
             return

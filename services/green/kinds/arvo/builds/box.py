@@ -6,6 +6,15 @@ Inputs run on it one at a time (:meth:`JudgeBox.run`), a patch is applied and bu
 step has a time bound (:class:`Bounds`); the container has the limits of a task container (no
 network, memory, CPU, processes, disk) and its output is capped.
 
+Whose code runs as whom (``docs/security.md``, "The judging containers"): whatever the agent
+wrote (the patched build, the input) runs as the task container's agent uid, through the same
+session (:mod:`services.sandbox.shell_scripts`): its driver, the kills and the disk scans are
+root's, out of its reach. Green's inputs are copied into a folder of root's (``0711``, a fresh
+random name per box and per input), never into a path the code can replace; a run's stdout
+and stderr go to files of the agent's own folder that a second command frames once every
+process of the run is dead (the exit status is the driver's ``wait``); the corpus and the PoC
+run in a random order. A building box hands the agent's uid ``/src``, ``/out`` and ``/work``.
+
 Whose failure (``docs/scoring.md``, "Whose failure is it"): what the judged input or patch does
 (a hang, a crash, a build that fails or loops, a container it fills or stops) is a verdict, never
 an exception; the engine failing (the container gone, the engine unreachable) raises
@@ -17,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import posixpath
 import re
+import secrets
 import shlex
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -24,7 +34,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from services.green.kinds.arvo.builds.runs import SCRATCH, InputRun, read_run, run_script
+from services.green.kinds.arvo.builds.runs import InputRun, frame_part, read_run, run_part
 from services.sandbox.base import AgentFault, Sandbox, SandboxProvider, SandboxSpec
 from services.shared.commands import CommandResult
 from services.shared.text import clip_middle
@@ -34,6 +44,11 @@ OUTPUT_LIMIT = 1 << 20
 """Bytes of output kept from one step (a sanitizer report must never be cut)."""
 BUILD_LOG_KEEP = 4000
 """Characters of a failed build's log stored with the verdict."""
+FRAME_S = 30.0
+"""Seconds the framing of a run's outputs may take (a trivial command: past it, the run's own
+processes kept the container's cleanup from ending, and the run counts as not finished)."""
+BUILD_PATHS = ("/src", "/out", "/work")
+"""What a building box hands the agent's uid: the trees ``arvo compile`` writes."""
 _COMPILER_ERROR = re.compile(r"^.*\b(?:error|Error \d+|fatal error)\b.*$", re.M)
 
 
@@ -92,13 +107,33 @@ def _stopped(build: str, name: str, fault: AgentFault) -> InputRun:
     )
 
 
+def _rows(build: str, names: list[str], after: str) -> list[InputRun]:
+    return [
+        InputRun(
+            build=build,
+            input=name,
+            exit_code=-1,
+            output=f"not run: the build did not finish on {after}, so the rest were not tried",
+        )
+        for name in names
+    ]
+
+
 class JudgeBox:
     """One fresh container of a build (``build``: ``vulnerable``, ``fixed``, ``patched``)."""
 
-    def __init__(self, sandbox: Sandbox, build: str, project: str | None, bounds: Bounds) -> None:
+    def __init__(
+        self, sandbox: Sandbox, build: str, project: str | None, bounds: Bounds, private: str
+    ) -> None:
         self.sandbox, self.build_name, self.project, self.bounds = sandbox, build, project, bounds
         self.workdir = f"/src/{project}" if project else "/src"
-        self._inputs = 0
+        self.private = private
+        """Green's folder (root's, ``0711``): the inputs, each under a fresh random name."""
+        self.own = f"{private}/out"
+        """The agent uid's folder: what its code writes for green to read (outputs, findings)."""
+        self.fault: AgentFault | None = None
+        """How the judged code ended the container (the disk cap, say): every later step is
+        stopped at once, without asking the engine about a container that is gone."""
 
     @classmethod
     async def create(
@@ -111,9 +146,12 @@ class JudgeBox:
         ref_id: str,
         project: str | None,
         bounds: Bounds,
+        builds: bool = False,
     ) -> JudgeBox:
         """A started container of ``image``; the caller closes it (:meth:`close`).
-        ``task_id``: the task it judges (green's sweeps keep it while the task lives)."""
+        ``task_id``: the task it judges (green's sweeps keep it while the task lives);
+        ``builds``: a patch is built in it (its trees are handed to the agent's uid)."""
+        private = f"/.arena-{secrets.token_hex(8)}"
         spec = SandboxSpec(
             image=image,
             task_id=task_id,
@@ -126,9 +164,15 @@ class JudgeBox:
             pids_limit=bounds.pids,
             disk_limit=bounds.disk_bytes,
             labels={"arena.purpose": "judge", "arena.build": build},
-            agent_uid=None,  # green's own container: it applies, builds and runs as root
+            writable=(f"{private}/out", *(BUILD_PATHS if builds else ())),
+            private_dir=private,
+            unmeasured_stops=True,
         )
-        return cls(await provider.create(spec), build, project, bounds)
+        box = cls(await provider.create(spec), build, project, bounds, private)
+        async with box.closing(on_error_only=True):
+            # the image's own /tmp/poc is root's: the runs' copy of their input replaces it
+            await box._setup("rm -rf /tmp/poc")
+        return box
 
     @classmethod
     @asynccontextmanager
@@ -144,23 +188,30 @@ class JudgeBox:
         await self.sandbox.remove()
 
     @asynccontextmanager
-    async def closing(self) -> AsyncIterator[None]:
-        """Remove the container on leaving. When the body failed (the engine went away), its
-        error is the one that counts: a removal that fails then is left to green's sweep of
-        the containers of tasks no longer live."""
+    async def closing(self, *, on_error_only: bool = False) -> AsyncIterator[None]:
+        """Remove the container on leaving (only when the body failed: ``on_error_only``).
+        When the body failed (the engine went away), its error is the one that counts: a
+        removal that fails then is left to green's sweep of the containers of tasks no longer
+        live."""
         try:
             yield
         except BaseException:
             with contextlib.suppress(Exception):
                 await self.close()
             raise
-        await self.close()
+        if not on_error_only:
+            await self.close()
+
+    async def _setup(self, script: str) -> None:
+        """Green's own ``script`` as root, before anything of the agent's ran."""
+        result = await self.sandbox.setup(script, 120)
+        if result.exit_code != 0:
+            raise RuntimeError(f"cannot prepare the judging container: {result.output[-500:]}")
 
     async def replace_out(self, archive: bytes) -> None:
-        """Put a build's ``/out`` (a tar, :meth:`read_out`) in place of this image's."""
-        result = await self._exec("rm -rf /out && mkdir -p /out", 120)
-        if result.exit_code != 0:
-            raise RuntimeError(f"cannot empty /out: {result.output[-500:]}")
+        """Put a build's ``/out`` (a tar, :meth:`read_out`) in place of this image's (before
+        anything else runs in the box)."""
+        await self._setup("rm -rf /out && mkdir -p /out")
         await self.sandbox.put_archive("/out", archive)
 
     def image_facts(self) -> dict[str, object]:
@@ -169,21 +220,48 @@ class JudgeBox:
         return facts() if facts else {}
 
     async def _exec(self, script: str, timeout: float) -> CommandResult:
-        return await self.sandbox.exec(script, timeout)
+        if self.fault is not None:
+            raise self.fault
+        try:
+            return await self.sandbox.exec(script, timeout)
+        except AgentFault as fault:
+            self.fault = fault
+            raise
+
+    async def _put(self, folder: str, files: dict[str, bytes]) -> None:
+        if self.fault is not None:
+            raise self.fault
+        await self.sandbox.put_files(folder, files)
 
     async def run(self, data: bytes, name: str) -> InputRun:
         """Run one input (``name`` is how the record calls it) on this build."""
-        self._inputs += 1
-        folder = f"{SCRATCH}/inputs"
-        file = f"input-{self._inputs}"
+        key = secrets.token_hex(8)
+        out = f"{self.own}/{key}"
         try:
-            await self.sandbox.put_files(folder, {file: data})
-            result = await self._exec(
-                run_script(f"{folder}/{file}", self.workdir), self.bounds.run_s
+            await self._put(self.private, {key: data})
+            ran = await self._exec(
+                run_part(f"{self.private}/{key}", self.workdir, out), self.bounds.run_s
             )
+            framed = await self._exec(frame_part(out, ran.exit_code), FRAME_S)
         except AgentFault as fault:
             return _stopped(self.build_name, name, fault)
-        return read_run(result, self.build_name, name, self.project)
+        return read_run(_joined(ran, framed), self.build_name, name, self.project)
+
+    async def run_all(self, inputs: dict[str, bytes]) -> list[InputRun]:
+        """Run every input, in a random order (the code cannot tell which is which by when it
+        runs), until one does not finish (a hanging build: the rest would only wait for their
+        bounds, and are rows that say so); the runs in the order of ``inputs``."""
+        names = list(inputs)
+        order = names[:]
+        secrets.SystemRandom().shuffle(order)
+        done: dict[str, InputRun] = {}
+        for i, name in enumerate(order):
+            done[name] = run = await self.run(inputs[name], name)
+            if run.timed_out:
+                rest = order[i + 1 :]
+                done.update(zip(rest, _rows(self.build_name, rest, name), strict=True))
+                break
+        return [done[name] for name in names]
 
     async def build(self, patch: str) -> BuildStep:
         """Apply ``patch`` to the project (``git apply``, else ``patch -p1``) and rebuild it."""
@@ -213,25 +291,34 @@ class JudgeBox:
         """Fuzz this build's ``fuzzer`` (``/out/<name>``) from ``seeds`` for ``fuzz_runs``
         inputs (seed 1: the same build explores the same inputs); its first failing input."""
         b = self.bounds
-        d = f"{SCRATCH}/fuzz"
+        key = secrets.token_hex(8)
+        seed_dir, d = f"{self.private}/{key}", f"{self.own}/{key}"
+        q = shlex.quote(d)
         try:
-            await self.sandbox.put_files(
-                f"{d}/seeds", {f"seed-{i}": data for i, data in enumerate(seeds.values())}
-            )
-            script = f"""mkdir -p {d}/work {d}/found && cd {shlex.quote(self.workdir)} || exit 96
-( ulimit -f 65536; exec {shlex.quote(posixpath.join("/out", fuzzer))} -runs={b.fuzz_runs} -seed=1 \
--timeout={b.fuzz_input_s} -rss_limit_mb=2560 -artifact_prefix={d}/found/ \
-{d}/work {d}/seeds ) >{d}/log 2>&1 </dev/null
-echo "arena-exit=$?"; echo "arena-found=$(ls {d}/found | head -1)"; echo "arena-stderr:"
-tail -c 65536 {d}/log"""
-            result = await self._exec(script, b.fuzz_s)
-            found = re.search(r"^arena-found=(\S*)$", result.output, re.M)
-            name = found.group(1) if found else ""
-            run = read_run(
-                result, self.build_name, f"fuzzing: {name or 'no finding'}", self.project
-            )
-            if result.timed_out:
+            await self._put(seed_dir, {f"seed-{i}": data for i, data in enumerate(seeds.values())})
+            script = f"""mkdir -p {q}/work {q}/found && cd {shlex.quote(self.workdir)} || exit 96
+exec >{q}/log 2>&1 </dev/null
+ulimit -f 65536
+exec {shlex.quote(posixpath.join("/out", fuzzer))} -runs={b.fuzz_runs} -seed=1 \
+-timeout={b.fuzz_input_s} -rss_limit_mb=2560 -artifact_prefix={q}/found/ \
+{q}/work {shlex.quote(seed_dir)}"""
+            ran = await self._exec(script, b.fuzz_s)
+            if ran.timed_out:
                 return FuzzFinding(runs=b.fuzz_runs, stopped=True)
+            framed = await self._exec(
+                f"""echo "arena-exit={ran.exit_code}"
+echo "arena-found=$(ls {q}/found 2>/dev/null | head -1)"; echo "arena-stderr:"
+tail -c 65536 {q}/log""",
+                FRAME_S,
+            )
+            found = re.search(r"^arena-found=(\S*)$", framed.output, re.M)
+            name = found.group(1) if found and not framed.timed_out else ""
+            run = read_run(
+                _joined(ran, framed),
+                self.build_name,
+                f"fuzzing: {name or 'no finding'}",
+                self.project,
+            )
             if not name:  # it ran to its end (exit 0), or died without a finding
                 return FuzzFinding(runs=b.fuzz_runs, run=None if run.exit_code == 0 else run)
             data = await self.sandbox.read_file(f"{d}/found/{name}", max_bytes=1 << 20)
@@ -241,12 +328,25 @@ tail -c 65536 {d}/log"""
 
     async def read_out(self, max_bytes: int) -> bytes:
         """``/out`` as a gzip tar (what a build made), at most ``max_bytes``."""
-        result = await self._exec(
-            f"mkdir -p {SCRATCH} && tar -C /out -czf {SCRATCH}/out.tar.gz .", 600
-        )
+        archive = f"{self.own}/out-{secrets.token_hex(8)}.tar.gz"
+        result = await self._exec(f"tar -C /out -czf {shlex.quote(archive)} .", 600)
         if result.exit_code != 0:
             raise RuntimeError(f"cannot archive /out: {result.output[-500:]}")
-        return await self.sandbox.read_file(f"{SCRATCH}/out.tar.gz", max_bytes=max_bytes)
+        return await self.sandbox.read_file(archive, max_bytes=max_bytes)
+
+
+def _joined(ran: CommandResult, framed: CommandResult) -> CommandResult:
+    """A run's result: its exit status and bound (``ran``), the outputs ``framed`` printed;
+    a framing that did not finish (the run's processes held the cleanup) is a run that did
+    not finish."""
+    if framed.timed_out:
+        return CommandResult(exit_code=-1, output=ran.output, timed_out=True)
+    return CommandResult(
+        exit_code=ran.exit_code,
+        output=framed.output,
+        timed_out=ran.timed_out,
+        duration_s=ran.duration_s,
+    )
 
 
 def compiler_message(log: str) -> str:

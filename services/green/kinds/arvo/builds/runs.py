@@ -39,21 +39,43 @@ _STDOUT = re.compile(r"^arena-stdout=([0-9a-f]{64}|-) (\d+) ([A-Za-z0-9+/=]*)$",
 _MARK = "arena-stderr:\n"
 
 
-def run_script(input_path: str, workdir: str) -> str:
-    """Bash that runs ``arvo`` on ``input_path`` in ``workdir`` and prints the framed result."""
-    d, src = shlex.quote(SCRATCH), shlex.quote(input_path)
-    return f"""mkdir -p {d} && cp -f {src} /tmp/poc || exit 96
+def run_part(input_path: str, workdir: str, out: str) -> str:
+    """Shell that copies ``input_path`` to ``/tmp/poc`` and becomes ``arvo`` on it in
+    ``workdir``, its stdout and stderr in ``<out>.stdout`` and ``<out>.stderr``: its exit status
+    is the target's own (96: the input could not be copied)."""
+    src, o = shlex.quote(input_path), shlex.quote(out)
+    return f"""rm -rf /tmp/poc && cp -- {src} /tmp/poc || exit 96
 cd {shlex.quote(workdir)} 2>/dev/null || cd /
-( ulimit -f {FILE_BLOCKS}; ARENA_BEHAVIOUR=1 exec arvo ) >{d}/stdout 2>{d}/stderr </dev/null
-status=$?
-n=$(wc -c <{d}/stdout); h=$((n / 2))
-if [ $n -gt 0 ] && [ $((n % 2)) -eq 0 ] && cmp -s <(head -c $h {d}/stdout) <(tail -c $h {d}/stdout)
-then head -c $h {d}/stdout >{d}/stdout.1 && mv -f {d}/stdout.1 {d}/stdout; fi
-echo "arena-exit=$status"
-echo "arena-stdout=$(sha256sum <{d}/stdout | cut -c1-64) $(wc -c <{d}/stdout) \
-$(head -c {STDOUT_KEEP} {d}/stdout | base64 -w0)"
+exec >{o}.stdout 2>{o}.stderr </dev/null
+ulimit -f {FILE_BLOCKS}
+ARENA_BEHAVIOUR=1 exec arvo"""
+
+
+def frame_part(out: str, status: int | str) -> str:
+    """Shell that prints what :func:`run_part` left in ``<out>.*`` framed for :func:`read_run`
+    (``status``: the run's exit status, a number or a shell word)."""
+    o = shlex.quote(out)
+    return f"""o={o}
+n=$(wc -c <"$o.stdout" 2>/dev/null) || n=0; h=$((n / 2))
+if [ $n -gt 0 ] && [ $((n % 2)) -eq 0 ] && cmp -s <(head -c $h "$o.stdout") <(tail -c $h "$o.stdout")
+then head -c $h "$o.stdout" >"$o.stdout.1" && mv -f "$o.stdout.1" "$o.stdout"; fi
+echo "arena-exit={status}"
+echo "arena-stdout=$(sha256sum <"$o.stdout" | cut -c1-64) $(wc -c <"$o.stdout") \
+$(head -c {STDOUT_KEEP} "$o.stdout" | base64 -w0)"
 echo "arena-stderr:"
-tail -c {STDERR_KEEP} {d}/stderr"""
+tail -c {STDERR_KEEP} "$o.stderr"
+"""
+
+
+def run_script(input_path: str, workdir: str) -> str:
+    """Bash that runs ``arvo`` on ``input_path`` in ``workdir`` and prints the framed result,
+    in one go (green's fixture builds, as root; a judging container runs the two parts as two
+    commands: :class:`~services.green.kinds.arvo.builds.box.JudgeBox`)."""
+    d = shlex.quote(SCRATCH)
+    return f"""mkdir -p {d} || exit 96
+( {run_part(input_path, workdir, f"{SCRATCH}/run")} )
+status=$?
+{frame_part(f"{SCRATCH}/run", "$status")}"""
 
 
 class InputRun(BaseModel):

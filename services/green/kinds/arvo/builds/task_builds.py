@@ -65,7 +65,9 @@ class TaskBuilds:
     locks: defaultdict[str, asyncio.Lock]
     """The kind's locks, one per fallback build (two tasks of a bug build it once)."""
 
-    def _box(self, image: str, build: str, task_id: str) -> dict[str, object]:
+    def _box(
+        self, image: str, build: str, task_id: str, *, builds: bool = False
+    ) -> dict[str, object]:
         return {
             "image": image,
             "build": build,
@@ -73,14 +75,16 @@ class TaskBuilds:
             "ref_id": self.ref_id,
             "project": self.project,
             "bounds": self.bounds,
+            "builds": builds,
         }
 
     @asynccontextmanager
     async def vulnerable(self, task_id: str, build: str = "vulnerable") -> AsyncIterator[JudgeBox]:
         """A fresh container of the vulnerable build (``build`` names it in the records: a
-        patched build starts as one)."""
+        patched build starts as one, and is built in it)."""
+        builds = build == "patched"
         async with JudgeBox.open(
-            self.provider, **self._box(self.vulnerable_image, build, task_id)
+            self.provider, **self._box(self.vulnerable_image, build, task_id, builds=builds)
         ) as box:
             yield box
 
@@ -104,7 +108,7 @@ class TaskBuilds:
                 digest = str(facts.get("id") or self.fix_image)
                 return box, FixedBuild(digest, f"the image {self.fix_image}, {digest[:19]}")
         box = await JudgeBox.create(
-            self.provider, **self._box(self.vulnerable_image, "fixed", task_id)
+            self.provider, **self._box(self.vulnerable_image, "fixed", task_id, builds=True)
         )
         try:
             key = await self._patch_and_build(box)

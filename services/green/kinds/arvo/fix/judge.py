@@ -101,11 +101,7 @@ async def judge_patch(
             why.append(f"the patch {what}: {_first_lines(step.detail)}")
             return score
         score.builds = 1.0
-        runs = [await box.run(poc, "poc")]
-        for name, data in corpus.items():
-            if runs[-1].timed_out:
-                break  # the build hangs: the rest would only wait for their bounds
-            runs.append(await box.run(data, name))
+        runs = await box.run_all({"poc": poc, **corpus})  # in a random order
         score.runs = runs
         score.crash_fixed = float(runs[0].clean)
         why.append(f"the PoC on the patched build: {runs[0].verdict()}")

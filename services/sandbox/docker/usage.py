@@ -1,0 +1,142 @@
+"""What a task container holds on its engine's disk, for a watched cap (:mod:`.disk`): the
+writable layer as the engine measures it, files deleted but still open, and a cost per entry of
+the layer.
+
+Both extra parts are measured in threads of their own that the watch never waits for (a scan
+the agent slows cannot blind it); the last figure of each stands.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+
+from docker import APIClient
+from docker.models.containers import Container
+
+from services.sandbox.base import SandboxSpec
+from services.sandbox.docker.disk import (
+    INODE_BYTES,
+    Failures,
+    LayerEntries,
+    MeasurementFailed,
+    hidden_bytes,
+)
+from services.shared.logging import get_logger
+
+log = get_logger("services.sandbox.docker")
+
+INODES_EVERY = 2.0
+"""Seconds between two counts of a watched container's layer entries while commands run (where
+the engine's diff counts them, it walks the container's whole tree: about a third of a second of
+the engine's CPU for an ARVO task, over a hundred times a ``SizeRw``; see :class:`LayerEntries`)."""
+
+
+class LayerUsage:
+    """Measures one container's use of the engine's disk (:meth:`measure`). ``on_unknown``
+    hears when the scans of open files have failed too often in a row; ``removed`` says that
+    green removed the container (a scan that fails then is no failure)."""
+
+    def __init__(
+        self,
+        api: APIClient,
+        container: Container,
+        spec: SandboxSpec,
+        on_unknown: Callable[[str], None] | None,
+        removed: Callable[[], bool],
+    ) -> None:
+        self._api, self._container, self._spec, self._removed = api, container, spec, removed
+        self._layer: LayerEntries | None = None  # how its layer's entries are counted
+        self._entries = 0  # what the layer's entries cost (bytes), as last counted
+        self._first_entries = 0  # how many the baseline's count found
+        self._counted_through: float | None = None  # when the last count that worked started
+        self._count_ended = float("-inf")  # when the last count ended (worked or not)
+        self._ran_until = float("-inf")  # when the last command ended; +inf while one runs
+        self._hidden: tuple[float, int] = (float("-inf"), 0)  # when last scanned, bytes held
+        self._scanning = threading.Lock()  # one scan of open files at a time, never waited for
+        self._counting = threading.Lock()
+        self.scans = Failures(on_unknown)
+        """The scans of open files that failed in a row."""
+
+    def command_started(self) -> None:
+        """Nothing of the agent's outlives a command (its processes are killed as it ends), so
+        no file is held deleted-but-open as the next starts: its first scan is due one interval
+        in, and a command shorter than that costs no scan (an exec in the container, the
+        dearest part of a measurement)."""
+        self._hidden = (time.monotonic(), 0)
+        self._ran_until = math.inf
+
+    def command_ended(self) -> None:
+        self._ran_until = time.monotonic()
+
+    def measure(self) -> int | None:
+        """What the task holds on the engine's disk (blocking): the writable layer as the
+        engine measures it (``SizeRw``), plus what that misses: files deleted but still open
+        (a scan in the container, at most every ``disk_check_s`` and from one ``disk_check_s``
+        into a command on: an exec costs the engine far more than ``SizeRw``), and
+        :data:`~.disk.INODE_BYTES` per entry of the layer (counted every :data:`INODES_EVERY` s
+        while commands run and once after: only a command adds entries, so an idle task costs
+        no count). None: the container is gone."""
+        rows = self._api.containers(all=True, size=True, filters={"id": self._container.id})
+        if not rows:
+            return None
+        if self._counted_through is None:  # the first count (the baseline's) is waited for
+            self._count_inodes()
+        elif (
+            self._ran_until > self._counted_through  # a command ran since the last count
+            and time.monotonic() - self._count_ended >= INODES_EVERY
+            and not self._counting.locked()
+        ):
+            threading.Thread(target=self._count_inodes, daemon=True).start()  # never waited
+        hidden = 0
+        if rows[0].get("State") == "running":
+            now = time.monotonic()
+            if now - self._hidden[0] >= self._spec.disk_check_s and not self._scanning.locked():
+                self._hidden = (now, self._hidden[1])  # the next one an interval from now
+                threading.Thread(target=self._scan_hidden, args=(now,), daemon=True).start()
+            hidden = self._hidden[1]
+        return int(rows[0].get("SizeRw") or 0) + hidden + self._entries
+
+    def _scan_hidden(self, started: float) -> None:
+        """Scan for deleted-but-open files (:func:`~.disk.hidden_bytes`) in a thread of its own:
+        its figure counts from the next measurement on, unless a command started since. A scan
+        that fails is a failed measurement (retried; the disk use turns unknown after a few),
+        never 0."""
+        with self._scanning:
+            try:
+                held = hidden_bytes(self._api, self._container.id)
+            except MeasurementFailed as exc:
+                if not self._removed():
+                    self.scans.failed(str(exc))
+                return
+            self.scans.worked()
+            if started >= self._hidden[0]:
+                self._hidden = (started, held)
+
+    def _count_inodes(self) -> None:
+        """Count the entries of the writable layer (:class:`LayerEntries`; later counts run in
+        a thread of their own, as the engine's diff is slow on a big tree, and the last count
+        stands). The baseline's count is whole; a later one stops past the cap."""
+        with self._counting:
+            started = time.monotonic()
+            try:
+                if self._layer is None:
+                    self._layer = LayerEntries.of(self._api, self._container.attrs)
+                if self._counted_through is None:
+                    self._first_entries = entries = self._layer.count()
+                else:  # bounded by the cap, once a count of this layer has worked: a layer
+                    # the engine could never count (an image's own deep paths, say) is not the
+                    # agent's doing, and a count that fails on it stays a failure (logged)
+                    cap = (self._spec.disk_limit or 0) // INODE_BYTES
+                    worked = self._counted_through > -math.inf
+                    entries = self._layer.count(most=self._first_entries + cap if worked else None)
+                self._entries = entries * INODE_BYTES
+                self._counted_through = started
+            except Exception as exc:
+                if self._counted_through is None:  # counted again once a command ran
+                    self._counted_through = float("-inf")
+                log.warning("disk.count_failed", error=str(exc)[-300:])
+            finally:
+                self._count_ended = time.monotonic()
