@@ -196,6 +196,13 @@ class Sandbox(Protocol):
         than ``max_bytes``: what the agent left, never infra. Error texts name only ``path``."""
         ...
 
+    async def read_tree(self, path: str, out: BinaryIO, max_bytes: int) -> None:
+        """Write a tar of the directory ``path`` to ``out``, made by the engine (no tool of the
+        container's runs), at most ``max_bytes``. Raises FileNotFoundError, or UnreadableFile
+        when ``path`` is a symbolic link or no directory or its tar is larger: what the agent
+        left, never infra."""
+        ...
+
     async def remove(self) -> None:
         """Kill and delete the container. Idempotent; a command running concurrently is
         interrupted (its ``exec`` raises SandboxError)."""

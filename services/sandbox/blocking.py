@@ -67,6 +67,9 @@ class BlockingSandbox:
     def read_file(self, path: str, max_bytes: int = 1 << 20) -> bytes:
         return self._loop.call(self.sandbox.read_file(path, max_bytes))
 
+    def read_tree(self, path: str, out: BinaryIO, max_bytes: int) -> None:
+        self._loop.call(self.sandbox.read_tree(path, out, max_bytes))
+
     def remove(self) -> None:
         self._loop.call(self.sandbox.remove())
 

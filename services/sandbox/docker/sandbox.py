@@ -29,7 +29,12 @@ import docker.errors
 from docker.models.containers import Container
 
 from services.sandbox.base import AgentFault, ExecFailed, SandboxError, SandboxSpec
-from services.sandbox.docker.archive import absolute, files_tar, read_regular_file
+from services.sandbox.docker.archive import (
+    absolute,
+    files_tar,
+    read_regular_file,
+    stream_tree,
+)
 from services.sandbox.docker.diagnosis import (
     SessionKilled,
     diagnose,
@@ -378,6 +383,18 @@ class DockerSandbox:
     def _read_file(self, path: str, max_bytes: int) -> bytes:
         with self._api_errors(f"read {path}", missing=FileNotFoundError):
             return read_regular_file(self._client.api, self.id, path, max_bytes)
+
+    async def read_tree(self, path: str, out: BinaryIO, max_bytes: int) -> None:
+        """Write the engine's tar of the directory ``path`` to ``out`` (at most ``max_bytes``;
+        links inside are archived as links, never followed)."""
+        path = absolute(path)
+
+        def read() -> None:
+            with self._api_errors(f"read {path}", missing=FileNotFoundError):
+                stream_tree(self._client.api, self.id, path, out, max_bytes)
+
+        async with self._lock:
+            await self._io(read)
 
     async def _put(self, dest: str, data: bytes | BinaryIO) -> None:
         def put() -> None:
