@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
+from services.green.kinds.arvo.builds.patching import NotApplied, apply_unified
 from services.green.kinds.arvo.builds.runs import InputRun, frame_part, read_run, run_part
 from services.sandbox.base import AgentFault, Sandbox, SandboxProvider, SandboxSpec
 from services.shared.commands import CommandResult
@@ -263,14 +264,23 @@ class JudgeBox:
                 break
         return [done[name] for name in names]
 
-    async def build(self, patch: str) -> BuildStep:
-        """Apply ``patch`` to the project (``git apply``, else ``patch -p1``) and rebuild it."""
+    async def build(self, patch: str, *, image_tools: bool = False) -> BuildStep:
+        """Apply ``patch`` to the project with green's own applier (:mod:`.patching`: no tool
+        of the image's) and rebuild it. ``image_tools`` (the dataset's patch.diff only): a
+        patch green's applier cannot read is then tried with the image's ``git apply`` and
+        ``patch -p1``."""
         try:
-            applied, log = await apply_patch(
-                self.sandbox, patch, workdir=self.workdir, name="fix.patch"
-            )
-            if not applied:
-                return BuildStep(applied=False, detail=clip_middle(log.strip(), BUILD_LOG_KEEP))
+            try:
+                await apply_unified(self.sandbox, self.workdir, patch)
+            except NotApplied as exc:
+                if not image_tools:
+                    return BuildStep(applied=False, detail=str(exc))
+                applied, log = await apply_patch(
+                    self.sandbox, patch, workdir=self.workdir, name="fix.patch"
+                )
+                if not applied:
+                    detail = f"{exc}; the image's tools: {log.strip()}"
+                    return BuildStep(applied=False, detail=clip_middle(detail, BUILD_LOG_KEEP))
             result = await self._exec(
                 f"cd {shlex.quote(self.workdir)} && arvo compile 2>&1", self.bounds.build_s
             )
@@ -281,7 +291,7 @@ class JudgeBox:
                 applied=True,
                 timed_out=True,
                 detail=f"arvo compile did not finish within {self.bounds.build_s:g} s "
-                "and was stopped",
+                f"and was stopped\n{compiler_message(result.output)}".rstrip(),
             )
         if result.exit_code != 0:
             return BuildStep(applied=True, detail=compiler_message(result.output))

@@ -27,6 +27,9 @@ from services.shared.scores import aggregate
 
 CORPUS = "corpus.tar.gz"
 """The behaviour corpus asset: a gzip tar of inputs (the bundled fixtures have one)."""
+CANARY = "canary"
+"""An input that crashes both the vulnerable and the fixed build in another bug (the bundled
+fixtures have one): the fix judge checks that a patched build still reports it."""
 MAX_CORPUS_INPUTS = 64
 MAX_CORPUS_BYTES = 16 << 20
 

@@ -28,6 +28,7 @@ from services.green.kinds.arvo.builds.runs import InputRun
 from services.green.kinds.errors import AssetError
 from services.sandbox.base import ImageNotFound, SandboxProvider
 from services.shared.files import write_atomic
+from services.shared.text import clip_middle
 
 OUT_MAX_BYTES = 1 << 30
 """The largest ``/out`` archive of a fallback fixed build green keeps (1 GiB)."""
@@ -131,12 +132,12 @@ class TaskBuilds:
             if path.is_file():
                 await box.replace_out(await asyncio.to_thread(path.read_bytes))
                 return key
-            step = await box.build(self.fix_patch.decode("utf-8", "replace"))
+            step = await box.build(self.fix_patch.decode("utf-8", "replace"), image_tools=True)
             if not step.built:
                 why = "does not apply" if not step.applied else "does not build"
                 raise BrokenFixedBuild(
                     f"the task's fixed build: patch.diff {why} on {self.vulnerable_image}: "
-                    f"{step.detail[-1500:]}"
+                    f"{clip_middle(step.detail, 3000)}"
                 )
             data = await box.read_out(OUT_MAX_BYTES)
             await asyncio.to_thread(write_atomic, path, data)

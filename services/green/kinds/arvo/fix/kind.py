@@ -2,9 +2,9 @@
 builds, stops the crash and keeps the program's behaviour.
 
 The agent gets what a locate task gives (the crash report, the source tree) and edits the tree
-in place; at ``submit`` green takes the edit out as a diff against the pristine tree
-(:mod:`.patches`, as the SWE-bench kind does) and the judge (:mod:`.judge`) applies it in a fresh
-container of the task image. The task's PoC and the fix never enter the agent's container.
+in place; at ``submit`` green reads the tree out through the engine and diffs it against the
+pristine tree itself (:mod:`.patches`), and the judge (:mod:`.judge`) applies that diff in a
+fresh container of the task image with green's own applier. The task's PoC and the fix never enter the agent's container.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from services.green.kinds.arvo.assets import AssetError, check_archive, parse_arvo_id
-from services.green.kinds.arvo.builds.kind import CORPUS, BuildJudgedKind, read_corpus
+from services.green.kinds.arvo.builds.kind import CANARY, CORPUS, BuildJudgedKind, read_corpus
 from services.green.kinds.arvo.builds.task_builds import TaskBuilds
 from services.green.kinds.arvo.crash import crash_frames, fuzz_target
 from services.green.kinds.arvo.fix.judge import (
@@ -25,19 +25,13 @@ from services.green.kinds.arvo.fix.judge import (
     delete_line_patch,
     judge_patch,
 )
-from services.green.kinds.arvo.fix.patches import (
-    NoPatch,
-    baseline_script,
-    patch_problems,
-    take_patch,
-)
+from services.green.kinds.arvo.fix.patches import baseline_script, patch_problems, take_patch
 from services.green.kinds.arvo.fix.prompt import describe_fix_task
 from services.green.kinds.arvo.judge import PreparedTask
 from services.green.kinds.arvo.workspace import WORKSPACE, populate_workspace, project_dir
 from services.sandbox.base import Sandbox, SandboxError, UnreadableFile
 from services.shared.logging import get_logger
 from services.shared.protocol import FixTask, TaskAssignment, TaskPaths
-from services.swebench.judge import patch_files
 
 log = get_logger("services.green.kinds.arvo.fix")
 
@@ -61,6 +55,10 @@ class FixPlan:
     """The crash-frame floor's patch (None: no floor is judged)."""
     floors: dict[str, dict[str, float]]
     """The kind's floors of this task, judged once (shared by its plans)."""
+    fix_patch: str
+    """``patch.diff`` (the constructs it adds are allowed in a patch)."""
+    canary: bytes | None
+    """An input that crashes both builds in another bug (the ``canary`` asset; None: none)."""
     strip_git: bool
     hide_poc: bool
     mask_arvo_id: bool
@@ -89,8 +87,8 @@ class FixPlan:
             hide_poc=self.hide_poc,
         )
         result = await sandbox.exec(baseline_script(self.paths.source_dir), 300)
-        if result.exit_code != 0:
-            raise RuntimeError(f"cannot make the source tree's baseline: {result.output[-500:]}")
+        if result.exit_code != 0:  # a convenience for the agent: green never reads it
+            log.warning("fix.baseline_failed", output=result.output[-300:])
 
     def wrap(self, command: str) -> str:
         return command
@@ -106,18 +104,19 @@ class FixPlan:
 
     async def read_submission(self, sandbox: Sandbox) -> tuple[FixPatch | None, list[str]]:
         source = self.paths.source_dir
+        bound = self.prepared.workspace_bytes * 4 + (256 << 20)
         try:
-            patch = await take_patch(sandbox, source)
-        except NoPatch as exc:  # the agent broke the tree's baseline
-            return None, [str(exc)]
-        except UnreadableFile as exc:  # too large: what the agent left
+            taken = await take_patch(
+                sandbox, source, self.assets["repo-vul.tar.gz"], self.prepared.archive_top, bound
+            )
+        except (UnreadableFile, FileNotFoundError) as exc:  # what the agent left
             return None, [f"could not take the patch out of {source}: {exc}"]
-        if not patch.strip():
+        if not (taken.patch.strip() or taken.binary or taken.odd):
             return None, [f"{source} has no changes: edit the source code, then submit"]
-        problems = patch_problems(patch, self.harness)
+        problems = patch_problems(taken, self.harness, self.fix_patch)
         if problems:
             return None, problems
-        return FixPatch(patch=patch, files=patch_files(patch)), []
+        return FixPatch(patch=taken.patch, files=taken.files), []
 
     async def score(self, submission: FixPatch | None) -> FixScore:
         if submission is None:
@@ -135,6 +134,7 @@ class FixPlan:
             corpus=self.corpus,
             fuzz_target=self.truth.fuzz_target,
             task_id=self.task_id or "arvo-fix",
+            canary=self.canary,
         )
 
     async def _floors(self) -> dict[str, dict[str, float]]:
@@ -159,8 +159,8 @@ class ArvoFixKind(BuildJudgedKind):
     metrics = METRICS
     public_scores = frozenset({"submitted"})
     """Shown to anyone besides the metrics (the build log and the runs: only with the truth)."""
-    scoring_version = "arvo-fix-1"
-    secret_assets = frozenset({"patch.diff", "poc"})
+    scoring_version = "arvo-fix-2"
+    secret_assets = frozenset({"patch.diff", "poc", CANARY})
     """Assets whose hashes are shown only with the ground truth."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -179,6 +179,7 @@ class ArvoFixKind(BuildJudgedKind):
         corpus_path = self.optional(ref, CORPUS)
         if corpus_path is not None:
             files[CORPUS] = corpus_path
+        canary_path = self.optional(ref, CANARY)
         prepared = self.judge.prepare(files["patch.diff"], files["repo-vul.tar.gz"])
         text = files["error.txt"].read_text(errors="replace")
         corpus = read_corpus(corpus_path)
@@ -203,6 +204,8 @@ class ArvoFixKind(BuildJudgedKind):
             if s.fix_floor
             else None,
             floors=self.floors.setdefault(ref, {"empty": dict.fromkeys(METRICS, 0.0)}),
+            fix_patch=files["patch.diff"].read_text(errors="replace"),
+            canary=canary_path.read_bytes() if canary_path is not None else None,
             strip_git=s.strip_git,
             hide_poc=s.hide_poc,
             mask_arvo_id=s.mask_arvo_id,

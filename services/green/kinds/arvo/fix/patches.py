@@ -1,28 +1,34 @@
-"""A fix task's patch: taken out of the agent's container, and what a fix may not change.
+"""A fix task's patch: taken out of the agent's container by green, and what a fix may not change.
 
-At preparation the source tree the agent edits gets a one-commit git baseline of the pristine,
-vulnerable tree (no history: nothing of the fix is reachable). At ``submit`` green takes the
-agent's edit out as ``git diff --binary`` against it (build products excluded) and checks it:
-a patch that changes tests, the fuzz harness or the build scripts is refused with a sentence
-naming the file (the agent may put it back and submit again), and so is one that changes
-binary files. The judge applies it to the pristine tree of a fresh container.
+At ``submit`` green reads the agent's source tree through the engine (a tar the engine makes:
+no tool, configuration or file of the agent's container decides what it holds) and diffs it
+against the pristine tree of ``repo-vul.tar.gz`` in its own process (:mod:`.tree_diff`). The
+diff is checked whole: a patch that changes tests, the fuzz harness or the build scripts is
+refused with a sentence naming the file (the agent may put it back and submit again), and so is
+one that changes binary files or links, or adds code that changes how the sanitizer or the
+process runs (:mod:`.constructs`). The judge applies exactly that diff to the pristine tree of a
+fresh container, with green's own applier (:mod:`..builds.patching`).
+
+Where the image has ``git``, the tree the agent edits is also given a one-commit repository of
+the pristine tree, for the agent's own ``git diff``; green never reads it.
 """
 
 from __future__ import annotations
 
+import asyncio
+import posixpath
 import re
 import shlex
+import tempfile
+from pathlib import Path
 
+from services.green.kinds.arvo.fix.constructs import refused_constructs
+from services.green.kinds.arvo.fix.tree_diff import TreeDiff, diff_trees
 from services.green.kinds.arvo.scoring.gt_model import is_test_path
 from services.sandbox.base import Sandbox
-from services.swebench.judge import patch_files
 
-PATCH_FILE = "/tmp/arena-fix.patch"
 MAX_PATCH_BYTES = 4 << 20
 """The largest patch green takes out of a fix task's container."""
-BUILD_PRODUCTS = ("*.o", "*.a", "*.so", "*.so.*", "*.lo", "*.la", "*.d", "*.gcno", "*.gcda",
-                  "*.pyc", ".deps", ".libs", "CMakeFiles", "CMakeCache.txt")  # fmt: skip
-"""Left out of the patch: what building the project in the container writes into its tree."""
 BUILD_FILES = frozenset(
     {"makefile", "gnumakefile", "cmakelists.txt", "meson.build", "meson_options.txt",
      "configure", "configure.ac", "configure.in", "build.sh", "build", "build.bazel",
@@ -38,37 +44,28 @@ _IDENTITY = (
 
 
 def baseline_script(project_dir: str) -> str:
-    """Bash that makes the pristine tree a one-commit repository (``git diff`` then shows the
-    agent's edit), with no hooks and a fixed identity."""
+    """Bash that makes the pristine tree a one-commit repository for the agent's own use
+    (``git diff`` shows its edit), where the image has ``git``; nothing where it has none."""
     d = shlex.quote(project_dir)
     return (
-        f"cd {d} && rm -rf .git && git init -q && git {_IDENTITY} add -A -f . && "
+        f"command -v git >/dev/null || exit 0; cd {d} && rm -rf .git && git init -q && "
+        f"git {_IDENTITY} add -A -f . && "
         f"git {_IDENTITY} commit -q --no-verify -m 'the vulnerable tree' && git rev-parse HEAD"
     )
 
 
-class NoPatch(ValueError):
-    """The agent's tree gives no diff: its git baseline is gone or broken (the agent's doing)."""
-
-
-async def take_patch(sandbox: Sandbox, project_dir: str) -> str:
-    """The agent's edit of ``project_dir`` as a binary-safe diff against the baseline (new
-    files included, build products left out). Raises UnreadableFile when it is too large,
-    NoPatch when git cannot diff the tree (the engine failing raises SandboxError)."""
-    excludes = " ".join(shlex.quote(f":(exclude,glob)**/{p}") for p in BUILD_PRODUCTS)
-    script = (
-        f"cd {shlex.quote(project_dir)} && git -c core.fileMode=false add -A -- . {excludes} "
-        f"&& git -c core.fileMode=false diff --cached --binary HEAD -- . > {PATCH_FILE}"
-    )
-    result = await sandbox.exec(script, 120)
-    if result.exit_code != 0:
-        tail = result.output.strip().splitlines()[-1:] or ["no output"]
-        raise NoPatch(
-            f"git cannot diff {project_dir} against its baseline (exit {result.exit_code}: "
-            f"{tail[0][:200]}); restore its .git folder, or the tree, and submit again"
-        )
-    data = await sandbox.read_file(PATCH_FILE, max_bytes=MAX_PATCH_BYTES)
-    return data.decode("utf-8", errors="replace")
+async def take_patch(
+    sandbox: Sandbox, project_dir: str, pristine: Path, pristine_top: str, max_bytes: int
+) -> TreeDiff:
+    """The agent's edit of ``project_dir`` against the pristine archive (its project under
+    ``pristine_top``), computed by green. Raises UnreadableFile when the tree is larger than
+    ``max_bytes`` or no directory (the engine failing raises SandboxError)."""
+    with tempfile.TemporaryDirectory(prefix="arena-fix-") as tmp:
+        tree = Path(tmp) / "tree.tar"
+        with tree.open("wb") as out:
+            await sandbox.read_tree(project_dir, out, max_bytes)
+        top = posixpath.basename(project_dir.rstrip("/"))
+        return await asyncio.to_thread(diff_trees, pristine, pristine_top, tree, top)
 
 
 def what_it_is(path: str, harness: str | None) -> str | None:
@@ -84,32 +81,31 @@ def what_it_is(path: str, harness: str | None) -> str | None:
     return None
 
 
-def patch_problems(patch: str, harness: str | None) -> list[str]:
-    """Why ``patch`` is refused (empty: it is not). ``harness``: the fuzz harness's path in
-    the project (from the crash report), refused wherever it lies."""
-    if not patch.strip():
-        return []
-    paths = patch_files(patch)
-    if not paths:
-        return ["the patch cannot be read as a git diff"]
+def patch_problems(taken: TreeDiff, harness: str | None, fix_patch: str | None) -> list[str]:
+    """Why the agent's edit is refused (empty: it is not). ``harness``: the fuzz harness's path
+    in the project (from the crash report), refused wherever it lies; ``fix_patch``: the
+    developers' fix (a construct it adds is allowed)."""
     problems = [
         f"the patch changes {p}, {kind}: a fix changes the project's code only "
-        f"(put it back with: git checkout -- {shlex.quote(p)})"
-        for p in paths
+        f"(put it back as it was in the pristine tree)"
+        for p in taken.files + taken.binary + taken.odd
         if (kind := what_it_is(p, harness))
     ]
-    binary = _binary(patch)
-    if binary:
+    if taken.binary:
         problems.append(
-            "the patch changes binary files (" + ", ".join(binary[:5]) + "): a fix changes "
-            "source code (remove them, or put them back with git checkout)"
+            "the patch changes binary files (" + ", ".join(taken.binary[:5]) + "): a fix "
+            "changes source code (remove them, or put them back as they were)"
         )
-    return problems
-
-
-def _binary(patch: str) -> list[str]:
-    out = []
-    for m in re.finditer(r"^diff --git a/(\S+) b/\S+\n(?:(?!diff --git ).*\n)*?GIT binary patch",
-                         patch, re.M):  # fmt: skip
-        out.append(m.group(1))
-    return out
+    if taken.odd:
+        problems.append(
+            "the tree has links or special files that are not as in the pristine tree ("
+            + ", ".join(taken.odd[:5])
+            + "): a fix changes source code (remove them, or put them back as they were)"
+        )
+    size = len(taken.patch.encode())
+    if size > MAX_PATCH_BYTES:
+        problems.append(
+            f"the patch is {size:,} bytes, more than {MAX_PATCH_BYTES:,}: a fix is a small "
+            "change (remove generated files from the tree)"
+        )
+    return problems + refused_constructs(taken.patch, fix_patch)
