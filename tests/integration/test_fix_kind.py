@@ -5,8 +5,9 @@ resolved; a patch that does not compile has ``builds`` 0 and the compiler's mess
 explanation; a patch that deletes the body of the crashing function builds and stops the crash
 but not ``behaviour_kept`` (the corpus inputs behave otherwise than on the fixed build). Through
 green with a scripted purple: an edit of the fuzz harness and an empty patch are refused, a
-patch whose build loops is stopped at its bound as the patch's failure, and an engine cut while
-a patch is judged ends the task as infra.
+patch whose build loops is stopped at its bound as the patch's failure, a tree whose ``.git`` the
+agent removed is judged on its edit (green diffs the tree itself), and an engine cut while a
+patch is judged ends the task as infra.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from fixtures.catalog import FixtureTask, get_task, load_tasks
+from fixtures.catalog import FixtureTask, get_task, load_bare_tasks, load_tasks
 from services.green.config import GreenSettings
 from services.green.kinds.arvo.fix.judge import FixPatch, FixScore
 from services.green.kinds.arvo.fix.kind import ArvoFixKind
@@ -83,7 +84,7 @@ def test_every_fixture_judges_its_fix_a_gutted_function_and_a_broken_build(
     async def every() -> list[tuple[int, str, FixScore]]:
         jobs = {
             (t.id, which): patch
-            for t in load_tasks()
+            for t in load_tasks() + load_bare_tasks()
             for which, patch in (
                 ("fix", (fixture_assets / str(t.id) / "patch.diff").read_text()),
                 ("gutted", gut_patch(t)),
@@ -105,7 +106,7 @@ def test_every_fixture_judges_its_fix_a_gutted_function_and_a_broken_build(
             assert any(line.startswith("corpus input") for line in why), why
         else:
             assert m["applied"] == 1 and m["builds"] == 0 and m["resolved"] == 0, why
-            assert "error: expected expression" in why[0], why
+            assert "error: expected expression" in why[1], why
             assert "error: expected expression" in (score.build_log or "")
     assert leftover_containers(docker_client, green_settings.instance_name) == []
 
@@ -168,9 +169,9 @@ def test_a_fix_task_through_green_is_resolved_refused_or_empty(
     assert harness["scores"]["resolved"] == 0 and harness["scores"]["submitted"] is False
     assert "has no changes" in refusals[1][0]
     assert empty["status"] == "failed" and empty["failure_kind"] == "agent"
-    # the agent broke the tree's git baseline: its failure, with a sentence, never infra
-    assert "git cannot diff" in refusals[2][0] and "restore its .git" in refusals[2][0]
-    assert no_git["status"] == "failed" and no_git["failure_kind"] == "agent", no_git["error"]
+    # the agent removed the tree's git baseline: green never reads it, the edit is judged
+    assert no_git["status"] == "completed", no_git["error"]
+    assert no_git["scores"]["resolved"] == 0 and no_git["submission"]["files"] == ["src/rle.c"]
     assert all(d["ref"] == "arvo-fix:900002" for d in done)
     assert "# Vulnerability fixing task" in observed.descriptions[0]
 
