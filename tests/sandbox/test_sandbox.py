@@ -695,3 +695,30 @@ async def test_thread_pool_stream_works_like_the_event_loop_stream(
         await sandbox.remove()
         await provider.aclose()
         pool.shutdown()
+
+
+def test_read_tree_is_the_engines_tar_bounded_and_never_follows_a_link(
+    make: Callable[..., DockerSandbox],
+) -> None:
+    """A directory comes out as the engine's tar (links inside archived as links); a link to
+    a directory, a file or a tar past the bound is refused as UnreadableFile (the agent's)."""
+    box = make()
+    box.put_files("/workspace/tree", {"a.c": b"int a;\n", "sub/b.h": b"#define B\n"})
+    box.exec("ln -s /etc/passwd /workspace/tree/evil && ln -s /etc /workspace/etc", timeout=10)
+    out = io.BytesIO()
+    box.read_tree("/workspace/tree", out, 1 << 20)
+    out.seek(0)
+    with tarfile.open(fileobj=out) as tar:
+        members = {m.name: m for m in tar.getmembers()}
+        assert tar.extractfile(members["tree/a.c"]).read() == b"int a;\n"  # type: ignore[union-attr]
+    assert members["tree/evil"].issym() and members["tree/evil"].linkname == "/etc/passwd"
+    assert "tree/sub/b.h" in members
+    with pytest.raises(UnreadableFile, match="symbolic link"):
+        box.read_tree("/workspace/etc", io.BytesIO(), 1 << 20)
+    with pytest.raises(UnreadableFile, match="not a directory"):
+        box.read_tree("/workspace/tree/a.c", io.BytesIO(), 1 << 20)
+    with pytest.raises(UnreadableFile, match="more than") as caught:
+        box.read_tree("/workspace/tree", io.BytesIO(), 100)
+    assert caught.value.errno == errno.EFBIG
+    with pytest.raises(FileNotFoundError):
+        box.read_tree("/workspace/missing", io.BytesIO(), 1 << 20)
