@@ -13,6 +13,8 @@ on its runs).
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import io
 import re
 import struct
@@ -53,7 +55,13 @@ class BinaryFacts:
 
 
 def read_facts(data: bytes) -> BinaryFacts:
-    """Parse an ELF file's bytes; NotAnElf when they are none."""
+    """Parse an ELF file's bytes (a binary seen before: its facts again, by digest); NotAnElf
+    when they are none."""
+    return _facts_of(hashlib.sha256(data).hexdigest(), data)
+
+
+@functools.lru_cache(maxsize=64)
+def _facts_of(_digest: str, data: bytes) -> BinaryFacts:
     try:
         elf = ELFFile(io.BytesIO(data))
         return _facts(elf)
@@ -64,10 +72,10 @@ def read_facts(data: bytes) -> BinaryFacts:
 def _facts(elf: ELFFile) -> BinaryFacts:
     facts = BinaryFacts()
     functions: dict[int, str] = {}
-    for section in elf.iter_sections():
-        if not isinstance(section, SymbolTableSection):
-            continue
-        facts.symbols |= section.name == ".symtab"
+    tables = [s for s in elf.iter_sections() if isinstance(s, SymbolTableSection)]
+    full = [s for s in tables if s.name == ".symtab"]
+    facts.symbols = bool(full)
+    for section in full or tables:  # the full table holds the dynamic one's names
         for sym in section.iter_symbols():
             name, defined = sym.name, sym["st_shndx"] != "SHN_UNDEF"
             if not name or not defined:
