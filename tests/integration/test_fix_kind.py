@@ -69,44 +69,42 @@ def judge_kind(green_settings: GreenSettings):
     return make
 
 
+@pytest.mark.parametrize("task", load_tasks() + load_bare_tasks(), ids=lambda t: str(t.id))
 def test_every_fixture_judges_its_fix_a_gutted_function_and_a_broken_build(
-    judge_kind, docker_client, green_settings, fixture_assets
+    task: FixtureTask, judge_kind, docker_client, green_settings, fixture_assets
 ):
+    """One test per fixture (its three judgements at once), so that each has pytest's own
+    bound rather than all fifteen sharing one."""
     kind, provider = judge_kind(fix_floor=False)
-    slots = asyncio.Semaphore(3)
+    patches = {
+        "fix": (fixture_assets / str(task.id) / "patch.diff").read_text(),
+        "gutted": gut_patch(task),
+        "broken": broken_patch(task),
+    }
 
-    async def judge(task_id: int, patch: str) -> FixScore:
-        async with slots:
-            plan = await asyncio.to_thread(kind.prepare, str(task_id))
-            plan.task_id = f"fix-test-{task_id}"
-            return await plan.score(FixPatch(patch=patch, files=[]))
+    async def judge(which: str, patch: str) -> FixScore:
+        plan = await asyncio.to_thread(kind.prepare, str(task.id))
+        plan.task_id = f"fix-test-{task.id}-{which}"
+        return await plan.score(FixPatch(patch=patch, files=[]))
 
-    async def every() -> list[tuple[int, str, FixScore]]:
-        jobs = {
-            (t.id, which): patch
-            for t in load_tasks() + load_bare_tasks()
-            for which, patch in (
-                ("fix", (fixture_assets / str(t.id) / "patch.diff").read_text()),
-                ("gutted", gut_patch(t)),
-                ("broken", broken_patch(t)),
-            )
-        }
-        scores = await asyncio.gather(*(judge(i, p) for (i, _), p in jobs.items()))
-        await provider.aclose()
-        return [(i, which, s) for (i, which), s in zip(jobs, scores, strict=True)]
+    async def every() -> list[FixScore]:
+        try:
+            return await asyncio.gather(*(judge(w, p) for w, p in patches.items()))
+        finally:
+            await provider.aclose()
 
-    for task_id, which, score in asyncio.run(every()):
+    for which, score in zip(patches, asyncio.run(every()), strict=True):
         m, why = score.metrics(), score.explanation
-        print(task_id, which, m, why[:2])
+        print(task.id, which, m, why[:2])
         if which == "fix":
-            assert m == dict.fromkeys(m, 1.0), (task_id, why)
+            assert m == dict.fromkeys(m, 1.0), (task.id, why)
         elif which == "gutted":
             assert m["builds"] == 1 and m["behaviour_kept"] == 0 and m["resolved"] == 0, why
-            if m["crash_fixed"] == 0 and task_id not in LEAKS_WITHOUT_ITS_BODY:
+            if m["crash_fixed"] == 0 and task.id not in LEAKS_WITHOUT_ITS_BODY:
                 # the gutted function was on the canary's path too: it no longer reports
                 assert any(line.startswith("the canary") for line in why), why
             else:
-                assert m["crash_fixed"] == float(task_id not in LEAKS_WITHOUT_ITS_BODY), why
+                assert m["crash_fixed"] == float(task.id not in LEAKS_WITHOUT_ITS_BODY), why
             assert any(line.startswith("corpus input") for line in why), why
         else:
             assert m["applied"] == 1 and m["builds"] == 0 and m["resolved"] == 0, why
