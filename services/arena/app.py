@@ -22,7 +22,6 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from services.arena import options as opt
 from services.arena.batch import (
@@ -35,18 +34,18 @@ from services.arena.batch import (
 from services.arena.client import GreenUnreachable, RunRefused
 from services.arena.compare import compare_runs
 from services.arena.compare_report import kinds_of, write_comparison
-from services.arena.figures import bracket, num, p_value, signed, with_interval
+from services.arena.figures import bracket, p_value, signed
 from services.arena.leaderboard import write_leaderboard
 from services.arena.manifest import provenance_conflicts, refresh_audit, write_manifest
-from services.arena.records import gaps, incomplete, repair_run
+from services.arena.records import incomplete, repair_run
 from services.arena.refs import split_refs, task_refs
 from services.arena.report import render_report
 from services.arena.results import RESULTS_FILE, RunResults, Session, Slot, now_iso
 from services.arena.splits import named_split, split_names, write_split
+from services.arena.summary import print_summary
 from services.arena.tasks import tasks_app
 from services.arena.tasks_client import narrow_run_ids
 from services.shared.operator_token import find_local_token
-from services.shared.scores import headline
 from services.shared.task_ref import TaskRef
 
 app = typer.Typer(
@@ -58,49 +57,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(tasks_app, name="tasks")
-
-
-def _summary(results: RunResults, console: Console) -> None:
-    title = f"run {results.run}: {len(results.tasks)}/{len(results.slots())} ended"
-    parts = results.by_kind()
-    for kind, part in parts:  # one table per kind: each metric over its own kind's tasks
-        _kind_summary(part, title if len(parts) == 1 else f"{title}; {kind} tasks", console)
-
-
-def _kind_summary(results: RunResults, title: str, console: Console) -> None:
-    agg = results.aggregate
-    metrics = headline(results.metrics())  # report.md has every metric
-    table = Table(title=title)
-    table.add_column("mean over")
-    table.add_column("n", justify="right")
-    for m in metrics:
-        table.add_column(m, justify="right")
-    for label, key in (("all tasks", "mean_all"), ("non-infra", "mean_non_infra")):
-        means = agg.get(key) or {}
-        table.add_row(label, str(means.get("n", 0)), *(num(means.get(m)) for m in metrics))
-    console.print(table)
-    ivs = (agg.get("uncertainty") or {}).get("mean_all") or {}
-    if ivs:
-        console.print(
-            escape(
-                "  95% intervals (all tasks): "
-                + ", ".join(
-                    f"{m} {with_interval((agg.get('mean_all') or {}).get(m), ivs.get(m))}"
-                    for m in metrics
-                )
-            ),
-            highlight=False,
-        )
-    for line in agg.get("explanation", []):
-        console.print(f"  {escape(line)}", highlight=False)
-    missing = gaps(results)
-    if missing:
-        console.print(
-            f"[yellow]{len(missing)} record(s) incomplete[/] ("
-            + ", ".join(f"{g.label}: {', '.join(g.fields)}" for g in missing[:5])
-            + (", ..." if len(missing) > 5 else "")
-            + '): see report.md, "Incomplete records"'
-        )
 
 
 def _run_dir(out: Path, run_name: str | None) -> tuple[str, Path]:
@@ -247,7 +203,7 @@ def _close(
     write_manifest(results, run_dir)
     write_leaderboard(results, run_dir)
     report = render_report(results, run_dir)
-    _summary(results, console)
+    print_summary(results, console)
     console.print(f"results: {run_dir / RESULTS_FILE}\nreport:  {report}")
     if results.green_run:
         console.print(
@@ -441,7 +397,7 @@ def report(
     write_manifest(results, run_dir)
     write_leaderboard(results, run_dir)
     out = render_report(results, run_dir)
-    _summary(results, console)
+    print_summary(results, console)
     console.print(f"report: {out}")
 
 
