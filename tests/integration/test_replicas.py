@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import docker
@@ -57,13 +58,15 @@ def _tasks(url: str, ids: list[str]) -> dict[str, dict]:
     return {i: web.get(f"{url}/tasks/{i}", headers=OPERATOR, timeout=10).json() for i in ids}
 
 
-def _until(what, timeout: float, message: str, period: float = 0.2):
+def _until(what, timeout: float, message: str | Callable[[], str], period: float = 0.2):
+    """``what()`` once it is true; else, after ``timeout`` s, fail saying ``message`` (a
+    callable: what it says then, not at the start of the wait)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if result := what():
             return result
         time.sleep(period)
-    raise AssertionError(message)
+    raise AssertionError(message() if callable(message) else message)
 
 
 def _running_on(url: str, ids: list[str], name: str) -> list[dict]:
@@ -155,7 +158,9 @@ def test_queue_leases_and_cancel_across_two_replicas(
             return [c["Names"][0] for c in found]
 
         # The takeover writes the end first (only one replica may win it), then removes.
-        _until(lambda: not b_containers(), 60, f"B's containers were left: {b_containers()}")
+        _until(
+            lambda: not b_containers(), 60, lambda: f"B's containers were left: {b_containers()}"
+        )
 
         # A keeps working the queue alone; then cancel what is left (queued ones at once)
         _until(lambda: _running_on(a.url, ids, "replica-a"), 30, "A stopped claiming")

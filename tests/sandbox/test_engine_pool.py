@@ -278,3 +278,67 @@ async def test_a_container_green_gave_up_on_takes_no_slot_and_is_retried_with_ba
             await sandbox.remove()
         await pool.aclose()
     assert not main_client.containers.list(all=True, filters={"name": jammed.name})
+
+
+async def test_a_dead_replicas_containers_on_a_down_engine_are_not_reported_removed(
+    main_client: docker.DockerClient,
+) -> None:
+    """A reap of a dead replica's tasks (``only``) removes them on every engine that answers
+    and raises for one that does not, so that its caller (the takeover) tries again: returning
+    as if done left the down engine's containers behind for good."""
+    proxy = DockerProxy(Path(f"/tmp/arena-pool-{secrets.token_hex(4)}.sock")).start()
+    dead = docker_provider(hosts=[LOCAL, proxy.url], label_prefix=PREFIX, owner="replica-dead")
+    taker = docker_provider(hosts=[LOCAL, proxy.url], label_prefix=PREFIX, owner="replica-live")
+    made = []
+    try:
+        made += [await dead.create(_spec()), await dead.create(_spec())]
+        assert sorted(s.engine for s in made) == ["engine-0", "engine-1"]
+        tasks = {s.spec.task_id for s in made}
+        proxy.stop()
+        with pytest.raises(EngineUnreachable, match="not reaped on engine-1"):
+            await taker.reap(only=tasks)
+        proxy.start()
+        await taker.reap(only=tasks)  # every engine answers: done (both engines are this one)
+        left = main_client.containers.list(all=True, filters={"label": f"{PREFIX}.managed=1"})
+        assert not [c.name for c in left if c.labels[f"{PREFIX}.task_id"] in tasks]
+    finally:
+        proxy.start()
+        for sandbox in made:
+            await sandbox.remove()
+        await dead.aclose()
+        await taker.aclose()
+        proxy.stop()
+
+
+async def test_a_reap_is_not_failed_by_another_container_removed_while_it_lists(
+    main_client: docker.DockerClient,
+) -> None:
+    """On a busy engine containers come and go while a reap lists them: one removed between
+    the list and its inspection (another green's task ending) is skipped, not an error that
+    fails the whole reap (and, every round, a dead replica's takeover)."""
+    proxy = DockerProxy(Path(f"/tmp/arena-pool-{secrets.token_hex(4)}.sock")).start()
+    creator = docker_provider(hosts=[LOCAL], label_prefix=PREFIX, owner="replica-dead")
+    taker = docker_provider(hosts=[proxy.url], label_prefix=PREFIX, owner="replica-live")
+    made = []
+    try:
+        target, bystander = await creator.create(_spec()), await creator.create(_spec())
+        made += [target, bystander]
+        bystander_id = main_client.containers.get(bystander.name).id
+
+        def remove_bystander_first(request: bytes) -> float:
+            if (
+                request.startswith(b"GET ")
+                and f"/containers/{bystander_id}/json".encode() in (request.split(b" ", 2)[1])
+            ):
+                main_client.containers.get(bystander_id).remove(force=True)
+            return 0.0
+
+        proxy.delay = remove_bystander_first
+        assert await taker.reap(only={target.spec.task_id}) == [target.name]
+    finally:
+        proxy.delay = lambda request: 0
+        for sandbox in made:
+            await sandbox.remove()
+        await creator.aclose()
+        await taker.aclose()
+        proxy.stop()

@@ -248,14 +248,20 @@ class EnginePool:
         self, keep: Callable[[str], bool] | None = None, *, only: Collection[str] | None = None
     ) -> list[str]:
         """Reap on every engine that answers (a down engine is reaped when it is back); with
-        ``only``, the containers of those task ids, on whichever engine holds them."""
+        ``only``, the containers of those task ids, on whichever engine holds them: then an
+        engine that did not answer raises EngineUnreachable once the others are reaped, since
+        no sweep of this green's own containers would ever remove them (its caller retries)."""
         self._ensure_monitor()
         names: list[str] = []
+        missed: list[str] = []
         for engine in self.members:
             try:
                 names += await engine.provider.reap(keep, only=only)
             except EngineUnreachable as e:  # reaped at the next sweep or start
                 log.warning("engine.reap_failed", engine=engine.name, error=str(e))
+                missed.append(f"{engine.name}: {e}")
+        if only is not None and missed:
+            raise EngineUnreachable(f"removed {names}; not reaped on {'; '.join(missed)}")
         return names
 
     async def ping(self) -> bool:

@@ -279,7 +279,11 @@ class DockerSandboxProvider:
         if self._owner and only is None:
             labels.append(f"{self._prefix}.owner={self._owner}")
         try:
-            leftovers = self._client.containers.list(all=True, filters={"label": labels})
+            # one removed between the list and its inspection (another task ended meanwhile,
+            # on a busy engine every round) is skipped, not a failure of the whole reap
+            leftovers = self._client.containers.list(
+                all=True, filters={"label": labels}, ignore_removed=True
+            )
         except ENGINE_ERRORS as e:
             raise engine_error(e, "cannot list containers") from e
         names = []
