@@ -34,6 +34,8 @@ LEASE_S = 6.0
 SLOTS = 3
 IDS = ["900001", "900002", "900003", "900004"]
 HELD = {"preparing", "running", "evaluating"}
+ENGINE_CALL_S = 60.0
+"""The longest one Docker API call of green's may take (``GREEN_DOCKER_TIMEOUT_S``)."""
 
 
 def _replica(
@@ -49,6 +51,7 @@ def _replica(
         "GREEN_QUEUE_POLL_S": "0.5",
         "GREEN_MAX_CONCURRENT_TASKS": str(slots),
         "GREEN_CONTAINER_MEMORY": "512m",
+        "GREEN_DOCKER_TIMEOUT_S": str(ENGINE_CALL_S),
         "GREEN_API_TOKEN_FILE": str(tmp / f"token-{name}"),
     }
     return ServiceProcess("services.green", port, env, tmp / f"{name}.out")
@@ -157,9 +160,13 @@ def test_queue_leases_and_cancel_across_two_replicas(
             found = docker_client.api.containers(all=True, filters={"label": labels})
             return [c["Names"][0] for c in found]
 
-        # The takeover writes the end first (only one replica may win it), then removes.
+        # The takeover writes the end first (only one replica may win it), then removes, and
+        # tries again until the engine has answered: on a loaded machine one engine call may
+        # take up to green's Docker timeout, so the wait is on the removal, bounded by that.
         _until(
-            lambda: not b_containers(), 60, lambda: f"B's containers were left: {b_containers()}"
+            lambda: not b_containers(),
+            3 * ENGINE_CALL_S,
+            lambda: f"B's containers were left: {b_containers()}",
         )
 
         # A keeps working the queue alone; then cancel what is left (queued ones at once)

@@ -279,28 +279,28 @@ class DockerSandboxProvider:
         if self._owner and only is None:
             labels.append(f"{self._prefix}.owner={self._owner}")
         try:
-            # one removed between the list and its inspection (another task ended meanwhile,
-            # on a busy engine every round) is skipped, not a failure of the whole reap
-            leftovers = self._client.containers.list(
-                all=True, filters={"label": labels}, ignore_removed=True
-            )
+            # One list call, whose rows carry the labels: no inspection of each container (on
+            # a busy engine, one removed meanwhile by its own task's end failed the whole reap,
+            # and every inspection is one more call queued behind the engine's other work).
+            leftovers = self._client.api.containers(all=True, filters={"label": labels})
         except ENGINE_ERRORS as e:
             raise engine_error(e, "cannot list containers") from e
         names = []
-        for container in leftovers:
-            task_id = container.labels.get(f"{self._prefix}.task_id", "")
+        for row in leftovers:
+            task_id = (row.get("Labels") or {}).get(f"{self._prefix}.task_id", "")
             if (keep is not None and keep(task_id)) or (only is not None and task_id not in only):
                 continue
+            name = ((row.get("Names") or [""])[0] or row["Id"][:12]).lstrip("/")
             try:
-                container.remove(force=True, v=True)
-                names.append(container.name)
+                self._client.api.remove_container(row["Id"], force=True, v=True)
+                names.append(name)
             except docker.errors.NotFound:
                 pass
             except docker.errors.APIError as e:  # e.g. 409: a removal is already in progress
                 if e.status_code != 409:
-                    raise SandboxError(f"cannot remove {container.name}: {e.explanation}") from e
+                    raise SandboxError(f"cannot remove {name}: {e.explanation}") from e
             except ENGINE_ERRORS as e:
-                raise engine_error(e, f"cannot remove {container.name}") from e
+                raise engine_error(e, f"cannot remove {name}") from e
         return names
 
     async def ping(self) -> bool:
