@@ -363,7 +363,7 @@ def split_cmd(
 @app.command()
 def report(
     run_dir: opt.RunDir,
-    force: opt.Force = False,
+    force: opt.ReportForce = False,
     green: opt.ReportGreen = None,
     api_token: opt.ApiToken = None,
     offline: opt.Offline = False,

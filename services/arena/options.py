@@ -147,3 +147,11 @@ Force = Annotated[
         "--force", help="Compare even when a task's scoring rule or image digest differs."
     ),
 ]
+ReportForce = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Report even when the trials of a task were scored with different scoring rules "
+        "or image digests.",
+    ),
+]
