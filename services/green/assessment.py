@@ -124,15 +124,13 @@ class AssessmentResult(BaseModel):
             if means := one.get("mean_all"):
                 lines.append(f"  mean over {means.get('n', 0)}{of}: {figures(means)}")
             ivs = (one.get("uncertainty") or {}).get("mean_all") or {}
-            if ivs:
-                lines.append(
-                    "  95% intervals: "
-                    + " ".join(
-                        f"{k}=[{iv['ci_low']:.3f},{iv['ci_high']:.3f}]"
-                        for k, iv in ivs.items()
-                        if iv.get("ci_low") is not None
-                    )
-                )
+            shown = [
+                f"{k}=[{iv['ci_low']:.3f},{iv['ci_high']:.3f}]"
+                for k, iv in ivs.items()
+                if iv.get("ci_low") is not None
+            ]
+            if shown:  # none over one task (no interval can be computed): no line
+                lines.append("  95% intervals: " + " ".join(shown))
         return "\n".join(lines)
 
 
