@@ -456,9 +456,11 @@ def test_a_described_folder_says_how_to_build_a_missing_task(dataset):
     assert "uv run python -m fixtures.build --only 900001" in why
     assert str(dataset) not in why
     # "no task ... in <the folder's name>": the name may be plural ("tasks has no task" read wrong)
+    # an unknown id: the tasks it could run now, apart from those it would have to build first
     with pytest.raises(
         UnknownTask,
-        match=r"^no task arvo:31337 in the bundled fixture tasks \(it has: 10055, 900001\)$",
+        match=r"^no task arvo:31337 in the bundled fixture tasks \(built: 10055; it can build "
+        r"900001 with: uv run python -m fixtures\.build --only <id>\)$",
     ):
         src.fetch("31337", "error.txt")
 

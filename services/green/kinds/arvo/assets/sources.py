@@ -337,8 +337,14 @@ class LocalAssetSource:
                 + build.replace("{id}", arvo_id)
             )
         if known:
-            ids = ", ".join(sorted(known))
-            return UnknownTask(f"no task arvo:{arvo_id} in {name} (it has: {ids})")
+            built = sorted(i for i in known if (self.root / i / "error.txt").is_file())
+            unbuilt = sorted(known - set(built))
+            said = f"built: {', '.join(built) or 'none'}"
+            if unbuilt:
+                said += f"; it can build {', '.join(unbuilt)}"
+                if build:
+                    said += " with: " + build.replace("{id}", "<id>")
+            return UnknownTask(f"no task arvo:{arvo_id} in {name} ({said})")
         return UnknownTask(
             f"no task arvo:{arvo_id} in {name} ({what}): it needs {arvo_id}/error.txt, "
             "repo-vul.tar.gz and patch.diff, or set GREEN_ASSET_SOURCE to the dataset's URL"
