@@ -4,6 +4,8 @@ not a mean over the attempts that happen to carry scores."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from services.green.ui import plots
@@ -59,3 +61,13 @@ def test_every_plot_draws_a_run_with_trials_failures_and_no_intervals(name):
     svg = plots.render(name, points, _aggregate)
     assert svg.startswith(b"<?xml") and b"</svg>" in svg
     assert plots.render(name, [], _aggregate).startswith(b"<?xml")
+
+
+def test_the_cost_axis_starts_at_zero_when_no_attempt_cost_anything():
+    """An offline agent costs nothing: the axis is not centred on 0 (from -0.04 to 0.04 USD)."""
+    points = [_point("1", 1, "completed", HIT, "heap"), _point("4", 1, "completed", MISS, "x")]
+    svg = plots.render("cost", points, _aggregate).decode()
+    ticks = re.findall(r"<!-- (.*?) -->", svg)
+    assert "0.0" in ticks or "0.00" in ticks, ticks
+    assert not [t for t in ticks if t.startswith(("\u2212", "-"))], ticks
+    assert any("no model was paid" in t for t in ticks), ticks

@@ -149,6 +149,9 @@ def cost_vs_score(points: list[Point], metric: str | None = None) -> bytes:
                 label=status,
                 alpha=0.7,
             )
+    if not any(p.cost for p in points):  # every cost 0 (an offline agent): an axis from 0
+        ax.set_xlim(0, 1)
+        ax.set_xlabel("cost (USD): 0 for every attempt (no model was paid)")
     ax.legend(fontsize=8)
     return _svg(fig)
 
