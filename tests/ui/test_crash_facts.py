@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from fixtures.catalog import load_tasks
-from services.green.kinds.arvo.crash import fix_position, parse_report, source_frames
+from services.green.kinds.arvo.crash import fix_position, parse_report, report_start, source_frames
 from services.green.kinds.arvo.judge import Judge
+from services.shared.sanitizer import plain
 
 REPORTS = Path(__file__).parents[1] / "purple" / "data" / "reports"
 
@@ -79,3 +80,25 @@ def test_fixture_tasks_bug_classes_match_their_catalog(fixture_assets: Path):
     for task in load_tasks():
         report = fixture_assets / str(task.id) / "error.txt"
         assert parse_report(report.read_text()).bug_class == task.crash_type, task.id
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in REPORTS.glob("*.txt")))
+def test_the_report_opens_at_the_sanitizers_own_lines(name):
+    """The dashboard folds what precedes the sanitizer's report (libFuzzer's INFO lines, the
+    program's output): its box opens at the ERROR line, the first frame just below."""
+    text = (REPORTS / name).read_text()
+    shown = ("INFO: Seed: 1\nRunning: /tmp/poc\n" + text)[
+        report_start("INFO: Seed: 1\nRunning: /tmp/poc\n" + text) :
+    ]
+    first = shown.splitlines()[0]
+    assert "Sanitizer" in first or "runtime error" in first, first
+    assert "INFO:" not in shown.split("#0", 1)[0]
+    assert "#0 " in "\n".join(shown.splitlines()[:6]), shown[:600]
+
+
+def test_the_bundled_reports_open_below_libfuzzers_lines(fixture_assets: Path):
+    for task in load_tasks():
+        text = plain((fixture_assets / str(task.id) / "error.txt").read_bytes())  # as shown
+        start = report_start(text)
+        assert "INFO:" in text[:start] and "INFO:" not in text[start:], task.id
+        assert "#0 " in "\n".join(text[start:].splitlines()[:8]), (task.id, text[start:][:500])

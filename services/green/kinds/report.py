@@ -27,6 +27,9 @@ class TaskReport:
     ``heap-buffer-overflow``); ``unknown`` when the report does not say."""
     headline: str | None = None
     """One line saying what the report shows (``heap-buffer-overflow in png_read_row``)."""
+    start: int = 0
+    """Where in ``text`` its finding begins (ARVO: the sanitizer's ERROR line, above the first
+    frame); the dashboard folds what comes before (a fuzzer's start-up lines)."""
 
 
 @runtime_checkable

@@ -25,6 +25,7 @@ __all__ = [
     "mismatch",
     "parse_report",
     "parse_signature",
+    "report_start",
     "signature",
     "source_frames",
     "where",
@@ -152,3 +153,12 @@ def fix_position(report: SanitizerReport, ground_truth: dict | None) -> str:
         if any(_bare_name(f.function or "") in names for f in source_frames(report, kind)):
             return position
     return "off-stack"
+
+
+def report_start(text: str) -> int:
+    """Where the sanitizer's own report begins in ``text``: the start of the line the shared
+    reader takes for its ERROR line (0 when it finds none). What comes before is the fuzzer's
+    chatter (libFuzzer's ``INFO`` lines); the dashboard opens the report here."""
+    line = parse_report(text).error_line
+    at = text.find(line) if line else -1
+    return text.rfind("\n", 0, at) + 1 if at > 0 else 0

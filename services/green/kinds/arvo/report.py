@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from services.green.kinds.arvo.assets import AssetSource, check_archive
-from services.green.kinds.arvo.crash import fix_position, source_frames
+from services.green.kinds.arvo.crash import fix_position, report_start, source_frames
 from services.green.kinds.report import TaskReport
 from services.shared.sanitizer import parse_report, plain
 
@@ -21,7 +21,9 @@ def arvo_report(assets: AssetSource, ref_id: str) -> TaskReport:
     crash = parse_report(text)
     frames = source_frames(crash)
     headline = f"{crash.bug_class} in {frames[0].function}" if frames else None
-    return TaskReport("Crash report", "error.txt", text, crash.bug_class, headline)
+    return TaskReport(
+        "Crash report", "error.txt", text, crash.bug_class, headline, report_start(text)
+    )
 
 
 def arvo_position(report: TaskReport, ground_truth: dict[str, Any] | None) -> str:
