@@ -70,6 +70,7 @@ def _every_command_is_readable(page, url: str, task_id: str, shoot) -> None:
     page.goto(f"{url}/ui/tasks/{task_id}")
     commands = page.locator("#commands > li")
     assert commands.count() >= N_COMMANDS
+    page.click("#commands-box > summary")  # folded below the result once the task has ended
     for i in range(commands.count()):  # open every output: the list gets long
         page.locator("#commands > li details").nth(i).evaluate("d => d.open = true")
     sizes = page.locator("#commands").evaluate(

@@ -3,6 +3,8 @@
 - ``metrics``: its metric names in report order (ARVO: ``file@1`` ... ``iou``; SWE-bench:
   ``resolved``); without it, the names found in its score records
   (:func:`services.shared.scores.metric_names`);
+- ``headline``: those of them a list, a run's row and the top of a task page show (ARVO's
+  locate kind: ``file@1 func@1 line@1``); without it, every metric it declares;
 - ``continuous``: those of them that are not hit/miss (ARVO: ``iou``): no McNemar test in a
   comparison; without it, a metric whose every recorded value is 0 or 1 is hit/miss;
 - ``public_scores``: the other score fields that say how well the agent did without saying what
@@ -33,6 +35,13 @@ def declared_metrics(kinds: Iterable[object]) -> list[str] | None:
     """The metrics the kinds declare, in order (None when none declares any)."""
     names = [m for k in kinds for m in (getattr(k, "metrics", None) or ())]
     return list(dict.fromkeys(names)) or None
+
+
+def headline_metrics(kind: object | None) -> list[str] | None:
+    """The metrics a list shows for a kind's tasks: its ``headline``, else every metric it
+    declares (None when it declares none: the caller takes what the records hold)."""
+    names = getattr(kind, "headline", None) or getattr(kind, "metrics", None)
+    return list(names) if names else None
 
 
 def continuous_metrics(kinds: Iterable[object]) -> set[str] | None:

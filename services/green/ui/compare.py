@@ -17,11 +17,11 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from fastapi.responses import HTMLResponse, Response
 
 from services.green.kinds.metrics import continuous_metrics, declared_metrics
-from services.green.store.models import Task
+from services.green.store.models import AssessmentRecord, Task
 from services.green.ui.auth import disclosure, require_page
 from services.green.ui.runs import _record, _tasks
 from services.green.ui.templating import render
-from services.green.ui.views import NO_RUN
+from services.green.ui.views import NO_RUN, run_name
 from services.shared import comparable, paired, signflip, stats
 
 router = APIRouter(prefix="/ui", include_in_schema=False, dependencies=[Depends(require_page)])
@@ -83,7 +83,7 @@ async def compare(
     conflicts = comparable.problems([(r, attempts[r]) for r in ids])
     context = {
         "ids": ids,
-        "labels": {r: _label(r) for r in ids},
+        "labels": {r: _label(r, records[r]) for r in ids},
         "records": records,
         "conflicts": conflicts,
         "forced": force and bool(conflicts),
@@ -130,5 +130,8 @@ def _kinds(request: Request, names: set[str]) -> list[object]:
     return [served[n] for n in sorted(names) if n in served]
 
 
-def _label(run_id: str) -> str:
-    return "single tasks" if run_id == NO_RUN else run_id[:8]
+def _label(run_id: str, record: AssessmentRecord | None) -> str:
+    """A run by its name (``arena run --run``), else its id's prefix."""
+    if run_id == NO_RUN or record is None:
+        return "single tasks" if run_id == NO_RUN else run_id[:8]
+    return run_name(record)

@@ -18,7 +18,14 @@ from services.green.store.models import CommandPublic
 from services.green.ui.auth import caller, check_form, disclosure, require_page
 from services.green.ui.login import form_fields
 from services.green.ui.templating import render
-from services.green.ui.views import TaskFilters, duration, result_view, task_page, timeline
+from services.green.ui.views import (
+    TaskFilters,
+    duration,
+    result_view,
+    run_names,
+    task_page,
+    timeline,
+)
 from services.shared.audit import FLAGS, audit
 
 router = APIRouter(prefix="/ui", include_in_schema=False, dependencies=[Depends(require_page)])
@@ -41,7 +48,15 @@ async def tasks(
 ) -> Response:
     f = TaskFilters(status_, kind, bug_class, run, page)
     orch = _orch(request)
-    data = await task_page(orch.store, orch.db, request.app.state.ui_facts, f, disclosure(request))
+    data = await task_page(
+        orch.store,
+        orch.db,
+        request.app.state.ui_facts,
+        f,
+        disclosure(request),
+        runs=request.app.state.assessment_store,
+        kinds=orch.kinds,
+    )
     name = "task_rows.html" if fragment == "rows" else "tasks.html"
     return render(request, name, f=f, **data)
 
@@ -111,7 +126,25 @@ async def task(task_id: str, request: Request) -> Response:
         took=duration(view.started_at, view.finished_at),
         result=await result_view(facts, view),
         withheld=withheld,
+        trial_shown=(view.trial or 1) > 1 or await _has_trials(request, view),
+        run_label=await _run_label(request, view.assessment_id),
     )
+
+
+async def _has_trials(request: Request, view) -> bool:
+    """Whether the task's run asked for several trials (its page then names the trial)."""
+    if not view.assessment_id:
+        return False
+    rec = await _orch(request).db.run(request.app.state.assessment_store.get, view.assessment_id)
+    trials = (rec.request or {}).get("trials") if rec is not None else None
+    return isinstance(trials, int) and trials > 1
+
+
+async def _run_label(request: Request, run_id: str | None) -> str:
+    if not run_id:
+        return ""
+    names = await run_names(_orch(request).db, request.app.state.assessment_store, [run_id])
+    return names[run_id]
 
 
 @router.post("/tasks/{task_id}/cancel")

@@ -12,16 +12,17 @@ from fastapi.responses import HTMLResponse, Response
 from services.green.api.query_bounds import MAX_PAGE
 from services.green.assessment import AssessmentRunner
 from services.green.disclosure import Disclosure
+from services.green.kinds.metrics import headline_metrics
 from services.green.store.models import AssessmentRecord, Task
 from services.green.store.offloop import Database
 from services.green.ui import plots
 from services.green.ui.auth import disclosure, require_page
 from services.green.ui.facts import TaskFacts
 from services.green.ui.templating import render
-from services.green.ui.views import NO_RUN
+from services.green.ui.views import NO_RUN, score_columns, trials_shown
 from services.shared.logging import get_logger
 from services.shared.outcome import TaskOutcome
-from services.shared.scores import aggregate_metrics, kind_aggregates
+from services.shared.scores import aggregate_metrics, headline, kind_aggregates
 
 log = get_logger("services.green.ui")
 router = APIRouter(prefix="/ui", include_in_schema=False, dependencies=[Depends(require_page)])
@@ -101,12 +102,49 @@ async def _tasks(request: Request, run_id: str, ground_truth: bool = False) -> l
     return list(await _db(request).run(store.run_tasks, run, ground_truth=ground_truth))
 
 
+def _headline_of(agg: dict[str, Any], kinds: dict[str, object]) -> list[str]:
+    """The metrics of an aggregate its row shows: the headline of the kind whose metrics these
+    are, else the aggregate's own headline (:func:`services.shared.scores.headline`)."""
+    metrics = list(agg.get("metrics") or (agg.get("mean_all") or {}).keys())
+    metrics = [m for m in metrics if m != "n"]
+    for kind in kinds.values():
+        declared = set(getattr(kind, "metrics", None) or ())
+        if declared and set(metrics) <= declared:
+            return [m for m in headline_metrics(kind) or metrics if m in metrics]
+    return headline(metrics)
+
+
+def headline_means(agg: dict[str, Any] | None, kinds: dict[str, object]) -> list[dict[str, Any]]:
+    """A run's row on the runs page: per kind (a run of one: one group, unnamed), the means over
+    every task of its headline metrics, each with its interval. The full table is on the run's
+    page."""
+    if not agg or "error" in agg:
+        return []
+    parts = kind_aggregates(agg)
+    groups = []
+    for kind, one in parts.items():
+        means, ivs = one.get("mean_all") or {}, (one.get("uncertainty") or {}).get("mean_all") or {}
+        own = [m for m in headline_metrics(kinds.get(kind)) or [] if m in means]
+        cells = [
+            {"metric": m, "mean": means.get(m), "iv": ivs.get(m) or {}}
+            for m in own or _headline_of(one, kinds)
+        ]
+        label = kind if len(parts) > 1 else None
+        groups.append({"kind": label, "n": means.get("n") or 0, "cells": cells})
+    return groups
+
+
 @router.get("", response_class=HTMLResponse)
 async def runs(request: Request, page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1) -> Response:
     records, total = await _db(request).run(
         request.app.state.assessment_store.list, (page - 1) * RUNS_PER_PAGE, RUNS_PER_PAGE
     )
-    rows = [(rec, await summarize(request, rec.id, rec)) for rec in records]
+    kinds = request.app.state.orchestrator.kinds
+    rows = []
+    for rec in records:
+        summary = await summarize(request, rec.id, rec)
+        summary["headline"] = headline_means(summary["aggregate"], kinds)
+        rows.append((rec, summary))
     single = await counts(request, NO_RUN)  # scores: on its run page
     return render(
         request,
@@ -150,9 +188,21 @@ async def run(run_id: str, request: Request) -> Response:
         run_id, await show.scored(tasks), request.app.state.assessments
     )
     views = await show.tasks(tasks)  # each task's scores as the REST API shows them
+    kinds = request.app.state.orchestrator.kinds
     return render(
-        request, "run.html", record=record, summary=summary, tasks=views, plots=plots.PLOTS
+        request,
+        "run.html",
+        record=record,
+        summary=summary,
+        tasks=views,
+        columns=score_columns(kinds, ((t.kind, _ended_scores(t)) for t in views)),
+        trials=trials_shown(views),
+        plots=plots.PLOTS,
     )
+
+
+def _ended_scores(task: Any) -> dict[str, Any] | None:
+    return task.scores if task.status.terminal else None
 
 
 @router.get("/runs/{run_id}/plots/{name}.svg")

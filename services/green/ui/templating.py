@@ -33,6 +33,14 @@ def _score(value: Any) -> str:
     return f"{value:.2f}" if value not in (0.0, 1.0) else f"{value:g}"
 
 
+def _signed(value: Any, digits: int = 3) -> str:
+    """A difference with its sign, never ``-0.000`` (a value that rounds to 0 is ``+0.000``)."""
+    if value is None:
+        return "-"
+    rounded = round(float(value), digits) + 0.0  # -0.0 + 0.0 is 0.0
+    return f"{rounded:+.{digits}f}"
+
+
 PAGE_KEEPS = "\t\n\r"
 """The control characters a page shows as they are (a ``<pre>`` of command output breaks lines
 at them); every other one is written as an escape."""
@@ -51,6 +59,7 @@ def shown(value: Any) -> Any:
 templates.env.finalize = shown
 templates.env.filters["when"] = _when
 templates.env.filters["score"] = _score
+templates.env.filters["signed"] = _signed
 
 
 def render(request: Request, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -10,11 +11,12 @@ from typing import Any
 from fastapi import HTTPException, status
 
 from services.green.disclosure import Disclosure
+from services.green.kinds.metrics import headline_metrics
 from services.green.store.crud import UNFINISHED
 from services.green.store.models import Task, TaskPublic, TaskStatus
 from services.green.store.offloop import Database
 from services.green.ui.facts import TaskFacts
-from services.shared.scores import metric_names
+from services.shared.scores import headline, metric_names
 from services.shared.text import clip_middle
 
 PAGE_SIZE = 50
@@ -56,11 +58,66 @@ class TaskFilters:
         return "&".join(f"{k}={v}" for k, v in values.items() if v not in ("", None, 1))
 
 
+@dataclass(frozen=True)
+class ScoreColumns:
+    """The score columns of a list of tasks: each kind's own (its headline metrics)."""
+
+    by_kind: dict[str, list[str]]
+
+    @property
+    def shared(self) -> list[str] | None:
+        """The columns of a list of one kind; None for several (each row's cell then names its
+        kind's metrics) or none."""
+        return next(iter(self.by_kind.values())) if len(self.by_kind) == 1 else None
+
+
+def score_columns(
+    kinds: Mapping[str, object], rows: Iterable[tuple[str, Mapping[str, Any] | None]]
+) -> ScoreColumns:
+    """The columns of rows of (kind, scores): a kind green serves shows the metrics it heads
+    with (:func:`headline_metrics`); another, the headline of what its records hold."""
+    records: dict[str, list[Mapping[str, Any] | None]] = {}
+    for kind, scores in rows:
+        records.setdefault(kind, []).append(scores)
+    return ScoreColumns(
+        {
+            kind: headline_metrics(kinds.get(kind)) or headline(metric_names(found))
+            for kind, found in records.items()
+        }
+    )
+
+
+def run_name(record: Any) -> str:
+    """A run as the dashboard names it: its name (``arena run --run``), else its id's prefix."""
+    name = (getattr(record, "request", None) or {}).get("name")
+    return name if isinstance(name, str) and name else str(record.id)[:8]
+
+
+async def run_names(db: Database, runs, ids: Iterable[str | None]) -> dict[str, str]:
+    """The names of the runs ``ids`` (an id of no record: its prefix)."""
+    out = {}
+    for run_id in {i for i in ids if i}:
+        rec = await db.run(runs.get, run_id)
+        out[run_id] = run_name(rec) if rec is not None else run_id[:8]
+    return out
+
+
+def trials_shown(tasks: Iterable[Any]) -> bool:
+    """Whether a list numbers its rows' trials (some task of it is a second trial or later)."""
+    return any((getattr(t, "trial", 1) or 1) > 1 for t in tasks)
+
+
 async def task_page(
-    store, db: Database, facts: TaskFacts, f: TaskFilters, show: Disclosure
+    store,
+    db: Database,
+    facts: TaskFacts,
+    f: TaskFilters,
+    show: Disclosure,
+    runs=None,
+    kinds: Mapping[str, object] | None = None,
 ) -> dict[str, Any]:
     """One page of the task list with everything its filters need (scores as ``show`` lets
-    its caller see them)."""
+    its caller see them; each kind's own columns; the runs by name from ``runs``)."""
     ids = await db.run(store.distinct_ids)
     classes = await facts.bug_classes(ids)
     ref_ids = None
@@ -88,6 +145,11 @@ async def task_page(
         )
     return {
         "items": items,
+        "columns": score_columns(
+            kinds or {}, ((r.kind, it["scores"]) for r, it in zip(rows, items, strict=True))
+        ),
+        "run_names": await run_names(db, runs, (r.assessment_id for r in rows)) if runs else {},
+        "trials": trials_shown(rows),
         "total": total,
         "pages": max(1, -(-total // PAGE_SIZE)),
         "live": any(not TaskStatus(r.status).terminal for r in rows),
@@ -100,6 +162,10 @@ async def task_page(
 def timeline(task: Task | TaskPublic) -> list[dict[str, Any]]:
     """The recorded moments of a task (the page adds live transitions as they come)."""
     out: list[dict[str, Any]] = [{"at": task.created_at, "status": "queued", "detail": ""}]
+    if task.started_at or task.status is TaskStatus.preparing:  # its moment is not recorded
+        out.append(
+            {"at": None, "status": "preparing", "detail": "assets fetched, container started"}
+        )
     if task.started_at:
         out.append({"at": task.started_at, "status": "running", "detail": "sent to purple"})
     if task.finished_at:
@@ -107,7 +173,7 @@ def timeline(task: Task | TaskPublic) -> list[dict[str, Any]]:
         if task.error and task.error != detail:
             detail = f"{detail}: {task.error}" if detail else task.error
         out.append({"at": task.finished_at, "status": task.status.value, "detail": detail})
-    elif not task.started_at and task.status is not TaskStatus.queued:
+    elif not task.started_at and task.status not in (TaskStatus.queued, TaskStatus.preparing):
         out.append({"at": task.updated_at, "status": task.status.value, "detail": ""})
     return out
 
@@ -139,9 +205,12 @@ async def result_view(facts: TaskFacts, view: TaskPublic) -> dict[str, Any] | No
         for loc in locations
     ] + [(r["file"], r["start"], r["end"]) for r in regions]  # fmt: skip
     snippets = await facts.snippets(view.kind, view.ref_id, spans)
+    metrics = {k: scores[k] for k in metric_names([scores])}
+    heads = headline_metrics(facts.orch.kinds.get(view.kind)) or headline(metrics)
     return {
         "scores": scores,
-        "metrics": {k: scores[k] for k in metric_names([scores])},
+        "metrics": metrics,
+        "headline": {m: metrics[m] for m in heads if m in metrics},
         "locations": list(zip(locations, snippets[: len(locations)], strict=True)),
         "regions": list(zip(regions, snippets[len(locations) :], strict=True)),
         "gt_lines": _gt_lines(gt),

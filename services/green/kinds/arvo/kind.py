@@ -110,6 +110,8 @@ class ArvoKind:
     continuous = CONTINUOUS
     """Those that are not hit/miss (ours ``iou``, FLBench's six twice: no McNemar test in
     comparisons, no pass@k)."""
+    headline = ("file@1", "func@1", "line@1")
+    """Those a list or a task page's top shows (:func:`services.green.kinds.metrics.headline`)."""
     public_scores = frozenset({"scorable", "submitted", "n_locations", "bug_class", "project"})
     """Score fields besides the metrics that name nothing of the answer (shown to anyone): the
     project and the bug class are in the crash report the agent reads (``/src/<project>/``);

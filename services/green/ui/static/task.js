@@ -28,13 +28,19 @@
       el("span", { class: "exit " + (c.exit_code === 0 ? "ok" : "bad") }, "exit " + c.exit_code), " ",
       el("span", { class: "muted small" }, c.duration_s.toFixed(2) + "s" +
         (c.timed_out ? " timed out" : "") + (c.truncated ? " truncated" : "")));
-    details.append(summary, el("pre", { class: "output", tabindex: "0" }, c.output));
+    details.append(summary);
+    if (c.command.split("\n").length > 3 || c.command.length > 240) {  // the summary shows 3 lines
+      details.append(el("pre", { class: "cmd-full small" }, c.command));
+    }
+    details.append(el("pre", { class: "output", tabindex: "0" }, c.output));
     li.append(details);
     // Follow the newest command only when the reader is already at the bottom of the page.
     const atBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
     list.append(li);
     if (atBottom) li.scrollIntoView({ block: "nearest" });
     document.getElementById("steps").textContent = String(c.seq);
+    const count = document.getElementById("commands-count");
+    if (count) count.textContent = String(list.children.length);
   }
 
   function setStatus(status, detail) {
