@@ -1,5 +1,5 @@
 # The two entry points of the README (both work on a fresh machine), plus helpers.
-.PHONY: demo test test-llm e2e setup lint bench soak down migration mutation
+.PHONY: demo test test-llm e2e setup lint bench soak down clean migration mutation
 
 demo:            ## build the demo task, start green + purple with docker compose, run one task
 	bash scripts/demo.sh
@@ -45,5 +45,10 @@ mutation:        ## mutation testing of the scoring core (mutmut; slow, not in C
 migration:       ## a new schema revision: make migration SERVICE=green MSG="add a column"
 	uv run --frozen --extra postgres python -m services.shared.migrate $(SERVICE) revision -m "$(MSG)"
 
-down:            ## stop the demo stack
-	bash deploy/compose.sh down -v --remove-orphans
+down:            ## stop the demo stack; its volumes are kept: the next `make demo` has every task, run and score
+	bash deploy/compose.sh --demo down --remove-orphans
+
+clean:           ## stop the demo stack and DELETE its volumes (every task, run and score: `make down` keeps them)
+	@echo "make clean: stopping the demo stack and deleting its volumes: green-data (green.db: every task, run and score;"
+	@echo "            the task-file cache), purple-data (purple.db, trajectories), green-logs, purple-logs"
+	bash deploy/compose.sh --demo down -v --remove-orphans

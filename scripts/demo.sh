@@ -9,8 +9,9 @@
 #  4. green + purple built and started with docker compose (deploy/, offline demo overlay);
 #  5. one task through green's REST API, followed live, then its scores; the dashboard's URL.
 #
-# The stack keeps running afterwards; `make down` stops it. No API key is needed: purple then
-# runs its offline stack-trace analyst. With OPENAI_API_KEY (and optionally OPENAI_BASE_URL,
+# The stack keeps running afterwards; `make down` stops it (its volumes, every result, kept),
+# `make clean` also deletes its volumes. No API key is needed: purple then runs its offline
+# stack-trace analyst. With OPENAI_API_KEY (and optionally OPENAI_BASE_URL,
 # PURPLE_MODEL) in the environment or in .env, the same command runs the LLM agent.
 #
 # Environment: ARENA_DEMO_TASK (default 900007), ARENA_GREEN_PORT / ARENA_PURPLE_PORT (host
@@ -194,7 +195,8 @@ cat <<EOF
   bash deploy/compose.sh ps                           # the stack (also: logs -f green)
   uv run python -m fixtures.build                     # every bundled task: arvo:900001..900014,
                                                       # and 900901, 900902 (broken on purpose)
-  make down   (= bash deploy/compose.sh down -v)      # stop it and remove its volumes
+  make down                                           # stop it; its tasks, runs and scores are kept
+  make clean                                          # stop it and DELETE its volumes (every result)
 EOF
 if [ "$rc" != 0 ]; then
   printf '\n%sthe demo task did not complete%s (exit status %d): its error is printed above;' "$red" "$off" "$rc" >&2
