@@ -160,7 +160,7 @@ class TaskStore:
     LIST_COLUMNS = (
         "id", "kind", "ref_id", "status", "purple_url", "created_at", "started_at",
         "finished_at", "steps", "max_steps", "cost", "end_reason", "error", "failure_kind",
-        "assessment_id", "scores", "owner",
+        "assessment_id", "scores", "owner", "trial",
     )  # fmt: skip
     """What a task list shows: never the ground truth or the submission (large, and secret)."""
 
