@@ -171,6 +171,7 @@ class TaskRun:
                 token=live.token,
                 green_url=self.settings.reachable_url(),
                 paths=live.plan.paths,
+                offers=list(getattr(live.plan, "offers", ())),
                 limits=TaskLimits(
                     max_steps=live.max_steps,
                     command_timeout_s=live.command_timeout_s,

@@ -34,9 +34,10 @@ _ANSWER_NAME = re.compile(
     r"|clusterfuzz|\.orig\b|\.rej\b)",
     re.IGNORECASE,
 )
-_OWN_ANSWER = re.compile(r"(?:/workspace/)?\bshared/[\w./+-]*")
-"""The agent's own answer folder (``/workspace/shared/``: loc.json, a reproduce task's ``poc``):
-naming it is no search for the task's answer."""
+_OWN_ANSWER = re.compile(r"(?:/workspace/)?\bshared/[\w./+-]*|/workspace/poc\b")
+"""The agent's own answer folder (``/workspace/shared/``: loc.json, a reproduce task's ``poc``)
+and the PoC file a locate condition grants (``/workspace/poc``): naming them is no search for
+the task's answer."""
 _NETWORK = re.compile(
     r"(\b(curl|wget|nc|ncat|netcat|telnet|ssh|scp|sftp|ftp|rsync|socat|aria2c|lynx|links)\b"
     r"|/dev/(tcp|udp)/|\bpip3?\s+(install|download)\b|\bapt(-get)?\s+(install|update|download)\b"
