@@ -26,6 +26,7 @@ from services.green.kinds.arvo.conditions import (
 from services.green.kinds.arvo.datasets.service import ArvoDatasets
 from services.green.kinds.arvo.floors import bug_class, floors
 from services.green.kinds.arvo.judge import ArvoScore, Judge, PreparedTask
+from services.green.kinds.arvo.leaks import changed_lines, fix_prints, lines_in_source
 from services.green.kinds.arvo.poc.levels import withhold_input
 from services.green.kinds.arvo.poc_runs import PocRunner
 from services.green.kinds.arvo.prompt import describe_task
@@ -37,6 +38,7 @@ from services.green.kinds.arvo.workspace import WORKSPACE, populate_workspace, w
 from services.green.kinds.datasets import DatasetContext
 from services.green.kinds.report import TaskReport
 from services.sandbox.base import Sandbox, SandboxProvider, UnreadableFile
+from services.shared.audit import find_leaks, flat
 from services.shared.commands import CommandResult
 from services.shared.loc import LocJson
 from services.shared.outcome import TaskOutcome
@@ -148,6 +150,22 @@ class ArvoPlan:
 
     def ground_truth(self) -> GroundTruth:
         return self.prepared.ground_truth
+
+    def leaks(self, channels: Mapping[str, str]) -> list[str]:
+        """The leak audit (blocking): the evidence that the agent's ``channels`` hold the fix
+        (:mod:`.leaks`)."""
+        patch = self.assets["patch.diff"].read_bytes()
+        prints = fix_prints(patch, self.arvo_id, source_given=self.condition.source)
+        return find_leaks(channels, prints, self._given)
+
+    def _given(self, lines: set[str]) -> set[str]:
+        """Of ``lines``, those the agent was given: in the vulnerable source (the lines the
+        fix removes are not, where the condition withholds the source)."""
+        found = lines_in_source(self.assets["repo-vul.tar.gz"], lines)
+        if not self.condition.source:
+            _, removed = changed_lines(self.assets["patch.diff"].read_text(errors="replace"))
+            found -= {flat(r) for r in removed}
+        return found
 
 
 class ArvoKind:
