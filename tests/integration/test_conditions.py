@@ -16,6 +16,7 @@ from services.purple.config import PurpleSettings
 from tests.integration.helpers import OPERATOR, submit_task, wait_terminal
 from tests.integration.test_hostile_purple import RecordingApp
 from tests.support import web
+from tests.support.fake_llm import FakeReply
 from tests.support.scripted_purple import RUN_POC, Observed, Script, ScriptedPolicy
 from tests.support.servers import free_port, serve
 
@@ -132,3 +133,26 @@ def test_plain_arvo_ids_keep_todays_condition(scripted_purple, start_green):
     assert "has:/workspace/poc" not in probe and "has:/tmp/poc" not in probe
     assert "condition `" not in seen.descriptions[0]
     assert seen.refusals and "does not offer run_poc" in seen.refusals[0]
+
+
+def call(name: str, content: str = "", **args) -> FakeReply:
+    return FakeReply(content=content or f"Next: {name}.", tool_calls=[(name, args)])
+
+
+def test_purples_agent_gets_run_poc_where_the_task_offers_it(llm, llm_purple, start_green):
+    purple = llm_purple()
+    green = start_green(purple_url=purple.url)
+    llm.push(
+        call("run_poc"),
+        call("submit_localization", locations=LOC["locations"], reasoning=LOC["reasoning"]),
+    )
+    task = wait_terminal(green.url, submit_task(green.url, {"task": f"arvo:{TASK}-main"})["id"])
+    assert task["status"] == "completed", task["error"]
+    tools = [t["function"]["name"] for t in llm.requests[0]["tools"]]
+    assert "run_poc" in tools
+    assert "AddressSanitizer: heap-buffer-overflow" in str(llm.requests[1]["messages"])
+
+    llm.push(call("submit_localization", locations=LOC["locations"], reasoning=LOC["reasoning"]))
+    plain = wait_terminal(green.url, submit_task(green.url, {"task": f"arvo:{TASK}"})["id"])
+    assert plain["status"] == "completed", plain["error"]
+    assert "run_poc" not in [t["function"]["name"] for t in llm.requests[-1]["tools"]]

@@ -12,8 +12,9 @@ from markupsafe import escape
 from typer.testing import CliRunner
 
 from services.arena.app import app
-from tests.integration.helpers import OPERATOR, OPERATOR_TOKEN
+from tests.integration.helpers import OPERATOR, OPERATOR_TOKEN, submit_task, wait_terminal
 from tests.support import web
+from tests.support.fake_llm import FakeReply
 from tests.support.scripted_purple import Script
 
 pytestmark = pytest.mark.docker
@@ -73,3 +74,20 @@ def test_a_purple_quoting_the_fix_is_flagged_and_a_clean_one_is_not(
         page = c.get(f"/ui/tasks/{leaky_id}").text
         assert 'id="leak-flag"' in page and str(escape(FIX_LINE)) in page
         assert 'id="leak-flag"' not in c.get(f"/ui/tasks/{clean_id}").text
+
+
+def test_the_agents_own_reasoning_in_purples_trajectory_is_scanned(llm, llm_purple, start_green):
+    purple = llm_purple()
+    green = start_green(purple_url=purple.url)
+    thought = f"I recall the upstream fix: `{FIX_LINE}`. Let me submit the decoder."
+    llm.push(
+        FakeReply(
+            content=thought,
+            tool_calls=[("submit_localization", {"locations": WHERE, "reasoning": "the decoder"})],
+        )
+    )
+    task = wait_terminal(green.url, submit_task(green.url, {"task": "arvo:900001"})["id"])
+    assert task["status"] == "completed", task["error"]
+    leak = task["scores"]["leak"]
+    assert leak["suspected"] and "trajectory" in leak["scanned"]
+    assert leak["evidence"] == [f"trajectory: a line of the fix: {FIX_LINE}"]
