@@ -11,14 +11,11 @@ import json
 import pytest
 
 from services.green.kinds.arvo.conditions import CONDITIONS
-from services.purple.app import create_app as create_purple
-from services.purple.config import PurpleSettings
 from tests.integration.helpers import OPERATOR, submit_task, wait_terminal
 from tests.integration.test_hostile_purple import RecordingApp
 from tests.support import web
 from tests.support.fake_llm import FakeReply
-from tests.support.scripted_purple import RUN_POC, Observed, Script, ScriptedPolicy
-from tests.support.servers import free_port, serve
+from tests.support.scripted_purple import RUN_POC, Script
 
 pytestmark = pytest.mark.docker
 
@@ -36,30 +33,20 @@ LOC = {
 
 
 @pytest.fixture
-def recorded_purple(tmp_path):
+def recorded_purple(scripted_purple):
     """A scripted purple whose every received HTTP body is kept (what reaches the agent)."""
-    servers = []
 
     def start(script: Script):
-        observed, port = Observed(), free_port()
-        settings = PurpleSettings(
-            port=port,
-            database_url=f"sqlite:///{tmp_path}/purple-{port}.db",
-            log_dir=tmp_path / "logs",
-            trajectory_dir=tmp_path / "traj",
-        )
-        app = RecordingApp(
-            create_purple(
-                settings, make_policy=lambda kind="rca_task": ScriptedPolicy(script, observed)
-            )
-        )
-        cm = serve(app, port)
-        servers.append(cm)
-        return cm.__enter__().url, observed, app
+        recorders: list[RecordingApp] = []
 
-    yield start
-    for cm in reversed(servers):
-        cm.__exit__(None, None, None)
+        def recording(app):
+            recorders.append(RecordingApp(app))
+            return recorders[0]
+
+        url, observed = scripted_purple(script, wrap=recording)
+        return url, observed, recorders[0]
+
+    return start
 
 
 def secrets_of(poc: bytes) -> list[str]:
