@@ -209,6 +209,7 @@ class Batch:
             [str(c.get("command", "")) for c in commands or [] if isinstance(c, dict)],
             task.get("submission"),
             (task.get("scores") or {}).get("project"),
+            leak=(task.get("scores") or {}).get("leak"),
         )
         outcome.trajectory = note_t is None
         outcome.notes += [n for n in (note_c, note_t) if n]

@@ -138,4 +138,5 @@ def refresh_audit(results: RunResults, run_dir: Path) -> None:
             [str(c.get("command", "")) for c in commands if isinstance(c, dict)],
             task.get("submission"),
             (task.get("scores") or {}).get("project"),
+            leak=(task.get("scores") or {}).get("leak"),
         )

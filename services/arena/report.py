@@ -9,7 +9,7 @@ from services.arena.breakdown import Labels, breakdown_markdown, known_labels
 from services.arena.figures import num, with_interval
 from services.arena.records import gaps_markdown
 from services.arena.results import RunOutcome, RunResults, slot_label
-from services.shared.audit import FLAGS, count_flags
+from services.shared.audit import FLAGS, LEAK_FLAG, count_flags
 from services.shared.scores import headline, kind_aggregates
 
 REPORT_FILE = "report.md"
@@ -131,6 +131,10 @@ def _audit_rows(results: RunResults) -> list[str]:
         "Flags for a reader, computed from the recorded commands (rules: docs/scoring.md, "
         '"Trajectory audit"); they never change a score.',
     ]
+    leaks = [o for o in results.tasks if LEAK_FLAG in o.audit]
+    if leaks:
+        lines += ["", f"Leak suspected in {len(leaks)} attempt(s) (green's leak audit):", ""]
+        lines += [f"- {o.label}: {'; '.join(o.audit[LEAK_FLAG][:3])}" for o in leaks]
     return lines
 
 

@@ -58,6 +58,8 @@ BUSY = (
     "its result"
 )
 STEP_LIMIT = "step limit reached ({} commands); only submit is accepted now"
+NO_RUN_POC = "this task does not offer run_poc (its task message lists what it grants)"
+RUN_POC = "run_poc"  # how a PoC run is recorded among the task's commands
 NOT_SERVED = "missing or wrong task token, or the task is not running here: it accepts no requests"
 
 
@@ -333,7 +335,40 @@ class LiveTasks:
         finally:
             live.requests_in_flight -= 1
 
-    async def _execute(self, live: LiveTask, command: str, timeout: float | None) -> CommandResult:
+    async def run_poc(
+        self, task_id: str, token: str | None, usage: Usage | None = None
+    ) -> CommandResult:
+        """``run_poc``: green runs the vulnerable target on the task's PoC in a judging container
+        of its own (the plan's ``run_poc``), bounded and recorded like a command; refused with a
+        sentence where the task does not offer it."""
+        live = self.running(task_id, token)
+        if RUN_POC not in getattr(live.plan, "offers", ()):
+            raise RequestRefused(NO_RUN_POC)
+        with self._one_at_a_time(live):
+            self.note_usage(live, usage)
+            async with live.exec_lock:
+                return await self._execute(live, RUN_POC, None, self._run_poc)
+
+    async def _run_poc(self, live: LiveTask, _command: str, limit: float) -> CommandResult:
+        try:
+            async with asyncio.timeout(limit):
+                return await live.plan.run_poc(live.id)  # type: ignore[union-attr]
+        except TimeoutError:
+            why = f"[run_poc: the run did not finish within {limit:g} s and was stopped]"
+            return CommandResult(exit_code=-1, output=why, timed_out=True, duration_s=limit)
+        except SandboxError as exc:  # green's judging container or its engine failed: infra
+            log.error("run_poc.failed", error=str(exc))
+            live.fault = live.fault or SandboxError(f"run_poc's judging container failed: {exc}")
+            live.ended.set()
+            raise RequestRefused(AGENT_SENTENCE) from exc
+
+    async def _execute(
+        self,
+        live: LiveTask,
+        command: str,
+        timeout: float | None,
+        run: Callable[[LiveTask, str, float], Awaitable[CommandResult]] | None = None,
+    ) -> CommandResult:
         if live.commands >= live.max_steps:
             raise RequestRefused(STEP_LIMIT.format(live.max_steps))
         live.last_activity = time.monotonic()
@@ -344,7 +379,7 @@ class LiveTasks:
         )
         started = utcnow()
         with live.log_context():
-            result = await self._run(live, command, limit)
+            result = await (run or self._run)(live, command, limit)
             live.commands += 1
             live.last_activity = time.monotonic()
             log.info(

@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from services.green.kinds.base import stored
+from services.green.leak_audit import leak_audit
 from services.green.live_task import LiveTask, TaskEvent, TaskLost
 from services.green.provenance import provenance_of, purple_card
 from services.green.purple_link import NEVER_STARTED, PurpleLink, PurpleUnreachable
@@ -171,6 +172,7 @@ class TaskRun:
                 token=live.token,
                 green_url=self.settings.reachable_url(),
                 paths=live.plan.paths,
+                offers=list(getattr(live.plan, "offers", ())),
                 limits=TaskLimits(
                     max_steps=live.max_steps,
                     command_timeout_s=live.command_timeout_s,
@@ -280,10 +282,22 @@ class TaskRun:
             fields["scores"] = outcome.scores
         elif live.plan:  # no valid submission: zeros, explained
             fields["scores"] = stored(await live.plan.score(None))
+        audited = fields.get("scores") is not None and not self.orch.stopping
+        if audited and (leak := await self._leak_audit()) is not None:
+            fields["scores"] = {**fields["scores"], "leak": leak}
         if outcome.status is TaskStatus.completed:
             fields["submission"] = stored(live.submission)
         fields.update(live.report_fields())
         await self.orch.endings.end(live, outcome, {"finished_at": utcnow(), **fields})
+
+    async def _leak_audit(self) -> dict[str, Any] | None:
+        """The leak audit (:mod:`.leak_audit`); one that fails is logged, never the task's end."""
+        try:
+            return await leak_audit(self.orch, self.live)
+        except Exception:
+            with self.live.log_context():
+                log.exception("leak.audit_failed")
+            return None
 
     async def cleanup(self) -> None:
         live, janitor = self.live, self.orch.janitor

@@ -50,6 +50,13 @@ class TaskEnvironment(Protocol):
         ...
 
 
+@runtime_checkable
+class RunsPoc(Protocol):
+    """An environment that can ask green to run the task's PoC (``run_poc``, where offered)."""
+
+    async def run_poc(self) -> CommandResult: ...
+
+
 @dataclass
 class TaskContext:
     """Everything a policy needs to work on one task."""
@@ -71,6 +78,8 @@ class TaskContext:
     with each command, and it survives a cancelled run."""
     commands: CommandLog = field(default_factory=CommandLog)
     """Where the run's tools record each command once (history, trajectory, store)."""
+    offers: tuple[str, ...] = ()
+    """The requests beyond execute and submit the task serves (``run_poc``)."""
 
     def __post_init__(self) -> None:
         if self.commands.usage is None:
@@ -155,6 +164,7 @@ class Toolset(Protocol):
         commands: CommandLog | None,
         stats: Callable[[], RunStats] | None,
         max_commands: int | None,
+        offers: tuple[str, ...] = (),
     ) -> Tools: ...
 
     def compaction_notes(self, tools: Tools) -> list[str]:

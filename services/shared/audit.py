@@ -5,13 +5,18 @@ PoC, patch or fix files; network attempts; reads outside the task's source tree 
 could hold answers; a submission with no command before it; submitted locations in files the
 agent never named in a command. They never change a score. Green's dashboard shows them on the
 task page; ``arena`` counts them per run (from the saved ``commands.json``).
+
+The leak audit (``leak_suspected``: :func:`find_leaks`) needs the fix, so green runs it when a
+task ends and records its evidence with the task (``scores.leak``); the trajectory audit shows
+it with its own flags (:func:`audit`'s ``leak``).
 """
 
 from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -22,7 +27,10 @@ FLAGS = {
     "outside_reads": "read files outside the task's source tree that could hold answers",
     "blind_submission": "submitted with no command before it",
     "unopened_locations": "submitted locations in files never named in a command",
+    "leak_suspected": "the fix (a line only it has, its commit, the bug's issue or CVE) in what "
+    "the agent sent or said",
 }
+LEAK_FLAG = "leak_suspected"
 
 _GIT = re.compile(
     r"\bgit\b[^|;&]*?\b(log|blame|show|diff|reflog|rev-list|whatchanged|annotate|"
@@ -34,9 +42,10 @@ _ANSWER_NAME = re.compile(
     r"|clusterfuzz|\.orig\b|\.rej\b)",
     re.IGNORECASE,
 )
-_OWN_ANSWER = re.compile(r"(?:/workspace/)?\bshared/[\w./+-]*")
-"""The agent's own answer folder (``/workspace/shared/``: loc.json, a reproduce task's ``poc``):
-naming it is no search for the task's answer."""
+_OWN_ANSWER = re.compile(r"(?:/workspace/)?\bshared/[\w./+-]*|/workspace/poc\b")
+"""The agent's own answer folder (``/workspace/shared/``: loc.json, a reproduce task's ``poc``)
+and the PoC file a locate condition grants (``/workspace/poc``): naming them is no search for
+the task's answer."""
 _NETWORK = re.compile(
     r"(\b(curl|wget|nc|ncat|netcat|telnet|ssh|scp|sftp|ftp|rsync|socat|aria2c|lynx|links)\b"
     r"|/dev/(tcp|udp)/|\bpip3?\s+(install|download)\b|\bapt(-get)?\s+(install|update|download)\b"
@@ -95,8 +104,10 @@ def audit(
     submission: Mapping[str, Any] | None,
     project: str | None = None,
     submission_path: str = "/workspace/shared/loc.json",
+    leak: Mapping[str, Any] | None = None,
 ) -> dict[str, list[str]]:
-    """Flag name -> the evidence (commands or paths); only raised flags are present."""
+    """Flag name -> the evidence (commands or paths); only raised flags are present.
+    ``leak``: green's leak audit of the task (``scores.leak``), when the record has it."""
     flags: dict[str, list[str]] = {}
 
     def raise_(flag: str, evidence: str) -> None:
@@ -123,6 +134,8 @@ def audit(
         name = PurePosixPath(str(loc.get("file", ""))).name
         if name and name not in named:
             raise_("unopened_locations", str(loc.get("file")))
+    for evidence in (leak or {}).get("evidence") or []:
+        raise_(LEAK_FLAG, str(evidence))
     return flags
 
 
@@ -134,3 +147,75 @@ def count_flags(per_task: Iterable[Mapping[str, Any]]) -> dict[str, int]:
             if f in counts:
                 counts[f] += 1
     return counts
+
+
+# ---- the leak audit: the fix in what the agent sent or said ----------------------------------
+
+_HEX = re.compile(r"(?<![0-9a-fA-F])[0-9a-f]{7,40}(?![0-9a-fA-F])")
+MIN_LINE_CHARS = 12
+"""The fewest characters (whitespace collapsed) a line of the fix needs to be distinctive."""
+
+
+@dataclass(frozen=True)
+class FixPrints:
+    """What gives the fix away, from the task's ground truth (green's side only)."""
+
+    lines: tuple[str, ...] = ()
+    """Distinctive lines of the patch (whitespace collapsed): :func:`distinctive`."""
+    commits: tuple[str, ...] = ()
+    """The fix commit's hash (40 hex digits); a prefix of 7 or more in a channel counts."""
+    issues: tuple[str, ...] = ()
+    """The bug's issue numbers (OSS-Fuzz/Monorail): counted when written as an issue (a URL,
+    ``issue 1234``, ``oss-fuzz #1234``, ``id=1234``), not as a bare number."""
+    cves: tuple[str, ...] = ()
+
+
+def flat(text: str) -> str:
+    """Whitespace collapsed: a line copied with other indentation is the same line."""
+    return " ".join(text.split())
+
+
+def distinctive(line: str) -> bool:
+    """A line worth looking for: long enough, not only punctuation (braces, ``#endif``...)."""
+    text = flat(line)
+    return len(text) >= MIN_LINE_CHARS and sum(ch.isalnum() for ch in text) >= 6
+
+
+def _issue_pattern(number: str) -> re.Pattern[str]:
+    n = rf"(?<![0-9]){re.escape(number)}(?![0-9])"
+    return re.compile(
+        rf"(?:(?:oss-?fuzz|monorail|crbug|chromium|issues?|bugs?)\W{{0,12}}(?:id=|#)?{n}"
+        rf"|[?&]id={n}|/issues?/{n}|crbug\.com/(?:oss-fuzz/)?{n})",
+        re.IGNORECASE,
+    )
+
+
+def find_leaks(
+    channels: Mapping[str, str],
+    prints: FixPrints,
+    given: Callable[[set[str]], set[str]] = lambda lines: set(),
+) -> list[str]:
+    """The evidence, one sentence each, that a channel (``commands``, ``submission``...: the
+    agent's own words and requests) holds the fix. ``given(lines)``: those of the lines found
+    that the agent was given anyway (in the vulnerable source it reads): not evidence."""
+    found: dict[str, list[str]] = {}
+    evidence: list[str] = []
+    for name, text in channels.items():
+        plain = flat(text)
+        for line in prints.lines:
+            if line in plain:
+                found.setdefault(line, []).append(name)
+        for word in set(_HEX.findall(text)):
+            if any(c.startswith(word) for c in prints.commits):
+                evidence.append(f"{name}: the fix commit ({word})")
+        for number in prints.issues:
+            if m := _issue_pattern(number).search(text):
+                evidence.append(f"{name}: the bug's issue ({m.group(0)})")
+        for cve in prints.cves:
+            if cve.lower() in text.lower():
+                evidence.append(f"{name}: the bug's CVE ({cve})")
+    known = given(set(found)) if found else set()
+    for line, names in found.items():
+        if line not in known:
+            evidence += [f"{name}: a line of the fix: {line[:200]}" for name in names]
+    return list(dict.fromkeys(evidence))[:20]

@@ -30,6 +30,8 @@ class TaskPaths(BaseModel):
     submission: str = ""
     """The file the agent writes its answer to (empty: green reads the answer otherwise, e.g. the
     repository's diff)."""
+    poc: str = ""
+    """The crashing input, where the task grants the file (empty: it does not)."""
 
 
 RCA_PATHS = TaskPaths(
@@ -59,6 +61,9 @@ class TaskAssignment(BaseModel):
     green_url: str
     paths: TaskPaths
     limits: TaskLimits
+    offers: list[str] = []
+    """The requests beyond ``execute`` and ``submit`` this task serves (``run_poc``: green runs
+    the vulnerable target on the task's PoC, :class:`RunPoc`)."""
 
 
 class RcaTask(TaskAssignment):
@@ -121,6 +126,17 @@ class Execute(BaseModel):
     kind: Literal["execute"] = "execute"
     command: str = Field(min_length=1)
     timeout: float | None = Field(None, gt=0)
+    token: str | None = None
+    usage: Usage | None = None
+
+
+class RunPoc(BaseModel):
+    """purple -> green, where the task offers it (``TaskAssignment.offers``): run the vulnerable
+    target on the task's own PoC, in a fresh container of green's. Answered like
+    :class:`Execute` (a :class:`CommandResult`: the run's exit status and output; where the task
+    withholds the PoC file, nothing of its bytes or hashes); counted as a step."""
+
+    kind: Literal["run_poc"] = "run_poc"
     token: str | None = None
     usage: Usage | None = None
 
@@ -195,6 +211,7 @@ ProtocolData = Annotated[
     | PocTask
     | FixTask
     | Execute
+    | RunPoc
     | CommandResult
     | Submit
     | SubmitResult
@@ -213,15 +230,24 @@ def parse_data(data: dict[str, Any]) -> BaseModel:
 
 _EXECUTE_RE = re.compile(r"^\s*execute:\s?(?P<cmd>.+)\Z", re.DOTALL | re.IGNORECASE)
 _SUBMIT_RE = re.compile(r"^\s*submit\s*\Z", re.IGNORECASE)
+_RUN_POC_RE = re.compile(r"^\s*run_poc\s*\Z", re.IGNORECASE)
+RUN_POC_TEXT = "run_poc"
+
+Request = Execute | Submit | RunPoc
+"""What purple asks of a running task."""
+REQUEST_KINDS = ("execute", "submit", "run_poc")
 
 
-def parse_text_request(text: str) -> Execute | Submit | None:
-    """Read the plain-text requests a text-only agent sends: ``execute: <cmd>`` or ``submit``."""
+def parse_text_request(text: str) -> Request | None:
+    """Read the plain-text requests a text-only agent sends: ``execute: <cmd>``, ``submit`` or
+    ``run_poc``."""
     if m := _EXECUTE_RE.match(text):
         cmd = m.group("cmd").strip()
         return Execute(command=cmd) if cmd else None
     if _SUBMIT_RE.match(text):
         return Submit()
+    if _RUN_POC_RE.match(text):
+        return RunPoc()
     return None
 
 

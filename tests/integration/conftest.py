@@ -124,7 +124,8 @@ def scripted_purple(tmp_path: Path) -> Iterator[Callable[..., tuple[str, Observe
     Keyword arguments are purple settings (e.g. ``max_concurrent_tasks``)."""
     stack: list = []
 
-    def start(script: Script, **settings_: object) -> tuple[str, Observed]:
+    def start(script: Script, wrap=None, **settings_: object) -> tuple[str, Observed]:
+        """``wrap``: what serves purple's app instead of it (e.g. one that records requests)."""
         observed = Observed()
         port = free_port()
         settings = PurpleSettings(
@@ -137,7 +138,7 @@ def scripted_purple(tmp_path: Path) -> Iterator[Callable[..., tuple[str, Observe
         app = create_purple(
             settings, make_policy=lambda kind="rca_task": ScriptedPolicy(script, observed)
         )
-        cm = serve(app, port)
+        cm = serve(wrap(app) if wrap else app, port)
         srv = cm.__enter__()
         stack.append(cm)
         return srv.url, observed

@@ -173,3 +173,19 @@ def test_price_lookup() -> None:
 def test_serialize_hides_the_key() -> None:
     m = OpenAIChatModel(OpenAIModelConfig(model="m", api_key="sk-secret"))
     assert "sk-secret" not in str(m.serialize()) and m.serialize()["model"] == "m"
+
+
+@pytest.mark.parametrize(
+    "name", ["gpt-4o-search-preview", "gpt-5-search-api", "openai/gpt-4o:online"]
+)
+def test_a_model_that_searches_the_web_is_refused(name) -> None:
+    with pytest.raises(ValueError, match="hosted tools are refused"):
+        OpenAIModelConfig(model=name)
+
+
+@pytest.mark.parametrize(
+    "body", [{"web_search_options": {}}, {"plugins": [{"id": "web"}]}, {"tools": []}]
+)
+def test_request_fields_that_enable_a_hosted_tool_are_refused(body) -> None:
+    with pytest.raises(ValueError, match="hosted tools are refused"):
+        OpenAIModelConfig(model="gpt-4o-mini", extra_body={"top_k": 20, **body})

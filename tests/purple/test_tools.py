@@ -11,6 +11,7 @@ from pydantic import Field
 from services.purple.signals import Submitted
 from services.purple.tools.rca import RcaTools
 from services.purple.tools.registry import ToolCallError, ToolRegistry
+from services.shared.commands import CommandResult
 from services.shared.loc import Location
 from tests.support.local_env import LocalShellEnvironment, make_workspace
 
@@ -258,3 +259,25 @@ async def test_submit_localization_validates_before_writing(workspace) -> None:
     out = await tools.submit_localization([], "r")
     assert "Submission not written" in out and "locations" in out
     assert not Path(paths.submission).exists() and env.submits == []
+
+
+class PocEnvironment(LocalShellEnvironment):
+    """A local shell that also answers run_poc, as green does where the task offers it."""
+
+    async def run_poc(self) -> CommandResult:
+        return CommandResult(
+            exit_code=1, output="==1==ERROR: AddressSanitizer: heap-use-after-free"
+        )
+
+
+async def test_run_poc_is_a_tool_only_where_the_task_offers_it(workspace) -> None:
+    paths, _, tools = workspace
+    assert "run_poc" not in tools.registry().tools
+    offered = RcaTools(PocEnvironment(paths), paths, offers=("run_poc",), max_commands=3)
+    registry = offered.registry()
+    assert "run_poc" in registry.tools
+    out = await registry.call("run_poc", {})
+    assert out.startswith("<returncode>1</returncode>") and "heap-use-after-free" in out
+    assert [(c.command, c.tool) for c in offered.history] == [("run_poc", "run_poc")]
+    await offered.run_bash_cmd("true")  # the last command of the budget is kept for loc.json
+    assert "Command budget exhausted" in await registry.call("run_poc", {})

@@ -8,6 +8,7 @@ from services.shared.commands import CommandResult
 from services.shared.protocol import (
     Execute,
     Result,
+    RunPoc,
     Submit,
     parse_data,
     parse_text_request,
@@ -28,6 +29,9 @@ from services.shared.protocol import (
         ("execute:   ", None),
         ("please execute: ls", None),
         ("submitted", None),
+        ("run_poc", RunPoc()),
+        (" RUN_POC\n", RunPoc()),
+        ("run_poc now", None),
     ],
 )
 def test_plain_text_requests(text, expected):
@@ -60,6 +64,8 @@ def test_result_text_says_what_was_cut_and_killed():
         ),
         (Payload(text="execute: ls\ntoken: abcdefgh"), ProtocolRequest),
         (Payload(text="submit"), ProtocolRequest),
+        (Payload(text="run_poc", data={"kind": "run_poc", "token": "t"}), ProtocolRequest),
+        (Payload(text="run_poc\ntoken: abcdefgh"), ProtocolRequest),
         (Payload(text="Task ID: arvo:10055"), StartTask),
         (
             Payload(text='{"participants": {"agent": "http://p"}, "config": {"task_ids": [1]}}'),

@@ -36,7 +36,9 @@ class Script:
     commands: list[str] = field(
         default_factory=lambda: ["ls /workspace", "head -5 /workspace/error.txt"]
     )
-    """Shell commands; ``{task_id}`` is replaced by the task's id."""
+    """Shell commands; ``{task_id}`` is replaced by the task's id; :data:`RUN_POC` asks green
+    to run the task's PoC instead (a refusal is kept in ``Observed.refusals``, and the script
+    goes on)."""
     submissions: list[dict[str, Any] | str | bytes | None] = field(default_factory=list)
     """Submissions to try in turn, written to the task's submission path: a loc.json (a str is
     written verbatim: use it for malformed JSON), bytes (an input file), or None (submit what
@@ -56,9 +58,14 @@ class Script:
     it says)."""
 
 
+RUN_POC = "{run_poc}"
+
+
 @dataclass
 class Observed:
     results: list[CommandResult] = field(default_factory=list)
+    refusals: list[str] = field(default_factory=list)
+    """What green answered a refused ``run_poc``."""
     submit_replies: list[SubmitResult] = field(default_factory=list)
     ended: str | None = None
     endings: list[str] = field(default_factory=list)
@@ -99,6 +106,12 @@ class ScriptedPolicy:
         try:
             for cmd in script.commands:
                 cmd = cmd.replace("{task_id}", task.task_id)
+                if cmd == RUN_POC:
+                    try:
+                        self.observed.results.append(await task.env.run_poc())  # type: ignore[attr-defined]
+                    except TaskEnded as exc:
+                        self.observed.refusals.append(str(exc))
+                    continue
                 self.observed.results.append(await task.env.execute(cmd))
                 stats.commands += 1
                 stats.steps += 1

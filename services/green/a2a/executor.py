@@ -29,7 +29,13 @@ from services.green.store.errors import AGENT_SENTENCE, STORAGE_ERRORS
 from services.shared.a2a import new_protocol_message
 from services.shared.a2a_numbers import data_part
 from services.shared.logging import get_logger
-from services.shared.protocol import ErrorReply, Execute, result_text, submit_result_text
+from services.shared.protocol import (
+    ErrorReply,
+    Execute,
+    RunPoc,
+    result_text,
+    submit_result_text,
+)
 
 log = get_logger("services.green.a2a")
 
@@ -73,8 +79,9 @@ class GreenExecutor(AgentExecutor):
         await queue.enqueue_event(await self.answer(context.context_id, req))
 
     async def answer(self, context_id: str | None, req: ProtocolRequest) -> Message:
-        """The reply to purple's execute/submit in the task ``context_id``: the command's
-        :class:`CommandResult` (or the submission's verdict, or a refusal) as one Message.
+        """The reply to purple's execute/submit/run_poc in the task ``context_id``: the
+        command's (or the PoC run's) :class:`CommandResult` (or the submission's verdict, or a
+        refusal) as one Message.
         The gate calls it directly for ``message/send``; a streamed request comes through
         :meth:`execute`."""
         task_id = context_id or ""
@@ -87,6 +94,11 @@ class GreenExecutor(AgentExecutor):
                     req.request.timeout,
                     req.request.usage,
                 )
+                return new_protocol_message(
+                    result_text(result), result.model_dump(), context_id=context_id
+                )
+            if isinstance(req.request, RunPoc):
+                result = await self.orchestrator.live.run_poc(task_id, req.token, req.request.usage)
                 return new_protocol_message(
                     result_text(result), result.model_dump(), context_id=context_id
                 )

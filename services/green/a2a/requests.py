@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from services.green.kinds.registry import KINDS
 from services.shared.a2a import Payload
-from services.shared.protocol import Execute, Submit, parse_data, parse_text_request
+from services.shared.protocol import REQUEST_KINDS, Request, parse_data, parse_text_request
 from services.shared.task_ref import TaskRef, find_refs
 
 _TOKEN_LINE_RE = re.compile(r"\n?[ \t]*token:[ \t]*(\S+)[ \t]*\Z", re.IGNORECASE)
@@ -19,9 +19,9 @@ _TOKEN_LINE_RE = re.compile(r"\n?[ \t]*token:[ \t]*(\S+)[ \t]*\Z", re.IGNORECASE
 
 @dataclass
 class ProtocolRequest:
-    """execute/submit from purple, with the token wherever it was carried."""
+    """execute/submit/run_poc from purple, with the token wherever it was carried."""
 
-    request: Execute | Submit
+    request: Request
     token: str | None
 
 
@@ -57,7 +57,7 @@ def _text_field(metadata: dict[str, Any], key: str) -> str | None:
 def classify(payload: Payload) -> Classified:
     """What a message asks for. ValueError, with a sentence, for a malformed request."""
     # 1. structured protocol data wins
-    if payload.data is not None and payload.data.get("kind") in ("execute", "submit"):
+    if payload.data is not None and payload.data.get("kind") in REQUEST_KINDS:
         try:
             req = parse_data(payload.data)
         except ValidationError as exc:
@@ -94,5 +94,5 @@ def classify(payload: Payload) -> Classified:
         return StartTask(refs, _text_field(payload.metadata, "purple_url"))
     return Unknown(
         "send 'Task ID: arvo:<n>' (or swebench:<instance>) to start a task, an AgentBeats assessment request as JSON, "
-        "or, inside a running task, 'execute: <command>' / 'submit'"
+        "or, inside a running task, 'execute: <command>' / 'submit' / 'run_poc'"
     )

@@ -36,6 +36,10 @@ class TaskPlan(Protocol[S, R, G]):
     Typed by the kind's own pydantic models of a submission (``S``), a score (``R``) and the
     ground truth (``G``); green's lifecycle passes them along as they are and only the store's
     edge turns them into JSON (:func:`stored`).
+
+    Optional: ``offers`` (the requests beyond execute and submit the task serves, told to the
+    agent in ``TaskAssignment.offers``) and, for ``run_poc``, ``async run_poc(task_id) ->
+    CommandResult`` (ARVO's locate conditions, :mod:`.arvo.conditions`).
     """
 
     image: str

@@ -112,6 +112,7 @@ async def task(task_id: str, request: Request) -> Response:
         [c.command for c in stored],
         None if withheld else row.submission,
         None if withheld else (row.scores or {}).get("project"),
+        leak=(view.scores or {}).get("leak"),  # what this caller may see of it
     )
     return render(
         request,

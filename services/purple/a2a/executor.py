@@ -83,6 +83,7 @@ class Incoming:
             max_commands=a.limits.max_steps if a else None,
             deadline=a.limits.deadline if a else None,
             command_timeout_s=a.limits.command_timeout_s if a else None,
+            offers=tuple(a.offers) if a else (),
         )
 
 

@@ -13,8 +13,10 @@ from services.shared.commands import CommandResult
 from services.shared.protocol import (
     MAX_COST,
     MAX_COUNT,
+    RUN_POC_TEXT,
     ErrorReply,
     Execute,
+    RunPoc,
     Submit,
     SubmitResult,
     Usage,
@@ -24,7 +26,7 @@ from services.shared.protocol import (
 
 
 class GreenEnvironment:
-    """Sends ``execute``/``submit`` to green in the task's context, with the task's token.
+    """Sends ``execute``/``submit`` (and ``run_poc``, where the task offers it) to green in the task's context, with the task's token.
 
     Each request has the text form and the data form (docs/protocol.md); replies are read from the
     data part. A refusal (task over, step limit, wrong token) raises :class:`TaskEnded`. Each
@@ -65,6 +67,14 @@ class GreenEnvironment:
         reply = await self._ask(execute_text(command), req.model_dump(exclude_none=True))
         if not isinstance(reply, CommandResult):
             raise TaskEnded(f"unexpected reply to execute: {type(reply).__name__}")
+        return reply
+
+    async def run_poc(self) -> CommandResult:
+        """Ask green to run the vulnerable target on the task's PoC (where the task offers it)."""
+        req = RunPoc(token=self.token, usage=usage_of(self.usage))
+        reply = await self._ask(RUN_POC_TEXT, req.model_dump(exclude_none=True))
+        if not isinstance(reply, CommandResult):
+            raise TaskEnded(f"unexpected reply to run_poc: {type(reply).__name__}")
         return reply
 
     async def submit(self, stats: RunStats | None = None) -> SubmitResult:

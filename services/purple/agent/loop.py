@@ -66,6 +66,7 @@ class _Run:
             commands=task.commands,
             stats=self.stats.model_copy,
             max_commands=task.max_commands,
+            offers=task.offers,
         )
         self.registry = self.tools.registry()
         self.schemas = self.registry.schemas() if self.cfg.mode == "tool_calls" else None

@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 import openai
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from services.purple.llm.base import ContextOverflow, LLMError, LLMReply, ToolCall
 from services.purple.llm.pricing import cost_of
@@ -42,8 +42,29 @@ _WINDOW_RE = re.compile(
 )
 
 
+_SEARCH_MODEL = re.compile(r"search-preview|search-api|:online$", re.IGNORECASE)
+HOSTED_TOOL_FIELDS = frozenset(
+    {"web_search_options", "plugins", "tools", "search_parameters", "enable_search"}
+)
+"""Request fields that would hand the model a hosted tool (OpenAI, OpenRouter, xAI, Qwen)."""
+
+
 class OpenAIModelConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    @field_validator("model")
+    @classmethod
+    def _no_search_model(cls, model: str) -> str:
+        if _SEARCH_MODEL.search(model):
+            raise ValueError(f"{model!r} searches the web by itself: hosted tools are refused")
+        return model
+
+    @field_validator("extra_body")
+    @classmethod
+    def _no_hosted_tools(cls, body: dict[str, Any]) -> dict[str, Any]:
+        if named := sorted(HOSTED_TOOL_FIELDS & set(body)):
+            raise ValueError(f"extra_body may not set {', '.join(named)}: hosted tools are refused")
+        return body
 
     model: str
     """Model name sent to the endpoint (also the key of the price table)."""

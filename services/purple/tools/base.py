@@ -14,9 +14,9 @@ import time
 from collections.abc import Callable
 
 from services.purple.commands import CommandLog, CommandRecord
-from services.purple.protocols import RunStats, TaskEnvironment
+from services.purple.protocols import RunsPoc, RunStats, TaskEnvironment
 from services.shared.commands import CommandResult
-from services.shared.protocol import TaskPaths, result_text
+from services.shared.protocol import RUN_POC_TEXT, TaskPaths, result_text
 
 
 class CommandTools:
@@ -41,8 +41,11 @@ class CommandTools:
         show_file_max_lines: int,
         search_max_matches: int = 80,
         line_width: int = 300,
+        offers: tuple[str, ...] = (),
     ) -> None:
         self.env = env
+        self.offers = offers
+        """The requests beyond execute and submit the task serves (``run_poc``)."""
         self.paths = paths
         self.command_timeout = command_timeout
         """Timeout sent with each command (the loop or policy lowers it as the deadline nears)."""
@@ -65,6 +68,18 @@ class CommandTools:
         """Run a command through the environment and record it (``tool``: a short label)."""
         start = time.monotonic()
         result = await self.env.execute(command, timeout=timeout or self.command_timeout)
+        return self._recorded(command, tool, start, result)
+
+    async def _run_poc(self) -> CommandResult:
+        """``run_poc``: green runs the task's PoC (where offered), recorded as a command."""
+        if not isinstance(self.env, RunsPoc):
+            return CommandResult(exit_code=-1, output="this environment cannot run the PoC")
+        start = time.monotonic()
+        return self._recorded(RUN_POC_TEXT, RUN_POC_TEXT, start, await self.env.run_poc())
+
+    def _recorded(
+        self, command: str, tool: str | None, start: float, result: CommandResult
+    ) -> CommandResult:
         record = CommandRecord(
             step=self.turn,
             command=command,

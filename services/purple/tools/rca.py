@@ -19,7 +19,13 @@ from services.purple.signals import Submitted
 from services.purple.tools.base import CommandTools, sh_text
 from services.purple.tools.registry import ToolRegistry
 from services.shared.loc import Location, LocJson
-from services.shared.protocol import SubmitResult, TaskPaths, result_text, submit_result_text
+from services.shared.protocol import (
+    RUN_POC_TEXT,
+    SubmitResult,
+    TaskPaths,
+    result_text,
+    submit_result_text,
+)
 
 SCORED_LOCATIONS = 5
 
@@ -43,8 +49,10 @@ class RcaTools(CommandTools):
         self.submissions: list[tuple[LocJson, SubmitResult]] = []
 
     def registry(self) -> ToolRegistry:
+        """The tools; ``run_poc`` where the task offers it."""
+        poc = [self.run_poc] if RUN_POC_TEXT in self.offers else []
         return ToolRegistry(
-            [self.run_bash_cmd, self.show_file, self.search_code, self.submit_localization]
+            [self.run_bash_cmd, self.show_file, self.search_code, *poc, self.submit_localization]
         )
 
     # ---- the tools ---------------------------------------------------------------------------
@@ -60,6 +68,17 @@ class RcaTools(CommandTools):
             command: The command line, e.g. "grep -rn 'foo(' src-vul --include=*.c | head".
         """
         return await self._run_bash(command)
+
+    async def run_poc(self) -> str:
+        """Run the vulnerable fuzz target on the task's crashing input (the PoC) and return its
+        exit code and output (the sanitizer report of the crash).
+
+        Green runs it in a fresh container of its own (the fuzz target is not in yours); each
+        call counts as a command.
+        """
+        if exhausted := self.budget_exhausted():
+            return exhausted
+        return result_text(await self._run_poc())
 
     async def show_file(self, path: str, start_line: int = 1, end_line: int | None = None) -> str:
         """Show a range of a source file with line numbers.

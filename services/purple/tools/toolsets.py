@@ -44,6 +44,7 @@ class CommandToolset(Generic[ToolsT]):
         commands: CommandLog | None = None,
         stats: Callable[[], RunStats] | None = None,
         max_commands: int | None = None,
+        offers: tuple[str, ...] = (),
     ) -> ToolsT:
         return self.tools_class(
             env,
@@ -51,6 +52,7 @@ class CommandToolset(Generic[ToolsT]):
             commands=commands,
             stats=stats,
             max_commands=max_commands,
+            offers=offers,
             **self.tool_options(),
         )
 
