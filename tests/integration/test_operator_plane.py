@@ -175,6 +175,9 @@ def test_a2a_tasks_belong_to_the_credential_that_created_them(start_green, scrip
     assert len([a for a in got["artifacts"] if a["name"] == "Result"]) == 1
 
 
+FLB = ("file_recall", "hunk_recall", "line_recall", "line_precision", "line_f1", "flb_iou")
+
+
 def test_ground_truth_is_for_the_operator_and_only_when_the_bug_is_done(
     start_green, scripted_purple
 ):
@@ -190,6 +193,7 @@ def test_ground_truth_is_for_the_operator_and_only_when_the_bug_is_done(
     assert "ground_truth_sha256" not in (anon_view["provenance"] or {})
     assert set(anon_view["scores"]) <= {
         *("file@1", "file@5", "func@1", "func@5", "line@1", "line@5", "iou"),
+        *(f"{m}{v}" for m in FLB for v in ("", "_path")),  # FLBench's metrics
         *("scorable", "submitted", "n_locations", "resolved"),
         *("bug_class", "project"),  # read from error.txt, which the agent has too
     }
