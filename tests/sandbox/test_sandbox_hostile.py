@@ -184,7 +184,7 @@ def counted_by(sandbox: DockerSandbox, how: str) -> list[float]:
         return count(most)
 
     layer.count = counting  # type: ignore[method-assign]
-    inner._layer = layer
+    inner._usage._layer = layer
     return counts
 
 
@@ -261,7 +261,7 @@ def test_the_walk_counts_what_the_engines_diff_lists(make: Callable[..., DockerS
         timeout=60,
     )
     inner = sandbox.sandbox
-    walked = inner._layer.count()
+    walked = inner._usage._layer.count()
     listed = LayerEntries(inner._client.api, inner.id, None).count()
     assert walked == listed > 3_000
 
