@@ -14,17 +14,14 @@ driver) resolves its developers' fix, through green, judged on its runs and sayi
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 import pytest
 
 from fixtures.catalog import get_task
 from services.green.config import GreenSettings
-from services.green.kinds.arvo.fix.judge import FixPatch, FixScore
-from services.green.kinds.arvo.fix.kind import ArvoFixKind
-from services.sandbox.docker import DockerSandboxProvider
 from tests.integration.conftest import leftover_containers
+from tests.integration.direct_judge import judge_patches
 from tests.integration.helpers import submit_task, wait_terminal
 from tests.support.scripted_purple import Script, write_bytes_command
 from tests.support.silencing_patches import (
@@ -90,25 +87,7 @@ def judge(green_settings: GreenSettings):
     settings = green_settings.model_copy(
         update={"judge_fuzz_runs": 300, "judge_run_timeout_s": 20, "fix_floor": False}
     )
-
-    def run(ref: str, patches: dict[str, str]) -> dict[str, FixScore]:
-        provider = DockerSandboxProvider(label_prefix="arena", owner=settings.instance_name)
-        kind = ArvoFixKind.from_settings(settings, provider)
-
-        async def one(name: str, patch: str) -> FixScore:
-            plan = await asyncio.to_thread(kind.prepare, ref)
-            plan.task_id = f"fix-verdict-{name}"
-            return await plan.score(FixPatch(patch=patch, files=[]))
-
-        async def every() -> list[FixScore]:
-            try:
-                return await asyncio.gather(*(one(n, p) for n, p in patches.items()))
-            finally:
-                await provider.aclose()
-
-        return dict(zip(patches, asyncio.run(every()), strict=True))
-
-    return run
+    return lambda ref, patches: judge_patches(settings, ref, patches)
 
 
 def test_the_built_binary_and_the_canary_show_a_silenced_sanitizer(judge):

@@ -1,13 +1,17 @@
 """A hostile agent against the judge, from inside the patched build green judges (issue #52,
-attacks 2 to 4), through the real green, purple and containers on ``arvo-fix:900007``.
+attacks 2 to 4), on ``arvo-fix:900007`` in real containers.
 
 The agent's fix is the developers' own plus code on the input's path
 (:mod:`tests.support.judged_code`): it replaces the judge's inputs folder with a file; it holds
 768 MiB of deleted-but-open files under a 128 MiB cap while it kills green's scans every 2 ms;
 it SIGSTOPs every new process and hangs. The judged code runs as the task container's agent uid,
 with green's inputs, scans and kills root's: each attack is the agent's verdict, never infra;
-after each, ``docker inspect`` of its judging containers answers at once and the next task on
-the same engine completes.
+after each, ``docker inspect`` of its judging containers answers at once and the next judging on
+the same engine resolves the developers' fix.
+
+Attack 2 goes through green, purple and the agent plane. Attacks 3 and 4 call ``fork`` and
+``kill``, which green's submit check refuses by name (asserted here): the box is the defence for
+the code that check cannot name, so they are judged directly, as a patch the check missed.
 """
 
 from __future__ import annotations
@@ -19,7 +23,11 @@ import docker
 import docker.errors
 import pytest
 
+from fixtures.catalog import get_task
+from services.green.kinds.arvo.fix.constructs import refused_constructs
+from services.green.kinds.arvo.fix.judge import FixScore
 from tests.integration.conftest import leftover_containers
+from tests.integration.direct_judge import judge_patches
 from tests.integration.helpers import submit_task, wait_terminal
 from tests.support.judged_code import (
     HOLD_AND_KILL_SCANS,
@@ -36,18 +44,12 @@ def _apply(patch: str) -> list[str]:
     return [write_bytes_command("/tmp/agent.diff", patch.encode()), "git apply /tmp/agent.diff"]
 
 
-def _judged(start_green, scripted_purple, docker_client, patch: str, **settings) -> dict:
-    """The fix task of 900007 with ``patch`` through green, then an innocent task on the same
-    green and engine; the first task's record."""
-    purple_url, _ = scripted_purple(Script(commands=_apply(patch), submissions=[None]))
-    green = start_green(purple_url=purple_url, fix_floor=False, judge_fuzz_runs=300, **settings)
-    since = int(time.time()) - 1
-    task = submit_task(green.url, {"task": "arvo-fix:900007"})
-    done = wait_terminal(green.url, task["id"], timeout=400)
+def _inspect_every_judging_box(docker_client, since: int) -> None:
+    """Every judging container created since ``since`` answers ``docker inspect`` at once."""
     events = docker_client.events(
         since=since, until=int(time.time()) + 1, decode=True, filters={"event": "create"}
     )
-    seen = [  # every judging container green started: each answers docker inspect at once
+    seen = [
         e["id"]
         for e in events
         if e.get("Actor", {}).get("Attributes", {}).get("arena.purpose") == "judge"
@@ -57,6 +59,17 @@ def _judged(start_green, scripted_purple, docker_client, patch: str, **settings)
     for container in seen:
         with contextlib.suppress(docker.errors.NotFound):  # removed: the engine says so at once
             prompt.inspect_container(container)
+
+
+def _judged(start_green, scripted_purple, docker_client, patch: str, **settings) -> dict:
+    """The fix task of 900007 with ``patch`` through green, then an innocent task on the same
+    green and engine; the first task's record."""
+    purple_url, _ = scripted_purple(Script(commands=_apply(patch), submissions=[None]))
+    green = start_green(purple_url=purple_url, fix_floor=False, judge_fuzz_runs=300, **settings)
+    since = int(time.time()) - 1
+    task = submit_task(green.url, {"task": "arvo-fix:900007"})
+    done = wait_terminal(green.url, task["id"], timeout=400)
+    _inspect_every_judging_box(docker_client, since)
 
     harmless = attack_patch("static void arena_attack(void) {}\n")
     innocent, _ = scripted_purple(Script(commands=_apply(harmless), submissions=[None]))
@@ -86,44 +99,51 @@ def test_attack_2_the_judged_build_replacing_the_judges_inputs_is_its_own_failur
     assert done["scores"]["resolved"] == 0.0, done["scores"]["explanation"]
 
 
+def _judged_directly(green_settings, docker_client, attack: str, **settings) -> FixScore:
+    """The fix of 900007 with ``attack`` judged as if the submit check had missed it (it does
+    not: the check names a construct of it), then the developers' fix on the same engine."""
+    patch = attack_patch(attack)
+    assert refused_constructs(patch, (get_task(900007).path / "fix.patch").read_text()), (
+        "the submit check lets it through"
+    )
+    settings = green_settings.model_copy(
+        update={"judge_fuzz_runs": 300, "fix_floor": False, **settings}
+    )
+    since = int(time.time()) - 1
+    scores = judge_patches(
+        settings,
+        "900007",
+        {"attack": patch, "after": attack_patch("static void arena_attack(void) {}\n")},
+        in_turn=True,
+    )
+    _inspect_every_judging_box(docker_client, since)
+    assert scores["after"].resolved == 1.0, scores["after"].explanation
+    assert leftover_containers(docker_client, settings.instance_name) == []
+    return scores["attack"]
+
+
 def test_attack_3_deleted_but_open_files_past_the_cap_stop_the_box_though_scans_are_killed(
-    start_green, scripted_purple, docker_client
+    green_settings, docker_client
 ):
     """768 MiB held deleted-but-open under a 128 MiB cap while green's scans (``find``) are
-    killed every 2 ms. Before: the scans failed, the use was "unknown" and nothing stopped the
-    box (resolved 1.0). Now the scans are root's, out of its reach: the box is stopped for its
-    disk, the runs say so, and the fix is not resolved."""
-    done = _judged(
-        start_green,
-        scripted_purple,
-        docker_client,
-        attack_patch(HOLD_AND_KILL_SCANS),
-        container_disk_bytes=128 * 2**20,
-        disk_check_s=0.5,
+    killed every 2 ms. The scans are root's, out of its reach: the box is stopped for its disk,
+    the runs say so, and the fix is not resolved (a verdict, not an engine error)."""
+    score = _judged_directly(
+        green_settings, docker_client, HOLD_AND_KILL_SCANS, container_disk_bytes=128 * 2**20
     )
-    assert done["status"] == "completed", (done["status"], done["failure_kind"], done["error"])
-    stopped = [
-        r for r in _runs(done) if "the judging container stopped (disk_limit)" in r["output"]
-    ]
-    assert stopped, [r["output"][:200] for r in _runs(done)]
-    assert done["scores"]["resolved"] == 0.0, done["scores"]["explanation"]
+    stopped = [r for r in score.runs if "the judging container stopped (disk_limit)" in r.output]
+    assert stopped, [r.output[:200] for r in score.runs]
+    assert score.resolved == 0.0, score.explanation
 
 
 def test_attack_4_a_build_that_stops_every_new_process_is_its_own_hang(
-    start_green, scripted_purple, docker_client
+    green_settings, docker_client
 ):
     """The first input it runs on SIGSTOPs every process that starts from then on, and hangs.
-    Before: green's timeout kill was stopped, the judge raised EngineUnreachable after 195 s
-    (infra) and the box stayed up with ``docker inspect`` hanging. Now green's kill, its execs
-    and ``runc init`` are root's: the run is stopped at its bound (the agent's hang), the
-    container is removed, and the next task completes."""
-    done = _judged(
-        start_green,
-        scripted_purple,
-        docker_client,
-        attack_patch(STOP_EVERY_NEW_PROCESS),
-        judge_run_timeout_s=8,
+    Green's kill, its execs and ``runc init`` are root's: the run is stopped at its bound (the
+    agent's hang, a verdict), the container is removed, and the next judging resolves."""
+    score = _judged_directly(
+        green_settings, docker_client, STOP_EVERY_NEW_PROCESS, judge_run_timeout_s=8
     )
-    assert done["status"] == "completed", (done["status"], done["failure_kind"], done["error"])
-    assert any(r["timed_out"] for r in _runs(done)), [r["output"][:200] for r in _runs(done)]
-    assert done["scores"]["resolved"] == 0.0, done["scores"]["explanation"]
+    assert any(r.timed_out for r in score.runs), [r.output[:200] for r in score.runs]
+    assert score.resolved == 0.0, score.explanation
