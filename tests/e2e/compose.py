@@ -21,6 +21,7 @@ from typing import Any
 
 import docker
 import httpx
+import pytest
 
 from fixtures.catalog import REPO_ROOT
 
@@ -54,6 +55,21 @@ def compose_available() -> str | None:
         if proc.returncode == 0:
             return " ".join(cmd)
     return None
+
+
+def require_compose() -> docker.DockerClient:
+    """The engine's client; the calling test is skipped (with how to get them) without an
+    engine or a compose."""
+    try:
+        client = docker.from_env()
+        client.ping()
+    except Exception as exc:
+        pytest.skip(f"Docker engine unreachable ({exc}); run scripts/ensure-docker.sh")
+    if compose_available() is None:
+        pytest.skip(
+            "no docker compose (v2) nor docker-compose (v1); apt-get install docker-compose"
+        )
+    return client
 
 
 STOCK_PYTHON = "python:3.11-slim-bookworm"

@@ -35,6 +35,7 @@ from tests.e2e.compose import (
     ComposeStack,
     compose_available,
     ensure_python_base,
+    require_compose,
     wait_task,
 )
 from tests.support import web
@@ -53,15 +54,8 @@ A2A_TERMINAL = {
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ComposeStack]:
-    try:
-        docker.from_env().ping()
-    except Exception as exc:
-        pytest.skip(f"Docker engine unreachable ({exc}); run scripts/ensure-docker.sh")
+    require_compose()
     compose = compose_available()
-    if compose is None:
-        pytest.skip(
-            "no docker compose (v2) nor docker-compose (v1); apt-get install docker-compose"
-        )
     only = [arg for task in TASKS for arg in ("--only", task)]
     proc = subprocess.run(
         [sys.executable, "-m", "fixtures.build", *only],

@@ -14,7 +14,7 @@ from pathlib import Path
 import docker
 import pytest
 
-from tests.e2e.compose import compose_available, demo_down, demo_env, run_demo
+from tests.e2e.compose import demo_down, demo_env, require_compose, run_demo
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 RUNS = int(os.environ.get("ARENA_DEMO_LOOP_RUNS", "3"))
@@ -27,13 +27,7 @@ def _green_id(client: docker.DockerClient, project: str) -> str:
 
 
 def test_demo_runs_again_and_again(tmp_path: Path) -> None:
-    try:
-        client = docker.from_env()
-        client.ping()
-    except Exception as exc:
-        pytest.skip(f"Docker engine unreachable ({exc}); run scripts/ensure-docker.sh")
-    if compose_available() is None:
-        pytest.skip("no docker compose (v2) nor docker-compose (v1)")
+    client = require_compose()
     env = demo_env(tmp_path, "demo-loop")
     project = env["COMPOSE_PROJECT_NAME"]
     first_green = ""

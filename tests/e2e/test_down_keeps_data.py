@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from fixtures.catalog import REPO_ROOT
-from tests.e2e.compose import compose_available, demo_down, demo_env, run_demo
+from tests.e2e.compose import demo_down, demo_env, require_compose, run_demo
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -81,13 +81,7 @@ def _pages(green: httpx.Client, tasks: dict[str, str], links: list[str]) -> dict
 
 @pytest.mark.timeout(1800)  # two demos (the first may build the images) and a run between
 def test_make_down_then_demo_keeps_every_task_run_and_link(tmp_path: Path) -> None:
-    try:
-        client = docker.from_env()
-        client.ping()
-    except Exception as exc:
-        pytest.skip(f"Docker engine unreachable ({exc}); run scripts/ensure-docker.sh")
-    if compose_available() is None:
-        pytest.skip("no docker compose (v2) nor docker-compose (v1)")
+    client = require_compose()
     env = demo_env(tmp_path, "down-keeps")
     project = env["COMPOSE_PROJECT_NAME"]
     url = f"http://127.0.0.1:{env['ARENA_GREEN_PORT']}"

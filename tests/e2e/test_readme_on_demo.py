@@ -14,15 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.compose import compose_available, demo_down, demo_env, run_demo
+from tests.e2e.compose import demo_down, demo_env, require_compose, run_demo
 from tests.support.readme import run_blocks, user_folder
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 
 def test_readme_blocks_on_the_demo_stack(tmp_path: Path) -> None:
-    if compose_available() is None:
-        pytest.skip("no docker compose (v2) nor docker-compose (v1)")
+    require_compose()
     env = demo_env(tmp_path, "readme")
     try:
         proc = run_demo(env)
