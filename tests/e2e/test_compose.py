@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,6 +38,7 @@ from tests.e2e.compose import (
     wait_task,
 )
 from tests.support import web
+from tests.support.fixture_builds import build_fixtures
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -57,15 +57,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ComposeStack]:
     require_compose()
     compose = compose_available()
     only = [arg for task in TASKS for arg in ("--only", task)]
-    proc = subprocess.run(
-        [sys.executable, "-m", "fixtures.build", *only],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        check=False,
-    )
-    assert proc.returncode == 0, f"fixture build failed:\n{proc.stdout}\n{proc.stderr}"
+    build_fixtures("fixtures.build", *only)
     python_image = ensure_python_base()
 
     s = ComposeStack(tmp_path_factory.mktemp("e2e"), python_image=python_image)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from services.purple.config import PurpleSettings
 from tests.integration.helpers import OPERATOR_TOKEN
 from tests.support.containers import container_names
 from tests.support.fake_llm import FakeLLMServer, FakeReply
+from tests.support.fixture_builds import build_fixtures
 from tests.support.parallel import once_per_run
 from tests.support.scripted_purple import Observed, Script, ScriptedPolicy
 from tests.support.servers import ServiceProcess, ThreadedServer, free_port, serve
@@ -44,15 +44,7 @@ def fixture_assets(docker_client) -> Path:
     by the first of several workers)."""
 
     def build() -> Path:
-        proc = subprocess.run(
-            [sys.executable, "-m", "fixtures.build"],
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            timeout=2400,
-            check=False,
-        )
-        assert proc.returncode == 0, f"fixture build failed:\n{proc.stdout}\n{proc.stderr}"
+        build_fixtures(timeout=2400)
         return DEFAULT_ASSETS_DIR
 
     return once_per_run("fixture-assets", build, lambda: DEFAULT_ASSETS_DIR)

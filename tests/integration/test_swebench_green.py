@@ -3,9 +3,6 @@ the SWE toolset, scripted through a local OpenAI-compatible server), judged by t
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 from unidiff import PatchSet
 
@@ -15,7 +12,7 @@ from tests.integration.conftest import leftover_containers
 from tests.integration.helpers import OPERATOR, submit_task, wait_terminal
 from tests.support import web
 from tests.support.fake_llm import FakeReply
-from tests.support.servers import REPO
+from tests.support.fixture_builds import build_fixtures
 from tests.support.swe_attacks import FAKE_PASS_CONFTEST, REWRITE_REPORT_AT_EXIT
 
 pytestmark = pytest.mark.docker
@@ -27,15 +24,7 @@ SOURCE = "src/wraptext/wrap.py"
 
 @pytest.fixture(scope="module")
 def swe_fixtures(docker_client):
-    proc = subprocess.run(
-        [sys.executable, "-m", "fixtures.swebench.build"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        check=False,
-    )
-    assert proc.returncode == 0, f"fixture build failed:\n{proc.stdout}\n{proc.stderr}"
+    build_fixtures("fixtures.swebench.build")
     return INSTANCES_FILE
 
 

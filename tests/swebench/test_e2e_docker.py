@@ -11,8 +11,6 @@ import asyncio
 import json
 import secrets
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import docker
@@ -20,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from fixtures.swebench.build import HERE as FIXTURES
-from fixtures.swebench.build import INSTANCES_FILE, REPO_ROOT
+from fixtures.swebench.build import INSTANCES_FILE
 from services.purple.agent.config import AgentConfig
 from services.purple.llm.openai_chat import OpenAIChatModel, OpenAIModelConfig
 from services.sandbox.base import SandboxSpec
@@ -32,6 +30,7 @@ from services.swebench.predictions import load_predictions
 from services.swebench.runner import RunConfig, run_batch
 from tests.support.containers import container_names
 from tests.support.fake_llm import FakeError, FakeLLMServer, FakeReply
+from tests.support.fixture_builds import build_fixtures
 from tests.support.swe_attacks import FAKE_PASS_CONFTEST, FAKE_PASS_FROM_CODE
 
 from .test_swe_tools import git
@@ -59,14 +58,7 @@ def dc():
 
 @pytest.fixture(scope="module")
 def instances(dc):
-    proc = subprocess.run(
-        [sys.executable, "-m", "fixtures.swebench.build"],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
-    assert proc.returncode == 0, f"fixture build failed:\n{proc.stdout}\n{proc.stderr}"
+    build_fixtures("fixtures.swebench.build")
     return {i.instance_id: i for i in load_instances(INSTANCES_FILE)}
 
 
