@@ -35,7 +35,7 @@ from tests.support.fix_patches import (
     harness_file,
     harness_patch,
 )
-from tests.support.scripted_purple import Script, write_bytes_command
+from tests.support.scripted_purple import Script, apply_patch_commands
 
 pytestmark = pytest.mark.docker
 
@@ -51,10 +51,6 @@ def looping_patch(task: FixtureTask) -> str:
     lines = ["#define A0 ;\n", *(f"#define A{i} A{i - 1} A{i - 1}\n" for i in range(1, 41))]
     source = (task.src_dir / task.crash_file).read_text().splitlines(keepends=True)
     return diff(task.crash_file, source, [*lines, "A40\n", *source])
-
-
-def apply_commands(patch: str) -> list[str]:
-    return [write_bytes_command("/tmp/agent.diff", patch.encode()), "git apply /tmp/agent.diff"]
 
 
 @pytest.fixture
@@ -137,8 +133,8 @@ def test_a_fix_task_through_green_is_resolved_refused_or_empty(
     task = get_task(900002)
     fix = (fixture_assets / "900002" / "patch.diff").read_text()
     scripts = [
-        Script(commands=apply_commands(fix), submissions=[None]),
-        Script(commands=apply_commands(harness_patch(task)), submissions=[None]),
+        Script(commands=apply_patch_commands(fix), submissions=[None]),
+        Script(commands=apply_patch_commands(harness_patch(task)), submissions=[None]),
         Script(commands=["git status --short"], submissions=[None]),
         Script(commands=["echo '/* edited */' >> src/rle.c && rm -rf .git"], submissions=[None]),
     ]
@@ -195,7 +191,7 @@ def test_an_engine_cut_while_a_patch_is_judged_is_infra(
         monkeypatch.setenv("DOCKER_HOST", proxy.url)
         task = get_task(900001)
         purple_url, _ = scripted_purple(
-            Script(commands=apply_commands(looping_patch(task)), submissions=[None])
+            Script(commands=apply_patch_commands(looping_patch(task)), submissions=[None])
         )
         green = start_green(purple_url=purple_url, cleanup_retry_s=1.0, container_memory="4g")
         submitted = submit_task(green.url, {"task": "arvo-fix:900001"})

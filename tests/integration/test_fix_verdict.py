@@ -23,7 +23,7 @@ from services.green.config import GreenSettings
 from tests.integration.conftest import leftover_containers
 from tests.integration.direct_judge import judge_patches
 from tests.integration.helpers import submit_task, wait_terminal
-from tests.support.scripted_purple import Script, write_bytes_command
+from tests.support.scripted_purple import Script, apply_patch_commands, write_bytes_command
 from tests.support.silencing_patches import (
     constructor_exit_patch,
     context_diff_commands,
@@ -33,10 +33,6 @@ from tests.support.silencing_patches import (
 )
 
 pytestmark = pytest.mark.docker
-
-
-def apply_commands(patch: str) -> list[str]:
-    return [write_bytes_command("/tmp/agent.diff", patch.encode()), "git apply /tmp/agent.diff"]
 
 
 def run_in_turn(green_url: str, observed, project: str, ref: str, n: int) -> list[dict]:
@@ -56,9 +52,9 @@ def test_silencing_patches_and_a_chosen_diff_are_refused_through_green(
 ):
     task = get_task(900007)
     attacks = {
-        "a constructor or destructor attribute": apply_commands(constructor_exit_patch(task)),
-        "a *_default_options": apply_commands(default_options_patch(task)),
-        "a no_sanitize attribute": apply_commands(no_sanitize_patch(task)),
+        "a constructor or destructor attribute": apply_patch_commands(constructor_exit_patch(task)),
+        "a *_default_options": apply_patch_commands(default_options_patch(task)),
+        "a no_sanitize attribute": apply_patch_commands(no_sanitize_patch(task)),
         "the patch changes Makefile, a build script": context_diff_commands(task),
     }
     scripts = [Script(commands=c, submissions=[None]) for c in attacks.values()]

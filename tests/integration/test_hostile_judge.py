@@ -35,13 +35,9 @@ from tests.support.judged_code import (
     STOP_EVERY_NEW_PROCESS,
     attack_patch,
 )
-from tests.support.scripted_purple import Script, write_bytes_command
+from tests.support.scripted_purple import Script, apply_patch_commands
 
 pytestmark = pytest.mark.docker
-
-
-def _apply(patch: str) -> list[str]:
-    return [write_bytes_command("/tmp/agent.diff", patch.encode()), "git apply /tmp/agent.diff"]
 
 
 def _inspect_every_judging_box(docker_client, since: int) -> None:
@@ -64,7 +60,9 @@ def _inspect_every_judging_box(docker_client, since: int) -> None:
 def _judged(start_green, scripted_purple, docker_client, patch: str, **settings) -> dict:
     """The fix task of 900007 with ``patch`` through green, then an innocent task on the same
     green and engine; the first task's record."""
-    purple_url, _ = scripted_purple(Script(commands=_apply(patch), submissions=[None]))
+    purple_url, _ = scripted_purple(
+        Script(commands=apply_patch_commands(patch), submissions=[None])
+    )
     green = start_green(purple_url=purple_url, fix_floor=False, judge_fuzz_runs=300, **settings)
     since = int(time.time()) - 1
     task = submit_task(green.url, {"task": "arvo-fix:900007"})
@@ -72,7 +70,9 @@ def _judged(start_green, scripted_purple, docker_client, patch: str, **settings)
     _inspect_every_judging_box(docker_client, since)
 
     harmless = attack_patch("static void arena_attack(void) {}\n")
-    innocent, _ = scripted_purple(Script(commands=_apply(harmless), submissions=[None]))
+    innocent, _ = scripted_purple(
+        Script(commands=apply_patch_commands(harmless), submissions=[None])
+    )
     after = submit_task(green.url, {"task": "arvo-fix:900007", "purple_url": innocent})
     next_one = wait_terminal(green.url, after["id"], timeout=300)
     assert next_one["status"] == "completed", next_one

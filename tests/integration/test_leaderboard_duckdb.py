@@ -15,7 +15,7 @@ from a2a.helpers import get_data_parts
 from fixtures.catalog import REPO_ROOT
 from tests.integration.helpers import OPERATOR, stream_message
 from tests.support import web
-from tests.support.scripted_purple import Script, write_bytes_command
+from tests.support.scripted_purple import Script, apply_patch_commands
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -92,7 +92,7 @@ def test_reproduce_and_fix_leaderboards_over_agentbeats_assessments(
     queries-fix.json read."""
     poc = (fixture_assets / "900001" / "poc").read_bytes()
     fix = (fixture_assets / "900002" / "patch.diff").read_bytes()
-    apply = [write_bytes_command("/tmp/fix.diff", fix), "git apply /tmp/fix.diff"]
+    apply = apply_patch_commands(fix, "/tmp/fix.diff")
     by_project = {  # in arrival order: the reproduce assessment ends before the fix one starts
         "xmlmini": [
             Script(commands=[], submissions=[poc]),

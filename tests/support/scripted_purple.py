@@ -31,6 +31,13 @@ def write_bytes_command(path: str, data: bytes) -> str:
     return f"printf %s {base64.b64encode(data).decode()} | base64 -d > {path}"
 
 
+def apply_patch_commands(patch: str | bytes, path: str = "/tmp/agent.diff") -> list[str]:
+    """The commands an agent applies ``patch`` to its tree with (written to ``path``, then
+    ``git apply``)."""
+    data = patch.encode() if isinstance(patch, str) else patch
+    return [write_bytes_command(path, data), f"git apply {path}"]
+
+
 @dataclass
 class Script:
     commands: list[str] = field(
