@@ -139,7 +139,8 @@ class Aggregate(BaseModel):
     described)."""
     trials: dict[str, Any] = {}
     """``k``: the most non-infra attempts of a task (K); ``n``: the tasks with K of them, the one
-    task set of every pass@k and pass^k (k = 1..K) and of the consistency, per metric
+    task set of every pass@k and pass^k (k = 1..K) and of the consistency, per hit/miss metric
+    (a continuous one, iou with partial overlaps, has no hit to count)
     (:func:`services.shared.stats.trial_summary`); ``n_fewer``: the tasks left out."""
     floors: dict[str, Any] = {}
     """Per floor (``empty``: an empty submission; ``crash_frame``: the top in-project frame of
@@ -310,7 +311,7 @@ def aggregate(outcomes: Iterable[TaskOutcome], metrics: Sequence[str] | None = N
         "mean_all": unc_all,
         "mean_non_infra": unc_non_infra,
     }
-    agg.trials = _trials(units, names)
+    agg.trials = _trials(units, [m for m in names if m in hit_rates])
     agg.floors = _floors(units, names, hit_rates)
     agg.explanation = _explain(agg, status_counts, failure_counts)
     return agg

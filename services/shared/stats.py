@@ -14,7 +14,7 @@ reference; ``tests/shared/test_stats.py`` checks each against values worked by h
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -385,6 +385,23 @@ def win_loss_tie(a: Sequence[float], b: Sequence[float]) -> dict[str, int]:
         "loss": int((d < -1e-12).sum()),
         "tie": int((np.abs(d) <= 1e-12).sum()),
     }
+
+
+def pass_k_metrics(agg: Mapping[str, Any], metrics: Iterable[str]) -> list[str]:
+    """Of ``metrics``, those in the pass@k table of the aggregate ``agg``: the hit/miss ones
+    with a trials row (an aggregate stored before continuous metrics were left out of
+    ``trials`` still has them: their interval is then a continuous mean's)."""
+    trials = agg.get("trials") or {}
+    ivs = (agg.get("uncertainty") or {}).get("mean_all") or {}
+    return [
+        m
+        for m in metrics
+        if trials.get(m) and (ivs.get(m) or {}).get("method") not in CONTINUOUS_METHODS
+    ]
+
+
+CONTINUOUS_METHODS = frozenset({"beta-t", "t-cr2"})
+"""The interval methods of a continuous mean (:data:`METHODS`)."""
 
 
 def trial_summary(
