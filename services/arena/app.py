@@ -55,6 +55,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # click's help: wraps to any width (rich's panels cramp at 80)
 )
 app.add_typer(tasks_app, name="tasks")
 
@@ -264,9 +265,11 @@ def run(
 
     Tasks are references of any kind green offers (arvo:10055, swebench:<instance>; a bare
     number is an ARVO id); green's answer gives the canonical form the run records.
+
     Ids already completed in an existing run folder are kept (--resume, the default); failed
     ids run again only with --retry-failed; cancelled (interrupted) ids and ids that never started
     because purple was unreachable always run again.
+
     Ctrl-C cancels the tasks in flight on green and saves what has ended (twice: stop at once).
 
     Exit codes: 0 the run ended with at least one attempt completed, 1 none of the attempts run

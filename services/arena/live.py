@@ -2,15 +2,16 @@
 ones that ended (rich).
 
 The metric columns are those found in the scores so far (any kind), without the ``@k`` ones
-for k > 1 so the table fits a terminal (ARVO: ``file@1 func@1 line@1 iou``); ``report.md`` has
-them all."""
+for k > 1 (ARVO: ``file@1 func@1 line@1 iou``); ``report.md`` has them all. The table fits the
+terminal's width: the task and its status are never cut; what does not fit (the id, then the
+cost, then the last metrics) is left out, and the caption says so."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from rich.console import Group
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -83,31 +84,59 @@ class LiveView:
         )
         self.progress.advance(self.bar)
 
-    def table(self) -> Table:
-        table = Table(expand=False, show_edge=False, pad_edge=False)
+    def table(self, width: int | None = None) -> Table:
+        """The rows as a table at most ``width`` characters wide, less one (a line that fills
+        the terminal leaves its cursor on it, where the next line may land)."""
         names = self.metrics()
-        for col in ("task", "id", "status", "steps", *names, "cost"):
-            table.add_column(
-                col, justify="right" if col not in ("task", "id", "status") else "left"
-            )
         active = sorted((r for r in self.rows.values() if not r.ended), key=lambda r: r.seq)
         ended = sorted((r for r in self.rows.values() if r.ended), key=lambda r: -r.seq)
         shown = (active + ended)[: self.max_rows]
-        for r in shown:
-            s = r.scores or {}
+        cells = {
+            "task": [r.label for r in shown],
+            "status": [r.status for r in shown],
+            "steps": [str(r.steps) for r in shown],
+            **{m: [_metric(r.scores or {}, m) for r in shown] for m in names},
+            "cost": [f"{r.cost:.4f}" for r in shown],
+            "id": [r.task_id[:8] for r in shown],
+        }
+        columns = _fitting(cells, (width - 1) if width else None)
+        table = Table(expand=False, show_edge=False, pad_edge=False)
+        for col in columns:
+            left = col in ("task", "id", "status")
+            table.add_column(col, justify="left" if left else "right", no_wrap=True)
+        for i, r in enumerate(shown):
             style = STATUS_STYLE.get(r.status)
-            table.add_row(
-                r.label,
-                r.task_id[:8],
-                f"[{style}]{r.status}[/]" if style else r.status,
-                str(r.steps),
-                *(_metric(s, m) for m in names),
-                f"{r.cost:.4f}",
-            )
-        hidden = len(self.rows) - len(shown)
-        if hidden > 0:
-            table.caption = f"… and {hidden} more"
+            status = f"[{style}]{r.status}[/]" if style else r.status
+            table.add_row(*(status if c == "status" else cells[c][i] for c in columns))
+        notes = []
+        if hidden := len(self.rows) - len(shown):
+            notes.append(f"… and {hidden} more")
+        if left_out := [c for c in cells if c not in columns]:
+            notes.append(f"not shown at this width: {' '.join(left_out)}")
+        if notes:
+            table.caption = "; ".join(notes)
         return table
 
-    def __rich__(self) -> Group:
-        return Group(self.progress, self.table())
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.progress
+        yield self.table(options.max_width)
+
+
+ORDER = ("task", "status", "steps")
+"""Always shown; then the metrics, the cost and the id, as the width allows."""
+
+
+def _fitting(cells: dict[str, list[str]], width: int | None) -> list[str]:
+    """The columns of ``cells`` (in its order) that fit ``width``: each as wide as its widest
+    cell or header, one space either side but at the table's edges, a rule between; the id,
+    the cost and the last metrics go first."""
+    need = {c: max([len(c), *map(len, v)]) for c, v in cells.items()}
+    keep = list(cells)
+
+    def total(cols: list[str]) -> int:
+        return sum(need[c] for c in cols) + 3 * (len(cols) - 1)
+
+    drop = ["id", "cost", *reversed([c for c in cells if c not in (*ORDER, "cost", "id")])]
+    while width is not None and total(keep) > width and drop:
+        keep.remove(drop.pop(0))
+    return keep

@@ -11,6 +11,7 @@ from services.arena.records import gaps_markdown
 from services.arena.results import RunOutcome, RunResults, slot_label
 from services.shared.audit import FLAGS, LEAK_FLAG, count_flags
 from services.shared.scores import headline, kind_aggregates
+from services.shared.stats import pass_k_metrics
 
 REPORT_FILE = "report.md"
 PLOT_FILE = "scores.png"
@@ -148,8 +149,8 @@ def _trial_rows(agg: dict[str, Any], metrics: list[str]) -> list[str]:
     lines = ["", "## Repeated trials", ""]
     lines.append("| metric | n | " + " | ".join(head) + " | consistency |")
     lines.append("|---|---:|" + "---:|" * (len(head) + 1))
-    for m in metrics:
-        row = tr.get(m) or {}
+    for m in pass_k_metrics(agg, metrics):  # a continuous metric has no hit to count
+        row = tr[m]
         n = row.get("n", row.get(f"n@{k}", ""))
         cells = [num(row.get(h)) for h in head]
         lines.append(f"| {m} | {n} | " + " | ".join(cells) + f" | {num(row.get('consistency'))} |")
@@ -166,7 +167,7 @@ def _trial_rows(agg: dict[str, Any], metrics: list[str]) -> list[str]:
         "",
         f"Over the tasks with {k} non-infra attempts (n"
         + (f"; {fewer} task(s) with fewer left out" if fewer else "")
-        + "), the same tasks for every k; a hit is a metric of 1. pass@k = 1 - C(n-c, k)/C(n, k), "
+        + "), the same tasks for every k; hit/miss metrics only, a hit a metric of 1. pass@k = 1 - C(n-c, k)/C(n, k), "
         "pass^k = C(c, k)/C(n, k) per task (n attempts, c hits), averaged over the tasks; n/a: "
         "no task. Consistency: share of those tasks whose trials all agree.",
     ]

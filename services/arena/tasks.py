@@ -34,6 +34,7 @@ from services.arena.tasks_client import GreenError, console, green_client, selec
 tasks_app = typer.Typer(
     help="Choose, prefetch and verify ARVO tasks on a green (real datasets).",
     no_args_is_help=True,
+    rich_markup_mode=None,  # as the arena app's
 )
 EXIT_NOT_VERIFIED = 1
 

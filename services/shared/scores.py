@@ -139,7 +139,8 @@ class Aggregate(BaseModel):
     described)."""
     trials: dict[str, Any] = {}
     """``k``: the most non-infra attempts of a task (K); ``n``: the tasks with K of them, the one
-    task set of every pass@k and pass^k (k = 1..K) and of the consistency, per metric
+    task set of every pass@k and pass^k (k = 1..K) and of the consistency, per hit/miss metric
+    (a continuous one, iou with partial overlaps, has no hit to count)
     (:func:`services.shared.stats.trial_summary`); ``n_fewer``: the tasks left out."""
     floors: dict[str, Any] = {}
     """Per floor (``empty``: an empty submission; ``crash_frame``: the top in-project frame of
@@ -184,16 +185,20 @@ def _task_key(o: TaskOutcome, seen: dict[tuple[str, int], int]) -> str:
 
 
 def _intervals(
-    columns: Mapping[str, list[float]], clusters: list[str], hit_rates: set[str]
+    columns: Mapping[str, list[float]],
+    clusters: list[str],
+    hit_rates: set[str],
+    trials: list[int] | None = None,
 ) -> dict[str, Any]:
-    """Per metric (``columns``: its value per task), the interval of its mean: the hit rates'
-    together, then the others' (one pass over the design each)."""
+    """Per metric (``columns``: its value per task, the mean of the task's ``trials``), the
+    interval of its mean: the hit rates' together, then the others' (one pass over the design
+    each)."""
     out: dict[str, Any] = {}
     for hit_rate in (True, False):
         names = [m for m in columns if (m in hit_rates) == hit_rate]
         if names:
             rows = [columns[m] for m in names]
-            ivs = stats.mean_intervals(rows, clusters, hit_rate=hit_rate)
+            ivs = stats.mean_intervals(rows, clusters, hit_rate=hit_rate, trials=trials)
             out.update({m: iv.to_dict() for m, iv in zip(names, ivs, strict=True)})
     return {m: out[m] for m in columns}
 
@@ -204,7 +209,9 @@ def _uncertainty(
     rows = [(t, getattr(t, which)) for t in units if getattr(t, which)]
     means = [_Task.mean(r) for _, r in rows]
     clusters = [t.cluster for t, _ in rows]
-    return _intervals({m: [row[m] for row in means] for m in metrics}, clusters, hit_rates)
+    trials = [len(r) for _, r in rows]
+    columns = {m: [row[m] for row in means] for m in metrics}
+    return _intervals(columns, clusters, hit_rates, trials)
 
 
 def _trials(units: list[_Task], metrics: Sequence[str]) -> dict[str, Any]:
@@ -304,7 +311,7 @@ def aggregate(outcomes: Iterable[TaskOutcome], metrics: Sequence[str] | None = N
         "mean_all": unc_all,
         "mean_non_infra": unc_non_infra,
     }
-    agg.trials = _trials(units, names)
+    agg.trials = _trials(units, [m for m in names if m in hit_rates])
     agg.floors = _floors(units, names, hit_rates)
     agg.explanation = _explain(agg, status_counts, failure_counts)
     return agg

@@ -14,7 +14,7 @@ reference; ``tests/shared/test_stats.py`` checks each against values worked by h
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -28,8 +28,10 @@ HIT = 1.0
 METHODS: dict[str, str] = {
     "clopper-pearson": "Clopper-Pearson exact binomial interval (independent tasks, one trial)",
     "korn-graubard": (
-        "Clopper-Pearson on the effective sample size (Korn & Graubard 1998): design effect "
-        "from the CR2 cluster-robust variance, Bell-McCaffrey degrees of freedom"
+        "Clopper-Pearson on the effective sample size (Korn & Graubard 1998): the larger of "
+        "the CR2 cluster-robust variance (degrees of freedom: Bell-McCaffrey, at most 1.5 times "
+        "the projects carrying it) and the intra-project correlation's model variance; trials "
+        "count where they vary"
     ),
     "beta-t": (
         "studentized beta interval for a mean in [0, 1]: Clopper-Pearson form on the effective "
@@ -153,14 +155,16 @@ def mean_interval(
     clusters: Sequence[Hashable] | None = None,
     *,
     hit_rate: bool,
+    trials: Sequence[int] | None = None,
     level: float = LEVEL,
 ) -> Interval:
     """The mean of ``values`` (one per task; a task's trials averaged first) with its 95%
     interval. ``hit_rate``: the values are hit rates (each trial a hit or a miss): the
-    Korn-Graubard interval (Clopper-Pearson exactly for independent tasks with one trial each).
+    Korn-Graubard interval (Clopper-Pearson exactly for independent tasks with one trial each);
+    ``trials``: each task's trials (None: one each), which narrow it where they vary.
     Otherwise a mean of values in [0, 1] gets the studentized beta interval, any other the CR2 t
     interval. One task or one project: no interval, and why."""
-    return mean_intervals([values], clusters, hit_rate=hit_rate, level=level)[0]
+    return mean_intervals([values], clusters, hit_rate=hit_rate, trials=trials, level=level)[0]
 
 
 def mean_intervals(
@@ -168,6 +172,7 @@ def mean_intervals(
     clusters: Sequence[Hashable] | None = None,
     *,
     hit_rate: bool,
+    trials: Sequence[int] | None = None,
     level: float = LEVEL,
 ) -> list[Interval]:
     """:func:`mean_interval` of each row of ``values`` (rows of the same tasks and clusters),
@@ -184,7 +189,9 @@ def mean_intervals(
         return [Interval(float(m), None, None, None, n, d.g, no_interval=why) for m in d.mean]
     se = np.sqrt(d.var)
     if hit_rate:
-        n_eff = _korn_graubard_n(d, level)
+        if trials is not None and len(trials) != n:
+            raise ValueError("values and trials differ in length")
+        n_eff = _korn_graubard_n(d, level, n if trials is None else max(n, int(sum(trials))))
         methods = np.where(d.independent & d.binary, "clopper-pearson", "korn-graubard")
     else:
         n_eff = _beta_t_n(d, level)
@@ -223,18 +230,80 @@ def _worst_case_n(d: Design, level: float) -> float:
     return d.n * d.n / float((d.sizes**2).sum()) * _df_factor(d, level, _t(level, d.n - 1))
 
 
-def _korn_graubard_n(d: Design, level: float) -> np.ndarray:
-    """n* = N / deff, deff = max(1, Var_CR2 / (s^2/N)), times (t_{N-1} / t_df)^2 (Korn &
-    Graubard 1998); with no spread, :func:`_worst_case_n`. Independent tasks: deff = 1,
-    df = N - 1, n* = N: Clopper-Pearson itself."""
+def _korn_graubard_n(d: Design, level: float, trials: int) -> np.ndarray:
+    """n* = min(M, n*_CR2, n*_model), in the manner of Korn & Graubard (1998): n*_V = s_1^2 / V
+    times (t_{M-1} / t_nu)^2, s_1^2 = N mean (1 - mean) / (N - 1) the variance one-trial tasks at
+    this mean would have, M the trials (``trials``): a task whose trials vary counts for up to
+    its trials.
+
+    V_CR2, from the run's residuals, with nu = min(Bell-McCaffrey df, 1.5 x :func:`_carriers`):
+    few projects may carry the whole variance (a rate near 0 or 1). V_model = (s^2 / N)
+    (1 + (m - 1) rho), m = sum n_g^2 / N, rho the intra-project correlation (:func:`_icc`), with
+    the Bell-McCaffrey df: it carries the weight of a large project whose tasks happened to
+    agree, which the residuals miss. Independent tasks (rho = 0: V_model = V_CR2 = s^2 / N):
+    n* >= N, as a mean of independent values in [0, 1] is no more spread than a binomial's:
+    Clopper-Pearson itself for one trial each, never wider with more. No spread:
+    :func:`_worst_case_n`."""
+    import numpy as np
+    from scipy.special import stdtrit
+
+    p, n = d.mean, d.n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s1 = n * p * (1 - p) / (n - 1)
+        model = d.s2 / n * (1 + (float((d.sizes**2).sum()) / n - 1) * _icc(d))
+        t_cr2 = stdtrit(np.minimum(d.df, CARRIERS * _carriers(d)), (1 + level) / 2)
+        top = _t(level, trials - 1)
+        by_cr2 = s1 / d.var * np.minimum(1.0, (top / t_cr2) ** 2)
+        by_model = s1 / model * _df_factor(d, level, top)
+        n_eff = np.minimum(trials, np.minimum(by_cr2, by_model))
+    if d.independent:
+        n_eff = np.maximum(n, n_eff)
+    return np.where(d.flat, _worst_case_n(d, level), n_eff)
+
+
+CARRIERS = 1.5
+"""V_CR2's nu in projects, as a multiple of the projects that carry the variance: the plug-in
+count is about a third of the true one when every project carries alike (E chi2_1^2 = 3) and
+exact when one does; 1.5, measured over ``bench/coverage_grid.py``'s grid, covers in every cell
+(2 does not at every seed)."""
+
+
+def _residuals(d: Design) -> tuple[np.ndarray, np.ndarray]:
+    """Per row and project, e_g = S_g - mean n_g, and the CR2 weights w_g."""
+    e = d.sums - d.mean[:, None] * d.sizes
+    return e, 1.0 / (d.n * d.n * (1.0 - d.sizes / d.n))
+
+
+def _icc(d: Design) -> np.ndarray:
+    """The one-way ANOVA estimate of the intra-project correlation of the task values, per row,
+    clipped to [0, 1]: (MSB - MSW) / (MSB + (n0 - 1) MSW), n0 = (N - sum n_g^2 / N) / (G - 1);
+    0 when no project has two tasks."""
     import numpy as np
 
-    if d.independent:
-        return np.full(len(d.mean), float(d.n))
+    e, _ = _residuals(d)
+    ssb = (e * e / d.sizes).sum(axis=1)
+    ssw = np.maximum(0.0, (d.n - 1) * d.s2 - ssb)
+    if d.n == d.g:
+        return np.zeros(len(d.mean))
+    msb, msw = ssb / (d.g - 1), ssw / (d.n - d.g)
+    n0 = (d.n - float((d.sizes**2).sum()) / d.n) / (d.g - 1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        deff = np.maximum(1.0, d.var / (d.s2 / d.n))
-    n_eff = d.n / deff * _df_factor(d, level, _t(level, d.n - 1))
-    return np.where(d.flat, _worst_case_n(d, level), n_eff)
+        rho = (msb - msw) / (msb + (n0 - 1) * msw)
+    return np.clip(np.nan_to_num(rho, nan=0.0), 0.0, 1.0)
+
+
+def _carriers(d: Design) -> np.ndarray:
+    """How many projects carry the CR2 variance, per row: (sum a_g)^2 / sum a_g^2 of its terms
+    a_g = w_g e_g^2 (the Satterthwaite degrees of freedom of a sum of independent squares, with
+    each square's share estimated from the run itself: G when all are alike, 1 when one project
+    holds every hit); the Bell-McCaffrey df where there is no spread."""
+    import numpy as np
+
+    e, w = _residuals(d)
+    a = w * e * e
+    with np.errstate(divide="ignore", invalid="ignore"):
+        nu = a.sum(axis=1) ** 2 / (a * a).sum(axis=1)
+    return np.where(np.isfinite(nu) & (nu > 0), nu, d.df)
 
 
 def _beta_t_n(d: Design, level: float) -> np.ndarray:
@@ -316,6 +385,23 @@ def win_loss_tie(a: Sequence[float], b: Sequence[float]) -> dict[str, int]:
         "loss": int((d < -1e-12).sum()),
         "tie": int((np.abs(d) <= 1e-12).sum()),
     }
+
+
+def pass_k_metrics(agg: Mapping[str, Any], metrics: Iterable[str]) -> list[str]:
+    """Of ``metrics``, those in the pass@k table of the aggregate ``agg``: the hit/miss ones
+    with a trials row (an aggregate stored before continuous metrics were left out of
+    ``trials`` still has them: their interval is then a continuous mean's)."""
+    trials = agg.get("trials") or {}
+    ivs = (agg.get("uncertainty") or {}).get("mean_all") or {}
+    return [
+        m
+        for m in metrics
+        if trials.get(m) and (ivs.get(m) or {}).get("method") not in CONTINUOUS_METHODS
+    ]
+
+
+CONTINUOUS_METHODS = frozenset({"beta-t", "t-cr2"})
+"""The interval methods of a continuous mean (:data:`METHODS`)."""
 
 
 def trial_summary(

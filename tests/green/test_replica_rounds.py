@@ -19,11 +19,16 @@ async def _rounds(error: Exception) -> list[dict]:
     async def work() -> None:
         raise error
 
+    def failed() -> list[dict]:
+        return [e for e in logs if e["event"] == "replica.round_failed"]
+
     with capture_logs() as logs:
         rounds = asyncio.create_task(replicas._every(0.01, work))
-        await asyncio.sleep(0.1)
+        async with asyncio.timeout(30):  # two rounds: the one that failed and the next
+            while len(failed()) < 2:
+                await asyncio.sleep(0.01)
         await cancel_and_wait(rounds)
-    return [e for e in logs if e["event"] == "replica.round_failed"]
+    return failed()
 
 
 async def test_a_database_away_fails_a_round_with_a_warning_and_no_traceback() -> None:

@@ -69,6 +69,11 @@ def _read_all(s: socket.socket) -> tuple[bytes, str]:
         got += data
 
 
+TCP_ESTABLISHED = 1
+"""Linux's ``tcpi_state`` (the first byte of ``TCP_INFO``) of a connection neither side has
+closed; CLOSE_WAIT once the peer's FIN arrived."""
+
+
 def test_a_client_still_sending_reads_the_whole_refusal_then_end_of_file(port: int) -> None:
     s = socket.create_connection(("127.0.0.1", port), timeout=30)
     s.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % (400 * MIB))
@@ -80,7 +85,10 @@ def test_a_client_still_sending_reads_the_whole_refusal_then_end_of_file(port: i
         s.sendall(chunk)
         sent += len(chunk)
     assert answered.poll(10_000), "no answer"
-    time.sleep(0.2)  # green has closed (or half-closed) its side by now
+    deadline = time.monotonic() + 30  # until green has closed (or half-closed) its side
+    while s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[0] == TCP_ESTABLISHED:
+        assert time.monotonic() < deadline, "green never closed its side"
+        time.sleep(0.01)
     s.sendall(chunk)  # the client has not seen the answer yet: it goes on sending
     answer, ending = _read_all(s)
     s.close()

@@ -39,13 +39,18 @@ def _command(seq: int) -> Command:
     )
 
 
-async def _lock_for(store: TaskStore, seconds: float) -> None:
+def _lock_for(store: TaskStore, seconds: float) -> asyncio.Task:
+    """Lock the database now; release it ``seconds`` later (the lock's length is the test's)."""
     holder = _locked(store)
-    try:
-        await asyncio.sleep(seconds)
-    finally:
-        holder.execute("ROLLBACK")
-        holder.close()
+
+    async def release() -> None:
+        try:
+            await asyncio.sleep(seconds)
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+
+    return asyncio.create_task(release())
 
 
 async def test_a_lock_longer_than_the_deadline_records_each_command_once_and_in_order(
@@ -53,8 +58,7 @@ async def test_a_lock_longer_than_the_deadline_records_each_command_once_and_in_
 ):
     store, db = running_task_store, impatient_db
     writes = _writes(store, db, give_up_after_s=30)
-    lock = asyncio.create_task(_lock_for(store, 1.5))
-    await asyncio.sleep(0.1)
+    lock = _lock_for(store, 1.5)  # held from here
     for seq in (1, 2, 3):
         writes.command(_command(seq))
     writes.held("execute", tokens_in=7)
@@ -72,8 +76,7 @@ async def test_an_attempt_still_waiting_when_the_lease_runs_out_ends_the_task_as
 ):
     store, db = running_task_store, impatient_db
     writes = _writes(store, db, give_up_after_s=0.6)
-    lock = asyncio.create_task(_lock_for(store, 2.0))
-    await asyncio.sleep(0.1)
+    lock = _lock_for(store, 2.0)  # held from here
     writes.command(_command(1))
     await writes.flush()
     assert not lock.done()  # it gave up while the attempt still waited for the lock

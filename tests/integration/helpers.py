@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -40,6 +41,16 @@ def wait_status(green_url: str, task_id: str, status: str, timeout: float = 120)
             raise AssertionError(f"task ended {task['status']} before {status}: {task}")
         time.sleep(0.1)
     raise AssertionError(f"task {task_id} never reached {status}")
+
+
+def wait_until(condition: Callable[[], Any], what: str, timeout: float = 60) -> Any:
+    """Poll ``condition`` until it returns something true (returned), at most ``timeout``
+    seconds; ``what`` says what never happened."""
+    deadline = time.monotonic() + timeout
+    while not (got := condition()):
+        assert time.monotonic() < deadline, f"{what} (within {timeout:g} s)"
+        time.sleep(0.1)
+    return got
 
 
 def submit_task(green_url: str, body: dict[str, Any]) -> dict[str, Any]:

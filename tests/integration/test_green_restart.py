@@ -20,6 +20,7 @@ from tests.integration.helpers import (
     submit_task,
     wait_status,
     wait_terminal,
+    wait_until,
 )
 from tests.support import web
 from tests.support.scripted_purple import Observed, Script, ScriptedPolicy
@@ -145,7 +146,8 @@ def test_purple_shut_down_mid_task_records_it_and_green_fails_the_task(
     green = start_green(purple_url=purple.url, idle_timeout_s=3)
     task = submit_task(green.url, {"task": "arvo:900001"})
     wait_status(green.url, task["id"], "running")
-    time.sleep(1)
+    on_purple = f"{purple.url}/tasks/{task['id']}"
+    wait_until(lambda: web.get(on_purple).status_code == 200, "purple never started the job")
     purple.stop()  # lifespan shutdown: the job is cancelled and recorded
 
     store = PurpleStore(make_purple_engine(settings.database_url))

@@ -27,10 +27,13 @@ class Engine:
         self.slow.set()
         self.stopped: list[int] = []
         self.calls = 0
+        self.waiting = threading.Event()  # set: the watch's thread is in a measurement, waiting
 
     def measure(self) -> int:
         self.calls += 1
         if threading.current_thread().name == "green-disk-watch":
+            if not self.slow.is_set():
+                self.waiting.set()
             self.slow.wait()
         return self.size
 
@@ -43,6 +46,13 @@ def engine() -> Iterator[Engine]:
     engine = Engine()
     yield engine
     engine.slow.set()
+
+
+def _lasts_until_measured(engine: Engine, started: float) -> None:
+    """The command runs until the watch's first measurement of it hangs on the slow engine,
+    and FIRST_WAIT at least (the watch counts a shorter one as never due a measurement)."""
+    assert engine.waiting.wait(30)
+    time.sleep(max(0.0, started + FIRST_WAIT - time.monotonic()))
 
 
 def _watch(engine: Engine, interval: float = 1.0) -> DiskWatch:
@@ -58,7 +68,7 @@ def test_a_burst_that_ends_before_the_slow_engine_answers_ends_this_command(
     watch.pause()
     watch.start()
     engine.size = 4 * LIMIT  # eight writers, done before any answer
-    time.sleep(FIRST_WAIT * 2)
+    _lasts_until_measured(engine, time.monotonic())
     watch.pause()
     assert watch.exceeded is None  # the watch's thread is still waiting: it saw nothing
     assert watch.unmeasured()
@@ -105,7 +115,7 @@ def test_under_the_limit_the_last_measurement_stops_nothing(engine: Engine) -> N
     watch.pause()
     watch.start()
     engine.size = LIMIT  # at the cap, not past it
-    time.sleep(FIRST_WAIT * 2)
+    _lasts_until_measured(engine, time.monotonic())
     watch.pause()
     assert watch.unmeasured()
     watch.measure_now()

@@ -507,8 +507,13 @@ def test_session_recovers_after_the_shell_is_killed(
     # killed from outside between two commands: reopened without losing the next command
     session = sandbox._session
     assert session is not None
-    client.containers.get(sandbox.name).exec_run(["kill", "-9", session.driver_pid])
-    time.sleep(0.2)
+    container = client.containers.get(sandbox.name)
+    container.exec_run(["kill", "-9", session.driver_pid])
+    gone = f"test ! -e /proc/{session.driver_pid} || grep -q ') Z' /proc/{session.driver_pid}/stat"
+    deadline = time.monotonic() + 30  # until the driver is dead (gone, or a zombie)
+    while container.exec_run(["sh", "-c", gone]).exit_code != 0:
+        assert time.monotonic() < deadline, "the driver outlived kill -9"
+        time.sleep(0.05)
     assert sandbox.exec("echo again", timeout=10).output == "again\n"
 
 

@@ -143,7 +143,7 @@ def test_container_dying_under_a_command_is_the_agents(
     errors: list[BaseException] = []
     worker = threading.Thread(target=_exec_into, args=(sandbox, "sleep 30", errors))
     worker.start()
-    time.sleep(1.0)
+    _wait_running(client, sandbox, "sleep 30")
     os.kill(pid, signal.SIGKILL)
     worker.join(30)
     assert len(errors) == 1 and isinstance(errors[0], AgentFault), errors
@@ -157,7 +157,7 @@ def test_engine_killing_the_container_is_infra(
     errors: list[BaseException] = []
     worker = threading.Thread(target=_exec_into, args=(sandbox, "sleep 30", errors))
     worker.start()
-    time.sleep(1.0)
+    _wait_running(client, sandbox, "sleep 30")
     client.api.kill(sandbox.id)  # docker kill: the engine knows who did it
     worker.join(30)
     assert len(errors) == 1 and type(errors[0]) is SandboxError, errors
@@ -193,6 +193,14 @@ def test_a_session_lost_while_the_engine_kills_the_container_is_infra(
     lost = SessionKilled("the shell session ended before the command started, twice")
     verdict = diagnose(client.api, sandbox.id, sandbox.name, lost, memory="256m", since=since)
     assert type(verdict) is SandboxError, verdict
+
+
+def _wait_running(client: docker.DockerClient, sandbox: DockerSandbox, command: str) -> None:
+    """Until ``command`` runs in the container (the engine's process list), 30 s at most."""
+    deadline = time.monotonic() + 30
+    while not any(command in " ".join(p) for p in client.api.top(sandbox.id)["Processes"]):
+        assert time.monotonic() < deadline, f"{command!r} never ran"
+        time.sleep(0.05)
 
 
 def _exec_into(sandbox: DockerSandbox, command: str, errors: list[BaseException]) -> None:

@@ -103,3 +103,15 @@ def test_unequal_trials_give_monotone_pass_at_k_over_one_task_set():
     row = t["file@1"]
     assert [row[f"pass^{k}"] for k in (1, 2, 3)] == [1.0, 1.0, 1.0]  # task a alone
     assert all(row[f"n@{k}"] == 1 for k in (1, 2, 3))
+
+
+def test_a_run_of_varying_trials_gets_a_narrower_interval_than_one_trial():
+    # 12 tasks of 3 trials, hit 3, 2 or 1 times (mean 2/3), against 12 tasks of one trial with
+    # the same mean (8 hits): the aggregate passes each task's trials to the interval
+    hits = [3] * 4 + [2] * 4 + [1] * 4
+    three = [_hit(str(i), t + 1, float(t < h)) for i, h in enumerate(hits) for t in range(3)]
+    one = [_hit(str(i), 1, float(i < 8)) for i in range(12)]
+    iv3 = aggregate(three).uncertainty["mean_all"]["file@1"]
+    iv1 = aggregate(one).uncertainty["mean_all"]["file@1"]
+    assert iv3["mean"] == pytest.approx(iv1["mean"], abs=1e-6)
+    assert iv3["ci_high"] - iv3["ci_low"] < iv1["ci_high"] - iv1["ci_low"]

@@ -90,8 +90,16 @@ def test_korn_graubard_worked_by_hand():
     values, clusters = [1, 1, 1, 0, 1, 0, 0, 0], ["a", "a", "b", "b", "c", "c", "d", "d"]
     iv = stats.mean_interval(values, clusters, hit_rate=True)
     d = stats.design(values, clusters)
-    deff = max(1.0, d.var[0] / (d.s2[0] / 8))
-    n_eff = 8 / deff * min(1.0, (sps.t.ppf(0.975, 7) / sps.t.ppf(0.975, d.df)) ** 2)
+    # e_g = 1, 0, 0, -1: two projects carry the CR2 variance; the ANOVA correlation: SSB 1,
+    # SSW 1, MSB 1/3, MSW 1/4, n0 2: rho = (1/12) / (7/12)
+    assert stats._carriers(d)[0] == pytest.approx(2.0)
+    assert stats._icc(d)[0] == pytest.approx(1 / 7)
+    s1 = 8 * 0.25 / 7  # the variance of 8 one-trial tasks at 0.5
+    model = d.s2[0] / 8 * (1 + (2 - 1) / 7)
+    t = sps.t.ppf(0.975, 7)
+    by_cr2 = s1 / d.var[0] * min(1.0, (t / sps.t.ppf(0.975, min(3.0, 1.5 * 2))) ** 2)
+    by_model = s1 / model * min(1.0, (t / sps.t.ppf(0.975, d.df)) ** 2)
+    n_eff = min(8, by_cr2, by_model)
     x = 0.5 * n_eff
     assert iv.method == "korn-graubard" and iv.n_clusters == 4 and iv.df == pytest.approx(3.0)
     assert iv.low == pytest.approx(sps.beta.ppf(0.025, x, n_eff - x + 1))
@@ -99,6 +107,23 @@ def test_korn_graubard_worked_by_hand():
     # clustering widens: the same values as eight independent tasks
     plain = stats.mean_interval(values, hit_rate=True)
     assert iv.high - iv.low > plain.high - plain.low
+
+
+def test_a_large_project_whose_tasks_agreed_still_weighs_as_large():
+    # one project of 20 tasks, all misses, beside 20 projects of one task (5 hits): the
+    # residuals of the large project are small (it agrees with a low mean), but the correlation
+    # the small ones cannot show is measured on the projects of several tasks; here two more
+    # projects of 4 that split 4-0 and 0-4 show it, and the model variance widens the interval
+    values = [0.0] * 20 + [1.0] * 5 + [0.0] * 15 + [1.0] * 4 + [0.0] * 4
+    clusters = [0] * 20 + list(range(1, 21)) + [21] * 4 + [22] * 4
+    d = stats.design(values, clusters)
+    model = d.s2[0] / d.n * (1 + (float((d.sizes**2).sum()) / d.n - 1) * stats._icc(d)[0])
+    assert model > d.var[0]
+    iv = stats.mean_interval(values, clusters, hit_rate=True)
+    s1 = d.n * d.mean[0] * (1 - d.mean[0]) / (d.n - 1)
+    cr2_only = s1 / d.var[0] * min(1.0, (sps.t.ppf(0.975, d.n - 1) / sps.t.ppf(0.975, d.df)) ** 2)
+    low, high = stats._beta_bounds(d.mean, np.array([cr2_only]))
+    assert iv.high - iv.low > float(high[0] - low[0])
 
 
 def test_all_hits_in_projects_assume_the_worst_design_effect():

@@ -12,6 +12,7 @@ from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
 
 from services.green.ui.auth import auth_on, csrf_token
+from services.shared.stats import pass_k_metrics
 from services.shared.text import escape_controls
 
 HERE = Path(__file__).parent
@@ -60,6 +61,7 @@ templates.env.finalize = shown
 templates.env.filters["when"] = _when
 templates.env.filters["score"] = _score
 templates.env.filters["signed"] = _signed
+templates.env.globals["pass_k_metrics"] = pass_k_metrics
 
 
 def render(request: Request, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
