@@ -26,16 +26,9 @@ from typing import Any, BinaryIO
 
 import docker
 import docker.errors
-import requests
 from docker.models.containers import Container
 
-from services.sandbox.base import (
-    AgentFault,
-    EngineUnreachable,
-    ExecFailed,
-    SandboxError,
-    SandboxSpec,
-)
+from services.sandbox.base import AgentFault, ExecFailed, SandboxError, SandboxSpec
 from services.sandbox.docker.archive import (
     absolute,
     files_tar,
@@ -50,7 +43,6 @@ from services.sandbox.docker.diagnosis import (
     unstoppable,
 )
 from services.sandbox.docker.disk import (
-    LOCAL_ENGINE,
     QUOTA_TEXT,
     DiskWatch,
     QuotaWatch,
@@ -59,7 +51,7 @@ from services.sandbox.docker.disk import (
 from services.sandbox.docker.errors import ENGINE_ERRORS, engine_error
 from services.sandbox.docker.images import image_identity
 from services.sandbox.docker.transport import EXEC_DEADLINE, DockerExecTransport, run_setup
-from services.sandbox.docker.unjam import kill_cgroup_processes
+from services.sandbox.docker.unjam import unjam
 from services.sandbox.docker.usage import LayerUsage
 from services.sandbox.framing import SessionLost, SessionNotStarted, ShellSession
 from services.shared.commands import CommandResult
@@ -470,30 +462,16 @@ class DockerSandbox:
 
     def _remove_container(self) -> None:
         """``docker rm -f``; one that fails falls back on a container jammed (a process of
-        it stopped mid-exec, its cgroup frozen): on a local engine its processes are killed
-        through their cgroups (:mod:`.unjam`), elsewhere through the engine (``docker
-        kill``), and the removal is tried once more. Raises SandboxError when that fails too
-        (the provider hears of it: the container then takes no slot, and is retried)."""
+        it stopped mid-exec, its cgroup frozen): it is killed through the engine and, on a
+        local engine, through its cgroups (:func:`.unjam.unjam`), and the removal is tried once
+        more. Raises SandboxError when that fails too (the provider hears of it: the container
+        then takes no slot, and is retried)."""
         try:
             self._remove_once()
         except SandboxError as error:
-            if not self._unjam(error):
+            if not unjam(self._client.api, self.id, self.name, error):
                 raise
             self._remove_once()
-
-    def _unjam(self, error: SandboxError) -> bool:
-        """Kill what keeps the engine from removing the container: through the engine, then
-        (a local engine) through its cgroups; whether anything was tried. Only for an engine
-        that answered with an error or not in time: one that cannot be reached at all (gone,
-        restarting) is left to the janitor's retries."""
-        log.warning("sandbox.remove_failed", container=self.name, error=str(error)[-300:])
-        if isinstance(error, EngineUnreachable) and not _timed_out(error):
-            return False
-        with contextlib.suppress(*ENGINE_ERRORS, docker.errors.APIError):
-            self._client.api.kill(self.id)
-        if self._client.api.base_url == LOCAL_ENGINE:
-            kill_cgroup_processes(self.id)
-        return True
 
     def _remove_once(self) -> None:
         try:
@@ -505,14 +483,3 @@ class DockerSandbox:
                 raise SandboxError(f"cannot remove {self.name}: {e.explanation}") from e
         except ENGINE_ERRORS as e:
             raise engine_error(e, f"cannot remove {self.name}") from e
-
-
-def _timed_out(error: BaseException) -> bool:
-    """Whether a timeout is among the causes of ``error`` (the engine took too long: jammed,
-    not gone)."""
-    seen: BaseException | None = error
-    while seen is not None:
-        if isinstance(seen, TimeoutError | requests.exceptions.Timeout) or "timed out" in str(seen):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False

@@ -18,6 +18,13 @@ import os
 import signal
 from pathlib import Path
 
+import docker.errors
+import requests
+from docker import APIClient
+
+from services.sandbox.base import EngineUnreachable, SandboxError
+from services.sandbox.docker.disk import LOCAL_ENGINE
+from services.sandbox.docker.errors import ENGINE_ERRORS
 from services.shared.logging import get_logger
 
 log = get_logger("services.sandbox.docker")
@@ -65,3 +72,30 @@ def kill_cgroup_processes(container_id: str, root: Path = CGROUPS) -> int:
     if pids:
         log.warning("sandbox.unjammed", container=container_id[:12], processes=len(pids))
     return len(pids)
+
+
+def unjam(api: APIClient, container_id: str, name: str, error: SandboxError) -> bool:
+    """After a removal of the container that failed with ``error``: kill what keeps the engine
+    from removing it, through the engine (``docker kill``), then (a local engine) through its
+    cgroups; whether anything was tried, so the removal is worth trying again. Only for an
+    engine that answered with an error or not in time: one that cannot be reached at all (gone,
+    restarting) is left to the janitor's retries."""
+    log.warning("sandbox.remove_failed", container=name, error=str(error)[-300:])
+    if isinstance(error, EngineUnreachable) and not timed_out(error):
+        return False
+    with contextlib.suppress(*ENGINE_ERRORS, docker.errors.APIError):
+        api.kill(container_id)
+    if api.base_url == LOCAL_ENGINE:
+        kill_cgroup_processes(container_id)
+    return True
+
+
+def timed_out(error: BaseException) -> bool:
+    """Whether a timeout is among the causes of ``error`` (the engine took too long: jammed,
+    not gone)."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, TimeoutError | requests.exceptions.Timeout) or "timed out" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
