@@ -241,6 +241,11 @@ class SandboxProvider(Protocol):
         takes a slot of its engine."""
         ...
 
+    def hear_unremoved(self, hear: Callable[[Sandbox], None]) -> None:
+        """``hear`` is told of every sandbox whose removal failed, whoever removed it (a task's
+        cleanup, a judging container's owner): the sandbox is set aside already (no slot)."""
+        ...
+
     async def engines(self) -> list[dict[str, object]]:
         """One row per engine: ``name``, ``up``, ``running`` (tasks), ``capacity``, ``error``."""
         ...

@@ -52,11 +52,14 @@ class Janitor:
         self._wake = asyncio.Event()
         self._stopped = False
         self._task: asyncio.Task[None] | None = None
+        provider.hear_unremoved(self.remove_later)  # a judging container's too, say
 
     def remove_later(self, sandbox: Sandbox) -> None:
         """Keep trying to remove ``sandbox`` (it takes no engine slot meanwhile); a sweep for
-        orphans follows."""
+        orphans follows. A sandbox already waiting is not added twice."""
         self._provider.set_aside(sandbox)
+        if any(r.sandbox is sandbox for r in self._pending):
+            return
         self._pending.append(_Removal(sandbox, self._retry_s))
         self._sweep += 1
         self._ensure_task()
@@ -70,6 +73,18 @@ class Janitor:
     def pending(self) -> list[str]:
         """Names of containers still waiting to be removed."""
         return [r.sandbox.name for r in self._pending]
+
+    def pending_of(self, purpose: str) -> list[str]:
+        """Those of them whose spec's ``arena.purpose`` label is ``purpose`` (``judge``: the
+        judging containers)."""
+        return [
+            r.sandbox.name
+            for r in self._pending
+            if (getattr(getattr(r.sandbox, "spec", None), "labels", None) or {}).get(
+                "arena.purpose"
+            )
+            == purpose
+        ]
 
     def busy(self) -> bool:
         return bool(self._pending) or self._sweep > 0

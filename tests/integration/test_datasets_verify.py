@@ -130,3 +130,40 @@ def test_verify_checks_what_the_reproduce_and_fix_kinds_judge_with(start_green, 
     broken = rows[("arvo-fix", "900901")]
     assert not broken["verified"] and "fixed_build: the fixed build" in broken["reason"]
     assert leftover_containers(docker_client, green.owner) == []
+
+
+def test_on_an_open_plane_dataset_work_still_needs_the_operator_token(start_green):
+    """Issue 52: with GREEN_OPEN_OPERATOR_PLANE on, anyone may create tasks, but verifying a
+    task (builds), prefetching one (downloads, an image pulled) and applying the image budget
+    (images removed) are work no task asked for: an anonymous caller gets 401 and a sentence,
+    and nothing is done; the operator's token does them."""
+    green = start_green(open_operator_plane=True)
+    anonymous = {
+        "/datasets/verify": {"task": "124"},
+        "/datasets/prefetch": {"task": "900001", "dry_run": True},
+        "/datasets/images/enforce": None,
+    }
+    for path, body in anonymous.items():
+        refused = web.post(f"{green.url}{path}", json=body, timeout=30)
+        assert refused.status_code == 401, (path, refused.text)
+        assert "only the operator may ask for" in refused.json()["detail"], refused.text
+        assert refused.headers["www-authenticate"] == "Bearer"
+    assert web.get(f"{green.url}/datasets/ids", timeout=10).status_code == 200  # a read: open
+    seen = web.get(f"{green.url}/datasets/verifications", params={"task": "124"}, timeout=10)
+    assert seen.status_code == 200 and seen.json() == []  # the refused verification never ran
+
+    verified = web.post(
+        f"{green.url}/datasets/verify", json={"task": "124"}, headers=OPERATOR, timeout=30
+    )
+    assert verified.status_code == 200 and verified.json()["reason"].startswith("assets: ")
+    seen = web.get(f"{green.url}/datasets/verifications", params={"task": "124"}, timeout=10)
+    assert [row["ref"] for row in seen.json()] == ["124"]
+    dry = web.post(
+        f"{green.url}/datasets/prefetch",
+        json={"task": "900001", "dry_run": True},
+        headers=OPERATOR,
+        timeout=60,
+    )
+    assert dry.status_code == 200, dry.text
+    enforced = web.post(f"{green.url}/datasets/images/enforce", headers=OPERATOR, timeout=60)
+    assert enforced.status_code == 200 and "removed" in enforced.json(), enforced.text

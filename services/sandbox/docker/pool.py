@@ -282,6 +282,11 @@ class EnginePool:
         for engine in self.members:
             engine.provider.live.discard(sandbox)
 
+    def hear_unremoved(self, hear: Callable[[DockerSandbox], None]) -> None:
+        """``hear`` is told of every sandbox of the pool whose removal failed."""
+        for engine in self.members:
+            engine.provider.hear_unremoved(hear)
+
     async def engines(self) -> list[dict[str, object]]:
         self._ensure_monitor()
         return [e.row() for e in self.members]

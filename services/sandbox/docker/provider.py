@@ -123,6 +123,7 @@ class DockerSandboxProvider:
         (:meth:`check_disk_cap`)."""
         self.live: set[DockerSandbox] = set()
         """Sandboxes created here and not removed yet."""
+        self._unremoved_listeners: list[Callable[[DockerSandbox], None]] = []
 
     @property
     def client(self) -> docker.DockerClient:
@@ -157,6 +158,7 @@ class DockerSandboxProvider:
             self._executor,
             engine=self.name,
             on_removed=self.live.discard,
+            on_unremoved=self._unremoved,
             quota=quota,
         )
         self.live.add(sandbox)
@@ -348,6 +350,16 @@ class DockerSandboxProvider:
     def set_aside(self, sandbox: DockerSandbox) -> None:
         """Green gave up on removing ``sandbox`` (the janitor retries): it takes no slot."""
         self.live.discard(sandbox)
+
+    def hear_unremoved(self, hear: Callable[[DockerSandbox], None]) -> None:
+        """``hear`` is told of every sandbox of this engine whose removal failed (after its
+        fallbacks), whoever asked for it: a task's cleanup, a judge's box, the janitor."""
+        self._unremoved_listeners.append(hear)
+
+    def _unremoved(self, sandbox: DockerSandbox) -> None:
+        self.set_aside(sandbox)
+        for hear in self._unremoved_listeners:
+            hear(sandbox)
 
     async def cpus(self) -> int:
         """The engine's CPUs (1 when it does not say)."""

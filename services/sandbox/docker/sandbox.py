@@ -51,6 +51,7 @@ from services.sandbox.docker.disk import (
 from services.sandbox.docker.errors import ENGINE_ERRORS, engine_error
 from services.sandbox.docker.images import image_identity
 from services.sandbox.docker.transport import EXEC_DEADLINE, DockerExecTransport, run_setup
+from services.sandbox.docker.unjam import unjam
 from services.sandbox.docker.usage import LayerUsage
 from services.sandbox.framing import SessionLost, SessionNotStarted, ShellSession
 from services.shared.commands import CommandResult
@@ -76,6 +77,7 @@ class DockerSandbox:
         *,
         engine: str = "local",
         on_removed: Callable[[DockerSandbox], None] | None = None,
+        on_unremoved: Callable[[DockerSandbox], None] | None = None,
         quota: int | None = None,
     ) -> None:
         self._client = client
@@ -84,6 +86,8 @@ class DockerSandbox:
         self._executor = executor
         self._engine = engine
         self._on_removed = on_removed
+        self._on_unremoved = on_unremoved
+        """Hears that green could not remove the container (jammed, its engine away)."""
         self._transport = DockerExecTransport(client.api, container.id, executor)
         self._lock = asyncio.Lock()
         self._session: ShellSession | None = None
@@ -442,6 +446,10 @@ class DockerSandbox:
             self._disk.stop()
         try:
             await self._io(self._remove_container)
+        except SandboxError:
+            if self._on_unremoved is not None:
+                self._on_unremoved(self)
+            raise
         finally:
             if self._session is not None:
                 self._session.abort()  # wakes a concurrent exec, which then gives up
@@ -453,6 +461,19 @@ class DockerSandbox:
             self._on_removed(self)
 
     def _remove_container(self) -> None:
+        """``docker rm -f``; one that fails falls back on a container jammed (a process of
+        it stopped mid-exec, its cgroup frozen): it is killed through the engine and, on a
+        local engine, through its cgroups (:func:`.unjam.unjam`), and the removal is tried once
+        more. Raises SandboxError when that fails too (the provider hears of it: the container
+        then takes no slot, and is retried)."""
+        try:
+            self._remove_once()
+        except SandboxError as error:
+            if not unjam(self._client.api, self.id, self.name, error):
+                raise
+            self._remove_once()
+
+    def _remove_once(self) -> None:
         try:
             self._container.remove(force=True, v=True)
         except docker.errors.NotFound:

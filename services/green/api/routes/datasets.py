@@ -1,7 +1,8 @@
 """REST for real datasets: list ids, prefetch, verify, verification results, the image budget.
 
-Operator plane (registered with the operator dependency). ``arena tasks`` calls these, so the
-CLI works against a remote green. Kind-neutral: each kind offers its dataset work through
+Operator plane (registered with the operator dependency); what creates work (verify, prefetch,
+applying the image budget) needs the operator token even on an open plane. ``arena tasks``
+calls these, so the CLI works against a remote green. Kind-neutral: each kind offers its dataset work through
 ``services/green/kinds/datasets.py`` (``services/green/dataset_tools.py``); a task is named by
 its reference (a bare id is an ARVO id), a kind that offers no dataset tools gets a 404 naming it.
 """
@@ -15,6 +16,7 @@ from typing import Annotated, Any, TypeVar
 from fastapi import APIRouter, HTTPException, Query, Request, status
 from pydantic import BaseModel, Field
 
+from services.green.api.deps import OperatorTokenDep
 from services.green.api.verification import dataset_tools, latest_verifications
 from services.green.dataset_tools import NotOffered
 from services.green.kinds.errors import AssetError, UnknownTask
@@ -91,7 +93,7 @@ async def list_ids(request: Request, kind: KindQuery = DEFAULT_KIND) -> dict[str
 
 
 @router.post("/prefetch")
-async def prefetch_one(body: PrefetchBody, request: Request) -> dict[str, Any]:
+async def prefetch_one(body: PrefetchBody, request: Request, _: OperatorTokenDep) -> dict[str, Any]:
     """Fetch one task's files into green's cache and pull its image (or, dry, size them)."""
     ref = _ref(body.task)
     try:
@@ -103,7 +105,7 @@ async def prefetch_one(body: PrefetchBody, request: Request) -> dict[str, Any]:
 
 
 @router.post("/verify", response_model=TaskVerification)
-async def verify_one(body: RefBody, request: Request) -> TaskVerification:
+async def verify_one(body: RefBody, request: Request, _: OperatorTokenDep) -> TaskVerification:
     """Certify one task (blocks for the whole check: e.g. reproduce, fix, ground truth)."""
     ref = _ref(body.task)
     return await _offered(lambda: dataset_tools(request).verify(ref))
@@ -127,6 +129,8 @@ async def images(request: Request, kind: KindQuery = DEFAULT_KIND) -> dict[str, 
 
 
 @router.post("/images/enforce")
-async def enforce(request: Request, kind: KindQuery = DEFAULT_KIND) -> dict[str, Any]:
+async def enforce(
+    request: Request, _: OperatorTokenDep, kind: KindQuery = DEFAULT_KIND
+) -> dict[str, Any]:
     """Apply the kind's image budget now; returns the removed tags."""
     return {"removed": await _offered(lambda: dataset_tools(request).images(kind).enforce())}

@@ -54,6 +54,14 @@ async def healthz(orch: OrchestratorDep, who: CallerDep, request: Request) -> JS
             body["engines"] = await orch.sandboxes.engines()
     # containers whose removal failed (an engine away, or jammed on them): retried meanwhile
     body["containers_unremoved"] = len(orch.janitor.pending)
+    boxes = orch.janitor.pending_of("judge")
+    body["judging_boxes_unremoved"] = len(boxes)
+    if boxes:
+        body["unremoved"] = (
+            f"green could not remove {len(boxes)} judging container(s) ({', '.join(boxes[:5])}): "
+            "their engine did not remove them after a kill through the engine and through "
+            "their cgroups; they take no slot, and green retries their removal"
+        )
     if docker_why is None:  # the disk budget of the default kind's task images, when it keeps one
         with contextlib.suppress(Exception):
             budget = request.app.state.datasets.images(DEFAULT_KIND)
