@@ -3,7 +3,7 @@
 A second engine on a loop-mounted btrfs file system with quotas on (tests/support/second_dockerd,
 ``btrfs_dockerd``): the provider sees a storage driver that enforces ``storage_opt size`` and
 gives each task container a quota. Writing 4 GiB through files that are unlinked but kept open,
-and 150,000 ``mkdir``s, each stop at the cap: the host's file system grows by at most 1.25 times the
+4 GiB reserved with ``fallocate`` in deleted-but-open files, and 150,000 ``mkdir``s, each stop at the cap: the host's file system grows by at most 1.25 times the
 cap, and the task ends as the agent's ``disk_limit``. Host growth is the loop mount's used bytes
 (``statvfs``), sampled while the command runs; the figures are printed (``pytest -s``). The file
 system is mounted ``noatime``, as docs/engines.md asks, and green names an engine whose btrfs
@@ -50,6 +50,21 @@ try:
 except OSError as e:
     error = e.strerror
 print(total, error, flush=True)
+time.sleep(4)  # still open: green notices the full quota while they hold the space
+"""
+
+FALLOCATED = """
+import os, time
+fds, made, error = [], 0, None
+try:
+    for i in range(64):  # 64 reservations of 64 MiB, deleted but open: 4 GiB in 64 calls
+        fds.append(os.open(f"/tmp/reserved{i}", os.O_CREAT | os.O_WRONLY, 0o600))
+        os.unlink(f"/tmp/reserved{i}")
+        os.posix_fallocate(fds[-1], 0, 64 * 2**20)
+        made += 1
+except OSError as e:
+    error = e.strerror
+print(made, error, flush=True)
 time.sleep(4)  # still open: green notices the full quota while they hold the space
 """
 
@@ -147,6 +162,16 @@ def test_deleted_but_open_files_stop_at_the_cap(
 ) -> None:
     assert btrfs_dockerd.mount is not None
     _attack(quota_provider, btrfs_dockerd.mount, 128 * MiB, DELETED_BUT_OPEN, "4 GiB deleted-open")
+
+
+def test_reserved_deleted_but_open_files_stop_at_the_cap(
+    quota_provider: BlockingProvider,
+    btrfs_dockerd: SecondEngine,  # noqa: F811
+) -> None:
+    """``fallocate`` reserves a whole file in one call: no watch between two calls sees it
+    (docs/engines.md), the quota refuses the reservation itself."""
+    assert btrfs_dockerd.mount is not None
+    _attack(quota_provider, btrfs_dockerd.mount, 128 * MiB, FALLOCATED, "4 GiB fallocated")
 
 
 def test_a_mkdir_flood_stops_at_the_cap(
