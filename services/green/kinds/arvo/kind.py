@@ -14,7 +14,7 @@ from typing import Any
 
 from services.green.config import GreenSettings
 from services.green.kinds.arvo.assets import AssetSource, make_asset_source
-from services.green.kinds.arvo.bugs import locate_bug
+from services.green.kinds.arvo.bugs import arvo_bug
 from services.green.kinds.arvo.builds.settings import builds_of
 from services.green.kinds.arvo.builds.task_builds import TaskBuilds
 from services.green.kinds.arvo.conditions import (
@@ -168,6 +168,11 @@ class ArvoPlan:
             _, removed = changed_lines(self.assets["patch.diff"].read_text(errors="replace"))
             found -= {flat(r) for r in removed}
         return found
+
+
+def locate_bug(ref_id: str) -> str:
+    """The bug a locate task is about, whatever its condition (``10055-main`` -> ``arvo:10055``)."""
+    return arvo_bug(parse_locate_id(ref_id)[0])
 
 
 class ArvoKind:

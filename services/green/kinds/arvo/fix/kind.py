@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from services.green.kinds.arvo.assets import AssetError, check_archive, parse_arvo_id
-from services.green.kinds.arvo.bugs import fix_bug
+from services.green.kinds.arvo.bugs import arvo_bug
 from services.green.kinds.arvo.builds.kind import (
     CANARY,
     CORPUS,
@@ -169,7 +169,7 @@ class ArvoFixKind(BuildJudgedKind):
         public_scores=frozenset({"submitted"}),
         secret_assets=frozenset({"patch.diff", "poc", CANARY}),
         scoring_version="arvo-fix-2",
-        bug=fix_bug,
+        bug=arvo_bug,  # a fix task's id is the ARVO id
     )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

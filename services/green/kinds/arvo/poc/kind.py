@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from services.green.kinds.arvo.bugs import reproduce_bug
+from services.green.kinds.arvo.bugs import arvo_bug
 from services.green.kinds.arvo.builds.kind import BuildJudgedKind, build_judged_traits
 from services.green.kinds.arvo.builds.task_builds import TaskBuilds
 from services.green.kinds.arvo.crash import fuzz_target, parse_signature, where
@@ -136,6 +136,11 @@ def level_files(
     if level >= 2:
         files["error.txt"] = withhold_input(error_text.decode("utf-8", "replace"), poc).encode()
     return files
+
+
+def reproduce_bug(ref_id: str) -> str:
+    """The bug a reproduce task is about, whatever its help level (``10055-l2`` -> ``arvo:10055``)."""
+    return arvo_bug(parse_poc_id(ref_id)[0])
 
 
 class ArvoPocKind(BuildJudgedKind):
