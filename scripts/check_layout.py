@@ -9,6 +9,8 @@ Rules (docs/architecture.md, "The rules the layout keeps"):
 - green never reaches purple, and purple never reaches green, not even through a third package
   (the SWE-bench harness uses the agent; green's SWE-bench kind may use only the harness's
   modules that stay clear of the agent);
+- no import circle among the modules of services/ (imports inside functions and under
+  TYPE_CHECKING count), so every package reads from its top down;
 - no module over MAX_MODULE_LINES lines, no function over MAX_FUNCTION_LINES lines;
 - every module starts with a docstring whose first line says what it is for;
 - no ``asyncio.wait_for``: on Python 3.11 it loses a cancel that meets its result in the same
@@ -177,6 +179,107 @@ def _path_to(modules: dict[str, Module], start: str, package: str) -> list[str] 
                 nxt.append(target)
         frontier = nxt
     return None
+
+
+def _modules_named(tree: ast.Module, name: str, is_package: bool, known: set[str]) -> set[str]:
+    """The project's modules the module's imports name, each once: ``from pkg import sub``
+    names ``pkg.sub`` (a module) rather than ``pkg``; ``from pkg import name`` names ``pkg``."""
+    base = name.split(".") if is_package else name.split(".")[:-1]
+    named: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            named.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                anchor = base[: len(base) - node.level + 1]
+                prefix = ".".join(anchor + ([node.module] if node.module else []))
+            else:
+                prefix = node.module or ""
+            for alias in node.names:
+                sub = f"{prefix}.{alias.name}"
+                named.add(sub if sub in known else prefix)
+    return {n for n in named if n in known and n != name}
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of ``graph`` (its strongly connected parts of two modules or more,
+    by Tarjan's algorithm, without recursion), each sorted, in name order."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        work = [(start, iter(sorted(graph[start])))]
+        while work:
+            node, targets = work[-1]
+            target = next(targets, None)
+            if target is not None:
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(sorted(graph[target]))))
+                elif target in on_stack:
+                    low[node] = min(low[node], index[target])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                part: list[str] = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    part.append(member)
+                    if member == node:
+                        break
+                if len(part) > 1:
+                    found.append(sorted(part))
+    return sorted(found)
+
+
+def _loop_through(graph: dict[str, set[str]], members: list[str]) -> list[str]:
+    """One loop of imports through the circle's first module and back (breadth first)."""
+    start, inside = members[0], set(members)
+    parent: dict[str, str] = {}
+    frontier = [start]
+    while frontier:
+        nxt: list[str] = []
+        for node in frontier:
+            for target in sorted(graph[node] & inside):
+                if target == start:
+                    back = [node]
+                    while back[-1] != start:
+                        back.append(parent[back[-1]])
+                    return [*back[::-1], start]
+                if target not in parent:
+                    parent[target] = node
+                    nxt.append(target)
+        frontier = nxt
+    return members  # not reached: every member of a circle lies on a loop through the first
+
+
+def circle_errors(modules: dict[str, Module], trees: dict[str, ast.Module]) -> Iterator[str]:
+    """One line per import circle in services/ (imports inside functions and under
+    TYPE_CHECKING count: a module that needs another's type at a seam depends on it)."""
+    known = set(modules)
+    graph = {
+        name: _modules_named(tree, name, modules[name].path.name == "__init__.py", known)
+        for name, tree in trees.items()
+    }
+    for members in _circles(graph):
+        loop = _loop_through(graph, members)
+        yield (
+            f"{modules[members[0]].path}: import circle {' -> '.join(loop)}: move what they "
+            "share to the module that owns it, or to a Protocol at the seam (hiding an import "
+            "under TYPE_CHECKING or in a function does not open the circle)"
+        )
 
 
 def size_errors(modules: dict[str, Module], trees: dict[str, ast.Module]) -> Iterator[str]:
@@ -348,6 +451,7 @@ def check(root: Path) -> list[str]:
     return [
         *direction_errors(modules),
         *reach_errors(modules),
+        *circle_errors(modules, trees),
         *kind_errors(modules),
         *arvo_id_errors(root, modules),
         *size_errors(modules, trees),

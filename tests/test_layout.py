@@ -253,3 +253,71 @@ def test_the_tests_make_no_one_shot_httpx_call():
             if what and what.split(".")[1] in check_layout.HTTPX_ONE_SHOT:
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {what}")
     assert found == [], found
+
+
+def test_an_import_circle_fails_however_its_imports_are_hidden(tmp_path):
+    """A circle is refused whether its imports are at the top, under TYPE_CHECKING or inside a
+    function; the message names the loop."""
+    hidden = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+    root = _tree(
+        tmp_path,
+        {
+            "green/run.py": DOC + "from services.green.orch import Orchestrator\n",
+            "green/orch.py": DOC + hidden + "    from services.green.audit import audit\n",
+            "green/audit.py": DOC + "def audit():\n    from services.green import run\n",
+            "purple/commands.py": DOC + hidden + "    from services.purple.protocols import S\n",
+            "purple/protocols.py": DOC + "from .commands import CommandLog\n",
+        },
+    )
+    errors = check_layout.check(root)
+    assert any(
+        e.startswith("services/green/audit.py: import circle services.green.audit -> ")
+        and "services.green.run -> services.green.orch -> services.green.audit:" in e
+        for e in errors
+    ), errors
+    assert any(
+        e.startswith(
+            "services/purple/commands.py: import circle services.purple.commands -> "
+            "services.purple.protocols -> services.purple.commands:"
+        )
+        for e in errors
+    ), errors
+    assert len(errors) == 2, errors
+
+
+def test_a_circle_opened_by_a_protocol_at_the_seam_passes(tmp_path):
+    """The runner takes a Protocol of what it uses; the orchestrator, which satisfies it,
+    imports the runner: one way. A package's ``__init__`` importing its modules, which import
+    their siblings through the package (``from pkg import sibling``), is no circle either."""
+    root = _tree(
+        tmp_path,
+        {
+            "green/runtime.py": DOC + "from typing import Protocol\nclass Runtime(Protocol): ...\n",
+            "green/run.py": DOC + "from services.green.runtime import Runtime\n",
+            "green/orch.py": DOC + "from services.green.run import TaskRun\n",
+            "green/ui/__init__.py": DOC + "from services.green.ui import runs\n",
+            "green/ui/runs.py": DOC + "from services.green.ui import plots\n",
+            "green/ui/plots.py": DOC,
+        },
+    )
+    assert check_layout.check(root) == []
+
+
+@pytest.mark.parametrize(
+    ("importer", "imported"),
+    [("shared", "sandbox"), ("shared", "purple"), ("sandbox", "purple"), ("sandbox", "swebench")],
+)
+def test_an_arrow_running_back_up_the_packages_fails(tmp_path, importer, imported):
+    """shared <- sandbox <- green and shared <- purple: nothing lower imports what stands on it."""
+    root = _tree(
+        tmp_path,
+        {
+            f"{importer}/low.py": DOC + f"from services.{imported} import high\n",
+            f"{imported}/high.py": DOC,
+        },
+    )
+    errors = check_layout.check(root)
+    assert (
+        f"services/{importer}/low.py: services.{importer} must not import services.{imported}.high"
+        in errors
+    ), errors

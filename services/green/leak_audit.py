@@ -12,15 +12,13 @@ metric, and it is shown only with the rest of the scores' details (``disclosure`
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from services.green.kinds.base import stored
+from services.green.live_task import LiveTask
+from services.green.task_runtime import TaskRuntime
 from services.green.trajectory import fetch_trajectory
 from services.shared.logging import get_logger
-
-if TYPE_CHECKING:
-    from services.green.live_task import LiveTask
-    from services.green.orchestrator import Orchestrator
 
 log = get_logger("services.green.leak_audit")
 
@@ -40,7 +38,7 @@ def strings_of(value: Any) -> list[str]:
     return []
 
 
-async def channels_of(orch: Orchestrator, live: LiveTask) -> tuple[dict[str, str], dict[str, str]]:
+async def channels_of(orch: TaskRuntime, live: LiveTask) -> tuple[dict[str, str], dict[str, str]]:
     """The agent's channels by name, and why any could not be read."""
     channels: dict[str, str] = {}
     missing: dict[str, str] = {}
@@ -64,7 +62,7 @@ async def channels_of(orch: Orchestrator, live: LiveTask) -> tuple[dict[str, str
     return channels, missing
 
 
-async def leak_audit(orch: Orchestrator, live: LiveTask) -> dict[str, Any] | None:
+async def leak_audit(orch: TaskRuntime, live: LiveTask) -> dict[str, Any] | None:
     """``scores.leak`` of a task whose plan audits leaks (``plan.leaks(channels)``, blocking);
     None for the others."""
     leaks = getattr(live.plan, "leaks", None)

@@ -16,7 +16,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -32,15 +32,13 @@ from services.green.store.models import (
     utcnow,
 )
 from services.green.task_end import GreenFault
+from services.green.task_writes import TaskWrites
 from services.sandbox.base import AgentFault, Sandbox, SandboxError, SandboxSpec
 from services.shared.commands import CommandResult
 from services.shared.logging import get_logger, task_log_context
 from services.shared.outcome import TaskOutcome
 from services.shared.protocol import AgentReport, Submit, SubmitResult, Usage
 from services.shared.text import clip_middle
-
-if TYPE_CHECKING:
-    from services.green.task_writes import TaskWrites
 
 log = get_logger("services.green.live_task")
 
@@ -141,7 +139,7 @@ class LiveTask:
     """The agent's own running usage, as last reported (with a command, a submit or its end)."""
     disk_unknown: str | None = None
     """Why the sandbox's disk use was unknown when last looked at (None: measured, or no cap)."""
-    writes: TaskWrites | None = None
+    writes: TaskWrites[LiveTask] | None = None
     """Its records (commands, usage, submissions), written behind the requests."""
 
     id = _of_row("id")

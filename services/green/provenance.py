@@ -180,7 +180,7 @@ async def provenance_of(live: Any, settings: GreenSettings, task: Any, io: Any) 
         settings=settings,
         task=task,
         kind=live.ref.kind,
-        scoring_version=getattr(live.kind, "scoring_version", None),
+        scoring_version=live.kind.traits.scoring_version,
         image_name=plan.image,
         image_facts=facts,
         assets=dict(getattr(plan, "assets", {}) or {}),

@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import time
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from services.green.kinds.base import stored
 from services.green.leak_audit import leak_audit
@@ -24,14 +24,12 @@ from services.green.provenance import provenance_of, purple_card
 from services.green.purple_link import NEVER_STARTED, PurpleLink, PurpleUnreachable
 from services.green.store.models import FailureKind, TaskStatus, utcnow
 from services.green.task_end import GreenFault, TaskEnd, task_end
+from services.green.task_runtime import TaskRuntime
 from services.sandbox.base import SandboxError
 from services.shared.aio import through_cancels
 from services.shared.logging import get_logger
 from services.shared.outcome import TaskOutcome
 from services.shared.protocol import TaskAssignment, TaskLimits
-
-if TYPE_CHECKING:
-    from services.green.orchestrator import Orchestrator
 
 log = get_logger("services.green.task_run")
 
@@ -39,7 +37,7 @@ log = get_logger("services.green.task_run")
 class TaskRun:
     """The runner of one claimed task (``asyncio`` task ``task-<id>``)."""
 
-    def __init__(self, orch: Orchestrator, live: LiveTask) -> None:
+    def __init__(self, orch: TaskRuntime, live: LiveTask) -> None:
         self.orch = orch
         self.live = live
         self.settings = orch.settings

@@ -21,18 +21,16 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from services.green.store.crud import TaskStore
 from services.green.store.errors import STORAGE_ERRORS, UNREACHABLE, DatabaseUnavailable
 from services.green.store.models import Command
 from services.green.store.offloop import Database
 from services.shared.logging import get_logger
-
-if TYPE_CHECKING:
-    from services.green.live_task import LiveTask
 
 log = get_logger("services.green.task_writes")
 
@@ -50,18 +48,38 @@ class _Write:
     """The call answers whether the task is still held (``update_held``)."""
 
 
-class TaskWrites:
+class RecordedTask(Protocol):
+    """What the writes know of the task they record (green's is a
+    :class:`~services.green.live_task.LiveTask`): its id and log context, and how a write that
+    fails ends it."""
+
+    lost: bool
+    """Set when a write finds the task no longer held (another replica ended it)."""
+
+    @property
+    def id(self) -> str: ...
+
+    def log_context(self) -> AbstractContextManager[None]: ...
+
+    def storage_broke(self, exc: BaseException, while_: str) -> object:
+        """The database failed while writing the record of ``while_``: the task ends as infra."""
+
+
+Recorded = TypeVar("Recorded", bound=RecordedTask)
+
+
+class TaskWrites(Generic[Recorded]):
     """The pending writes of one live task, landed in order behind its requests."""
 
     def __init__(
         self,
-        live: LiveTask,
+        live: Recorded,
         db: Database,
         store: TaskStore,
         instance: str,
         *,
         give_up_after_s: float,
-        on_lost: Callable[[LiveTask], None],
+        on_lost: Callable[[Recorded], None],
     ) -> None:
         self.live, self.db, self.store, self.instance = live, db, store, instance
         self.give_up_after_s = give_up_after_s

@@ -10,15 +10,12 @@ its trajectory; purple's A2A executor attaches the store's writer.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
+from services.purple.trajectory import Trajectory
+from services.purple.usage import RunStats
 from services.shared.commands import CommandResult
-
-if TYPE_CHECKING:
-    from services.purple.protocols import RunStats
-    from services.purple.trajectory import Trajectory
 
 
 class CommandRecord(BaseModel):

@@ -5,8 +5,8 @@ the ReAct loop needs from a kind of task (a run's commands are recorded by
 A policy (the ReAct agent, the stack-trace analyst) only sees a :class:`TaskEnvironment`; the
 A2A implementation sends ``execute``/``submit`` to green, tests use a local shell. A
 :class:`Toolset` (root-cause analysis, SWE-bench) gives the loop its tools. This module is at
-the bottom of purple: it imports only ``services.shared`` and
-:mod:`services.purple.commands`.
+the bottom of purple: it imports only ``services.shared``, :mod:`services.purple.commands`
+and :mod:`services.purple.usage`.
 """
 
 from __future__ import annotations
@@ -19,21 +19,10 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel
 
 from services.purple.commands import CommandLog, CommandRecord
+from services.purple.usage import RunStats
 from services.shared.commands import CommandResult
 from services.shared.loc import LocJson
 from services.shared.protocol import SubmitResult, TaskPaths
-
-
-class RunStats(BaseModel):
-    """Usage so far; sent with every command and the submission (green records it)."""
-
-    steps: int = 0
-    """Turns: LLM calls (the offline analyst takes none). Sent to green as ``Submit.steps``."""
-    commands: int = 0
-    """Commands run through green (counted by :class:`~services.purple.commands.CommandLog`)."""
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost: float = 0.0
 
 
 @runtime_checkable

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
 
+from services.green.kinds.traits import KindTraits
 from services.sandbox.base import Sandbox, SandboxProvider
 from services.shared.protocol import TaskAssignment, TaskPaths
 
@@ -91,6 +92,9 @@ class TaskKind(Protocol):
 
     name: str
     """The prefix of task ids: ``arvo`` in ``arvo:10055``."""
+    traits: KindTraits
+    """What it declares of itself: metrics, what of its scores anyone may see, its scoring
+    version, its bugs (a class attribute)."""
     assignment: type[TaskAssignment]
     """The data part purple receives (:class:`RcaTask`, :class:`SweTask`)."""
 
@@ -113,11 +117,10 @@ class TaskKind(Protocol):
 
 
 class KindClass(Protocol):
-    """A registered kind's class (see :mod:`services.green.kinds.registry`). Optional: a class
-    method ``bug(ref_id) -> str``, the bug a task is about when kinds share bugs (ARVO's three:
-    ``arvo:<id>``; :func:`services.green.kinds.registry.bug_of`)."""
+    """A registered kind's class (see :mod:`services.green.kinds.registry`)."""
 
     name: str
+    traits: KindTraits
 
     def canonical(self, ref_id: str) -> str:
         """The id check of :meth:`TaskKind.canonical`, callable on the class."""

@@ -31,12 +31,13 @@ def build_kinds(settings: GreenSettings, sandboxes: SandboxProvider) -> dict[str
 
 def bug_of(kind: str, ref_id: str) -> str:
     """The bug a task is about, the same for every kind that asks a question of it: ``arvo:10055``
-    for ``arvo:10055``, ``arvo-poc:10055-l2`` and ``arvo-fix:10055`` (a kind's ``bug(ref_id)``);
+    for ``arvo:10055``, ``arvo-poc:10055-l2`` and ``arvo-fix:10055`` (its kind's ``traits.bug``);
     else the task reference itself. What is disclosed, and who may start a task, is decided per
     bug (``green/disclosure.py``, ``green/intake_limits.py``): a finished task of one kind must
     not answer a running task of another kind on the same bug."""
-    name = getattr(KINDS.get(kind), "bug", None)
-    return name(ref_id) if name is not None else f"{kind}:{ref_id}"
+    cls = KINDS.get(kind)
+    bug = cls.traits.bug if cls is not None else None
+    return bug(ref_id) if bug is not None else f"{kind}:{ref_id}"
 
 
 def parse_ref(value: str | int | TaskRef) -> TaskRef:

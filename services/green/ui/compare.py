@@ -16,6 +16,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from fastapi.responses import HTMLResponse, Response
 
+from services.green.kinds.base import TaskKind
 from services.green.kinds.metrics import continuous_metrics, declared_metrics
 from services.green.store.models import AssessmentRecord, Task
 from services.green.ui.auth import disclosure, require_page
@@ -124,7 +125,7 @@ async def compare(
     return render(request, "compare.html", **context)
 
 
-def _kinds(request: Request, names: set[str]) -> list[object]:
+def _kinds(request: Request, names: set[str]) -> list[TaskKind]:
     """The kinds of the compared tasks that this green serves (their metric declarations)."""
     served = request.app.state.orchestrator.kinds
     return [served[n] for n in sorted(names) if n in served]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
@@ -12,7 +13,7 @@ from fastapi.responses import HTMLResponse, Response
 from services.green.api.query_bounds import MAX_PAGE
 from services.green.assessment import AssessmentRunner
 from services.green.disclosure import Disclosure
-from services.green.kinds.metrics import headline_metrics
+from services.green.kinds.metrics import Declares, headline_metrics
 from services.green.store.models import AssessmentRecord, Task
 from services.green.store.offloop import Database
 from services.green.ui import plots
@@ -102,19 +103,21 @@ async def _tasks(request: Request, run_id: str, ground_truth: bool = False) -> l
     return list(await _db(request).run(store.run_tasks, run, ground_truth=ground_truth))
 
 
-def _headline_of(agg: dict[str, Any], kinds: dict[str, object]) -> list[str]:
+def _headline_of(agg: dict[str, Any], kinds: Mapping[str, Declares]) -> list[str]:
     """The metrics of an aggregate its row shows: the headline of the kind whose metrics these
     are, else the aggregate's own headline (:func:`services.shared.scores.headline`)."""
     metrics = list(agg.get("metrics") or (agg.get("mean_all") or {}).keys())
     metrics = [m for m in metrics if m != "n"]
     for kind in kinds.values():
-        declared = set(getattr(kind, "metrics", None) or ())
+        declared = set(kind.traits.metrics)
         if declared and set(metrics) <= declared:
             return [m for m in headline_metrics(kind) or metrics if m in metrics]
     return headline(metrics)
 
 
-def headline_means(agg: dict[str, Any] | None, kinds: dict[str, object]) -> list[dict[str, Any]]:
+def headline_means(
+    agg: dict[str, Any] | None, kinds: Mapping[str, Declares]
+) -> list[dict[str, Any]]:
     """A run's row on the runs page: per kind (a run of one: one group, unnamed), the means over
     every task of its headline metrics, each with its interval. The full table is on the run's
     page."""

@@ -11,6 +11,7 @@ from typing import Any
 from fastapi import HTTPException, status
 
 from services.green.disclosure import Disclosure
+from services.green.kinds.base import TaskKind
 from services.green.kinds.metrics import headline_metrics
 from services.green.store.crud import UNFINISHED
 from services.green.store.models import Task, TaskPublic, TaskStatus
@@ -72,7 +73,7 @@ class ScoreColumns:
 
 
 def score_columns(
-    kinds: Mapping[str, object], rows: Iterable[tuple[str, Mapping[str, Any] | None]]
+    kinds: Mapping[str, TaskKind], rows: Iterable[tuple[str, Mapping[str, Any] | None]]
 ) -> ScoreColumns:
     """The columns of rows of (kind, scores): a kind green serves shows the metrics it heads
     with (:func:`headline_metrics`); another, the headline of what its records hold."""
@@ -114,7 +115,7 @@ async def task_page(
     f: TaskFilters,
     show: Disclosure,
     runs=None,
-    kinds: Mapping[str, object] | None = None,
+    kinds: Mapping[str, TaskKind] | None = None,
 ) -> dict[str, Any]:
     """One page of the task list with everything its filters need (scores as ``show`` lets
     its caller see them; each kind's own columns; the runs by name from ``runs``)."""

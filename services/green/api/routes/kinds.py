@@ -11,6 +11,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from services.green.api.deps import OrchestratorDep
+from services.green.kinds.base import TaskKind
 from services.green.kinds.metrics import continuous_metrics, declared_metrics, record_fields
 
 router = APIRouter(tags=["kinds"])
@@ -18,7 +19,7 @@ router = APIRouter(tags=["kinds"])
 
 @router.get("/kinds")
 async def list_kinds(orch: OrchestratorDep) -> dict[str, Any]:
-    def declared(kind: object) -> dict[str, Any]:
+    def declared(kind: TaskKind) -> dict[str, Any]:
         continuous = continuous_metrics([kind])
         return {
             "metrics": declared_metrics([kind]),

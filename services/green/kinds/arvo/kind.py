@@ -10,10 +10,11 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from services.green.config import GreenSettings
 from services.green.kinds.arvo.assets import AssetSource, make_asset_source
+from services.green.kinds.arvo.bugs import arvo_bug
 from services.green.kinds.arvo.builds.settings import builds_of
 from services.green.kinds.arvo.builds.task_builds import TaskBuilds
 from services.green.kinds.arvo.conditions import (
@@ -37,6 +38,7 @@ from services.green.kinds.arvo.scoring.metrics import CONTINUOUS, METRICS
 from services.green.kinds.arvo.workspace import WORKSPACE, populate_workspace, withdraw
 from services.green.kinds.datasets import DatasetContext
 from services.green.kinds.report import TaskReport
+from services.green.kinds.traits import KindTraits
 from services.sandbox.base import Sandbox, SandboxProvider, UnreadableFile
 from services.shared.audit import find_leaks, flat
 from services.shared.commands import CommandResult
@@ -168,36 +170,32 @@ class ArvoPlan:
         return found
 
 
+def locate_bug(ref_id: str) -> str:
+    """The bug a locate task is about, whatever its condition (``10055-main`` -> ``arvo:10055``)."""
+    return arvo_bug(parse_locate_id(ref_id)[0])
+
+
 class ArvoKind:
     name = "arvo"
     assignment = RcaTask
-    metrics = METRICS
-    """The metrics of its scores, in report order (:class:`services.green.kinds.base.TaskKind`)."""
-    continuous = CONTINUOUS
-    """Those that are not hit/miss (ours ``iou``, FLBench's six twice: no McNemar test in
-    comparisons, no pass@k)."""
-    headline = ("file@1", "func@1", "line@1")
-    """Those a list or a task page's top shows (:func:`services.green.kinds.metrics.headline`)."""
-    secret_assets = frozenset({"poc"})
-    """The PoC's hash is shown only with the ground truth (a condition may withhold its bytes)."""
-    public_scores = frozenset({"scorable", "submitted", "n_locations", "bug_class", "project"})
-    """Score fields besides the metrics that name nothing of the answer (shown to anyone): the
-    project and the bug class are in the crash report the agent reads (``/src/<project>/``);
-    the floors are not (they say whether the crash frame is the fix)."""
-    record_fields = frozenset({"project", "floors", "bug_class"})
-    """Score fields every scored record carries (a client lists a record without one)."""
-    asset_signatures: ClassVar[Mapping[str, Callable[[bytes], bytes]]] = {
-        "error.txt": report_signature
-    }
-    """The crash report is compared without its run-to-run details: two builds of one fixture
-    recipe, or two runs of one image, report other addresses, pids and seeds."""
-    bug_family = "arvo"
-    """The bug a task is about is ``arvo:<id>``, whatever question of it a kind asks (locate,
-    reproduce, fix): :func:`services.green.kinds.registry.bug_of`."""
-    scoring_version = "arvo-loc-2"
-    """The version of its scoring rule, recorded in each task's provenance: bump it whenever
-    ``docs/scoring.md`` changes what a submission scores (runs of different versions are not
-    compared)."""
+    traits = KindTraits(
+        metrics=METRICS,
+        # not hit/miss: ours ``iou``, FLBench's six twice (no McNemar test, no pass@k)
+        continuous=CONTINUOUS,
+        headline=("file@1", "func@1", "line@1"),
+        # the project and the bug class are in the crash report the agent reads
+        # (``/src/<project>/``); the floors are not (they say whether the crash frame is the fix)
+        public_scores=frozenset({"scorable", "submitted", "n_locations", "bug_class", "project"}),
+        record_fields=frozenset({"project", "floors", "bug_class"}),
+        # the PoC's hash is shown only with the ground truth (a condition may withhold its bytes)
+        secret_assets=frozenset({"poc"}),
+        # two builds of one fixture recipe, or two runs of one image, report other addresses,
+        # pids and seeds: the crash report is compared without them
+        asset_signatures={"error.txt": report_signature},
+        scoring_version="arvo-loc-2",
+        bug=locate_bug,
+    )
+    """What it declares of itself (:class:`~services.green.kinds.traits.KindTraits`)."""
 
     def __init__(
         self,
@@ -230,12 +228,6 @@ class ArvoKind:
     def arvo_id(ref_id: str) -> str:
         """The ARVO id of one of the kind's ids (its condition dropped)."""
         return parse_locate_id(ref_id)[0]
-
-    @classmethod
-    def bug(cls, ref_id: str) -> str:
-        """The bug a task is about: ``arvo:<id>``, whatever its condition, as for the reproduce
-        and fix kinds."""
-        return f"{cls.bug_family}:{cls.arvo_id(ref_id)}"
 
     @classmethod
     def from_settings(cls, settings: GreenSettings, sandboxes: SandboxProvider) -> ArvoKind:

@@ -12,20 +12,34 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from services.green.kinds.datasets import Verification
 from services.green.kinds.errors import UnknownTask
-from services.sandbox.base import SandboxError, SandboxSpec
-from services.swebench.instances import WORKDIR, image_name
+from services.sandbox.base import SandboxError, SandboxProvider, SandboxSpec
+from services.swebench.instances import WORKDIR, SweInstance, image_name
 from services.swebench.judge import EvalReport, evaluate
 
-if TYPE_CHECKING:
-    from services.green.kinds.swebench.kind import SweBenchKind
+
+class SweSource(Protocol):
+    """What the dataset tools read of the SWE-bench kind (:class:`SweBenchKind` is one): its
+    instances, where their images come from, and how the judge runs."""
+
+    provider: SandboxProvider
+    image_template: str | None
+    activate: str
+    eval_timeout_s: float
+
+    @property
+    def instances(self) -> Mapping[str, SweInstance]: ...
+
+    def check(self, ref: str) -> None:
+        """Raises :class:`UnknownTask` when ``ref`` names no instance."""
 
 
 class SweDatasets:
-    def __init__(self, kind: SweBenchKind) -> None:
+    def __init__(self, kind: SweSource) -> None:
         self.kind = kind
 
     def _image(self, ref_id: str) -> str:

@@ -23,6 +23,7 @@ from services.green.config import GreenSettings
 from services.green.kinds.datasets import DatasetContext
 from services.green.kinds.errors import UnknownTask
 from services.green.kinds.swebench.datasets import SweDatasets
+from services.green.kinds.traits import KindTraits
 from services.sandbox.base import Sandbox, SandboxError, SandboxProvider, UnreadableFile
 from services.shared.logging import get_logger
 from services.shared.outcome import TaskOutcome
@@ -221,15 +222,14 @@ At most {lim.max_steps} commands; the task ends at {lim.deadline.isoformat()} (U
 
 class SweBenchKind:
     name = "swebench"
-    metrics = ("resolved",)
-    """The metrics of its scores (:class:`services.green.kinds.base.TaskKind`)."""
-    continuous: frozenset[str] = frozenset()
-    public_scores = frozenset({"submitted"})
-    """Shown to anyone besides ``resolved`` (the test report names the tests: not shown)."""
-    scoring_version = "swebench-resolved-2"
-    """The version of its scoring rule, recorded in each task's provenance: bump it whenever
-    ``docs/scoring.md`` changes what a submission scores (runs of different versions are not
-    compared)."""
+    traits = KindTraits(
+        metrics=("resolved",),
+        continuous=frozenset(),
+        # shown besides ``resolved`` (the test report names the tests: not shown)
+        public_scores=frozenset({"submitted"}),
+        scoring_version="swebench-resolved-2",
+    )
+    """What it declares of itself (:class:`~services.green.kinds.traits.KindTraits`)."""
     assignment = SweTask
 
     def __init__(
@@ -297,7 +297,7 @@ class SweBenchKind:
         over tasks, a task's trials averaged first, failures 0, each mean with its 95% interval),
         and ``resolved``: how many attempts resolved their instance."""
         rows = list(outcomes)
-        agg = aggregate(rows, self.metrics).to_dict()
+        agg = aggregate(rows, self.traits.metrics).to_dict()
         agg["resolved"] = sum(
             o.status == "completed" and (o.scores or {}).get("resolved") == 1.0 for o in rows
         )

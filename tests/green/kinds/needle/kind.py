@@ -2,7 +2,8 @@
 
 ``needle:<n>`` puts ``/workspace/haystack.txt`` (1,000 lines, one of them ``NEEDLE``) into a
 container; the agent writes ``{"line": <number>}`` to ``/workspace/answer.json`` and submits;
-the score is ``found`` 1.0 or 0.0. It is what a new kind needs and nothing more: an id check, a
+the score is ``found`` 1.0 or 0.0. It is what a new kind needs and nothing more: an id check, its traits
+(``KindTraits()``: it declares no metrics, so its scores are shown only with the truth), a
 plan (image, paths, workspace, prompt, reading and scoring the answer, the ground truth: a
 ``TaskPlan[Answer, Found, Needle]`` over its own three pydantic models) and an aggregate. Copied to ``services/green/kinds/needle/`` and registered with one line in
 ``services/green/kinds/registry.py``, green serves it. It also offers dataset tools (list,
@@ -24,6 +25,7 @@ from services.green.config import GreenSettings
 from services.green.kinds.datasets import DatasetContext
 from services.green.kinds.errors import UnknownTask
 from services.green.kinds.report import TaskReport
+from services.green.kinds.traits import KindTraits
 from services.sandbox.base import Sandbox, SandboxProvider
 from services.shared.outcome import TaskOutcome, TaskStatus
 from services.shared.protocol import RcaTask, TaskAssignment, TaskPaths
@@ -118,6 +120,7 @@ class NeedlePlan:
 class NeedleKind:
     name = "needle"
     assignment = RcaTask  # the agent answers in a file, as in root-cause analysis
+    traits = KindTraits()  # declares nothing: its scores are shown only with the ground truth
     image = "arena/arvo-base:bookworm"  # any image with a shell
 
     @staticmethod

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import tarfile
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
@@ -21,6 +21,7 @@ from services.green.kinds.arvo.report import arvo_position, arvo_report, arvo_so
 from services.green.kinds.arvo.report_signature import report_signature
 from services.green.kinds.datasets import DatasetContext
 from services.green.kinds.report import TaskReport
+from services.green.kinds.traits import KindTraits
 from services.sandbox.base import SandboxProvider
 from services.shared.outcome import TaskOutcome
 from services.shared.scores import aggregate
@@ -48,16 +49,33 @@ def read_corpus(path: Path | None) -> dict[str, bytes]:
     return dict(sorted(out.items()))
 
 
+def build_judged_traits(
+    metrics: tuple[str, ...],
+    *,
+    public_scores: frozenset[str],
+    secret_assets: frozenset[str],
+    scoring_version: str,
+    bug: Callable[[str], str],
+) -> KindTraits:
+    """The traits of a kind judged on the task's builds: hit/miss metrics only, and the crash
+    report compared without its run-to-run details (its addresses, pid...)."""
+    return KindTraits(
+        metrics=metrics,
+        continuous=frozenset(),
+        public_scores=public_scores,
+        secret_assets=secret_assets,
+        asset_signatures={"error.txt": report_signature},
+        scoring_version=scoring_version,
+        bug=bug,
+    )
+
+
 class BuildJudgedKind:
     """The base of :class:`~services.green.kinds.arvo.poc.kind.ArvoPocKind` and
     :class:`~services.green.kinds.arvo.fix.kind.ArvoFixKind`."""
 
-    metrics: ClassVar[tuple[str, ...]]
-    continuous: frozenset[str] = frozenset()
-    asset_signatures: ClassVar[Mapping[str, Callable[[bytes], bytes]]] = {
-        "error.txt": report_signature
-    }
-    """The crash report is compared without its run-to-run details (its addresses, pid...)."""
+    traits: ClassVar[KindTraits]
+    """Each kind's own (:func:`build_judged_traits`)."""
 
     def __init__(self, assets: AssetSource, settings: GreenSettings, sandboxes: SandboxProvider):
         self.assets = assets
@@ -75,19 +93,10 @@ class BuildJudgedKind:
         )
         return cls(assets, settings, sandboxes)
 
-    bug_family = "arvo"
-    """Its tasks are about ARVO bugs, as the locate kind's (:func:`..registry.bug_of`)."""
-
     @staticmethod
     def arvo_id(ref_id: str) -> str:
         """The ARVO id of one of the kind's ids."""
         return ref_id
-
-    @classmethod
-    def bug(cls, ref_id: str) -> str:
-        """The bug one of its tasks is about: ``arvo:<id>`` (the level of a reproduce task is
-        not part of the bug)."""
-        return f"{cls.bug_family}:{cls.arvo_id(ref_id)}"
 
     def check(self, ref: str) -> None:
         self.assets.fetch(self.arvo_id(ref), "error.txt")
@@ -117,7 +126,7 @@ class BuildJudgedKind:
         )
 
     def aggregate(self, outcomes: Iterable[TaskOutcome]) -> dict[str, Any]:
-        return aggregate(outcomes, self.metrics).to_dict()
+        return aggregate(outcomes, self.traits.metrics).to_dict()
 
     def datasets(self, context: DatasetContext) -> BuildDatasets:
         """ARVO's dataset tools, and a verification of the builds the kind judges on."""

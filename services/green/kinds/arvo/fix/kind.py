@@ -14,7 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from services.green.kinds.arvo.assets import AssetError, check_archive, parse_arvo_id
-from services.green.kinds.arvo.builds.kind import CANARY, CORPUS, BuildJudgedKind, read_corpus
+from services.green.kinds.arvo.bugs import arvo_bug
+from services.green.kinds.arvo.builds.kind import (
+    CANARY,
+    CORPUS,
+    BuildJudgedKind,
+    build_judged_traits,
+    read_corpus,
+)
 from services.green.kinds.arvo.builds.task_builds import TaskBuilds
 from services.green.kinds.arvo.crash import crash_frames, fuzz_target
 from services.green.kinds.arvo.fix.judge import (
@@ -156,12 +163,14 @@ class FixPlan:
 class ArvoFixKind(BuildJudgedKind):
     name = "arvo-fix"
     assignment = FixTask
-    metrics = METRICS
-    public_scores = frozenset({"submitted"})
-    """Shown to anyone besides the metrics (the build log and the runs: only with the truth)."""
-    scoring_version = "arvo-fix-2"
-    secret_assets = frozenset({"patch.diff", "poc", CANARY})
-    """Assets whose hashes are shown only with the ground truth."""
+    traits = build_judged_traits(
+        METRICS,
+        # the build log and the runs: only with the truth
+        public_scores=frozenset({"submitted"}),
+        secret_assets=frozenset({"patch.diff", "poc", CANARY}),
+        scoring_version="arvo-fix-2",
+        bug=arvo_bug,  # a fix task's id is the ARVO id
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from services.green.kinds.arvo.builds.kind import BuildJudgedKind
+from services.green.kinds.arvo.bugs import arvo_bug
+from services.green.kinds.arvo.builds.kind import BuildJudgedKind, build_judged_traits
 from services.green.kinds.arvo.builds.task_builds import TaskBuilds
 from services.green.kinds.arvo.crash import fuzz_target, parse_signature, where
 from services.green.kinds.arvo.judge import PreparedTask
@@ -137,15 +138,22 @@ def level_files(
     return files
 
 
+def reproduce_bug(ref_id: str) -> str:
+    """The bug a reproduce task is about, whatever its help level (``10055-l2`` -> ``arvo:10055``)."""
+    return arvo_bug(parse_poc_id(ref_id)[0])
+
+
 class ArvoPocKind(BuildJudgedKind):
     name = "arvo-poc"
     assignment = PocTask
-    metrics = METRICS
-    public_scores = frozenset({"submitted", "level", "input_bytes"})
-    """Shown to anyone besides the metrics (the runs name the task's crash: not shown)."""
-    scoring_version = "arvo-poc-1"
-    secret_assets = frozenset({"patch.diff", "poc"})
-    """Assets whose hashes are shown only with the ground truth."""
+    traits = build_judged_traits(
+        METRICS,
+        # the runs name the task's crash: not shown
+        public_scores=frozenset({"submitted", "level", "input_bytes"}),
+        secret_assets=frozenset({"patch.diff", "poc"}),
+        scoring_version="arvo-poc-1",
+        bug=reproduce_bug,
+    )
 
     @staticmethod
     def canonical(ref_id: str) -> str:
