@@ -11,18 +11,19 @@ sentence before the SDK reads the request, the same sentence A2A gives.
 
 from __future__ import annotations
 
+import json
 from contextlib import AbstractAsyncContextManager
 
 import mcp_types as types
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware, get_access_token
-from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend
 from mcp.server.auth.provider import AccessToken
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.routing import Route
-from starlette.types import ASGIApp, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from services.green.agent_plane import task_of_token
 from services.green.config import GreenSettings
@@ -50,13 +51,32 @@ class TaskTokens:
         return AccessToken(token=token, client_id=live.id, subject=live.id, scopes=[])
 
 
-class RequireTaskToken(RequireAuthMiddleware):
-    """The SDK's 401 for a request without a valid bearer, saying green's own sentence."""
+class RequireTaskToken:
+    """A request without a valid task token is answered 401 with a JSON-RPC error that says
+    green's own sentence (an MCP client shows a JSON-RPC error's message; the SDK's own 401
+    body is OAuth's, which clients show as a bare "error response")."""
 
-    async def _send_auth_error(
-        self, send: Send, status_code: int, error: str, description: str
-    ) -> None:
-        await super()._send_auth_error(send, status_code, error, NOT_SERVED)
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if isinstance(scope.get("user"), AuthenticatedUser):
+            await self.app(scope, receive, send)
+            return
+        error = {"code": types.INVALID_REQUEST, "message": NOT_SERVED}
+        body = json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", b"%d" % len(body)),
+                    (b"www-authenticate", b'Bearer error="invalid_token"'),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
 
 
 class McpPlane:
@@ -78,7 +98,7 @@ class McpPlane:
             stateless=True,
             max_request_body_size=settings.a2a_body_max_bytes,
         )
-        guarded: ASGIApp = RequireTaskToken(StreamableHTTPASGIApp(self.manager), [])
+        guarded: ASGIApp = RequireTaskToken(StreamableHTTPASGIApp(self.manager))
         self.app: ASGIApp = AuthenticationMiddleware(
             AuthContextMiddleware(guarded), backend=BearerAuthBackend(TaskTokens(tasks))
         )
