@@ -14,9 +14,9 @@ carries ``ARENA_MCP_URL`` and ``ARENA_MCP_TOKEN`` (for agents that read a bearer
 
 It runs in a fresh, empty folder of its own (the two files, nothing of green's), in a process
 group of its own that is killed at the task's deadline or when green cancels the task. The usage
-the agent prints (a JSON ``usage`` object with input/output or prompt/completion tokens, and a
-``total_cost_usd`` or ``cost_usd``, as Claude Code's ``--output-format json`` and Codex's
-``--json`` print) is reported to green. docs/own-agent.md has a recipe per agent.
+the agent prints (a JSON ``usage`` or ``stats`` object with input/output or prompt/completion
+tokens, and a ``total_cost_usd`` or ``cost_usd``, as Claude Code's ``--output-format json``,
+Codex's ``--json`` and Gemini CLI's ``--output-format json`` print) is reported to green. docs/own-agent.md has a recipe per agent.
 """
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ KILL_GRACE_S = 5.0
 """Between SIGTERM to the agent's process group and SIGKILL."""
 USAGE_TAIL_BYTES = 1 << 20
 """How much of the end of the agent's output is read for its usage."""
+TOKENS_IN = ("input_tokens", "prompt_tokens", "inputTokens")
+TOKENS_OUT = ("output_tokens", "completion_tokens", "outputTokens")
 PREAMBLE = """You work on this task through the tools of the MCP server `{name}`: `run_bash` runs a
 command in the task's container (where `execute: <command>` is said below), `read_file` and
 `search_code` read it, and `submit` hands in your answer (where `submit` is said below; for a
@@ -89,10 +91,10 @@ def _usage_in(value: Any) -> Usage | None:
     """The usage a JSON value names, the last one found (depth-first)."""
     found: Usage | None = None
     if isinstance(value, dict):
-        usage = value.get("usage")
-        if isinstance(usage, dict):
-            tin = usage.get("input_tokens", usage.get("prompt_tokens", 0))
-            tout = usage.get("output_tokens", usage.get("completion_tokens", 0))
+        usage = value.get("usage", value.get("stats"))  # Gemini CLI's JSON says "stats"
+        if isinstance(usage, dict) and any(k in usage for k in TOKENS_IN):
+            tin = next((usage[k] for k in TOKENS_IN if k in usage), 0)
+            tout = next((usage[k] for k in TOKENS_OUT if k in usage), 0)
             cost = value.get("total_cost_usd", value.get("cost_usd", usage.get("cost", 0.0)))
             try:
                 found = Usage(
