@@ -37,13 +37,13 @@ def wait_token(seen: Observed, n: int = 1, timeout: float = 120) -> str:
     return seen.tokens[n - 1]
 
 
-def held_task(start_green, scripted_purple, **settings):
+def held_task(start_green, scripted_purple, ref: str = TASK, **settings):
     """Green and one running task whose purple only holds it (the test is its agent, over
     MCP); (green, task, token, the hold to release once the task ended)."""
     hold = threading.Event()
     purple_url, seen = scripted_purple(Script(commands=[], hold=hold, submit=False))
     green = start_green(purple_url=purple_url, **settings)
-    task = submit_task(green.url, {"task": TASK})
+    task = submit_task(green.url, {"task": ref})
     token = wait_token(seen)
     wait_status(green.url, task["id"], "running")
     return green, task, token, hold
@@ -179,5 +179,18 @@ async def test_one_command_at_a_time_across_mcp_and_a2a_and_the_step_limit(
         assert odd.is_error and "invalid arguments for run_bash" in text_of(odd), text_of(odd)
     commands = web.get(f"{green.url}/tasks/{task['id']}/commands", headers=OPERATOR).json()
     assert [c["command"] for c in commands] == ["sleep 3; echo slow", "true"], commands
+    web.post(f"{green.url}/tasks/{task['id']}/cancel", headers=OPERATOR)
+    hold.set()
+
+
+async def test_run_poc_is_a_tool_where_the_task_offers_it(start_green, scripted_purple):
+    green, task, token, hold = held_task(start_green, scripted_purple, ref=f"{TASK}-no-poc-file")
+    async with task_client(green.url, token) as client:
+        tools = [t.name for t in (await client.list_tools()).tools]
+        assert tools == ["run_bash", "read_file", "search_code", "run_poc", "submit"], tools
+        run = text_of(await client.call_tool("run_poc", {}))
+    assert "AddressSanitizer: heap-buffer-overflow" in run and "xml_decode_entity" in run, run
+    commands = web.get(f"{green.url}/tasks/{task['id']}/commands", headers=OPERATOR).json()
+    assert [c["command"] for c in commands] == ["run_poc"]  # a step, recorded as A2A's is
     web.post(f"{green.url}/tasks/{task['id']}/cancel", headers=OPERATOR)
     hold.set()
