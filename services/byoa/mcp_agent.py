@@ -28,7 +28,6 @@ import shlex
 import signal
 import subprocess
 import tempfile
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -208,7 +207,6 @@ def _wait(proc: subprocess.Popen[bytes], deadline: datetime, shell: GreenShell) 
         if shell.cancelled.is_set() or left <= 0:
             _kill(proc)
             return "cancelled" if shell.cancelled.is_set() else "deadline"
-        time.sleep(0)
 
 
 def main(argv: list[str] | None = None) -> None:
