@@ -35,8 +35,8 @@ own words on how it ended. Raises :class:`TaskOver` when green stops it."""
 
 
 class ForeignAgentExecutor(AgentExecutor):
-    def __init__(self, run: AgentRun, name: str) -> None:
-        self.run, self.name = run, name
+    def __init__(self, run: AgentRun, name: str, submits: bool = True) -> None:
+        self.run, self.name, self.submits = run, name, submits
         self._shells: dict[str, GreenShell] = {}
         self._jobs: set[asyncio.Task[None]] = set()
 
@@ -71,10 +71,14 @@ class ForeignAgentExecutor(AgentExecutor):
         accepted = False
         try:
             words = await asyncio.to_thread(self.run, text, shell)
-            reply = await asyncio.to_thread(shell.submit)
-            accepted = reply.accepted
-            status = "submitted" if accepted else "refused"
-            reason = words if accepted else f"{words}; green refused: {'; '.join(reply.errors)}"
+            if self.submits:
+                reply = await asyncio.to_thread(shell.submit)
+                accepted = reply.accepted
+                status = "submitted" if accepted else "refused"
+                why = "; ".join(reply.errors)
+                reason = words if accepted else f"{words}; green refused: {why}"
+            else:  # the agent submitted itself (or not): its words say how it ended
+                accepted, status, reason = True, "finished", words
         except TaskOver as exc:
             status, reason = "ended", str(exc)
         except Exception as exc:  # the foreign agent crashed: its failure, said in one line
@@ -107,8 +111,10 @@ def report(updater: TaskUpdater, status: str, reason: str, shell: GreenShell) ->
     )
 
 
-def create_app(run: AgentRun, *, name: str, url: str) -> FastAPI:
-    """An A2A purple around ``run`` (card at /.well-known/agent-card.json, JSON-RPC at /)."""
+def create_app(run: AgentRun, *, name: str, url: str, submits: bool = True) -> FastAPI:
+    """An A2A purple around ``run`` (card at /.well-known/agent-card.json, JSON-RPC at /).
+    ``submits``: ask green to judge once ``run`` returns (False: the agent submits itself, as an
+    MCP agent does with its ``submit`` tool)."""
     app = FastAPI(title=f"{name} (purple adapter)")
 
     @app.get("/healthz")
@@ -129,5 +135,5 @@ def create_app(run: AgentRun, *, name: str, url: str) -> FastAPI:
             )
         ],
     )
-    mount_a2a(app, ForeignAgentExecutor(run, name), card)
+    mount_a2a(app, ForeignAgentExecutor(run, name, submits), card)
     return app

@@ -28,6 +28,7 @@ from services.green.dataset_tools import make_dataset_tools
 from services.green.http_limits import Bounds, RequestLimits, Verifier
 from services.green.intake_limits import IntakeLimits, allowed_purple
 from services.green.kinds.registry import build_kinds
+from services.green.mcp.server import McpPlane
 from services.green.orchestrator import Orchestrator
 from services.green.replicas import InstanceClash, Replica
 from services.green.store.crud import AssessmentStore, TaskStore
@@ -106,6 +107,7 @@ def _lifespan(
     orch: Orchestrator,
     replica: Replica,
     assessment_store: AssessmentStore,
+    mcp: McpPlane,
 ):
     """Start-up (register the replica's name, clean up after an earlier process, start the
     queue and lease loops) and the clean stop, in that order reversed."""
@@ -130,7 +132,8 @@ def _lifespan(
             purple_reaches_green_at=settings.reachable_url(),
         )
         try:
-            yield
+            async with mcp.run():  # the MCP sessions' task group, ended before the tasks
+                yield
         finally:
             await replica.stop()
             await orch.shutdown()
@@ -151,8 +154,9 @@ def create_app(
     orch = orchestrator or build_orchestrator(settings, engine)
     assessment_store = AssessmentStore(engine)
     replica = Replica(orch)
+    mcp = McpPlane(orch.live, settings, VERSION)
 
-    lifespan = _lifespan(settings, orch, replica, assessment_store)
+    lifespan = _lifespan(settings, orch, replica, assessment_store, mcp)
 
     app = FastAPI(
         title="ARVO RCA arena: green",
@@ -193,6 +197,7 @@ def create_app(
     app.include_router(datasets.router, dependencies=operator_only)
     app.include_router(kinds.router, dependencies=operator_only)
     mount_ui(app)  # the dashboard at /ui, behind the same credential
+    app.router.routes.append(mcp.route())  # the agent plane over MCP, by the task's token
     mount_a2a(
         app,
         GreenExecutor(orch, app.state.assessments),

@@ -12,9 +12,9 @@ One ASGI middleware, outermost in green's app:
 - **body size**: a request body is counted while it is read and refused with 413 (and a sentence)
   once it passes its route's limit, before authentication. A declared ``Content-Length`` over
   the limit is refused without reading a byte. Limits: GREEN_A2A_BODY_MAX_BYTES for JSON-RPC
-  (``POST /``, which carries purple's commands), GREEN_UI_BODY_MAX_BYTES for the dashboard's
-  forms, GREEN_API_BODY_MAX_BYTES for everything else.
-- **JSON-RPC shape**: a body for ``POST /`` is parsed once here and its nesting depth and number
+  (``POST /`` and ``POST /mcp``, which carry the agent's commands), GREEN_UI_BODY_MAX_BYTES for
+  the dashboard's forms, GREEN_API_BODY_MAX_BYTES for everything else.
+- **JSON-RPC shape**: a body for ``POST /`` or ``POST /mcp`` is parsed once here and its nesting depth and number
   of values checked (GREEN_RPC_MAX_DEPTH, GREEN_RPC_MAX_VALUES) before the A2A SDK sees it; too
   deep or too big is a JSON-RPC error -32600 (the envelope) or -32602 (its params) with a
   sentence, never the SDK's -32603 or a server error.
@@ -23,7 +23,8 @@ One ASGI middleware, outermost in green's app:
   requests being served); a request on one more is refused at once with 429 and that connection
   closed, so the rest of GREEN_MAX_CONNECTIONS stays free for everyone else.
   The credential is the operator's bearer token, a dashboard session, or the token of a
-  running task carried in a JSON-RPC message (purple's ``execute``/``submit``); a caller with
+  running task carried in a JSON-RPC message (purple's ``execute``/``submit``) or as the bearer
+  of an MCP request (one bound for both); a caller with
   none, or with one that is not real (made up to buy a fresh bound), is counted by its address. ``/healthz`` is not counted, so the operator always sees green's health.
 """
 
@@ -82,8 +83,12 @@ class Bounds:
         return self.api_body, "GREEN_API_BODY_MAX_BYTES"
 
 
+RPC_PATHS = ("", "/", "/mcp")
+"""The JSON-RPC routes: A2A's (purple's commands) and MCP's (the same agent plane)."""
+
+
 def is_rpc(method: str, path: str) -> bool:
-    return method == "POST" and path in ("", "/")
+    return method == "POST" and path in RPC_PATHS
 
 
 class Refused(Exception):
@@ -161,6 +166,9 @@ def credential(scope: Scope, body: Any = None, verify: Verifier = Verifier()) ->
     that is not real counts as its caller's address."""
     if (auth := _header(scope, b"authorization")) and verify.operator(auth):
         return f"bearer:{_digest(auth)}"
+    scheme, _, bearer = (auth or "").partition(" ")
+    if scheme.lower() == "bearer" and (bearer := bearer.strip()) and verify.task(bearer):
+        return f"task:{_digest(bearer)}"  # a task's token over MCP: A2A's bound, shared
     if (session := _cookie_session(scope)) and verify.session(session):
         return f"session:{_digest(session)}"
     if (token := task_token(body)) and verify.task(token):

@@ -125,3 +125,16 @@ def test_a_body_larger_than_green_accepts_cannot_fit_its_callers_bound():
         GreenSettings(a2a_body_max_bytes=8 << 20, body_bytes_per_caller=4 << 20)
     with pytest.raises(ValueError, match="GREEN_BODY_BYTES_ANONYMOUS"):
         GreenSettings(body_bytes_per_caller=32 << 20, body_bytes_anonymous=16 << 20)
+
+
+def test_a_task_token_as_an_mcp_bearer_is_the_same_credential_as_in_an_a2a_message():
+    strict = Verifier(operator=lambda h: h == "Bearer op", session=lambda s: False,
+                      task=lambda t: t == "real")  # fmt: skip
+    mcp = {"headers": [(b"authorization", b"Bearer real")], "client": ("10.0.0.9", 7)}
+    a2a = {"params": {"message": {"metadata": {"token": "real"}, "parts": []}}}
+    anonymous = {"headers": [], "client": ("10.0.0.8", 7)}
+    assert credential(mcp, None, strict) == credential(anonymous, a2a, strict)  # one bound
+    assert credential(mcp, None, strict).startswith("task:") and "real" not in credential(mcp)
+    guess = {"headers": [(b"authorization", b"Bearer guess")], "client": ("10.0.0.9", 7)}
+    assert credential(guess, None, strict) == "anonymous:10.0.0.9"
+    assert BOUNDS.body_limit("POST", "/mcp") == BOUNDS.body_limit("POST", "/")

@@ -78,6 +78,8 @@ class Observed:
     endings: list[str] = field(default_factory=list)
     """Every refusal that ended a task (``ended`` is the last)."""
     task_ids: list[str] = field(default_factory=list)
+    tokens: list[str] = field(default_factory=list)
+    """Each task's token, as green gave it (a test drives the task over MCP with it)."""
     descriptions: list[str] = field(default_factory=list)
     keys: Counter[str] = field(default_factory=Counter)
     """How many tasks of each ``by_key`` key arrived."""
@@ -99,6 +101,7 @@ class ScriptedPolicy:
 
     async def run(self, task: TaskContext) -> RunResult:
         self.observed.task_ids.append(task.task_id)
+        self.observed.tokens.append(getattr(task.env, "token", None) or "")
         self.observed.descriptions.append(task.description)
         script = self.script
         if script.by_key:

@@ -19,13 +19,12 @@ from a2a.types import Message, Task, TaskState, TaskStatus
 
 from services.green.a2a.gate import INTAKE, VERDICT, caller_of
 from services.green.a2a.requests import Assessment, ProtocolRequest, StartTask, Unknown
+from services.green.agent_plane import Refused, answer
 from services.green.assessment import AssessmentRequest, AssessmentRunner, UnknownTasks
 from services.green.auth import Caller
 from services.green.disclosure import Disclosure
 from services.green.kinds.errors import UnknownTask
-from services.green.live_task import RequestRefused, TaskNotFound
 from services.green.orchestrator import Orchestrator
-from services.green.store.errors import AGENT_SENTENCE, STORAGE_ERRORS
 from services.shared.a2a import new_protocol_message
 from services.shared.a2a_numbers import data_part
 from services.shared.logging import get_logger
@@ -33,6 +32,7 @@ from services.shared.protocol import (
     ErrorReply,
     Execute,
     RunPoc,
+    SubmitResult,
     result_text,
     submit_result_text,
 )
@@ -85,41 +85,24 @@ class GreenExecutor(AgentExecutor):
         The gate calls it directly for ``message/send``; a streamed request comes through
         :meth:`execute`."""
         task_id = context_id or ""
-        try:
-            if isinstance(req.request, Execute):
-                result = await self.orchestrator.live.execute(
-                    task_id,
-                    req.token,
-                    req.request.command,
-                    req.request.timeout,
-                    req.request.usage,
-                )
-                return new_protocol_message(
-                    result_text(result), result.model_dump(), context_id=context_id
-                )
-            if isinstance(req.request, RunPoc):
-                result = await self.orchestrator.live.run_poc(task_id, req.token, req.request.usage)
-                return new_protocol_message(
-                    result_text(result), result.model_dump(), context_id=context_id
-                )
-            reply = await self.orchestrator.live.submit(task_id, req.token, req.request)
-            return new_protocol_message(
-                submit_result_text(reply), reply.model_dump(), context_id=context_id
+        live = self.orchestrator.live
+        if isinstance(req.request, Execute):
+            request = live.execute(
+                task_id, req.token, req.request.command, req.request.timeout, req.request.usage
             )
-        except (RequestRefused, TaskNotFound) as exc:
-            why = f"unknown task {task_id}" if isinstance(exc, TaskNotFound) else str(exc)
-            log.info("request.refused", context_id=task_id, reason=why)
-        except STORAGE_ERRORS as exc:  # e.g. reading an ended task: infra, never the agent's
-            log.error("request.storage_failed", context_id=task_id, error=str(exc))
-            if (live := self.orchestrator.live.get(task_id)) is not None:
-                live.storage_broke(exc, "request")
-            why = AGENT_SENTENCE
-        except Exception:  # green's own bug: the agent learns nothing of green's internals
-            log.exception("request.failed", context_id=task_id)
-            why = AGENT_SENTENCE
-        return new_protocol_message(
-            f"Refused: {why}", ErrorReply(message=why).model_dump(), context_id=context_id
-        )
+        elif isinstance(req.request, RunPoc):
+            request = live.run_poc(task_id, req.token, req.request.usage)
+        else:
+            request = live.submit(task_id, req.token, req.request)
+        reply = await answer(live, task_id, request)
+        if isinstance(reply, Refused):
+            return new_protocol_message(
+                f"Refused: {reply.why}",
+                ErrorReply(message=reply.why).model_dump(),
+                context_id=context_id,
+            )
+        text = submit_result_text(reply) if isinstance(reply, SubmitResult) else result_text(reply)
+        return new_protocol_message(text, reply.model_dump(), context_id=context_id)
 
     async def _assess(
         self,
