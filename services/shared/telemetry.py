@@ -193,7 +193,7 @@ class Tracing:
         self._provider.add_span_processor(BatchSpanProcessor(exporter))
         capture = settings.otel_instrumentation_genai_capture_message_content
         self._active = _Active(self._provider.get_tracer("arena"), capture)
-        log.info("tracing.on", service=name, endpoint=endpoint, content=capture)
+        log.info("tracing.on", service_name=name, endpoint=endpoint, content=capture)
 
     @classmethod
     def off(cls) -> Tracing:
