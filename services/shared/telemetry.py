@@ -118,7 +118,9 @@ class Note:
             }
         )
         self.usage(tokens_in, tokens_out)
-        self.content("gen_ai.output.messages", [message])
+        if self.capture:
+            said = {**_message(message), "finish_reason": finish_reason or ""}
+            self.content("gen_ai.output.messages", [said])
 
     def command(self, *, exit_code: int, timed_out: bool, truncated: bool, output: str) -> None:
         """A command's result; its output only when captured."""
@@ -288,7 +290,35 @@ def chat(
         "server.port": server.port or (443 if server.scheme == "https" else 80),
         **{f"gen_ai.request.{k}": v for k, v in request.items()},
     }
-    return _child(active, f"chat {model}", "CLIENT", attributes, "gen_ai.input.messages", messages)
+    prompt = [_message(m) for m in messages] if active.capture else None
+    return _child(active, f"chat {model}", "CLIENT", attributes, "gen_ai.input.messages", prompt)
+
+
+def _message(message: Mapping[str, Any]) -> dict[str, Any]:
+    """An OpenAI chat message in the conventions' form: a role and typed parts (text, the
+    model's tool calls, a tool's answer)."""
+    parts: list[dict[str, Any]] = []
+    if message.get("role") == "tool":
+        parts.append(
+            {
+                "type": "tool_call_response",
+                "id": message.get("tool_call_id"),
+                "response": message.get("content"),
+            }
+        )
+    elif message.get("content"):
+        parts.append({"type": "text", "content": message["content"]})
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") or {}
+        parts.append(
+            {
+                "type": "tool_call",
+                "id": call.get("id"),
+                "name": function.get("name"),
+                "arguments": function.get("arguments"),
+            }
+        )
+    return {"role": message.get("role"), "parts": parts}
 
 
 def tool(name: str, call_id: str | None, command: str) -> AbstractContextManager[Note]:
