@@ -180,3 +180,22 @@ def test_content_is_recorded_when_asked_for(otlp, start_green, llm, llm_purple, 
     bash = next(s for s in trace if s.name == "execute_tool run_bash_cmd")
     assert bash.attributes["gen_ai.tool.call.arguments"] == "head -20 /workspace/error.txt"
     assert "AddressSanitizer" in bash.attributes["gen_ai.tool.call.result"]
+
+
+def test_a_policy_without_a_model_traces_its_commands_too(otlp, analyst_url, start_green):
+    green = start_green(purple_url=analyst_url)
+    task = submit_task(green.url, {"task": "arvo:900001"})
+    done = wait_terminal(green.url, task["id"])
+    commands = web.get(f"{green.url}/tasks/{task['id']}/commands", headers=OPERATOR).json()
+    spans = otlp.wait_for(lambda spans: any(s.name == "arena.task" for s in spans))
+    trace = [s for s in spans if s.trace_id == _trace_of(spans, task["id"])]
+
+    agent = _one(trace, "invoke_agent")
+    assert agent.parent_span_id == _one(trace, "arena.task").span_id
+    assert "gen_ai.request.model" not in agent.attributes  # the analyst asks no model
+    assert not [s for s in trace if s.name.startswith("chat ")]
+    tools = [s for s in trace if s.name.startswith("execute_tool ")]
+    assert commands and len(tools) == len(commands), done["status"]
+    assert {s.attributes["gen_ai.tool.name"] for s in tools} == {"execute"}
+    assert all("gen_ai.tool.call.id" not in s.attributes for s in tools)
+    assert all(s.parent_span_id == agent.span_id for s in tools)
