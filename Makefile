@@ -28,6 +28,7 @@ bench: setup
 	uv run --frozen python bench/bench_sandbox_exec.py
 	uv run --frozen python bench/bench_green_exec.py
 	uv run --frozen python bench/bench_agent_loop.py
+	uv run --frozen python bench/bench_tracing.py
 	uv run --frozen python bench/bench_ui_tasks.py
 	uv run --frozen python bench/bench_ui_stream.py
 	uv run --frozen python bench/bench_disk_cap.py

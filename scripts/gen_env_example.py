@@ -14,6 +14,7 @@ from pydantic_settings import BaseSettings
 
 from services.green.config import GreenSettings
 from services.purple.config import PurpleSettings
+from services.shared.telemetry import TracingSettings
 
 HEADER = """\
 # Settings of the ARVO RCA arena. Copy to .env and edit; every variable is optional.
@@ -47,8 +48,13 @@ def _value(v) -> str:
 
 def render() -> str:
     out = [HEADER, SHARED]
-    for title, cls in (("green", GreenSettings), ("purple", PurpleSettings)):
-        out.append(f"# ---- {title} " + "-" * (88 - len(title)) + "\n")
+    sections = (
+        ("both services: OpenTelemetry traces (off unless an endpoint is set)", TracingSettings),
+        ("green", GreenSettings),
+        ("purple", PurpleSettings),
+    )
+    for title, cls in sections:
+        out.append(f"# ---- {title} " + "-" * max(4, 88 - len(title)) + "\n")
         for name, field in cls.model_fields.items():
             doc = (field.description or "").strip()
             for line in doc.splitlines():

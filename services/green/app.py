@@ -37,6 +37,7 @@ from services.green.ui import mount_ui
 from services.sandbox.registry import create_provider
 from services.shared.a2a import build_agent_card, mount_a2a
 from services.shared.logging import configure_logging, get_logger
+from services.shared.telemetry import Tracing
 from services.shared.threads import start_default_pool
 
 VERSION = "0.1.0"
@@ -99,7 +100,9 @@ def build_orchestrator(settings: GreenSettings, engine: Engine) -> Orchestrator:
         slot_wait_s=settings.docker_slot_wait_s,
         timeout_s=settings.docker_timeout_s,
     )
-    return Orchestrator(settings, TaskStore(engine), sandboxes, build_kinds(settings, sandboxes))
+    kinds = build_kinds(settings, sandboxes)
+    tracing = Tracing("arena-green")  # off unless OTEL_EXPORTER_OTLP_ENDPOINT is set
+    return Orchestrator(settings, TaskStore(engine), sandboxes, kinds, tracing=tracing)
 
 
 def _lifespan(

@@ -45,6 +45,7 @@ from services.sandbox.janitor import Janitor
 from services.shared.aio import cancel_and_wait
 from services.shared.logging import get_logger, task_log_context
 from services.shared.task_ref import TaskRef
+from services.shared.telemetry import Tracing
 from services.shared.threads import started_pool
 
 log = get_logger("services.green.orchestrator")
@@ -93,8 +94,11 @@ class Orchestrator:
         sandboxes: SandboxProvider,
         kinds: Mapping[str, TaskKind],
         purple_link: Callable[[str], PurpleLink] | None = None,
+        tracing: Tracing | None = None,
     ) -> None:
         self.settings = settings
+        self.tracing = tracing or Tracing.off()
+        """Opt-in traces: a span per task, the root of its trace (:mod:`.task_run`)."""
         self.store = store
         self.sandboxes = sandboxes
         self.kinds = dict(kinds)
@@ -173,6 +177,7 @@ class Orchestrator:
         if self._health is not None:
             await cancel_and_wait(self._health)
         self._pool.shutdown(wait=True, cancel_futures=True)
+        await asyncio.to_thread(self.tracing.shutdown)  # the spans still buffered
         log.info("green.stopped", stopped_tasks=[t.id for t in live])
 
     async def io(self, fn: Callable[..., Any], *args: Any) -> Any:

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from services.green.store.models import FailureKind
 from services.green.task_end import TaskEnd
+from services.shared import telemetry
 from services.shared.a2a import A2APeer, message_parts, new_protocol_message
 from services.shared.logging import get_logger
 from services.shared.protocol import AgentReport, TaskAssignment, clip_reason
@@ -90,11 +91,12 @@ class PurpleLink:
 
     async def start(self, task: TaskAssignment, description: str) -> None:
         """Hand the task over. The message carries the assignment and nothing else: no metadata,
-        so nothing that names the bug (purple keys its logs by the task's context id)."""
+        so nothing that names the bug (purple keys its logs by the task's context id); the
+        request carries the task's W3C ``traceparent`` when green traces (random ids only)."""
         message = new_protocol_message(
             description, task.model_dump(mode="json"), context_id=task.task_id, role=Role.ROLE_USER
         )
-        reply = await self._send_with_retry(message)
+        reply = await self._send_with_retry(message, telemetry.traceparent())
         if isinstance(reply, Task):
             self._purple_task_id, self._last = reply.id, reply
             if (
@@ -107,14 +109,14 @@ class PurpleLink:
                 )
         log.info("purple.started", purple_task=self._purple_task_id, purple_url=self.base_url)
 
-    async def _send_with_retry(self, message: object) -> object:
+    async def _send_with_retry(self, message: object, headers: dict[str, str]) -> object:
         """Send; while purple cannot be reached, retry with backoff for start_retry_s. Retried:
         a connection refused, and any transport failure while its card is read (a purple killed
         as green calls it drops the connection: the task message cannot have reached it)."""
         give_up, delay = time.monotonic() + self._start_retry_s, 0.5
         while True:
             try:
-                return await self._peer.send(message, return_immediately=True)  # type: ignore[arg-type]
+                return await self._peer.send(message, return_immediately=True, headers=headers)  # type: ignore[arg-type]
             except Exception as exc:  # the SDK wraps transport errors in its own types
                 transport = isinstance(exc, httpx.HTTPError | OSError) or isinstance(
                     exc.__cause__, httpx.HTTPError | OSError

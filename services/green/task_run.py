@@ -30,6 +30,7 @@ from services.shared.aio import through_cancels
 from services.shared.logging import get_logger
 from services.shared.outcome import TaskOutcome
 from services.shared.protocol import TaskAssignment, TaskLimits
+from services.shared.telemetry import OFF, Note
 
 log = get_logger("services.green.task_run")
 
@@ -43,11 +44,17 @@ class TaskRun:
         self.settings = orch.settings
         self.provenance: dict[str, Any] | None = None
         """What decides the task's score (:mod:`services.green.provenance`), as recorded."""
+        self.span: Note = OFF
+        """The task's span (:mod:`services.shared.telemetry`; OFF when tracing is off)."""
 
     async def run(self) -> None:
-        """The whole life of the task (its log file open throughout)."""
-        self.live.started.set()
-        with self.live.log_context():
+        """The whole life of the task (its log file open throughout; its trace, when traced)."""
+        live = self.live
+        live.started.set()
+        with (
+            live.log_context(),
+            self.orch.tracing.task(live.id, live.ref.kind, str(live.ref)) as self.span,
+        ):
             await self._live()
 
     async def _live(self) -> None:
@@ -71,6 +78,9 @@ class TaskRun:
             # Cleanup and the final record must happen even if this runner is cancelled again
             # (e.g. a cancel request racing with shutdown): wait for them through any cancel.
             await through_cancels(self.cleanup())
+            if outcome is not None:
+                infra = outcome.failure_kind is FailureKind.infra
+                self.span.ended(outcome.status.value, outcome.end_reason, error=infra)
             try:
                 if outcome is not None and not live.lost:
                     await through_cancels(self.finish(outcome))

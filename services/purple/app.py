@@ -8,6 +8,7 @@ request settings (:mod:`services.purple.card`).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from contextlib import asynccontextmanager
 from functools import partial
@@ -25,6 +26,7 @@ from services.purple.store.crud import PurpleStore, make_engine
 from services.purple.store.models import PurpleTask, PurpleTaskView
 from services.shared.a2a import mount_a2a
 from services.shared.logging import configure_logging, get_logger
+from services.shared.telemetry import Tracing
 from services.shared.threads import start_default_pool
 
 log = get_logger("services.purple")
@@ -38,7 +40,8 @@ def create_app(
     configure_logging(settings.log_dir)
     store = PurpleStore(make_engine(settings.database_url))
     make_policy = make_policy or partial(build_policy, settings)
-    executor = PurpleExecutor(settings, store, make_policy)
+    tracing = Tracing("arena-purple")  # off unless OTEL_EXPORTER_OTLP_ENDPOINT is set
+    executor = PurpleExecutor(settings, store, make_policy, tracing)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -54,6 +57,7 @@ def create_app(
             yield
         finally:
             await executor.shutdown()
+            await asyncio.to_thread(tracing.shutdown)  # the spans still buffered
 
     app = FastAPI(
         title="ARVO RCA arena: purple",

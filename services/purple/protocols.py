@@ -127,6 +127,8 @@ class Tools(Protocol):
     """Set by the loop before each turn (LLM call); recorded with every command as ``step``."""
     command_timeout: float | None
     """Set by the loop before each call (lowered as the deadline nears)."""
+    tool_call: tuple[str, str | None] | None
+    """Set by the loop before each call: the tool's name and the model's call id."""
     budget_refusals: int
     """Calls refused because the command budget is used up (two end the run)."""
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.client import A2ACardResolver, ClientCallContext, ClientConfig, ClientFactory
 from a2a.helpers import get_data_parts, get_text_parts, new_text_part
 from a2a.server.agent_execution import AgentExecutor
 from a2a.server.context import ServerCallContext
@@ -218,11 +218,19 @@ class A2APeer:
             self._client = factory.create(card)
         return self._client
 
-    async def send(self, message: Message, *, return_immediately: bool = False) -> Message | Task:
+    async def send(
+        self,
+        message: Message,
+        *,
+        return_immediately: bool = False,
+        headers: dict[str, str] | None = None,
+    ) -> Message | Task:
+        """``headers``: extra HTTP headers of this request (a trace's ``traceparent``)."""
         client = await self._get()
         request = SendMessageRequest(message=message)
         request.configuration.return_immediately = return_immediately
-        async for event in client.send_message(request):
+        context = ClientCallContext(service_parameters=headers) if headers else None
+        async for event in client.send_message(request, context=context):
             if event.HasField("message"):
                 return event.message
             if event.HasField("task"):

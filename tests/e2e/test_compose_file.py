@@ -16,6 +16,7 @@ from fixtures.catalog import REPO_ROOT
 from scripts.gen_env_example import env_name
 from services.green.config import GreenSettings
 from services.purple.config import PurpleSettings
+from services.shared.telemetry import TracingSettings
 
 COMPOSE = REPO_ROOT / "deploy" / "docker-compose.yml"
 OVERLAYS = (
@@ -65,6 +66,8 @@ def test_every_setting_reaches_its_container() -> None:
             f"{service}: add to deploy/docker-compose.yml environment: {sorted(missing)}"
         )
         assert "ARENA_LOG_RUN" in passed
+        tracing = env_names(TracingSettings) - {"OTEL_SERVICE_NAME"}  # each service names itself
+        assert tracing <= passed, f"{service}: pass through {sorted(tracing - passed)}"
         fixed_here = {n for n in INTERNAL if n.startswith(service.upper())}
         assert not fixed_here & passed, f"{service}: container-internal settings passed through"
         unset = {n for n in fixed_here if n in env_names(cls) and f"{n}=" not in dockerfile}

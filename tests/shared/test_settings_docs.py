@@ -8,6 +8,7 @@ import sys
 from scripts.gen_env_example import env_name
 from services.green.config import GreenSettings
 from services.purple.config import PurpleSettings
+from services.shared.telemetry import TracingSettings
 from tests.support.servers import REPO
 
 SETTING = re.compile(r"\b((?:GREEN|PURPLE)_[A-Z0-9_]*[A-Z0-9])\b")
@@ -25,7 +26,7 @@ def test_env_example_is_current():
 
 
 def test_every_setting_has_a_docstring():
-    for cls in (GreenSettings, PurpleSettings):
+    for cls in (GreenSettings, PurpleSettings, TracingSettings):
         missing = [
             name for name, f in cls.model_fields.items() if not (f.description or "").strip()
         ]

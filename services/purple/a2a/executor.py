@@ -33,6 +33,7 @@ from services.shared.aio import cancel_and_wait
 from services.shared.logging import get_logger, task_log_context
 from services.shared.memory import Trimmer
 from services.shared.protocol import RCA_PATHS, AgentReport, TaskAssignment, parse_data
+from services.shared.telemetry import Tracing
 from services.shared.threads import started_pool
 
 log = get_logger("services.purple.a2a")
@@ -124,11 +125,17 @@ class CommandWriter:
 
 class PurpleExecutor(AgentExecutor):
     def __init__(
-        self, settings: PurpleSettings, store: PurpleStore, make_policy: Callable[[str], Policy]
+        self,
+        settings: PurpleSettings,
+        store: PurpleStore,
+        make_policy: Callable[[str], Policy],
+        tracing: Tracing | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.make_policy = make_policy
+        self.tracing = tracing or Tracing.off()
+        """Opt-in traces: each task's ``invoke_agent`` span, in the trace of green's task."""
         self._slots = asyncio.Semaphore(settings.max_concurrent_tasks)
         self._jobs: dict[str, asyncio.Task[None]] = {}
         self._usage: dict[str, RunStats] = {}
@@ -176,7 +183,8 @@ class PurpleExecutor(AgentExecutor):
             )
         )
         log_key = payload.metadata.get("log_key") or f"task_{task_id}"
-        job = asyncio.create_task(self._work(task_id, log_key, incoming, policy, updater))
+        headers = context.call_context.state.get("headers") or {}  # green's traceparent
+        job = asyncio.create_task(self._work(task_id, log_key, incoming, policy, updater, headers))
         self._jobs[task_id] = job
         job.add_done_callback(lambda _: self._jobs.pop(task_id, None))
 
@@ -195,9 +203,19 @@ class PurpleExecutor(AgentExecutor):
         )
 
     async def _work(
-        self, task_id: str, log_key: str, incoming: Incoming, policy: Policy, updater: TaskUpdater
+        self,
+        task_id: str,
+        log_key: str,
+        incoming: Incoming,
+        policy: Policy,
+        updater: TaskUpdater,
+        headers: dict[str, str],
     ) -> None:
-        with task_log_context(task_id, log_key):
+        model = getattr(getattr(policy, "llm", None), "name", None)
+        with (
+            task_log_context(task_id, log_key),
+            self.tracing.invoke_agent(policy.name, task_id, headers, model) as span,
+        ):
             green = A2APeer(incoming.green_url, timeout=self.settings.green_timeout_s)
 
             usage = self._usage[task_id] = RunStats()
@@ -221,18 +239,22 @@ class PurpleExecutor(AgentExecutor):
                     **_counts(usage),
                 )
                 log.info("task.cancelled", reason=reason, tokens_in=usage.tokens_in)
+                span.ended("cancelled", reason)
                 with contextlib.suppress(Exception):  # the queue may be gone at shutdown
                     await updater.cancel(_report(updater, "cancelled", reason, usage))
                 raise
             except Exception as exc:
                 log.exception("task.crashed")
+                span.ended("error", type(exc).__name__, error=True)
                 self.store.update(task_id, status="failed", reason=repr(exc), finished_at=utcnow())
                 await updater.failed(_report(updater, "error", f"purple failed: {exc}", usage))
                 return
             finally:
                 self._usage.pop(task_id, None)
+                span.usage(usage.tokens_in, usage.tokens_out)
                 await green.aclose()
                 await self._trimmer.maybe_trim()  # freed memory back to the system, now and then
+            span.ended(result.status, result.reason)
             await self._finish(task_id, result, updater)
 
     async def _finish(self, task_id: str, result: RunResult, updater: TaskUpdater) -> None:

@@ -105,6 +105,7 @@ class _Run:
                 if isinstance(args, FormatError):
                     raise args
                 self.tools.command_timeout = self.limits.command_timeout()
+                self.tools.tool_call = (name, call_id)
                 output = await self.registry.call(name, args)
                 valid += 1
             except FormatError as exc:  # ToolCallError is one too

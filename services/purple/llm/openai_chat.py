@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from services.purple.llm.base import ContextOverflow, LLMError, LLMReply, ToolCall
 from services.purple.llm.pricing import cost_of
+from services.shared import telemetry
 from services.shared.http import async_client, shared_tls
 from services.shared.logging import get_logger
 
@@ -135,6 +136,36 @@ class OpenAIChatModel:
                 kwargs[key] = value
         if self.config.extra_body:
             kwargs["extra_body"] = self.config.extra_body
+        with self._traced(messages) as span:
+            response, retries, duration = await self._create(kwargs)
+            reply = self._reply(response, duration)
+            span.reply(
+                model=getattr(response, "model", None),
+                response_id=getattr(response, "id", None),
+                finish_reason=reply.finish_reason,
+                tokens_in=reply.tokens_in,
+                tokens_out=reply.tokens_out,
+                message=reply.assistant_message(),
+            )
+        reply.retries = retries
+        return reply
+
+    def _traced(self, messages: list[dict[str, Any]]) -> Any:
+        """The call's ``chat`` span (:mod:`services.shared.telemetry`; nothing when off)."""
+        c = self.config
+        return telemetry.chat(
+            c.model,
+            base_url=c.base_url,
+            messages=messages,
+            temperature=c.temperature,
+            top_p=c.top_p,
+            seed=c.seed,
+            max_tokens=c.max_tokens,
+            stop_sequences=c.stop,
+        )
+
+    async def _create(self, kwargs: dict[str, Any]) -> tuple[Any, list[str], float]:
+        """The completion, with the retries it took and how long all of it took."""
         start = time.monotonic()
         attempt, timeouts, retries = 0, 0, []
         while True:
@@ -161,9 +192,7 @@ class OpenAIChatModel:
                 attempt += 1
                 retries.append(self._retrying(exc, delay, len(retries) + 1))
                 await asyncio.sleep(delay)
-        reply = self._reply(response, time.monotonic() - start)
-        reply.retries = retries
-        return reply
+        return response, retries, time.monotonic() - start
 
     def _retrying(self, exc: Exception, delay: float, attempt: int) -> str:
         error = f"{type(exc).__name__}: {exc}"[:300]

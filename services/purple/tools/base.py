@@ -12,9 +12,11 @@ from __future__ import annotations
 import shlex
 import time
 from collections.abc import Callable
+from typing import Any
 
 from services.purple.commands import CommandLog, CommandRecord
 from services.purple.protocols import RunsPoc, RunStats, TaskEnvironment
+from services.shared import telemetry
 from services.shared.commands import CommandResult
 from services.shared.protocol import RUN_POC_TEXT, TaskPaths, result_text
 
@@ -59,6 +61,9 @@ class CommandTools:
         self.line_width = line_width
         self.turn = 0
         """Set by the loop or policy before each turn; recorded with every command."""
+        self.tool_call: tuple[str, str | None] | None = None
+        """The model's tool call being served, (tool name, call id), set by the loop before
+        each call; it names the trace's ``execute_tool`` span of each command the call runs."""
         self.budget_refusals = 0
         """Tool calls refused because only the final tool's command was left."""
 
@@ -67,7 +72,14 @@ class CommandTools:
     ) -> CommandResult:
         """Run a command through the environment and record it (``tool``: a short label)."""
         start = time.monotonic()
-        result = await self.env.execute(command, timeout=timeout or self.command_timeout)
+        with self._traced("execute", command) as span:
+            result = await self.env.execute(command, timeout=timeout or self.command_timeout)
+            span.command(
+                exit_code=result.exit_code,
+                timed_out=result.timed_out,
+                truncated=result.truncated,
+                output=result.output,
+            )
         return self._recorded(command, tool, start, result)
 
     async def _run_poc(self) -> CommandResult:
@@ -75,7 +87,21 @@ class CommandTools:
         if not isinstance(self.env, RunsPoc):
             return CommandResult(exit_code=-1, output="this environment cannot run the PoC")
         start = time.monotonic()
-        return self._recorded(RUN_POC_TEXT, RUN_POC_TEXT, start, await self.env.run_poc())
+        with self._traced(RUN_POC_TEXT, RUN_POC_TEXT) as span:
+            result = await self.env.run_poc()
+            span.command(
+                exit_code=result.exit_code,
+                timed_out=result.timed_out,
+                truncated=result.truncated,
+                output=result.output,
+            )
+        return self._recorded(RUN_POC_TEXT, RUN_POC_TEXT, start, result)
+
+    def _traced(self, request: str, command: str) -> Any:
+        """A command's ``execute_tool`` span (nothing when tracing is off), named for the
+        model's tool call it serves, else for the request sent to green (``request``)."""
+        name, call_id = self.tool_call or (request, None)
+        return telemetry.tool(name, call_id, command)
 
     def _recorded(
         self, command: str, tool: str | None, start: float, result: CommandResult
