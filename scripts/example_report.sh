@@ -24,7 +24,7 @@ free_port() { uv run --frozen python -c 'import socket; s = socket.socket(); s.b
 green_port=$(free_port) analyst_port=$(free_port) weak_port=$(free_port)
 export ARENA_API_TOKEN=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
 pids=()
-trap 'kill "${pids[@]}" 2>/dev/null || true' EXIT
+trap 'kill "${pids[@]}" 2>/dev/null; wait' EXIT
 
 GREEN_API_TOKEN=$ARENA_API_TOKEN GREEN_ASSET_SOURCE=$assets \
   GREEN_IMAGE_TEMPLATE='arena/arvo:{id}-vul' GREEN_FIX_IMAGE_TEMPLATE='arena/arvo:{id}-fix' \
