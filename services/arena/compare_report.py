@@ -165,8 +165,18 @@ def render_markdown(cmp: dict[str, Any], plot: str | None = PLOT_FILE) -> str:
 
 def render_plot(cmp: dict[str, Any], path: Path) -> Path:
     """Left: each pair's differences with their intervals; right: cost against accuracy."""
-    import matplotlib  # here, not at the top: 0.6 s of CPU that only a plot needs
     from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = comparison_figure(cmp)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    FigureCanvasAgg(fig)
+    fig.savefig(path, format="png")
+    return path
+
+
+def comparison_figure(cmp: dict[str, Any]) -> Any:
+    """The plot's figure (one row per kind), not yet drawn."""
+    import matplotlib  # here, not at the top: 0.6 s of CPU that only a plot needs
     from matplotlib.figure import Figure
 
     kinds = kinds_of(cmp)
@@ -174,10 +184,7 @@ def render_plot(cmp: dict[str, Any], path: Path) -> Path:
     axes = fig.subplots(len(kinds), 2, width_ratios=(3, 2), squeeze=False)
     for (kind, one), (ax_d, ax_c) in zip(kinds.items(), axes, strict=True):
         _plot_kind(one, kind, ax_d, ax_c, matplotlib.colormaps["tab10"])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    FigureCanvasAgg(fig)
-    fig.savefig(path, format="png")
-    return path
+    return fig
 
 
 def _plot_kind(cmp: dict[str, Any], kind: str, ax_d: Any, ax_c: Any, colors: Any) -> None:
@@ -206,7 +213,8 @@ def _plot_kind(cmp: dict[str, Any], kind: str, ax_d: Any, ax_c: Any, colors: Any
             label=f"{pair['a']} - {pair['b']}",
         )
     ax_d.axhline(0, color="gray", lw=0.8)
-    ax_d.set_xticks(range(len(metrics)), metrics)
+    # upright names: a kind with FLBench's metrics has 19, whose level names ran into each other
+    ax_d.set_xticks(range(len(metrics)), metrics, rotation=90)
     ax_d.set_ylabel("difference (95% interval)")
     ax_d.legend(fontsize=8)
     ax_d.grid(axis="y", alpha=0.3)

@@ -187,3 +187,36 @@ def test_what_green_declares_decides_the_hit_or_miss_metrics(tmp_path):
     pair = json.loads((out / "compare.json").read_text())["pairs"][0]
     assert "iou" not in pair["binary"] and "file@1" in pair["binary"]
     assert list(pair["metrics"])[:2] == ["file@1", "iou"]  # the declared order first
+
+
+def test_the_plot_names_every_metric_of_a_kind_with_many_apart(tmp_path):
+    """The ARVO kind declares 19 metrics (the six levels, iou, FLBench's six and their path
+    variants): each name under the differences must stand clear of its neighbours."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from services.arena.compare_report import comparison_figure
+
+    flb = ["file_recall", "hunk_recall", "line_recall", "line_precision", "line_f1", "flb_iou"]
+    metrics = ["file@1", "file@5", "func@1", "func@5", "line@1", "line@5", "iou"]
+    metrics += flb + [f"{m}_path" for m in flb]
+    a = _run(tmp_path, "a", {str(i): True for i in range(6)})
+    b = _run(tmp_path, "b", {str(i): i < 2 for i in range(6)})
+    for d in (a, b):
+        r = RunResults.load(d / RESULTS_FILE)
+        r.kinds = {"arvo": {"metrics": metrics, "continuous": metrics[6:]}}
+        for o in r.tasks:
+            o.scores = {**(o.scores or {}), **dict.fromkeys(metrics[7:], o.scores["iou"])}
+        r.save(d / RESULTS_FILE)
+    out = tmp_path / "cmp"
+    assert CliRunner().invoke(app, ["compare", str(a), str(b), "--out", str(out)]).exit_code == 0
+    fig = comparison_figure(json.loads((out / "compare.json").read_text()))
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    labels = fig.axes[0].get_xticklabels()
+    assert [t.get_text() for t in labels] == metrics
+    boxes = [t.get_window_extent(canvas.get_renderer()) for t in labels]
+    assert not [
+        (x.get_text(), y.get_text())
+        for x, y, bx, by in zip(labels, labels[1:], boxes, boxes[1:], strict=False)
+        if bx.overlaps(by)
+    ]
