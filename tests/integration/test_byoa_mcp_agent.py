@@ -19,8 +19,8 @@ from fixtures.catalog import REPO_ROOT
 from services.byoa.mcp_agent import make_run
 from services.byoa.server import create_app
 from tests.integration.helpers import OPERATOR, submit_task, wait_terminal
-from tests.integration.test_fix_kind import apply_commands
 from tests.support import web
+from tests.support.scripted_purple import apply_patch_commands
 from tests.support.servers import free_port, serve
 
 pytestmark = pytest.mark.docker
@@ -89,7 +89,7 @@ def test_a_scripted_mcp_agent_on_a_reproduce_and_a_fix_task(
     assert reproduced["scores"]["reproduced"] == 1.0, reproduced["scores"]
 
     fix = (fixture_assets / "900002" / "patch.diff").read_text()
-    calls = [{"tool": "run_bash", "arguments": {"command": c}} for c in apply_commands(fix)]
+    calls = [{"tool": "run_bash", "arguments": {"command": c}} for c in apply_patch_commands(fix)]
     set_script([*calls, {"tool": "submit", "arguments": {}}])
     fixed = run_task(green, "arvo-fix:900002")
     seen = json.loads(report.read_text())["seen"]
