@@ -3,7 +3,7 @@
     uv run python scripts/check_layout.py            # the repository's own tree
     uv run python scripts/check_layout.py --root DIR # another tree with a services/ folder
 
-Rules (docs/architecture.md, "The rules the layout keeps"):
+Rules (docs/architecture.md, "The packages and their rules"):
 - each package imports only the packages its row of ALLOWED names (imports inside functions and
   under TYPE_CHECKING count: a dependency is a dependency);
 - green never reaches purple, and purple never reaches green, not even through a third package
