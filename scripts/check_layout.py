@@ -349,7 +349,9 @@ HISTORY_PHRASES: dict[str, re.Pattern[str]] = {
     "used to": re.compile(
         r"(?<!\bis )(?<!\bare )(?<!\bbe )(?<!\bwas )(?<!\bwere )\bused to\b", re.I
     ),
-    "before, / before:": re.compile(r"(?:^|[(\[.;:\u2014\u2013]\s*[*_]*\s*)before[,:]", re.I | re.M),
+    "before, / before:": re.compile(
+        r"(?:^|[(\[.;:\u2014\u2013]\s*[*_]*\s*)before[,:]", re.I | re.M
+    ),
     "previously": re.compile(r"\bpreviously\b", re.I),
     "formerly": re.compile(r"\bformerly\b", re.I),
     "was changed": re.compile(r"\b(?:was|were|has been|have been) changed\b", re.I),
