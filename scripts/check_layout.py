@@ -3,7 +3,7 @@
     uv run python scripts/check_layout.py            # the repository's own tree
     uv run python scripts/check_layout.py --root DIR # another tree with a services/ folder
 
-Rules (docs/architecture.md, "The rules the layout keeps"):
+Rules (docs/architecture.md, "The packages and their rules"):
 - each package imports only the packages its row of ALLOWED names (imports inside functions and
   under TYPE_CHECKING count: a dependency is a dependency);
 - green never reaches purple, and purple never reaches green, not even through a third package
@@ -29,7 +29,9 @@ Rules (docs/architecture.md, "The rules the layout keeps"):
   them, so a process grows with its worst moment and reads as a leak (a CLI's pool is short-lived);
 - the identifier ``arvo_id`` (a name or a string, not a comment) appears only in the ARVO kind,
   in past migrations, and in the modules of ARVO_ID_ALLOWED (the documented deprecated alias):
-  elsewhere a task is a ``TaskRef`` and the id within its kind is ``ref_id``.
+  elsewhere a task is a ``TaskRef`` and the id within its kind is ``ref_id``;
+- README.md and docs/*.md say what is and why, not what was: their prose (code blocks and
+  inline code left out) has none of HISTORY_PHRASES (history lives in commit messages).
 
 Exits 1 and prints one line per broken rule; prints a one-line summary and exits 0 otherwise.
 """
@@ -446,6 +448,41 @@ def arvo_id_errors(root: Path, modules: dict[str, Module]) -> Iterator[str]:
                 break  # one line per file is enough to find the rest
 
 
+HISTORY_PHRASES: dict[str, re.Pattern[str]] = {
+    "used to": re.compile(
+        r"(?<!\bis )(?<!\bare )(?<!\bbe )(?<!\bwas )(?<!\bwere )\bused to\b", re.I
+    ),
+    "before, / before:": re.compile(
+        r"(?:^|[(\[.;:\u2014\u2013]\s*[*_]*\s*)before[,:]", re.I | re.M
+    ),
+    "previously": re.compile(r"\bpreviously\b", re.I),
+    "formerly": re.compile(r"\bformerly\b", re.I),
+    "was changed": re.compile(r"\b(?:was|were|has been|have been) changed\b", re.I),
+    "the previous release": re.compile(r"\bprevious (?:release|version)\b", re.I),
+    "the stop before": re.compile(r"\b(?:the stop before|earlier stops?|the code before)\b", re.I),
+}
+"""Phrases that narrate a change instead of stating what is. "no longer" is left out: docs use
+it for states ("a task that is no longer live")."""
+
+_CODE = re.compile(r"^```.*?^```|`[^`]*`", re.S | re.M)
+
+
+def history_errors(root: Path) -> Iterator[str]:
+    pages = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    for page in pages:
+        if not page.is_file():
+            continue
+        text = page.read_text(encoding="utf-8")
+        prose = _CODE.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), text)
+        for name, pattern in HISTORY_PHRASES.items():
+            for m in pattern.finditer(prose):
+                line = prose.count("\n", 0, m.start()) + 1
+                yield (
+                    f"{page.relative_to(root).as_posix()}:{line}: '{name}' narrates history; "
+                    "say what is and why (history lives in commit messages)"
+                )
+
+
 def check(root: Path) -> list[str]:
     modules, trees = load(root)
     return [
@@ -459,6 +496,7 @@ def check(root: Path) -> list[str]:
         *wait_for_errors(modules, trees),
         *tls_errors(modules, trees),
         *pool_errors(modules, trees),
+        *history_errors(root),
     ]
 
 

@@ -7,6 +7,7 @@ uv run python scripts/gen_env_example.py --check  # exit 1 if it is out of date 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -19,9 +20,71 @@ from services.shared.telemetry import TracingSettings
 HEADER = """\
 # Settings of the ARVO RCA arena. Copy to .env and edit; every variable is optional.
 # Generated from services/*/config.py by scripts/gen_env_example.py: edit the docstrings there.
+# First the ones a user sets; below them every tunable, under its heading.
 """
+
+USER_SETS: tuple[str, ...] = (
+    "GREEN_ASSET_SOURCE",
+    "GREEN_IMAGE_TEMPLATE",
+    "GREEN_DATABASE_URL",
+    "GREEN_API_TOKEN",
+    "GREEN_HOST",
+    "GREEN_PORT",
+    "GREEN_PUBLIC_URL",
+    "GREEN_PURPLE_URL",
+    "GREEN_MAX_CONCURRENT_TASKS",
+    "GREEN_TASK_TIMEOUT_S",
+    "GREEN_MAX_STEPS",
+    "GREEN_CONTAINER_DISK_BYTES",
+    "GREEN_IMAGE_BUDGET_GB",
+    "GREEN_DOCKER_HOSTS",
+    "PURPLE_POLICY",
+    "PURPLE_MODEL",
+    "OPENAI_BASE_URL",
+    "OPENAI_API_KEY",
+    "PURPLE_AGENT_CONFIG",
+    "PURPLE_MAX_TOKENS",
+    "PURPLE_CONTEXT_WINDOW",
+)
+"""The variables a user sets first, in this order, at the top of the file."""
+
+GROUPS: tuple[tuple[str, str], ...] = (
+    (
+        "green: HTTP, credentials and intake bounds",
+        r"GREEN_(HOST|PORT|PUBLIC_URL|CARD_URL|API_TOKEN.*|OPEN_OPERATOR_PLANE|PURPLE_ALLOWLIST"
+        r"|REQUIRE_TOKEN|REQUEST_READ_TIMEOUT_S|MAX_CONNECTIONS.*|BODY_BYTES_.*|.*_BODY_MAX_BYTES"
+        r"|RPC_.*|MAX_QUEUED_TASKS|MAX_ASSESSMENT_TASKS|INTAKE_PER_MINUTE)",
+    ),
+    (
+        "green: database and replicas",
+        r"GREEN_(?!DATABASE_CHECK_OFF_LOOP)(DATABASE_.*|INSTANCE_NAME|LEASE_S|QUEUE_POLL_S)",
+    ),
+    (
+        "green: Docker and the task container",
+        r"GREEN_(SANDBOX_PROVIDER|DOCKER_.*|CONTAINER_.*|AGENT_UID|OUTPUT_LIMIT_BYTES"
+        r"|COMMAND_MAX_BYTES|DISK_CHECK_S|CLEANUP_RETRY_S|STRIP_GIT|HIDE_POC|MASK_ARVO_ID)",
+    ),
+    (
+        "green: assets, datasets, kinds and judging",
+        r"GREEN_(ASSET_.*|IMAGE_.*|SWEBENCH_.*|FIX_.*|POC_.*|JUDGE_.*|VERIFY_.*)",
+    ),
+    (
+        "green: checks for developers (the test suite turns them on)",
+        r"GREEN_DATABASE_CHECK_OFF_LOOP",
+    ),
+    ("green: tasks, purple and logs", r"GREEN_.*"),
+    (
+        "purple: the model",
+        r"PURPLE_(MODE|LLM_.*|STOP|TEMPERATURE|TOP_P|SEED|EXTRA_BODY|PRICES|FALLBACK_TO_ANALYST)"
+        r"|OPENAI_.*",
+    ),
+    ("purple: the agent's limits", r"PURPLE_(STEP_LIMIT|COST_LIMIT|WALL_TIME_LIMIT_S|CONTEXT_.*)"),
+    ("purple: the service", r"PURPLE_.*"),
+    ("both services: OpenTelemetry traces (off unless an endpoint is set)", r"OTEL_.*"),
+)
+"""Headings of the tunables: each variable goes under the first whose pattern matches it whole."""
 SHARED = """\
-# ---- both services -------------------------------------------------------------------------
+# ---- both services ---------------------------------------------------------------------------
 # Name of the log run folder under the log dirs; give both services the same value to share
 # logs/log_<timestamp>/ (docker compose does). Default: log_<start time>.
 # ARENA_LOG_RUN=
@@ -46,21 +109,38 @@ def _value(v) -> str:
     return str(v)
 
 
+def _entry(env: str, field) -> str:
+    doc = (field.description or "").strip()
+    lines = [f"# {line.strip()}\n" for line in doc.splitlines()]
+    lines.append(f"# {env}={_value(field.get_default(call_default_factory=True))}\n\n")
+    return "".join(lines)
+
+
+def _heading(title: str) -> str:
+    return f"# ---- {title} " + "-" * max(4, 88 - len(title)) + "\n"
+
+
+def _group(env: str) -> str:
+    for title, pattern in GROUPS:
+        if re.fullmatch(pattern, env):
+            return title
+    raise ValueError(f"{env}: no heading in GROUPS matches it")
+
+
 def render() -> str:
-    out = [HEADER, SHARED]
-    sections = (
-        ("both services: OpenTelemetry traces (off unless an endpoint is set)", TracingSettings),
-        ("green", GreenSettings),
-        ("purple", PurpleSettings),
-    )
-    for title, cls in sections:
-        out.append(f"# ---- {title} " + "-" * max(4, 88 - len(title)) + "\n")
-        for name, field in cls.model_fields.items():
-            doc = (field.description or "").strip()
-            for line in doc.splitlines():
-                out.append(f"# {line.strip()}\n")
-            env = env_name(cls, name, field)
-            out.append(f"# {env}={_value(field.get_default(call_default_factory=True))}\n\n")
+    entries = {
+        env_name(cls, name, field): field
+        for cls in (GreenSettings, PurpleSettings, TracingSettings)
+        for name, field in cls.model_fields.items()
+    }
+    out = [HEADER, _heading("what you set")]
+    out += [_entry(env, entries[env]) for env in USER_SETS]
+    out.append(SHARED)
+    for title, _ in GROUPS:
+        rest = [env for env in entries if env not in USER_SETS and _group(env) == title]
+        if rest:
+            out.append(_heading(title))
+            out += [_entry(env, entries[env]) for env in rest]
     return "".join(out).rstrip() + "\n"
 
 

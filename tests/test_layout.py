@@ -321,3 +321,40 @@ def test_an_arrow_running_back_up_the_packages_fails(tmp_path, importer, importe
         f"services/{importer}/low.py: services.{importer} must not import services.{imported}.high"
         in errors
     ), errors
+
+
+@pytest.mark.parametrize(
+    ("sentence", "name"),
+    [
+        ("The cache used to be shared.", "used to"),
+        ("It answers in 5 ms (before, 50 ms).", "before, / before:"),
+        ("It answers in 5 ms. **Before:** 50 ms.", "before, / before:"),
+        ("Before, the queue was a list.", "before, / before:"),
+        ("The limit was previously 4.", "previously"),
+        ("Green, formerly one process, has replicas.", "formerly"),
+        ("The default was changed to 8.", "was changed"),
+        ("The previous release scored 0.75.", "the previous release"),
+        ("Alternating with the code before: 0.15.", "the stop before"),
+    ],
+)
+def test_history_in_the_docs_fails(tmp_path, sentence, name):
+    (tmp_path / "services").mkdir()
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "page.md").write_text(f"# A page\n\n{sentence}\n")
+    errors = check_layout.check(tmp_path)
+    assert errors == [
+        f"docs/page.md:3: '{name}' narrates history; say what is and why "
+        "(history lives in commit messages)"
+    ], errors
+
+
+def test_what_is_and_code_pass_the_history_rule(tmp_path):
+    """States, the word "before" in its ordinary senses, and quoted code or tool output pass."""
+    (tmp_path / "services").mkdir()
+    (tmp_path / "README.md").write_text(
+        "A token is used to sign the cookie; a task that is no longer live is swept.\n"
+        "Spans cover 3 lines before, 1 after; it waits before it reads.\n"
+        "ASan prints `previously allocated by thread`.\n\n"
+        "```text\nformerly: this line is output, used to show a block\n```\n"
+    )
+    assert check_layout.check(tmp_path) == []

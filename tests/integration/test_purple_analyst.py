@@ -61,7 +61,7 @@ def test_stack_trace_analyst_on_every_fixture_through_an_a2a_assessment(
     agg = rec["result"]["aggregate"]["mean_all"]
     print("| **mean** | " + " | ".join(f"{agg[k]:.3f}" for k in keys) + " |")
     assert agg["n"] == len(ids)
-    # the baseline's floor on the bundled C fixtures (README "The offline baseline")
+    # the baseline's floor on the bundled C fixtures (docs/tasks.md, "The offline baseline")
     c_rows = [row for arvo_id, row in per_task.items() if str(arvo_id) not in CPP_TASKS]
     c_mean = {k: sum(row[i] for row in c_rows) / len(c_rows) for i, k in enumerate(keys)}
     assert c_mean["file@1"] >= 0.9 and c_mean["func@1"] >= 0.75, per_task

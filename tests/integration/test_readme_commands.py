@@ -1,4 +1,5 @@
-"""Every command block of the README that a newcomer types is run, so the README cannot drift.
+"""Every command block of the README (and of the docs pages it sends a newcomer to) that a user
+types is run, so the pages cannot drift.
 
 The blocks run as pasted (``tests/support/readme.py``: each whole, in order, in ``bash -e``,
 its documented outcomes checked) from a folder laid out like the repository after ``make demo``,
@@ -15,21 +16,38 @@ from pathlib import Path
 import pytest
 
 from tests.integration.helpers import OPERATOR_TOKEN
-from tests.support.readme import OUTCOMES, README, readme_blocks, run_blocks, user_folder
+from tests.support.readme import (
+    ALL_PAGES,
+    OUTCOMES,
+    PAGES,
+    README,
+    page_blocks,
+    run_blocks,
+    user_folder,
+)
 from tests.support.scripted_purple import Script
 
 pytestmark = pytest.mark.docker
 
 
 def test_every_bash_block_is_marked_and_skips_say_why() -> None:
-    blocks = readme_blocks(README.read_text())
+    blocks = page_blocks(ALL_PAGES)  # raises on a block without a marker
     assert len(blocks) >= 8
-    skipped = {b.line: b.skip for b in blocks if b.skip}
+    skipped = {(b.page, b.line): b.skip for b in blocks if b.skip}
     assert all(len(why) > 20 for why in skipped.values()), skipped
     run = [b for b in blocks if not b.skip]
+    pages = {p.relative_to(README.parent).as_posix() for p in PAGES}
+    assert all(b.page in pages for b in run), "a run block on a page the test never runs"
     assert len(run) >= 4, "most blocks a user types are run"
     assert all(b.outcomes for b in run), "every run block has its documented outcomes checked"
     assert len(OUTCOMES) == len(run)
+
+
+def test_the_readme_runs_its_curl_and_its_arena_run() -> None:
+    """The README's newcomer path: one ``curl`` and one ``arena run``, both run blocks."""
+    run = [b.body for b in page_blocks([README]) if not b.skip]
+    assert any("curl" in body and "/tasks" in body for body in run), run
+    assert any("arena run" in body for body in run), run
 
 
 def test_readme_command_blocks_run(start_green, scripted_purple, tmp_path: Path) -> None:

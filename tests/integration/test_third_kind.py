@@ -1,4 +1,4 @@
-"""A third task kind plugs in with one registration line: the example of docs/architecture.md
+"""A third task kind plugs in with one registration line: the example of docs/kinds.md
 (tests/green/kinds/needle/kind.py) runs through the real green, a scripted purple and a real
 container, and is judged by its own rule; its optional dataset tools (list, prefetch, verify)
 reach green's ``/datasets/*`` routes and ``verified_only``, and its report the dashboard,

@@ -59,7 +59,7 @@ def test_consistency_counts_tasks_whose_trials_agree():
 
 @pytest.mark.parametrize(("hits", "n"), [(11, 12), (0, 5), (5, 5), (3, 30), (99, 100), (1, 2)])
 def test_independent_hit_rates_get_exactly_scipys_clopper_pearson(hits, n):
-    """The README's 11 of 12: [0.615, 0.998], never the bootstrap's [0.75, 1.00]."""
+    """The bundled baseline's 11 of 12 (docs/tasks.md): [0.615, 0.998], never the bootstrap's [0.75, 1.00]."""
     iv = stats.mean_interval([1.0] * hits + [0.0] * (n - hits), hit_rate=True)
     ref = sps.binomtest(hits, n).proportion_ci(confidence_level=0.95, method="exact")
     assert iv.method == "clopper-pearson" and iv.n == iv.n_clusters == n

@@ -65,9 +65,9 @@ def test_fix_position_on_the_crash_free_and_allocation_stacks():
 
 @pytest.mark.docker
 def test_the_dashboards_fix_positions_are_the_bundled_tasks_labels(fixture_assets):
-    """The plots group by the position computed from each report and ground truth; the README's
-    and reports' breakdown by each task.toml's label: the same groups, task by task (the plots
-    said "2 frames up" and "not in the stack" where the README said caller and free-stack)."""
+    """The plots group by the position computed from each report and ground truth; docs/tasks.md
+    and the reports break down by each task.toml's label: the same groups, task by task (never
+    "2 frames up" or "not in the stack" where the label says caller or free-stack)."""
     for task in load_tasks():
         where = fixture_assets / str(task.id)
         gt = Judge().prepare(where / "patch.diff", where / "repo-vul.tar.gz").ground_truth

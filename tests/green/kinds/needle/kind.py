@@ -1,4 +1,4 @@
-"""A complete third task kind in one file: find the needle in a haystack (docs/architecture.md).
+"""A complete third task kind in one file: find the needle in a haystack (docs/kinds.md).
 
 ``needle:<n>`` puts ``/workspace/haystack.txt`` (1,000 lines, one of them ``NEEDLE``) into a
 container; the agent writes ``{"line": <number>}`` to ``/workspace/answer.json`` and submits;
