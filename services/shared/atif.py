@@ -111,7 +111,7 @@ def _metrics(calls: list[dict[str, Any]]) -> atif.Metrics | None:
     priced = None not in sources
     extra: dict[str, Any] = {"seconds": round(sum(_number(c.get("duration_s")) for c in calls), 4)}
     if priced:
-        extra["cost_source"] = "+".join(sorted(sources))
+        extra["cost_source"] = "+".join(sorted(str(s) for s in sources))
     if not usage:
         extra["usage"] = "the server reported no usage for this call"
     return atif.Metrics(

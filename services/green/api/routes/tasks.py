@@ -285,7 +285,7 @@ async def get_trajectory(
         return JSONResponse({"detail": why}, status_code=status.HTTP_502_BAD_GATEWAY)
     if format == "purple":
         return Response(traj.raw, media_type="application/json")
-    return _as_atif(traj.data)
+    return await asyncio.to_thread(_as_atif, traj.data)  # megabytes of events: off the loop
 
 
 def _as_atif(data: dict[str, Any]) -> JSONResponse:
