@@ -7,6 +7,8 @@
 Tasks are named by reference, of any kind green offers (``services.arena.refs``: a bare number
 is an ARVO id).
 
+``arena export RUN --format atif`` writes a run's trajectories as ATIF v1.8, one file a task.
+
 ``run`` keeps ``results/<run>/results.json`` up to date after every task (an interrupted run
 resumes where it stopped) and writes ``report.md`` with a ``scores.png`` at the end. See
 ``docs/cli.md``.
@@ -24,6 +26,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from services.arena import options as opt
+from services.arena.atif_export import export_command
 from services.arena.batch import (
     EXIT_GREEN_UNREACHABLE,
     EXIT_INTERRUPTED,
@@ -58,6 +61,7 @@ app = typer.Typer(
     rich_markup_mode=None,  # click's help: wraps to any width (rich's panels cramp at 80)
 )
 app.add_typer(tasks_app, name="tasks")
+app.command("export")(export_command)
 
 
 def _run_dir(out: Path, run_name: str | None) -> tuple[str, Path]:

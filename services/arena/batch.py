@@ -2,7 +2,8 @@
 
 Per task reference, of any kind green offers: ``POST /tasks`` (at most ``concurrency`` in
 flight), poll ``GET /tasks/{id}`` until the task ends, save green's view, its command log and
-purple's trajectory (both from green) under ``<run>/tasks/<kind>_<id>-<task8>/``, and record the outcome in ``results.json`` at once (so an
+purple's trajectory (both from green; the trajectory also as ATIF) under
+``<run>/tasks/<kind>_<id>-<task8>/``, and record the outcome in ``results.json`` at once (so an
 interrupted run resumes where it stopped). Ctrl-C once cancels the tasks in flight on green;
 twice stops at once.
 """
@@ -21,6 +22,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.markup import escape
 
+from services.arena.atif_export import ATIF_FILE, TRAJECTORY_FILE, write_atif
 from services.arena.client import (
     UNREACHABLE,
     GreenAuth,
@@ -202,7 +204,12 @@ class Batch:
         write_task_file(tdir / "task.json", task)
         commands, note_c = await self.green.commands(task["id"])
         write_task_file(tdir / "commands.json", commands)
-        note_t = await self.green.save_trajectory(task["id"], tdir / "trajectory.json")
+        note_t = await self.green.save_trajectory(task["id"], tdir / TRAJECTORY_FILE)
+        note_a = (
+            await asyncio.to_thread(write_atif, tdir / TRAJECTORY_FILE, tdir / ATIF_FILE)
+            if note_t is None
+            else None
+        )
         outcome = outcome_from_task(task, task_dir=f"tasks/{name}")
         outcome.kind, outcome.ref_id, outcome.trial = ref.kind, ref.id, trial
         outcome.audit = audit(
@@ -212,7 +219,7 @@ class Batch:
             leak=(task.get("scores") or {}).get("leak"),
         )
         outcome.trajectory = note_t is None
-        outcome.notes += [n for n in (note_c, note_t) if n]
+        outcome.notes += [n for n in (note_c, note_t, note_a) if n]
         if self.stop.is_set() and task.get("status") != "completed":
             outcome.notes.append("cancelled by the CLI (interrupted)")
         self._record(outcome)

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import atif
 import duckdb
 import pytest
 from fastapi import FastAPI, HTTPException, Query, Request
@@ -234,11 +235,22 @@ class FakeGreen:
                 return StreamingResponse(body(), media_type="application/json")
             if self.arvo_of(task_id) not in PURPLE_KNOWS:
                 return JSONResponse({"detail": "purple answered 404: no task"}, 502)
-            return {
-                "policy": "analyst",
+            return {  # purple's view (services.shared.trajectory.TrajectoryView)
+                "task_id": task_id,
+                "policy": "react",
+                "status": "submitted",
+                "files": [],
+                "model": "m1",
                 "steps": [
-                    {"step": 0, "messages": [{"role": "assistant", "content": "execute: ls"}]}
+                    {
+                        "step": 1,
+                        "messages": [{"role": "assistant", "content": "execute: ls", "t": 0.2}],
+                        "llm_calls": [{"tokens_in": 700, "tokens_out": 9, "t": 0.1}],
+                    }
                 ],
+                "tokens_in": 700,
+                "tokens_out": 9,
+                "cost": 0.0,
             }
 
         @api.post("/tasks", status_code=202)
@@ -493,8 +505,26 @@ def test_run_writes_results_tasks_and_report(fake, tmp_path: Path) -> None:
     assert [c["seq"] for c in commands] == list(range(1, task_json["steps"] + 1))
     trajectory = json.loads((d1 / "trajectory.json").read_text())  # through green, as served
     assert trajectory["steps"][0]["messages"][0]["content"] == "execute: ls"
+    saved = atif.Trajectory.model_validate_json((d1 / "trajectory.atif.json").read_text())
+    assert [(s.message, s.metrics.prompt_tokens) for s in saved.steps] == [("execute: ls", 700)]
+    assert (
+        saved.session_id == t1["task_id"]
+        and oct((d1 / "trajectory.atif.json").stat().st_mode)[-3:] == "600"
+    )
     d2 = tmp_path / "r1" / t2["dir"]
-    assert (d2 / "task.json").exists() and not list(d2.glob("trajectory.json*"))
+    assert (d2 / "task.json").exists() and not list(d2.glob("trajectory*"))
+
+    # arena export: one ATIF file per task whose trajectory the run saved, the others named
+    exported = cli("export", str(tmp_path / "r1"), "--format", "atif")
+    assert exported.exit_code == 0, exported.output
+    files = sorted((tmp_path / "r1" / "atif").iterdir())
+    assert [f.name for f in files] == [f"{d1.name}.atif.json"]
+    assert atif.Trajectory.model_validate_json(files[0].read_text()) == saved
+    said = exported.output
+    assert "not exported: arvo:1002: trajectory not saved: green answered HTTP 502" in said
+    assert "not exported: arvo:1003" in said and "1 ATIF file(s)" in said
+    bad = cli("export", str(tmp_path / "r1"), "--format", "otel")
+    assert bad.exit_code == 2 and "is not one of 'atif'" in bad.output
 
     # report and plot
     report = (tmp_path / "r1" / "report.md").read_text()

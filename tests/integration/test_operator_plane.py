@@ -370,7 +370,7 @@ def test_7_no_face_shows_an_earlier_attempts_answer_while_a_task_of_its_bug_runs
 ):
     """The plane is open. An earlier attempt at arvo:900001, in a run that has ended, wrote its
     answer (its loc.json, submitted with a tool call). While another task of that bug runs, an anonymous
-    caller reads that attempt's trajectory over REST and on the dashboard (before: served
+    caller reads that attempt's trajectory over REST (as purple sent it and as ATIF) and on the dashboard (before: served
     whole, the answer in it), and the run's means on its page and in its record (before:
     the scores of that attempt). All withheld, saying why; the operator still sees them, and
     everyone does once the bug's tasks have ended."""
@@ -389,6 +389,7 @@ def test_7_no_face_shows_an_earlier_attempts_answer_while_a_task_of_its_bug_runs
 
     faces = [
         f"/tasks/{earlier['id']}/trajectory",
+        f"/tasks/{earlier['id']}/trajectory?format=atif",
         f"/ui/tasks/{earlier['id']}/trajectory",
         f"/ui/tasks/{earlier['id']}/trajectory.json",
     ]
@@ -397,6 +398,7 @@ def test_7_no_face_shows_an_earlier_attempts_answer_while_a_task_of_its_bug_runs
         assert r.status_code == 403 and "are the operator" in r.text, (face, r.text[:300])
         assert "entity.c" not in r.text
     assert "entity.c" in web.get(f"{url}{faces[0]}", headers=OPERATOR).text
+    assert "entity.c" in web.get(f"{url}{faces[1]}", headers=OPERATOR).text
     page = web.get(f"{url}/ui/runs/{run_id}").text
     assert 'id="means"' not in page  # no mean made of the withheld attempt's scores
     assert 'id="means"' not in web.get(f"{url}/ui/runs").text
@@ -407,5 +409,6 @@ def test_7_no_face_shows_an_earlier_attempts_answer_while_a_task_of_its_bug_runs
     web.post(f"{url}/tasks/{running['id']}/cancel", headers=OPERATOR)
     wait_terminal(url, running["id"])
     assert "entity.c" in web.get(f"{url}{faces[0]}").text
+    assert "entity.c" in web.get(f"{url}{faces[1]}").text  # the same rule, as ATIF
     assert 'id="means"' in web.get(f"{url}/ui/runs/{run_id}").text
     assert web.get(f"{url}/assessments/{run_id}").json()["result"]["aggregate"]

@@ -5,7 +5,8 @@ Not in the default ``make test``: building the server takes several minutes on t
 first time, and each task spends tens of seconds per model call. The model is far too weak to
 localize a bug; the test checks the plumbing a real server exercises: the agent's reason reaches
 green, green's token counts equal the server's ``usage``, ``max_tokens`` is honoured, a context
-window too small for the prompt ends as the agent's failure with that reason, a timed-out call
+window too small for the prompt ends as the agent's failure with that reason, the ATIF
+trajectory's steps carry the server's own counts, a timed-out call
 is not sent again, and green's cancel stops purple's in-flight model call. Each test prints what
 it saw (run with ``-s``); the lines are also appended to ``build/test-llm-report.txt``.
 """
@@ -18,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import atif
 import pytest
 
 from services.purple.app import create_app as create_purple
@@ -113,12 +115,24 @@ def test_reason_usage_and_max_tokens(server_4k, start_green, tmp_path) -> None:
         started = time.monotonic()
         done = wait_terminal(green.url, submit_task(green.url, {"task": "arvo:900001"})["id"], 1300)
         show("reason, usage, max_tokens", done, proxy, time.monotonic() - started)
+        trajectory = web.get(
+            f"{green.url}/tasks/{done['id']}/trajectory?format=atif", headers=OPERATOR
+        )
     answered = [c for c in proxy.calls if c.get("usage")]
     assert answered and all(c["usage"]["completion_tokens"] <= 48 for c in answered)
     assert done["tokens_in"] == sum(c["usage"]["prompt_tokens"] for c in answered)
     assert done["tokens_out"] == sum(c["usage"]["completion_tokens"] for c in answered)
     if done["status"] != "completed":
         assert done["agent_reason"], "the agent's own reason must reach green"
+    # as ATIF: one agent step per answered call, each with the server's own counts
+    doc = atif.Trajectory.model_validate(trajectory.json())
+    turns = [s for s in doc.steps if s.source == "agent"]
+    say(f"   ATIF        : {len(doc.steps)} step(s), {len(turns)} agent step(s)")
+    assert [(s.metrics.prompt_tokens, s.metrics.completion_tokens) for s in turns] == [
+        (c["usage"]["prompt_tokens"], c["usage"]["completion_tokens"]) for c in answered
+    ]
+    assert doc.final_metrics.total_prompt_tokens == done["tokens_in"]
+    assert all(s.metrics.cost_usd is None for s in turns)  # a local model has no price
 
 
 def test_a_window_too_small_for_the_prompt(model, start_green, tmp_path) -> None:

@@ -63,7 +63,28 @@ async def test_tool_call_reply(server) -> None:
 
 async def test_reported_cost_wins_over_the_price_table(server) -> None:
     server.push(FakeReply(content="x", cost=0.0123))
-    assert (await model(server).query(MESSAGES)).cost == 0.0123
+    reply = await model(server).query(MESSAGES)
+    assert (reply.cost, reply.cost_source) == (0.0123, "server")
+
+
+async def test_what_the_server_did_not_report_is_marked_not_made_up(server) -> None:
+    """Cached tokens and reasoning only when the server sent them; an answer without usage is
+    marked unmeasured; a cost is the server's, the price table's, or of no known source."""
+    server.push(
+        FakeReply(content="a", cached_tokens=512, reasoning="think first"),
+        FakeReply(content="b", usage=False),
+    )
+    m = model(server)
+    first, second = await m.query(MESSAGES), await m.query(MESSAGES)
+    assert (first.cached_tokens, first.reasoning, first.usage_reported) == (
+        512,
+        "think first",
+        True,
+    )
+    assert first.cost_source == "prices"
+    assert (second.cached_tokens, second.reasoning, second.usage_reported) == (None, None, False)
+    assert (second.tokens_in, second.tokens_out) == (0, 0)
+    assert "think first" not in str(first.assistant_message())  # never sent back to the model
 
 
 async def test_transient_errors_are_retried(server) -> None:
@@ -156,7 +177,8 @@ async def test_unknown_model_costs_zero_and_warns_once(server) -> None:
     m = model(server, name="my-local-model")
     with structlog.testing.capture_logs() as logs:
         assert (await m.query(MESSAGES)).cost == 0.0
-        assert (await m.query(MESSAGES)).cost == 0.0
+        reply = await m.query(MESSAGES)
+        assert (reply.cost, reply.cost_source) == (0.0, None)
     assert [entry["event"] for entry in logs].count("unknown model price; counting cost as 0") == 1
 
 

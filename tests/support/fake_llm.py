@@ -36,6 +36,12 @@ class FakeReply:
     completion_tokens: int = 20
     cost: float | None = None
     """When set, sent as ``usage.cost`` (as OpenRouter does)."""
+    cached_tokens: int | None = None
+    """When set, sent as ``usage.prompt_tokens_details.cached_tokens`` (as OpenAI does)."""
+    reasoning: str | None = None
+    """When set, sent as the message's ``reasoning_content`` (as vLLM and DeepSeek do)."""
+    usage: bool = True
+    """False: the answer has no ``usage`` block (as some servers send), and counts nothing."""
     delay_s: float = 0.0
     """Wait this long before answering (without blocking the server)."""
 
@@ -88,10 +94,10 @@ class FakeLLMServer:
 
     @property
     def usage_totals(self) -> tuple[int, int]:
-        """(prompt tokens, completion tokens) over the replies actually sent."""
+        """(prompt tokens, completion tokens) the replies actually sent reported."""
         return (
-            sum(r.prompt_tokens for r in self.replies),
-            sum(r.completion_tokens for r in self.replies),
+            sum(r.prompt_tokens for r in self.replies if r.usage),
+            sum(r.completion_tokens for r in self.replies if r.usage),
         )
 
     def push(self, *items: Item) -> None:
@@ -181,6 +187,8 @@ class FakeLLMServer:
             await asyncio.sleep(item.delay_s)
         self.replies.append(item)
         message: dict[str, Any] = {"role": "assistant", "content": item.content}
+        if item.reasoning is not None:
+            message["reasoning_content"] = item.reasoning
         if item.tool_calls:
             message["tool_calls"] = [
                 {
@@ -200,19 +208,21 @@ class FakeLLMServer:
         }
         if item.cost is not None:
             usage["cost"] = item.cost
-        return JSONResponse(
-            {
-                "id": f"chatcmpl-{next(self._ids)}",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": body.get("model", "fake"),
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": message,
-                        "finish_reason": "tool_calls" if item.tool_calls else "stop",
-                    }
-                ],
-                "usage": usage,
-            }
-        )
+        if item.cached_tokens is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": item.cached_tokens}
+        answer: dict[str, Any] = {
+            "id": f"chatcmpl-{next(self._ids)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "fake"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": "tool_calls" if item.tool_calls else "stop",
+                }
+            ],
+        }
+        if item.usage:
+            answer["usage"] = usage
+        return JSONResponse(answer)

@@ -87,9 +87,13 @@ class RunRecord:
             step=self.stats.steps,
             tokens_in=reply.tokens_in,
             tokens_out=reply.tokens_out,
+            usage_reported=reply.usage_reported,
             cost=reply.cost,
+            cost_source=reply.cost_source,
             duration_s=reply.duration_s,
             finish_reason=reply.finish_reason,
+            **({"cached_tokens": reply.cached_tokens} if reply.cached_tokens is not None else {}),
+            **({"reasoning": reply.reasoning} if reply.reasoning else {}),
             **({"retries": reply.retries} if reply.retries else {}),
         )
 

@@ -13,43 +13,15 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
-from pydantic import BaseModel
 
+from services.purple.card import VERSION
 from services.purple.store.crud import PurpleStore
 from services.purple.trajectory import Trajectory
+from services.shared.trajectory import TrajectoryStep, TrajectoryView
 
 router = APIRouter(tags=["tasks"])
 MAX_EVENTS = 20_000
 """Events read from one file (a long run has a few thousand)."""
-
-
-class Step(BaseModel):
-    step: int
-    messages: list[dict[str, Any]] = []
-    tool_calls: list[dict[str, Any]] = []
-    llm_calls: list[dict[str, Any]] = []
-    """Each model call: tokens, cost, seconds, finish reason (and retries, if any)."""
-    commands: list[dict[str, Any]] = []
-    other: list[dict[str, Any]] = []
-    """Compactions, submissions and other events of the step."""
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost: float = 0.0
-    llm_seconds: float = 0.0
-
-
-class TrajectoryView(BaseModel):
-    task_id: str
-    policy: str
-    status: str
-    files: list[str]
-    prompts: dict[str, str] = {}
-    """The texts the agent sent first ("system", "instance"), rendered from the templates of
-    its config; empty for the analyst (no LLM)."""
-    steps: list[Step]
-    tokens_in: int
-    tokens_out: int
-    cost: float
 
 
 def _events(path: Path) -> list[dict[str, Any]]:
@@ -67,14 +39,14 @@ def _events(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def group_steps(events: list[dict[str, Any]]) -> list[Step]:
+def group_steps(events: list[dict[str, Any]]) -> list[TrajectoryStep]:
     """Events in order -> steps; an event without a ``step`` belongs to the current one."""
-    steps: dict[int, Step] = {}
+    steps: dict[int, TrajectoryStep] = {}
     current = 0
     for ev in events:
         if isinstance(ev.get("step"), int):
             current = ev["step"]
-        step = steps.setdefault(current, Step(step=current))
+        step = steps.setdefault(current, TrajectoryStep(step=current))
         kind = ev.get("type")
         if kind == "message":
             msg = {k: v for k, v in ev.items() if k not in ("type", "step")}
@@ -91,6 +63,12 @@ def group_steps(events: list[dict[str, Any]]) -> list[Step]:
         elif kind != "start":
             step.other.append(ev)
     return [steps[k] for k in sorted(steps)]
+
+
+def _model_name(model: dict[str, Any]) -> str | None:
+    """The model a start event's ``model`` (the LLM's ``serialize()``) names."""
+    name = model.get("model") or model.get("name")
+    return name if isinstance(name, str) else None
 
 
 def trajectory_files(directory: Path, task_id: str) -> list[Path]:
@@ -112,11 +90,14 @@ async def get_trajectory(task_id: str, request: Request) -> TrajectoryView:
     events = [ev for path in files for ev in _events(path)]
     steps = group_steps(events)
     starts = [ev for ev in events if ev.get("type") == "start" and ev.get("prompts")]
+    model = starts[-1].get("model") if starts else None
     return TrajectoryView(
         task_id=task_id,
         policy=row.policy,
         status=row.status,
         files=[p.name for p in files],
+        agent_version=VERSION,
+        model=_model_name(model) if isinstance(model, dict) else None,
         prompts=starts[-1]["prompts"] if starts else {},
         steps=steps,
         tokens_in=sum(s.tokens_in for s in steps),

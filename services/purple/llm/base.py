@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
@@ -20,7 +20,18 @@ class LLMReply(BaseModel):
     tool_calls: list[ToolCall] = []
     tokens_in: int = 0
     tokens_out: int = 0
+    usage_reported: bool = True
+    """False when the server's answer had no usage: the tokens above are 0, not measured."""
+    cached_tokens: int | None = None
+    """Of ``tokens_in``, those the server says it served from its prompt cache (None: it did
+    not say)."""
     cost: float = 0.0
+    cost_source: Literal["server", "prices"] | None = None
+    """Where ``cost`` comes from: the server's answer (``usage.cost``), the price table
+    (:mod:`services.purple.llm.pricing`), or nowhere (None: an unknown price, counted as 0)."""
+    reasoning: str | None = None
+    """The reasoning the server returned beside the reply (``reasoning_content``), when it did;
+    recorded in the trajectory, never sent back to the model."""
     finish_reason: str | None = None
     duration_s: float = 0.0
     retries: list[str] = []

@@ -23,7 +23,7 @@ import openai
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from services.purple.llm.base import ContextOverflow, LLMError, LLMReply, ToolCall
-from services.purple.llm.pricing import cost_of
+from services.purple.llm.pricing import cost_of, lookup_price
 from services.shared import telemetry
 from services.shared.http import async_client, shared_tls
 from services.shared.logging import get_logger
@@ -31,6 +31,8 @@ from services.shared.logging import get_logger
 log = get_logger(__name__)
 
 TRANSIENT_STATUS = {408, 409, 425, 429}
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+"""Where servers put a reply's reasoning (vLLM, llama.cpp, DeepSeek; OpenRouter), first found."""
 
 _OVERFLOW_RE = re.compile(
     r"context_length_exceeded|maximum context length|context window|context length|"
@@ -234,20 +236,36 @@ class OpenAIChatModel:
         tokens_in = int(getattr(usage, "prompt_tokens", 0) or 0)
         tokens_out = int(getattr(usage, "completion_tokens", 0) or 0)
         reported = (getattr(usage, "model_extra", None) or {}).get("cost")
-        cost = (
-            float(reported)
-            if isinstance(reported, int | float)
-            else cost_of(self.name, tokens_in, tokens_out, self.config.prices)
+        if isinstance(reported, int | float):
+            cost, source = float(reported), "server"
+        elif lookup_price(self.name, self.config.prices) is not None:
+            cost, source = cost_of(self.name, tokens_in, tokens_out, self.config.prices), "prices"
+        else:
+            cost, source = cost_of(self.name, tokens_in, tokens_out, self.config.prices), None
+        cached = getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", None)
+        reasoning = next(
+            (r for k in REASONING_FIELDS if isinstance(r := _extra(message).get(k), str) and r),
+            None,
         )
         return LLMReply(
             content=message.content,
             tool_calls=calls,
             tokens_in=tokens_in,
             tokens_out=tokens_out,
+            usage_reported=usage is not None,
+            cached_tokens=cached if isinstance(cached, int) else None,
             cost=cost,
+            cost_source=source,
+            reasoning=reasoning,
             finish_reason=choice.finish_reason,
             duration_s=duration,
         )
+
+
+def _extra(message: Any) -> dict[str, Any]:
+    """The fields of a reply's message that the openai package does not model."""
+    extra = getattr(message, "model_extra", None)
+    return extra if isinstance(extra, dict) else {}
 
 
 def _error(exc: openai.APIError) -> LLMError:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any, Literal, NoReturn
 
 from fastapi import APIRouter, HTTPException, Query, Request, status
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from services.green.api.deps import (
     AssessmentStoreDep,
@@ -32,8 +32,10 @@ from services.green.orchestrator import Orchestrator, TaskIdTaken, TaskOptions
 from services.green.store.errors import STORAGE_ERRORS, brief
 from services.green.store.models import CommandPublic, Task, TaskList, TaskPublic, TaskStatus
 from services.green.trajectory import fetch_trajectory
+from services.shared.atif import atif_json
 from services.shared.logging import get_logger
 from services.shared.task_ref import TaskRef
+from services.shared.trajectory import TrajectoryView
 
 router = APIRouter(prefix="/tasks", tags=["tasks"])
 log = get_logger(__name__)
@@ -245,20 +247,34 @@ async def get_commands(
     return await orch.db.run(orch.store.commands, task_id, offset, limit)
 
 
+TrajectoryFormat = Literal["purple", "atif"]
+"""``purple``: as purple sent it; ``atif``: converted to ATIF v1.8 (:mod:`services.shared.atif`)."""
+
+
 @router.get(
     "/{task_id}/trajectory",
     responses={
-        200: {"description": "Purple's trajectory of the task, as purple sent it"},
+        200: {"description": "Purple's trajectory of the task: as purple sent it, or as ATIF"},
         403: {"description": "A task of its bug is unfinished: the operator's until it ends"},
+        422: {"description": "A format other than purple or atif"},
         502: {"description": "Purple could not give it (unreachable, too large, too slow...)"},
     },
 )
-async def get_trajectory(task_id: str, orch: OrchestratorDep, show: DisclosureDep) -> Response:
+async def get_trajectory(
+    task_id: str,
+    orch: OrchestratorDep,
+    show: DisclosureDep,
+    format: Annotated[
+        TrajectoryFormat,
+        Query(description="purple: as purple sent it; atif: as ATIF v1.8 (one document)"),
+    ] = "purple",
+) -> Response:
     """Purple's trajectory of the task (its ``GET /tasks/{id}/trajectory``), read by green
     within GREEN_TRAJECTORY_MAX_BYTES and GREEN_TRAJECTORY_TIMEOUT_S: a client needs no address
-    of purple (``http://purple:9019`` is known only inside compose). 502 with a sentence when
-    purple cannot give it; 403 while a task of its bug is unfinished (it shows what the agent
-    wrote: its answer)."""
+    of purple (``http://purple:9019`` is known only inside compose). ``format=atif`` gives it
+    as ATIF v1.8, made of nothing but what purple sent. 502 with a sentence when purple cannot
+    give it (or, as ATIF, gives something that is not a trajectory); 403 while a task of its bug
+    is unfinished (it shows what the agent wrote: its answer)."""
     task = await _get(orch, task_id)
     await show.require_shown(task)
     settings = orch.settings
@@ -267,7 +283,24 @@ async def get_trajectory(task_id: str, orch: OrchestratorDep, show: DisclosureDe
     )
     if traj is None:
         return JSONResponse({"detail": why}, status_code=status.HTTP_502_BAD_GATEWAY)
-    return Response(traj.raw, media_type="application/json")
+    if format == "purple":
+        return Response(traj.raw, media_type="application/json")
+    return await asyncio.to_thread(_as_atif, traj.data)  # megabytes of events: off the loop
+
+
+def _as_atif(data: dict[str, Any]) -> JSONResponse:
+    """Purple's trajectory as ATIF; 502 with a sentence when it is not a trajectory (purple is
+    not trusted: nothing it sends may make a 500)."""
+    try:
+        return JSONResponse(atif_json(TrajectoryView.model_validate(data)))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "its root"
+        why = f"{where}: {first['msg']}"
+    except (ValueError, TypeError) as exc:
+        why = f"{type(exc).__name__}: {str(exc)[:300]}"
+    detail = f"purple's trajectory is not one green can convert to ATIF ({why})"
+    return JSONResponse({"detail": detail}, status_code=status.HTTP_502_BAD_GATEWAY)
 
 
 @router.post(
