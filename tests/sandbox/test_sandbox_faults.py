@@ -346,11 +346,13 @@ while True:  # fill the process limit and keep it full
 
 
 @pytest.mark.parametrize(
-    ("command", "reason"),
+    ("command", "reason", "cpus"),
     [
-        ("python3 -c 'while True: pass'", "cpu_limit"),
-        ("python3 /tmp/bomb.py", "pids_limit"),
-        ("sleep 60", None),
+        # a quota a busy loop runs out of even on a host at load 40 on two cores (a runnable
+        # process there gets 0.05 CPU): with 0.25 the host's load, not the quota, held it back
+        ("python3 -c 'while True: pass'", "cpu_limit", 0.04),
+        ("python3 /tmp/bomb.py", "pids_limit", 0.25),
+        ("sleep 60", None, 0.25),
     ],
     ids=["cpu-busy", "process-limit-full", "idle"],
 )
@@ -359,6 +361,7 @@ def test_a_kill_that_does_not_end_in_time_is_the_agents_only_at_a_limit(
     monkeypatch: pytest.MonkeyPatch,
     command: str,
     reason: str | None,
+    cpus: float,
 ) -> None:
     """Green's kill of a timed-out command is a root exec the agent cannot signal, but it can
     starve it (its CPU share busy, its process limit full). A kill that does not end by its
@@ -366,7 +369,7 @@ def test_a_kill_that_does_not_end_in_time_is_the_agents_only_at_a_limit(
     counters, kill it through the engine, and charge the agent only at one of its limits."""
     monkeypatch.setattr("services.sandbox.framing.KILLER", "sleep 5")
     monkeypatch.setattr("services.sandbox.docker.transport.EXEC_DEADLINE", 1.0)
-    sandbox = make(pids_limit=64, cpus=0.25)  # a quota a busy loop runs out of, whatever the host
+    sandbox = make(pids_limit=64, cpus=cpus)
     sandbox.put_files("/tmp", {"bomb.py": BOMB.encode()})
     if reason is None:
         with pytest.raises(SandboxError) as infra:

@@ -13,10 +13,16 @@ import httpx
 
 from services.shared.http import shared_tls
 
+TIMEOUT_S = 30.0
+"""A one-shot call's timeout unless the test gives one: httpx's 5 s is exceeded by a service
+that answers at once on an idle machine and within seconds at load 25 (a purple's card, seen in
+a loaded run); a test that means a bound says it."""
+
 
 def _shared(call: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(call)
     def with_shared_context(*args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("timeout", TIMEOUT_S)
         return call(*args, **shared_tls(kwargs))
 
     return with_shared_context
