@@ -107,6 +107,15 @@ def module_name(root: Path, path: Path) -> str:
     return ".".join(parts)
 
 
+def _from_module(node: ast.ImportFrom, base: list[str]) -> str:
+    """The module a ``from ... import`` names (a relative one resolved against ``base``, the
+    importing module's package)."""
+    if not node.level:
+        return node.module or ""
+    anchor = base[: len(base) - node.level + 1]
+    return ".".join(anchor + ([node.module] if node.module else []))
+
+
 def imported_names(tree: ast.Module, name: str, is_package: bool) -> Iterator[str]:
     """Every dotted name an import statement of the module names (relative ones resolved)."""
     base = name.split(".") if is_package else name.split(".")[:-1]
@@ -114,11 +123,7 @@ def imported_names(tree: ast.Module, name: str, is_package: bool) -> Iterator[st
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                anchor = base[: len(base) - node.level + 1]
-                prefix = ".".join(anchor + ([node.module] if node.module else []))
-            else:
-                prefix = node.module or ""
+            prefix = _from_module(node, base)
             yield prefix
             yield from (f"{prefix}.{alias.name}" for alias in node.names)
 
@@ -192,11 +197,7 @@ def _modules_named(tree: ast.Module, name: str, is_package: bool, known: set[str
         if isinstance(node, ast.Import):
             named.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                anchor = base[: len(base) - node.level + 1]
-                prefix = ".".join(anchor + ([node.module] if node.module else []))
-            else:
-                prefix = node.module or ""
+            prefix = _from_module(node, base)
             for alias in node.names:
                 sub = f"{prefix}.{alias.name}"
                 named.add(sub if sub in known else prefix)

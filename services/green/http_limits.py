@@ -34,7 +34,7 @@ import hashlib
 import json
 import re
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -415,21 +415,35 @@ def _replay(raw: bytes, receive: Receive) -> Callable[[], Awaitable[Message]]:
     return replay
 
 
+async def send_json(
+    send: Send, status: int, payload: Any, headers: Sequence[tuple[bytes, bytes]] = ()
+) -> None:
+    """A whole JSON answer sent straight from an ASGI middleware: ``status``, ``payload``, its
+    content type and length, and ``headers``."""
+    data = json.dumps(payload).encode()
+    head = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(data)).encode()),
+        *headers,
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": head})
+    await send({"type": "http.response.body", "body": data})
+
+
+def rpc_error(ident: str | int | None, code: int, message: str) -> dict[str, Any]:
+    """A JSON-RPC error answer."""
+    return {"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}}
+
+
 async def _refuse(send: Send, refusal: Refused, *, rpc: bool) -> None:
     """The refusal as JSON (a JSON-RPC error on the JSON-RPC route); the connection is closed
     after it, so an unread body is never read and a refused caller holds no connection."""
-    if rpc:
-        error = {"code": refusal.rpc_code, "message": refusal.message}
-        payload: dict[str, Any] = {"jsonrpc": "2.0", "id": refusal.rpc_id, "error": error}
-    else:
-        payload = {"detail": refusal.message}
-    data = json.dumps(payload).encode()
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(data)).encode()),
-        (b"connection", b"close"),
-    ]
+    payload: Any = (
+        rpc_error(refusal.rpc_id, refusal.rpc_code, refusal.message)
+        if rpc
+        else {"detail": refusal.message}
+    )
+    headers = [(b"connection", b"close")]
     if refusal.status == 429:
         headers.append((b"retry-after", b"1"))
-    await send({"type": "http.response.start", "status": refusal.status, "headers": headers})
-    await send({"type": "http.response.body", "body": data})
+    await send_json(send, refusal.status, payload, headers)

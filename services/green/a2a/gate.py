@@ -37,6 +37,7 @@ from services.green.a2a.requests import (
 )
 from services.green.assessment import AssessmentRequest
 from services.green.auth import Caller, OperatorAuth
+from services.green.http_limits import rpc_error, send_json
 from services.green.intake_limits import BugBusy, IntakeLimits, TooBusy
 from services.green.store.errors import OPERATOR_SENTENCE, RETRY_AFTER_S, STORAGE_ERRORS
 from services.shared.a2a import message_parts
@@ -294,17 +295,5 @@ class OperatorFirst:
             await self.app(scope, replaying(body, receive), send)
             return
         ident = doc.get("id") if isinstance(doc.get("id"), str | int) else None
-        error = {"code": -32600, "message": UNAUTHENTICATED}  # Invalid Request, as the gate says
-        data = json.dumps({"jsonrpc": "2.0", "id": ident, "error": error}).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", b"%d" % len(data)),
-                    (b"www-authenticate", b"Bearer"),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": data})
+        error = rpc_error(ident, -32600, UNAUTHENTICATED)  # Invalid Request, as the gate says
+        await send_json(send, 401, error, [(b"www-authenticate", b"Bearer")])

@@ -11,7 +11,6 @@ sentence before the SDK reads the request, the same sentence A2A gives.
 
 from __future__ import annotations
 
-import json
 from contextlib import AbstractAsyncContextManager
 
 import mcp_types as types
@@ -27,6 +26,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from services.green.agent_plane import task_of_token
 from services.green.config import GreenSettings
+from services.green.http_limits import rpc_error, send_json
 from services.green.live_task import NOT_SERVED, LiveTasks
 from services.green.mcp.tools import TaskTools
 
@@ -63,20 +63,8 @@ class RequireTaskToken:
         if isinstance(scope.get("user"), AuthenticatedUser):
             await self.app(scope, receive, send)
             return
-        error = {"code": types.INVALID_REQUEST, "message": NOT_SERVED}
-        body = json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", b"%d" % len(body)),
-                    (b"www-authenticate", b'Bearer error="invalid_token"'),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        error = rpc_error(None, types.INVALID_REQUEST, NOT_SERVED)
+        await send_json(send, 401, error, [(b"www-authenticate", b'Bearer error="invalid_token"')])
 
 
 class McpPlane:
