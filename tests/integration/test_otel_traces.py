@@ -9,22 +9,13 @@ import json
 import pytest
 
 from tests.integration.helpers import OPERATOR, submit_task, wait_terminal
+from tests.integration.test_purple_llm import RIGHT, SRC
 from tests.support import web
 from tests.support.fake_llm import FakeReply
 from tests.support.otlp_receiver import OtlpReceiver, ReceivedSpan
 
 pytestmark = pytest.mark.docker
 
-SRC = "/workspace/src-vul/xmlmini"
-RIGHT = [
-    {
-        "file": "src/entity.c",
-        "function": "xml_decode_entity",
-        "line_start": 1,
-        "line_end": 3,
-        "description": "reads past the end of the entity",
-    }
-]
 CONTENT_KEYS = {
     "gen_ai.input.messages",
     "gen_ai.output.messages",
