@@ -238,10 +238,9 @@ class OpenAIChatModel:
         reported = (getattr(usage, "model_extra", None) or {}).get("cost")
         if isinstance(reported, int | float):
             cost, source = float(reported), "server"
-        elif lookup_price(self.name, self.config.prices) is not None:
-            cost, source = cost_of(self.name, tokens_in, tokens_out, self.config.prices), "prices"
         else:
-            cost, source = cost_of(self.name, tokens_in, tokens_out, self.config.prices), None
+            cost = cost_of(self.name, tokens_in, tokens_out, self.config.prices)
+            source = "prices" if lookup_price(self.name, self.config.prices) is not None else None
         cached = getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", None)
         reasoning = next(
             (r for k in REASONING_FIELDS if isinstance(r := _extra(message).get(k), str) and r),
