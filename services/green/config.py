@@ -74,7 +74,9 @@ class GreenSettings(BaseSettings):
     """This replica's name: the owner of the tasks it runs (the task's 'instance') and of their
     containers (label arena.owner). Empty: <hostname>-<6 random hex>, new at every start (a
     replica's unfinished tasks then end through their expired leases). A fixed name: a restart
-    fails its own unfinished tasks at once. A name a live replica holds is refused at start."""
+    fails its own unfinished tasks at once. A name a live replica holds is refused at start.
+    Greens that share an engine need names of their own, whatever their database: at start a
+    green removes every container labelled with its name."""
     lease_s: float = Field(30.0, ge=3, le=60)
     """A running task's lease: its replica renews it every third of this; a replica that stops
     renewing (it died) has its tasks ended as infra ('replica_lost') by another replica, and

@@ -184,7 +184,7 @@ def test_tasks_end_and_slots_return_after_a_postgres_outage(
         def full() -> bool:
             now = _tasks(a.url, batch).values()
             on = [t["instance"] for t in now if t["status"] == "running"]
-            return on.count("outage-a") == SLOTS and on.count("outage-b") == SLOTS
+            return on.count(a.instance) == SLOTS and on.count(b.instance) == SLOTS
 
         _until(full, 120, f"a replica lost slots: {_tasks(a.url, batch)}", period=0.5)
         for task_id in batch:
@@ -197,8 +197,8 @@ def test_tasks_end_and_slots_return_after_a_postgres_outage(
     finally:
         for r in replicas:
             r.stop()
-    left = container_names(docker_client, ["arena.managed=1", "arena.owner=outage-a"])
-    left += container_names(docker_client, ["arena.managed=1", "arena.owner=outage-b"])
+    left = container_names(docker_client, ["arena.managed=1", f"arena.owner={a.instance}"])
+    left += container_names(docker_client, ["arena.managed=1", f"arena.owner={b.instance}"])
     assert left == [], left
 
 
@@ -269,5 +269,5 @@ def test_tasks_end_and_slots_return_after_a_locked_sqlite_file(
             web.post(f"{green.url}/tasks/{task_id}/cancel", headers=OPERATOR, timeout=30)
     finally:
         green.stop()
-    left = container_names(docker_client, ["arena.managed=1", "arena.owner=locked-a"])
+    left = container_names(docker_client, ["arena.managed=1", f"arena.owner={green.instance}"])
     assert left == [], left

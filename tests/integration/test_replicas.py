@@ -6,6 +6,7 @@ second replica of a live replica's name is refused at start."""
 
 from __future__ import annotations
 
+import secrets
 import signal
 import time
 from collections.abc import Callable
@@ -34,6 +35,9 @@ LEASE_S = 6.0
 SLOTS = 3
 IDS = ["900001", "900002", "900003", "900004"]
 HELD = {"preparing", "running", "evaluating"}
+RUN = secrets.token_hex(3)
+"""Suffix of this session's replica names: a green reaps the containers labelled with its name
+as it starts, so two suites on one engine (side-by-side CI runs) must never share a name."""
 ENGINE_CALL_S = 60.0
 """The longest one Docker API call of green's may take (``GREEN_DOCKER_TIMEOUT_S``)."""
 
@@ -43,7 +47,7 @@ def _replica(
 ) -> ServiceProcess:
     port = free_port()
     env = {
-        **green_env(settings, db_url, name),
+        **green_env(settings, db_url, f"{name}-{RUN}"),
         "GREEN_PUBLIC_URL": f"http://127.0.0.1:{port}",
         "GREEN_PURPLE_URL": purple_url,
         "GREEN_PURPLE_POLL_S": "0.5",
@@ -103,31 +107,31 @@ def test_queue_leases_and_cancel_across_two_replicas(
     a = _replica(green_settings, db_url, "replica-a", slow_purple, tmp_path).start()
     b = _replica(green_settings, db_url, "replica-b", slow_purple, tmp_path).start()
     try:
-        for replica, name in ((a, "replica-a"), (b, "replica-b")):
+        for replica in (a, b):
             health = web.get(f"{replica.url}/healthz", timeout=10).json()
-            assert health["instance"] == name and health["url"] == replica.url, health
+            assert health["instance"] == replica.instance and health["url"] == replica.url, health
 
         ids = [submit_task(a.url, {"task": f"arvo:{IDS[i % 4]}"})["id"] for i in range(12)]
 
         # the queue: tasks posted to A run on both replicas, each within its slots
         _until(
             lambda: (
-                len(_running_on(a.url, ids, "replica-a")) == SLOTS
-                and len(_running_on(a.url, ids, "replica-b")) == SLOTS
+                len(_running_on(a.url, ids, a.instance)) == SLOTS
+                and len(_running_on(a.url, ids, b.instance)) == SLOTS
             ),
             120,
             f"tasks did not spread over both replicas: {_tasks(a.url, ids)}",
         )
         started = [t for t in _tasks(a.url, ids).values() if t["status"] == "running"]
-        assert {t["instance"] for t in started} == {"replica-a", "replica-b"}
+        assert {t["instance"] for t in started} == {a.instance, b.instance}
 
         # cancel through either replica: A cancels B's task, B cancels A's
-        _cancel_through(a.url, _running_on(a.url, ids, "replica-b")[0], b.url)
-        _cancel_through(b.url, _running_on(b.url, ids, "replica-a")[0], a.url)
+        _cancel_through(a.url, _running_on(a.url, ids, b.instance)[0], b.url)
+        _cancel_through(b.url, _running_on(b.url, ids, a.instance)[0], a.url)
 
         # kill -9 B mid-run: within the lease A ends every task B held, and removes its containers
         held_by_b = _until(
-            lambda: (r := _running_on(a.url, ids, "replica-b")) and len(r) == SLOTS and r,
+            lambda: (r := _running_on(a.url, ids, b.instance)) and len(r) == SLOTS and r,
             60,
             "B did not refill its slots",
         )
@@ -141,7 +145,7 @@ def test_queue_leases_and_cancel_across_two_replicas(
             assert not [
                 t
                 for t in now.values()
-                if t["instance"] == "replica-b" and t["status"] in HELD and t["id"] not in b_ids
+                if t["instance"] == b.instance and t["status"] in HELD and t["id"] not in b_ids
             ]
             return all(now[i]["status"] in TERMINAL for i in b_ids)
 
@@ -150,13 +154,13 @@ def test_queue_leases_and_cancel_across_two_replicas(
         print(f"replica killed -> its {len(b_ids)} tasks ended by the other: {took:.1f} s")
         for task in _tasks(a.url, b_ids).values():
             assert task["status"] == "failed" and task["failure_kind"] == "infra", task
-            assert task["end_reason"] == "replica_lost" and "replica-b" in task["error"], task
-            assert task["instance"] == "replica-a", task
+            assert task["end_reason"] == "replica_lost" and b.instance in task["error"], task
+            assert task["instance"] == a.instance, task
 
         def b_containers() -> list[str]:
             # one call (containers.list inspects each one after listing: a container removed
             # meanwhile raises NotFound)
-            labels = ["arena.managed=1", "arena.owner=replica-b"]
+            labels = ["arena.managed=1", f"arena.owner={b.instance}"]
             found = docker_client.api.containers(all=True, filters={"label": labels})
             return [c["Names"][0] for c in found]
 
@@ -170,7 +174,7 @@ def test_queue_leases_and_cancel_across_two_replicas(
         )
 
         # A keeps working the queue alone; then cancel what is left (queued ones at once)
-        _until(lambda: _running_on(a.url, ids, "replica-a"), 30, "A stopped claiming")
+        _until(lambda: _running_on(a.url, ids, a.instance), 30, "A stopped claiming")
         for task in _tasks(a.url, ids).values():
             if task["status"] not in TERMINAL:
                 web.post(f"{a.url}/tasks/{task['id']}/cancel", headers=OPERATOR, timeout=30)
@@ -179,7 +183,7 @@ def test_queue_leases_and_cancel_across_two_replicas(
     finally:
         b.kill()
         a.stop()
-    assert container_names(docker_client, ["arena.managed=1", "arena.owner=replica-a"]) == []
+    assert container_names(docker_client, ["arena.managed=1", f"arena.owner={a.instance}"]) == []
 
 
 def test_an_a2a_cancel_ends_the_green_task_another_replica_runs(
@@ -192,7 +196,7 @@ def test_an_a2a_cancel_ends_the_green_task_another_replica_runs(
     b = None
     try:
         filler = submit_task(a.url, {"task": "arvo:900001"})["id"]
-        _until(lambda: _running_on(a.url, [filler], "replica-a"), 120, "A never ran its task")
+        _until(lambda: _running_on(a.url, [filler], a.instance), 120, "A never ran its task")
         b = _replica(green_settings, db_url, "replica-b", slow_purple, tmp_path, slots=1).start()
         sent = start_a2a_task(a.url, "Task ID: arvo:900002")
 
@@ -201,14 +205,20 @@ def test_an_a2a_cancel_ends_the_green_task_another_replica_runs(
             return [t for t in r.json()["items"] if t["status"] == "running" and t["steps"] >= 1]
 
         [task] = _until(on_b, 120, "the A2A task's work never ran")
-        assert task["instance"] == "replica-b", task
+        assert task["instance"] == b.instance, task
 
         answer = rpc(a.url, "tasks/cancel", {"id": sent["id"]}, headers=OPERATOR).json()
         assert answer.get("result", {}).get("status", {}).get("state") == "canceled", answer
-        ended = wait_terminal(b.url, task["id"], timeout=15)
-        assert (ended["status"], ended["instance"]) == ("cancelled", "replica-b"), ended
-        left = container_names(docker_client, ["arena.managed=1", f"arena.task_id={task['id']}"])
-        assert left == [], left
+        # B hears of the cancel at its next poll and ends the task, then removes its container
+        # (on a loaded machine each step takes seconds): wait on each, bounded by engine calls
+        ended = wait_terminal(b.url, task["id"], timeout=ENGINE_CALL_S)
+        assert (ended["status"], ended["instance"]) == ("cancelled", b.instance), ended
+        labels = ["arena.managed=1", f"arena.task_id={task['id']}"]
+        _until(
+            lambda: not container_names(docker_client, labels),
+            ENGINE_CALL_S,
+            lambda: f"the task's container was left: {container_names(docker_client, labels)}",
+        )
         assert _tasks(a.url, [filler])[filler]["status"] == "running"  # A's own task runs on
         web.post(f"{a.url}/tasks/{filler}/cancel", headers=OPERATOR, timeout=30)
         assert wait_terminal(a.url, filler, timeout=30)["status"] == "cancelled"
@@ -227,8 +237,8 @@ def test_a_second_replica_of_a_live_name_is_refused(green_settings, postgres, tm
             second.start(timeout=60)
         assert second.proc is not None and second.proc.returncode not in (0, None)
         out = second.log_path.read_text()
-        assert "another green replica named 'same-name' is alive" in out, out[-3000:]
-        assert web.get(f"{first.url}/healthz", timeout=10).json()["instance"] == "same-name"
+        assert f"another green replica named '{first.instance}' is alive" in out, out[-3000:]
+        assert web.get(f"{first.url}/healthz", timeout=10).json()["instance"] == first.instance
     finally:
         second.stop()
         first.stop()
@@ -245,12 +255,12 @@ def test_a_frozen_replica_stops_a_task_taken_over_without_rewriting_its_end(
     a = None
     try:
         task = submit_task(b.url, {"task": "arvo:900001"})
-        _until(lambda: _running_on(b.url, [task["id"]], "frozen-b"), 60, "B did not run it")
+        _until(lambda: _running_on(b.url, [task["id"]], b.instance), 60, "B did not run it")
         a = _replica(green_settings, db_url, "frozen-a", slow_purple, tmp_path).start()
         assert b.proc is not None
         b.proc.send_signal(signal.SIGSTOP)  # alive, but silent past its lease
         ended = wait_terminal(a.url, task["id"], timeout=3 * LEASE_S + 10)
-        assert ended["end_reason"] == "replica_lost" and ended["instance"] == "frozen-a", ended
+        assert ended["end_reason"] == "replica_lost" and ended["instance"] == a.instance, ended
         b.proc.send_signal(signal.SIGCONT)
         _until(lambda: "task.lease_lost" in b.log_path.read_text(), 2 * LEASE_S, "B never noticed")
         # its runner's cleanup has run (the container is gone: a loaded machine takes seconds)
@@ -262,7 +272,7 @@ def test_a_frozen_replica_stops_a_task_taken_over_without_rewriting_its_end(
         )
         after = web.get(f"{b.url}/tasks/{task['id']}", headers=OPERATOR, timeout=10).json()
         assert after["status"] == "failed" and after["end_reason"] == "replica_lost", after
-        assert after["error"] == ended["error"] and after["instance"] == "frozen-a", after
+        assert after["error"] == ended["error"] and after["instance"] == a.instance, after
     finally:
         if b.proc is not None and b.proc.poll() is None:
             b.proc.send_signal(signal.SIGCONT)

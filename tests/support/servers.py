@@ -163,6 +163,8 @@ class ServiceProcess:
         assert module in SERVICES, module
         self.module, self.port, self.env, self.log_path = module, port, env, log_path
         self.url = f"http://127.0.0.1:{port}"
+        self.instance = env.get("GREEN_INSTANCE_NAME")
+        """A green's instance name (its containers' ``arena.owner`` label), when set."""
         self.proc: ForkedProcess | None = None
 
     def start(self, timeout: float = 60) -> ServiceProcess:
