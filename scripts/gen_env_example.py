@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pydantic_settings import BaseSettings
 
+from services.green.config import GROUPS as GREEN_GROUPS
 from services.green.config import GreenSettings
 from services.purple.config import PurpleSettings
 from services.shared.telemetry import TracingSettings
@@ -48,31 +49,29 @@ USER_SETS: tuple[str, ...] = (
 )
 """The variables a user sets first, in this order, at the top of the file."""
 
+
+def env_name(cls: type[BaseSettings], name: str, field) -> str:
+    """The environment variable of a settings field: its first alias, else prefix + name."""
+    alias = field.validation_alias
+    if alias is not None and hasattr(alias, "choices"):
+        return str(alias.choices[0])
+    return f"{cls.model_config.get('env_prefix', '')}{name}".upper()
+
+
+def _doc(cls: type) -> str:
+    """A class's docstring as a heading: its first sentence, without the full stop."""
+    return (cls.__doc__ or cls.__name__).strip().split(".")[0]
+
+
 GROUPS: tuple[tuple[str, str], ...] = (
-    (
-        "green: HTTP, credentials and intake bounds",
-        r"GREEN_(HOST|PORT|PUBLIC_URL|CARD_URL|API_TOKEN.*|OPEN_OPERATOR_PLANE|PURPLE_ALLOWLIST"
-        r"|REQUIRE_TOKEN|REQUEST_READ_TIMEOUT_S|MAX_CONNECTIONS.*|BODY_BYTES_.*|.*_BODY_MAX_BYTES"
-        r"|RPC_.*|MAX_QUEUED_TASKS|MAX_ASSESSMENT_TASKS|INTAKE_PER_MINUTE)",
+    *(
+        (
+            f"green: {_doc(group)}",
+            "|".join(env_name(GreenSettings, f, field) for f, field in fields),
+        )
+        for group in GREEN_GROUPS
+        if (fields := [(f, GreenSettings.model_fields[f]) for f in group.model_fields])
     ),
-    (
-        "green: database and replicas",
-        r"GREEN_(?!DATABASE_CHECK_OFF_LOOP)(DATABASE_.*|INSTANCE_NAME|LEASE_S|QUEUE_POLL_S)",
-    ),
-    (
-        "green: Docker and the task container",
-        r"GREEN_(SANDBOX_PROVIDER|DOCKER_.*|CONTAINER_.*|AGENT_UID|OUTPUT_LIMIT_BYTES"
-        r"|COMMAND_MAX_BYTES|DISK_CHECK_S|CLEANUP_RETRY_S|STRIP_GIT|HIDE_POC|MASK_ARVO_ID)",
-    ),
-    (
-        "green: assets, datasets, kinds and judging",
-        r"GREEN_(ASSET_.*|IMAGE_.*|SWEBENCH_.*|FIX_.*|POC_.*|JUDGE_.*|VERIFY_.*)",
-    ),
-    (
-        "green: checks for developers (the test suite turns them on)",
-        r"GREEN_DATABASE_CHECK_OFF_LOOP",
-    ),
-    ("green: tasks, purple and logs", r"GREEN_.*"),
     (
         "purple: the model",
         r"PURPLE_(MODE|LLM_.*|STOP|TEMPERATURE|TOP_P|SEED|EXTRA_BODY|PRICES|FALLBACK_TO_ANALYST)"
@@ -82,21 +81,15 @@ GROUPS: tuple[tuple[str, str], ...] = (
     ("purple: the service", r"PURPLE_.*"),
     ("both services: OpenTelemetry traces (off unless an endpoint is set)", r"OTEL_.*"),
 )
-"""Headings of the tunables: each variable goes under the first whose pattern matches it whole."""
+"""Headings of the tunables: green's are its settings' groups (each group's docstring, its
+variables); purple's and the traces' are patterns. A variable goes under the first heading whose
+pattern matches it whole."""
 SHARED = """\
 # ---- both services ---------------------------------------------------------------------------
 # Name of the log run folder under the log dirs; give both services the same value to share
 # logs/log_<timestamp>/ (docker compose does). Default: log_<start time>.
 # ARENA_LOG_RUN=
 """
-
-
-def env_name(cls: type[BaseSettings], name: str, field) -> str:
-    """The environment variable of a settings field: its first alias, else prefix + name."""
-    alias = field.validation_alias
-    if alias is not None and hasattr(alias, "choices"):
-        return str(alias.choices[0])
-    return f"{cls.model_config.get('env_prefix', '')}{name}".upper()
 
 
 def _value(v) -> str:

@@ -23,7 +23,7 @@ from services.green.api.invalid import invalid_request
 from services.green.api.routes import assessments, datasets, health, kinds, runs, tasks
 from services.green.assessment import AssessmentRunner
 from services.green.auth import OperatorAuth, load_operator_token
-from services.green.config import GreenSettings
+from services.green.config import DeveloperChecks, GreenSettings
 from services.green.dataset_tools import make_dataset_tools
 from services.green.http_limits import Bounds, RequestLimits, Verifier
 from services.green.intake_limits import IntakeLimits, allowed_purple
@@ -147,12 +147,15 @@ def _lifespan(
 
 
 def create_app(
-    settings: GreenSettings | None = None, *, orchestrator: Orchestrator | None = None
+    settings: GreenSettings | None = None,
+    *,
+    orchestrator: Orchestrator | None = None,
+    checks: DeveloperChecks | None = None,
 ) -> FastAPI:
     settings = settings or GreenSettings()
     configure_logging(settings.log_dir)
     engine = make_engine(settings.database_url, settings.database_deadline_s)
-    if settings.database_check_off_loop:
+    if (checks or DeveloperChecks()).database_check_off_loop:
         forbid_on_event_loop(engine)
     orch = orchestrator or build_orchestrator(settings, engine)
     assessment_store = AssessmentStore(engine)

@@ -13,7 +13,7 @@ import pytest
 
 from fixtures.catalog import DEFAULT_ASSETS_DIR, FIX_IMAGE_TEMPLATE, IMAGE_TEMPLATE, REPO_ROOT
 from services.green.app import create_app as create_green
-from services.green.config import GreenSettings
+from services.green.config import DeveloperChecks, GreenSettings
 from services.green.server import before_drain
 from services.purple.app import create_app as create_purple
 from services.purple.config import PurpleSettings
@@ -26,6 +26,9 @@ from tests.support.scripted_purple import Observed, Script, ScriptedPolicy
 from tests.support.servers import ServiceProcess, ThreadedServer, free_port, serve
 
 pytestmark = pytest.mark.docker
+
+CHECKS = DeveloperChecks(database_check_off_loop=True)
+"""The suite's greens: their event loop never waits on the database."""
 
 
 @pytest.fixture(scope="session")
@@ -88,7 +91,6 @@ def green_settings(tmp_path: Path, fixture_assets: Path, green_database_url: str
         purple_poll_s=0.5,
         container_memory="1g",
         instance_name=f"test-{port}",
-        database_check_off_loop=True,  # green's loop never waits on its database
     )
 
 
@@ -98,7 +100,7 @@ def start_green(green_settings: GreenSettings) -> Iterator[Callable[..., Threade
 
     def start(**overrides) -> ThreadedServer:
         settings = green_settings.model_copy(update=overrides)
-        app = create_green(settings)
+        app = create_green(settings, checks=CHECKS)
         stop_signal = functools.partial(before_drain, app)  # what green's own server does first
         srv = ThreadedServer(app, port=settings.port, on_stop=stop_signal).start()
         srv.owner = settings.instance_name  # its containers carry arena.owner=<this>
