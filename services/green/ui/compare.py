@@ -20,7 +20,7 @@ from services.green.kinds.base import TaskKind
 from services.green.kinds.metrics import continuous_metrics, declared_metrics
 from services.green.store.models import AssessmentRecord, Task
 from services.green.ui.auth import disclosure, require_page
-from services.green.ui.runs import _record, _tasks
+from services.green.ui.runs import run_record, run_tasks_of
 from services.green.ui.templating import render
 from services.green.ui.views import NO_RUN, run_name
 from services.shared import comparable, paired, signflip, stats
@@ -76,8 +76,8 @@ async def compare(
     force: Annotated[bool, Query()] = False,
 ) -> Response:
     ids = parse_runs(runs)
-    records = {run_id: await _record(request, run_id) for run_id in ids}  # 404 if unknown
-    tasks = {run_id: await _tasks(request, run_id) for run_id in ids}
+    records = {run_id: await run_record(request, run_id) for run_id in ids}  # 404 if unknown
+    tasks = {run_id: await run_tasks_of(request, run_id) for run_id in ids}
     show = disclosure(request)
     scored = {t.id for r in ids for t in await show.scored(tasks[r])}
     attempts = {r: [_attempt(t, t.id in scored) for t in tasks[r]] for r in ids}

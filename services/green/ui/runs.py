@@ -79,7 +79,7 @@ async def summarize(request: Request, run_id: str, rec: AssessmentRecord | None)
     if final and show.caller.operator:  # the operator sees every score
         summary["aggregate"] = recorded
         return summary
-    tasks = await _tasks(request, run_id)
+    tasks = await run_tasks_of(request, run_id)
     scored = await show.scored(tasks)
     every = len(scored) == sum(t.status.terminal for t in tasks)  # none withheld
     summary["aggregate"] = (
@@ -88,7 +88,8 @@ async def summarize(request: Request, run_id: str, rec: AssessmentRecord | None)
     return summary
 
 
-async def _record(request: Request, run_id: str) -> AssessmentRecord | None:
+async def run_record(request: Request, run_id: str) -> AssessmentRecord | None:
+    """A run's record (None for the tasks of no run); 404 when there is no such run."""
     if run_id == NO_RUN:
         return None
     rec = await _db(request).run(request.app.state.assessment_store.get, run_id)
@@ -97,7 +98,8 @@ async def _record(request: Request, run_id: str) -> AssessmentRecord | None:
     return rec
 
 
-async def _tasks(request: Request, run_id: str, ground_truth: bool = False) -> list[Task]:
+async def run_tasks_of(request: Request, run_id: str, ground_truth: bool = False) -> list[Task]:
+    """A run's tasks (the ground truth only when asked: the views drop it)."""
     store = request.app.state.orchestrator.store
     run = "" if run_id == NO_RUN else run_id
     return list(await _db(request).run(store.run_tasks, run, ground_truth=ground_truth))
@@ -183,8 +185,8 @@ async def points(facts: TaskFacts, tasks: list[Task], show: Disclosure) -> list[
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
 async def run(run_id: str, request: Request) -> Response:
-    record = await _record(request, run_id)
-    tasks = await _tasks(request, run_id, ground_truth=True)  # for the views, which drop it
+    record = await run_record(request, run_id)
+    tasks = await run_tasks_of(request, run_id, ground_truth=True)  # for the views, which drop it
     show = disclosure(request)
     summary = await counts(request, run_id)
     summary["aggregate"] = aggregate(
@@ -214,10 +216,10 @@ async def plot(run_id: str, name: str, request: Request) -> Response:
         raise HTTPException(
             status.HTTP_404_NOT_FOUND, f"no plot {name!r}; one of {', '.join(plots.PLOTS)}"
         )
-    await _record(request, run_id)
+    await run_record(request, run_id)
     pts = await points(
         request.app.state.ui_facts,
-        await _tasks(request, run_id, ground_truth=True),
+        await run_tasks_of(request, run_id, ground_truth=True),
         disclosure(request),
     )
     runner = request.app.state.assessments
