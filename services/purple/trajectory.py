@@ -32,6 +32,8 @@ class Trajectory:
         self.task_id = task_id
         self.policy = policy
         self.start = time.monotonic()
+        self.started_at = datetime.now(UTC)
+        """The wall-clock time of ``start`` (each event's ``t`` counts seconds from it)."""
         self.events = 0
         self._file: TextIO | None = None
         self.events_path: Path | None = None
