@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from a2a.types import Role
 
+from services.purple.api.tasks import commands_of
 from services.purple.app import create_app
 from services.purple.commands import CommandRecord
 from services.purple.config import PurpleSettings
@@ -162,6 +163,13 @@ def test_hostile_ids_from_a2a_are_filed_inside_the_folder_and_kept_apart(tmp_pat
     assert records == sorted(f"{key_of(i)}.json" for i in HOSTILE_IDS)
     assert all(r.startswith("_") for r in records)  # none is the id itself
     assert sorted(t["id"] for t in listed) == sorted(HOSTILE_IDS)
+    # each id has trajectory files of its own ("a/b" and "a_b" share none), none hidden
+    files = [index.files(index.get(i)) for i in HOSTILE_IDS]
+    names = [path.name for each in files for path, _ in each]
+    assert len(names) == len(set(names)) == len(HOSTILE_IDS)
+    assert all(not n.startswith(".") for n in names)
+    for task_id in HOSTILE_IDS:
+        assert [c.command for c in commands_of(index, index.get(task_id))] == [f"ls {task_id}"]
     assert {key_of("a/b"), key_of("A-UPPER")} & {key_of("a_b"), key_of("a-upper")} == set()
 
 
