@@ -51,5 +51,5 @@ down:            ## stop the demo stack; its volumes are kept: the next `make de
 
 clean:           ## stop the demo stack and DELETE its volumes (every task, run and score: `make down` keeps them)
 	@echo "make clean: stopping the demo stack and deleting its volumes: green-data (green.db: every task, run and score;"
-	@echo "            the task-file cache), purple-data (purple.db, trajectories), green-logs, purple-logs"
+	@echo "            the task-file cache), purple-data (trajectories, task records), green-logs, purple-logs"
 	bash deploy/compose.sh --demo down -v --remove-orphans

@@ -110,9 +110,7 @@ def main() -> None:
     green_url = f"http://127.0.0.1:{green_port}"
     policy = BenchPolicy(green_url, args.blocks, args.per_block, tmp)
     purple = create_purple(
-        PurpleSettings(
-            port=purple_port, database_url=f"sqlite:///{tmp}/p.db", log_dir=tmp / "logs"
-        ),
+        PurpleSettings(port=purple_port, log_dir=tmp / "logs", trajectory_dir=tmp / "traj"),
         make_policy=lambda kind="rca_task": policy,
     )
     green = create_green(

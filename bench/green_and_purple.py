@@ -19,9 +19,7 @@ def green_and_purple(tmp: Path, policy: Any, token: str, **green: Any) -> tuple[
     (its settings overridden by ``green``) hands its tasks to that purple."""
     purple_port, green_port = free_port(), free_port()
     purple = create_purple(
-        PurpleSettings(
-            port=purple_port, database_url=f"sqlite:///{tmp}/p.db", log_dir=tmp / "logs"
-        ),
+        PurpleSettings(port=purple_port, log_dir=tmp / "logs", trajectory_dir=tmp / "traj"),
         make_policy=lambda kind="rca_task": policy,
     )
     settings = GreenSettings(

@@ -41,7 +41,6 @@ def start_purple(tmp: Path, name: str = "purple", slots: int = 512) -> ServicePr
     """Purple with its offline analyst."""
     env = {
         "PURPLE_POLICY": "stacktrace",
-        "PURPLE_DATABASE_URL": f"sqlite:///{tmp}/{name}.db",
         "PURPLE_LOG_DIR": str(tmp / "logs"),
         "PURPLE_TRAJECTORY_DIR": str(tmp / f"traj-{name}"),
         "PURPLE_MAX_CONCURRENT_TASKS": str(slots),
@@ -260,7 +259,6 @@ def start_sleeping_purple(tmp: Path, seconds: float = 1800) -> ThreadedServer:
     port = free_port()
     settings = PurpleSettings(
         port=port,
-        database_url=f"sqlite:///{tmp}/sleeping.db",
         log_dir=tmp / "logs",
         trajectory_dir=tmp / "traj-sleeping",
         max_concurrent_tasks=1024,

@@ -32,11 +32,11 @@ GREEN_API_TOKEN=$ARENA_API_TOKEN GREEN_ASSET_SOURCE=$assets \
   GREEN_LOG_DIR="$work/logs" GREEN_PURPLE_ALLOWLIST='["http://127.0.0.1:*"]' \
   uv run --frozen python -m services.green --port "$green_port" >"$work/green.log" 2>&1 &
 pids+=($!)
-PURPLE_POLICY=stacktrace PURPLE_DATABASE_URL="sqlite:///$work/analyst.db" \
+PURPLE_POLICY=stacktrace \
   PURPLE_LOG_DIR="$work/logs" PURPLE_TRAJECTORY_DIR="$work/traj-analyst" \
   uv run --frozen python -m services.purple --port "$analyst_port" >"$work/analyst.log" 2>&1 &
 pids+=($!)
-PURPLE_PORT=$weak_port PURPLE_DATABASE_URL="sqlite:///$work/weak.db" PURPLE_LOG_DIR="$work/logs" \
+PURPLE_PORT=$weak_port PURPLE_LOG_DIR="$work/logs" \
   PURPLE_TRAJECTORY_DIR="$work/traj-weak" uv run --frozen python - >"$work/weak.log" 2>&1 <<'EOF' &
 import uvicorn
 

@@ -1,4 +1,6 @@
-"""Purple's FastAPI app: the A2A routes, GET /tasks/{id}, /healthz and /readyz.
+"""Purple's FastAPI app: the A2A routes, GET /tasks, GET /tasks/{id} and its trajectory,
+/healthz and /readyz. What purple keeps of its tasks is files in ``PURPLE_TRAJECTORY_DIR``: the
+trajectories and one record per task (:mod:`services.purple.task_index`).
 
 With the LLM agent, /healthz and /readyz also ask the model endpoint whether it is up and serves
 the configured model (:mod:`services.purple.model_check`); /readyz answers 503 when it does not.
@@ -13,17 +15,16 @@ from collections.abc import Callable
 from contextlib import asynccontextmanager
 from functools import partial
 
-from fastapi import FastAPI, HTTPException
+from fastapi import FastAPI
 
 from services.purple.a2a.executor import PurpleExecutor
-from services.purple.api import trajectory
+from services.purple.api import tasks, trajectory
 from services.purple.card import VERSION, purple_card
 from services.purple.config import PurpleSettings
 from services.purple.model_check import add_health_routes
 from services.purple.policies import build_policy
 from services.purple.protocols import Policy
-from services.purple.store.crud import PurpleStore, make_engine
-from services.purple.store.models import PurpleTask, PurpleTaskView
+from services.purple.task_index import TaskIndex
 from services.shared.a2a import mount_a2a
 from services.shared.logging import configure_logging, get_logger
 from services.shared.telemetry import Tracing
@@ -38,15 +39,17 @@ def create_app(
     """``make_policy`` replaces the policy chosen by the settings (tests script purple with it)."""
     settings = settings or PurpleSettings()
     configure_logging(settings.log_dir)
-    store = PurpleStore(make_engine(settings.database_url))
+    index = TaskIndex(settings.trajectory_dir)
     make_policy = make_policy or partial(build_policy, settings)
     tracing = Tracing("arena-purple")  # off unless OTEL_EXPORTER_OTLP_ENDPOINT is set
-    executor = PurpleExecutor(settings, store, make_policy, tracing)
+    executor = PurpleExecutor(settings, index, make_policy, tracing)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        start_default_pool()  # like the store's writer: its thread count is fixed from here
-        store.fail_unfinished("interrupted by restart")
+        start_default_pool()  # its thread count is fixed from here
+        index.open()
+        if failed := index.recover("interrupted by restart"):
+            log.info("purple.recovered", failed=len(failed))
         log.info(
             "purple.listening",
             url=settings.reachable_url(),
@@ -56,7 +59,8 @@ def create_app(
         try:
             yield
         finally:
-            await executor.shutdown()
+            await executor.shutdown()  # each task records how it ended
+            index.close()
             await asyncio.to_thread(tracing.shutdown)  # the spans still buffered
 
     app = FastAPI(
@@ -66,23 +70,11 @@ def create_app(
         description="A ReAct root-cause analyst that works through green over A2A.",
     )
 
-    app.state.store, app.state.trajectory_dir = store, settings.trajectory_dir
+    app.state.index = index
     app.include_router(trajectory.router)
+    app.include_router(tasks.router)
 
     add_health_routes(app, settings)
-
-    @app.get("/tasks", tags=["tasks"], response_model=list[PurpleTask])
-    async def list_tasks(limit: int = 100) -> list[PurpleTask]:
-        return store.list(min(max(limit, 1), 1000))
-
-    @app.get("/tasks/{task_id}", tags=["tasks"], response_model=PurpleTaskView)
-    async def get_task(task_id: str) -> PurpleTaskView:
-        row = store.get(task_id)
-        if row is None:
-            raise HTTPException(404, f"no task {task_id}")
-        return PurpleTaskView.model_validate(
-            {**row.model_dump(), "command_history": store.commands(task_id)}
-        )
 
     card = purple_card(settings, make_policy().name)
     mount_a2a(app, executor, card)

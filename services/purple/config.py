@@ -85,13 +85,11 @@ class PurpleSettings(BaseSettings):
     """HTTP timeout of one request to green (a command may run long)."""
     max_concurrent_tasks: int = 8
     """Tasks worked on at once; more wait."""
-    database_url: str = "sqlite:///data/purple.db"
-    """Where task contexts are kept: any SQLAlchemy URL (SQLite, or PostgreSQL with the
-    ``postgres`` extra). Migrated at start-up."""
     log_dir: Path = Path("logs")
     """Run folders log_<timestamp>/ (shared with green when ARENA_LOG_RUN matches)."""
     trajectory_dir: Path = Path("data/trajectories")
-    """One JSON trajectory per task."""
+    """What purple keeps of its tasks: each task's trajectory files, and its record under
+    tasks/ (GET /tasks, GET /tasks/{id} and its trajectory answer from them, across restarts)."""
 
     def reachable_url(self) -> str:
         if self.public_url:

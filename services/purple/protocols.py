@@ -66,7 +66,7 @@ class TaskContext:
     """The run's usage as it accrues: the policy counts into it, the environment reports it
     with each command, and it survives a cancelled run."""
     commands: CommandLog = field(default_factory=CommandLog)
-    """Where the run's tools record each command once (history, trajectory, store)."""
+    """Where the run's tools record each command once (history, usage, trajectory)."""
     offers: tuple[str, ...] = ()
     """The requests beyond execute and submit the task serves (``run_poc``)."""
 

@@ -4,10 +4,14 @@
 LLM call with tokens/cost/duration, command with its output, compaction, submission), so a
 crash or a cancel loses nothing and no file is rewritten per step. ``<dir>/<task_id>.<policy>.traj.json``
 is written once at the end: config, model, task, result, command history, final messages.
+A task id that is not a plain file name (a character outside ``[A-Za-z0-9_.-]``, a leading dot,
+over 120 characters) is named by what is left of it, ``~`` and 16 hex digits of its SHA-256, so
+two ids never share files and none is hidden.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import time
@@ -22,16 +26,26 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:120] or "task"
 
 
+def _task_part(task_id: str) -> str:
+    safe = _safe(task_id)
+    if safe == task_id and not safe.startswith("."):
+        return safe
+    digest = hashlib.sha256(task_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{safe.lstrip('.')[:100]}~{digest}"
+
+
 class Trajectory:
     @staticmethod
     def stem(task_id: str, policy: str) -> str:
         """The file-name stem of a task's trajectory files (``<stem>.events.jsonl``, ...)."""
-        return f"{_safe(task_id)}.{_safe(policy)}"
+        return f"{_task_part(task_id)}.{_safe(policy)}"
 
     def __init__(self, directory: str | Path | None, task_id: str, policy: str = "react") -> None:
         self.task_id = task_id
         self.policy = policy
         self.start = time.monotonic()
+        self.started_at = datetime.now(UTC)
+        """The wall-clock time of ``start`` (each event's ``t`` counts seconds from it)."""
         self.events = 0
         self._file: TextIO | None = None
         self.events_path: Path | None = None

@@ -24,7 +24,6 @@ def _settings(tmp_path, **kw) -> PurpleSettings:
     port = free_port()
     return PurpleSettings(
         port=port,
-        database_url=f"sqlite:///{tmp_path}/p{port}.db",
         log_dir=tmp_path / f"logs{port}",
         trajectory_dir=tmp_path / f"t{port}",
         **kw,

@@ -124,7 +124,6 @@ def scripted_purple(tmp_path: Path) -> Iterator[Callable[..., tuple[str, Observe
         port = free_port()
         settings = PurpleSettings(
             port=port,
-            database_url=f"sqlite:///{tmp_path}/purple-{len(stack)}.db",
             log_dir=tmp_path / "logs",
             trajectory_dir=tmp_path / "traj",
             **settings_,
@@ -149,7 +148,6 @@ def analyst_url(tmp_path: Path) -> Iterator[str]:
     settings = PurpleSettings(
         port=port,
         policy="stacktrace",
-        database_url=f"sqlite:///{tmp_path}/analyst.db",
         log_dir=tmp_path / "logs",
         trajectory_dir=tmp_path / "traj-analyst",
     )
@@ -206,7 +204,6 @@ def llm_purple(tmp_path, llm):
             model="fake-model",
             openai_base_url=llm.base_url,
             openai_api_key="test",
-            database_url=f"sqlite:///{tmp_path}/p.db",
             log_dir=tmp_path / "logs",
             trajectory_dir=tmp_path / "traj",
             llm_retries=1,
@@ -233,7 +230,6 @@ def llm_purple_process(tmp_path: Path):
             "PURPLE_MODEL": "fake-model",
             "OPENAI_BASE_URL": llm.base_url,
             "OPENAI_API_KEY": "test",
-            "PURPLE_DATABASE_URL": f"sqlite:///{tmp_path}/purple.db",
             "PURPLE_LOG_DIR": str(tmp_path / "logs"),
             "PURPLE_TRAJECTORY_DIR": str(tmp_path / "traj"),
         }

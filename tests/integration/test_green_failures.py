@@ -199,7 +199,6 @@ def test_purple_dying_mid_task_ends_it_within_seconds(
 def _scripted_purple_on(port: int, tmp_path: Path, script: Script) -> ThreadedServer:
     settings = PurpleSettings(
         port=port,
-        database_url=f"sqlite:///{tmp_path}/late-purple.db",
         log_dir=tmp_path / "logs",
         trajectory_dir=tmp_path / "traj",
     )

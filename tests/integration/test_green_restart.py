@@ -11,8 +11,6 @@ from services.green.store.db import make_engine
 from services.green.store.models import Task
 from services.purple.app import create_app as create_purple
 from services.purple.config import PurpleSettings
-from services.purple.store.crud import PurpleStore
-from services.purple.store.crud import make_engine as make_purple_engine
 from tests.integration.conftest import leftover_containers
 from tests.integration.helpers import (
     OPERATOR,
@@ -136,9 +134,7 @@ def test_purple_shut_down_mid_task_records_it_and_green_fails_the_task(
     start_green, green_settings, tmp_path, docker_client
 ):
     port = free_port()
-    settings = PurpleSettings(
-        port=port, database_url=f"sqlite:///{tmp_path}/p.db", log_dir=tmp_path / "logs"
-    )
+    settings = PurpleSettings(port=port, log_dir=tmp_path / "logs", trajectory_dir=tmp_path / "t")
     policy = ScriptedPolicy(Script(commands=["sleep 2"] * 20), Observed())
     purple = ThreadedServer(
         create_purple(settings, make_policy=lambda kind="rca_task": policy), port
@@ -150,9 +146,16 @@ def test_purple_shut_down_mid_task_records_it_and_green_fails_the_task(
     wait_until(lambda: web.get(on_purple).status_code == 200, "purple never started the job")
     purple.stop()  # lifespan shutdown: the job is cancelled and recorded
 
-    store = PurpleStore(make_purple_engine(settings.database_url))
-    row = store.get(task["id"])
-    assert row.status == "cancelled" and row.reason == "purple shut down"
+    # a purple started on the same folder serves the task's record and trajectory
+    other = free_port()
+    again = ThreadedServer(create_purple(settings.model_copy(update={"port": other})), other)
+    try:
+        seen = f"{again.start().url}/tasks/{task['id']}"
+        row = web.get(seen).json()
+        assert row["status"] == "cancelled" and row["reason"] == "purple shut down"
+        assert web.get(f"{seen}/trajectory").json()["status"] == "cancelled"
+    finally:
+        again.stop()
     done = wait_terminal(green.url, task["id"], timeout=60)
     assert done["status"] == "failed" and done["failure_kind"] == "agent"
     assert leftover_containers(docker_client, green.owner) == []

@@ -54,7 +54,6 @@ def hostile(tmp_path, green_settings) -> Iterator[tuple[str, AttackReport, Recor
     port = free_port()
     settings = PurpleSettings(
         port=port,
-        database_url=f"sqlite:///{tmp_path}/hostile.db",
         log_dir=tmp_path / "logs",
         trajectory_dir=tmp_path / "traj",
     )
@@ -159,7 +158,6 @@ def test_a_hostile_purple_on_a_reproduce_task_finds_no_poc_no_fix_and_no_hash_of
     port = free_port()
     settings = PurpleSettings(
         port=port,
-        database_url=f"sqlite:///{tmp_path}/hostile-poc.db",
         log_dir=tmp_path / "logs",
         trajectory_dir=tmp_path / "traj",
     )

@@ -88,7 +88,6 @@ def flooding_purple(tmp_path) -> Iterator[Callable[..., tuple[str, Flood, Hostil
         port = free_port()
         settings = PurpleSettings(
             port=port,
-            database_url=f"sqlite:///{tmp_path}/purple-{port}.db",
             log_dir=tmp_path / "logs",
             trajectory_dir=tmp_path / "traj",
         )

@@ -27,7 +27,6 @@ def services(green_settings, tmp_path: Path):
         purple_port,
         {
             "PURPLE_POLICY": "stacktrace",
-            "PURPLE_DATABASE_URL": f"sqlite:///{tmp_path}/purple.db",
             "PURPLE_LOG_DIR": str(tmp_path / "logs"),
             "PURPLE_TRAJECTORY_DIR": str(tmp_path / "traj"),
             "PURPLE_MAX_CONCURRENT_TASKS": "16",

@@ -26,7 +26,6 @@ def analyst_purple(tmp_path):
     settings = PurpleSettings(
         port=port,
         policy="stacktrace",
-        database_url=f"sqlite:///{tmp_path}/p.db",
         log_dir=tmp_path / "logs",
         trajectory_dir=tmp_path / "traj",
     )

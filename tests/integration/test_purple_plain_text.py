@@ -63,8 +63,8 @@ def test_purple_works_on_a_text_only_task(start_green, green_settings, tmp_path)
             port=port,
             policy="stacktrace",
             green_url=green_url,
-            database_url=f"sqlite:///{tmp_path}/p.db",
             log_dir=tmp_path / "logs",
+            trajectory_dir=tmp_path / "traj",
         )
     )
     relay = TextOnlyRelay(f"http://127.0.0.1:{port}")

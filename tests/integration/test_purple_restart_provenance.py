@@ -19,7 +19,6 @@ RIGHT = [{"file": "src/entity.c", "function": "xml_decode_entity", "line_start":
 
 def _purple(tmp_path: Path, port: int, name: str, **env: str) -> ServiceProcess:
     base = {
-        "PURPLE_DATABASE_URL": f"sqlite:///{tmp_path}/purple-{name}.db",
         "PURPLE_LOG_DIR": str(tmp_path / "logs"),
         "PURPLE_TRAJECTORY_DIR": str(tmp_path / f"traj-{name}"),
     }

@@ -76,7 +76,6 @@ def purple(tmp_path: Path, base_url: str, **settings: Any):
         model=ALIAS,
         openai_base_url=base_url,
         openai_api_key="none",
-        database_url=f"sqlite:///{tmp_path}/purple-{port}.db",
         log_dir=tmp_path / "logs",
         trajectory_dir=tmp_path / "traj",
         **{"llm_timeout_s": 600, **settings},

@@ -12,11 +12,12 @@ from services.purple.agent.compaction import SUMMARY_HEADER, estimate_tokens
 from services.purple.agent.config import AgentConfig
 from services.purple.agent.loop import OBSERVATION_CUT, ReactAgent
 from services.purple.agent.parser import FORMAT_HELP, format_text_call
-from services.purple.commands import CommandLog, CommandRecord
+from services.purple.commands import CommandLog
 from services.purple.llm.base import LLMError, LLMReply, ToolCall
 from services.purple.llm.scripted import ScriptedLLM
 from services.purple.protocols import Policy, TaskContext
 from services.purple.signals import TaskEnded
+from services.purple.trajectory import Trajectory
 from services.shared.text import clip_middle
 from tests.support.local_env import LocalShellEnvironment, make_workspace
 
@@ -114,10 +115,11 @@ async def test_trajectory_is_written_incrementally_and_finally(task, tmp_path: P
 
 
 async def test_each_command_is_recorded_once_from_one_record(task, tmp_path: Path) -> None:
-    """History, usage, trajectory and store are fed by one call per command with one record
-    (before, the store had its own callback in the environment and the trajectory another)."""
-    stored: list[CommandRecord] = []
-    task.commands = CommandLog(task.usage, store=stored.append)
+    """History, usage and trajectory are fed by one call per command with one record, and the
+    log's maker hears of the trajectory the policy attached (purple's executor lists its file
+    in the task's record)."""
+    opened: list[Trajectory] = []
+    task.commands = CommandLog(task.usage, on_trajectory=opened.append)
     llm = ScriptedLLM(
         [
             tc("run_bash_cmd", command="echo one"),
@@ -126,13 +128,16 @@ async def test_each_command_is_recorded_once_from_one_record(task, tmp_path: Pat
         ]
     )
     result = await run(llm, task, tmp_path / "traj")
-    events = (tmp_path / "traj" / "t-1.react.events.jsonl").read_text().splitlines()
-    traced = [e for e in map(json.loads, events) if e["type"] == "command"]
-    assert result.command_history == task.commands.history == stored
-    assert all(a is b for a, b in zip(task.commands.history, stored, strict=True))
-    assert [e["command"] for e in traced] == [r.command for r in stored]
-    assert result.stats.commands == len(stored) == 3  # two tools + writing loc.json
-    assert stored[1].tool and stored[1].tool.startswith("show_file") and stored[0].step == 1
+    events_path = tmp_path / "traj" / "t-1.react.events.jsonl"
+    traced = [
+        e for e in map(json.loads, events_path.read_text().splitlines()) if e["type"] == "command"
+    ]
+    history = task.commands.history
+    assert [t.events_path for t in opened] == [events_path]
+    assert result.command_history == history
+    assert [(e["command"], e["step"]) for e in traced] == [(r.command, r.step) for r in history]
+    assert result.stats.commands == len(history) == 3  # two tools + writing loc.json
+    assert history[1].tool and history[1].tool.startswith("show_file") and history[0].step == 1
 
 
 async def test_prompts_come_from_the_config_templates_and_are_recorded(task, tmp_path) -> None:

@@ -30,7 +30,6 @@ def _purple(tmp_path: Path, base_url: str):
         model="fake-model",
         openai_base_url=base_url,
         openai_api_key="test",
-        database_url=f"sqlite:///{tmp_path}/p.db",
         log_dir=tmp_path / "logs",
         trajectory_dir=tmp_path / "traj",
     )

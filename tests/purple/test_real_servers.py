@@ -152,7 +152,6 @@ async def test_request_settings_are_in_the_trajectory_and_the_card(llm, task, tm
         openai_base_url=llm.base_url,
         max_tokens=64,
         stop=["</s>"],
-        database_url=f"sqlite:///{tmp_path}/p.db",
         log_dir=tmp_path / "logs",
         trajectory_dir=tmp_path / "t2",
     )
@@ -182,7 +181,6 @@ def test_readyz_checks_the_model_endpoint_and_the_model_name(llm, tmp_path) -> N
             model="fake-model",
             openai_api_key="k",
             openai_base_url=base_url,
-            database_url=f"sqlite:///{tmp_path}/p{port}.db",
             log_dir=tmp_path / "logs",
             trajectory_dir=tmp_path / "traj",
         )

@@ -1,4 +1,4 @@
-"""Green's and purple's migrations on SQLite and on a real PostgreSQL server: a fresh database
+"""Green's migrations on SQLite and on a real PostgreSQL server: a fresh database
 reaches head and matches the models, a database made by the pre-migration code keeps its rows,
 and replicas that start together on one empty database all succeed."""
 
@@ -18,16 +18,11 @@ from sqlmodel import SQLModel
 from services.green.store import db as green_db
 from services.green.store.crud import TaskStore
 from services.green.store.models import TaskStatus
-from services.purple.store import crud as purple_crud
-from services.purple.store.models import PurpleModel
 from services.shared.db import connect_engine
 from services.shared.migrate import alembic_config, current, head, migration_lock, new_revision
 
 DATA = Path(__file__).parent / "data"
-SERVICES = {
-    "green": (green_db.make_engine, green_db.MIGRATIONS, SQLModel.metadata),
-    "purple": (purple_crud.make_engine, purple_crud.MIGRATIONS, PurpleModel.metadata),
-}
+MIGRATIONS = green_db.MIGRATIONS
 
 
 def load_main_schema(url: str, service: str) -> None:
@@ -42,26 +37,22 @@ def load_main_schema(url: str, service: str) -> None:
     engine.dispose()
 
 
-@pytest.mark.parametrize("service", ["green", "purple"])
-def test_a_fresh_database_reaches_head_and_matches_the_models(database_url, service):
-    make_engine, migrations, metadata = SERVICES[service]
-    engine = make_engine(database_url)
-    assert current(engine) == head(migrations)
+def test_a_fresh_database_reaches_head_and_matches_the_models(database_url):
+    engine = green_db.make_engine(database_url)
+    assert current(engine) == head(MIGRATIONS)
     with engine.connect() as conn:
-        diff = compare_metadata(MigrationContext.configure(conn), metadata)
+        diff = compare_metadata(MigrationContext.configure(conn), SQLModel.metadata)
     assert diff == [], f"the models and the migrations differ: write a revision ({diff})"
 
 
-@pytest.mark.parametrize("service", ["green", "purple"])
-def test_migrations_go_down_to_nothing_and_up_again(database_url, service):
-    make_engine, migrations, _ = SERVICES[service]
-    engine = make_engine(database_url)
-    with migration_lock(engine, migrations) as conn:
-        command.downgrade(alembic_config(migrations, conn), "base")
+def test_migrations_go_down_to_nothing_and_up_again(database_url):
+    engine = green_db.make_engine(database_url)
+    with migration_lock(engine, MIGRATIONS) as conn:
+        command.downgrade(alembic_config(MIGRATIONS, conn), "base")
         conn.commit()
     assert set(inspect(engine).get_table_names()) <= {"alembic_version"}
-    make_engine(database_url)
-    assert current(engine) == head(migrations)
+    green_db.make_engine(database_url)
+    assert current(engine) == head(MIGRATIONS)
 
 
 def test_a_green_database_made_before_migrations_keeps_its_tasks(database_url):
@@ -138,35 +129,14 @@ def test_tasks_recorded_before_bugs_were_named_get_the_bug_their_kind_asks_about
     }
 
 
-def test_a_purple_database_made_before_migrations_keeps_its_tasks(database_url):
-    load_main_schema(database_url, "purple")
-    old = connect_engine(database_url)
-    with old.begin() as conn:
-        conn.execute(
-            text(
-                "INSERT INTO task_contexts (id, green_url, policy, status, created_at, updated_at,"
-                " step_count, command_count, tokens_in, tokens_out, cost) VALUES ('ctx-1',"
-                " 'http://green', 'react', 'submitted', :now, :now, 3, 1, 10, 20, 0.01)"
-            ),
-            {"now": "2026-01-02 03:04:05"},
-        )
-    old.dispose()
-    store = purple_crud.PurpleStore(purple_crud.make_engine(database_url))
-    row = store.get("ctx-1")
-    assert row is not None and row.status == "submitted" and row.step_count == 3
-    assert current(store.engine) == head(purple_crud.MIGRATIONS)
-
-
-@pytest.mark.parametrize("service", ["green", "purple"])
-def test_replicas_starting_together_on_an_empty_database_all_succeed(database_url, service):
-    make_engine, migrations, _ = SERVICES[service]
+def test_replicas_starting_together_on_an_empty_database_all_succeed(database_url):
     errors: list[BaseException] = []
     barrier = threading.Barrier(6)
 
     def start() -> None:
         try:
             barrier.wait()
-            make_engine(database_url).dispose()
+            green_db.make_engine(database_url).dispose()
         except BaseException as exc:
             errors.append(exc)
 
@@ -176,7 +146,7 @@ def test_replicas_starting_together_on_an_empty_database_all_succeed(database_ur
     for t in threads:
         t.join(120)
     assert errors == []
-    assert current(connect_engine(database_url)) == head(migrations)
+    assert current(connect_engine(database_url)) == head(MIGRATIONS)
 
 
 def test_make_migration_writes_the_next_numbered_revision(tmp_path):

@@ -7,14 +7,13 @@ import json
 from services.purple.api.trajectory import group_steps
 from services.purple.app import create_app
 from services.purple.config import PurpleSettings
-from services.purple.store.crud import PurpleStore, make_engine
-from services.purple.store.models import PurpleTask
+from services.purple.task_index import TaskIndex, TaskRecord
 from services.purple.trajectory import Trajectory
 from tests.support import web
 from tests.support.servers import free_port, serve
 
 
-def write_trajectory(directory, task_id: str) -> None:
+def write_trajectory(directory, task_id: str) -> Trajectory:
     traj = Trajectory(directory, task_id, "react")
     traj.event("start", config={}, prompts={"system": "You are an analyst.", "instance": "Go."})
     traj.event("message", step=0, role="system", content="You are an analyst.")
@@ -30,6 +29,7 @@ def write_trajectory(directory, task_id: str) -> None:
     traj.event("llm_call", step=1, tokens_in=1500, tokens_out=25, cost=0.003, duration_s=1.0)
     traj.event("llm_call", step=1, tokens_in=100, tokens_out=5, cost=0.001, duration_s=0.5)
     traj.close()
+    return traj
 
 
 def test_group_steps_attaches_commands_to_the_current_step(tmp_path):
@@ -49,15 +49,14 @@ def test_trajectory_endpoint(tmp_path):
     settings = PurpleSettings(
         port=port,
         policy="stacktrace",
-        database_url=f"sqlite:///{tmp_path}/p.db",
         log_dir=tmp_path / "logs",
         trajectory_dir=tmp_path / "traj",
     )
     app = create_app(settings)
-    PurpleStore(make_engine(settings.database_url)).add(
-        PurpleTask(id="task-1", green_url="http://green", policy="react")
-    )
-    write_trajectory(tmp_path / "traj", "task-1")
+    index = TaskIndex(tmp_path / "traj")
+    record = TaskRecord(id="task-1", green_url="http://green", policy="react")
+    index.put(record)
+    index.opened(record, write_trajectory(tmp_path / "traj", "task-1"))
     write_trajectory(tmp_path / "traj", "task-10")  # another task whose id starts the same
     with serve(app, port) as srv:
         body = web.get(f"{srv.url}/tasks/task-1/trajectory").json()

@@ -1,7 +1,9 @@
 """Purple's executor: acknowledge green's task at once, work on it in the background.
 
 The A2A task goes ``working`` immediately (green does not block on it), then ``completed`` with
-the accepted ``loc.json`` as an artifact, or ``failed`` with the reason.
+the accepted ``loc.json`` as an artifact, or ``failed`` with the reason. Each task's record
+(:mod:`services.purple.task_index`) is written when it is taken, when a policy opens its
+trajectory, and when it ends; its commands are in its trajectory.
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ import contextlib
 import json
 import re
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from a2a.helpers import new_text_part
@@ -22,11 +23,11 @@ from a2a.types import Message, Task, TaskState, TaskStatus
 from pydantic import ValidationError
 
 from services.purple.a2a.green_env import GreenEnvironment, usage_of
-from services.purple.commands import CommandLog, CommandRecord
+from services.purple.commands import CommandLog
 from services.purple.config import PurpleSettings
 from services.purple.protocols import Policy, RunResult, RunStats, TaskContext
-from services.purple.store.crud import PurpleStore
-from services.purple.store.models import PurpleTask, utcnow
+from services.purple.task_index import TaskIndex, TaskRecord, utcnow
+from services.purple.trajectory import Trajectory
 from services.shared.a2a import A2APeer, Payload, message_parts, new_protocol_message
 from services.shared.a2a_numbers import data_part
 from services.shared.aio import cancel_and_wait
@@ -34,7 +35,6 @@ from services.shared.logging import get_logger, task_log_context
 from services.shared.memory import Trimmer
 from services.shared.protocol import RCA_PATHS, AgentReport, TaskAssignment, parse_data
 from services.shared.telemetry import Tracing
-from services.shared.threads import started_pool
 
 log = get_logger("services.purple.a2a")
 
@@ -100,39 +100,16 @@ def read_task(payload: Payload, default_green: str | None) -> Incoming:
     return Incoming(default_green, m.group(1) if m else None, payload.text, None)
 
 
-class CommandWriter:
-    """The store's copy of a task's commands, written behind the run (the agent does not wait
-    for the database) on the executor's one writer thread, in order; :meth:`flush` waits for
-    what is queued (before the task's end is recorded)."""
-
-    def __init__(self, store: PurpleStore, task_id: str, pool: ThreadPoolExecutor) -> None:
-        self.store, self.task_id, self.pool = store, task_id, pool
-        self._last: Future[None] | None = None
-
-    def __call__(self, record: CommandRecord) -> None:
-        self._last = self.pool.submit(self._write, record)
-
-    def _write(self, record: CommandRecord) -> None:
-        try:
-            self.store.append_command(self.task_id, record)
-        except Exception as exc:  # purple's own record; the run goes on (green keeps its own)
-            log.error("command.store_failed", task_id=self.task_id, error=str(exc))
-
-    async def flush(self) -> None:
-        if self._last is not None:
-            await asyncio.shield(asyncio.wrap_future(self._last))
-
-
 class PurpleExecutor(AgentExecutor):
     def __init__(
         self,
         settings: PurpleSettings,
-        store: PurpleStore,
+        index: TaskIndex,
         make_policy: Callable[[str], Policy],
         tracing: Tracing | None = None,
     ) -> None:
         self.settings = settings
-        self.store = store
+        self.index = index
         self.make_policy = make_policy
         self.tracing = tracing or Tracing.off()
         """Opt-in traces: each task's ``invoke_agent`` span, in the trace of green's task."""
@@ -142,8 +119,6 @@ class PurpleExecutor(AgentExecutor):
         """Each task's usage as it accrues (read when a task is cancelled)."""
         self._stop_reason: str | None = None
         self._trimmer = Trimmer()
-        self._writes = started_pool(1, "purple-store")
-        """One thread writes every task's command records, in the order they ran."""
 
     async def shutdown(self) -> None:
         """Stop every task in progress (each records why) before the process exits."""
@@ -174,17 +149,18 @@ class PurpleExecutor(AgentExecutor):
         updater = TaskUpdater(event_queue, context.task_id or "", context.context_id or "")
         await updater.start_work()
         policy = self.make_policy(incoming.kind)
-        self.store.add(
-            PurpleTask(
-                id=task_id,
-                a2a_task_id=context.task_id,
-                green_url=incoming.green_url,
-                policy=policy.name,
-            )
+        record = TaskRecord(
+            id=task_id,
+            a2a_task_id=context.task_id,
+            green_url=incoming.green_url,
+            policy=policy.name,
         )
+        marker = self.index.start(record)
         log_key = payload.metadata.get("log_key") or f"task_{task_id}"
         headers = context.call_context.state.get("headers") or {}  # green's traceparent
-        job = asyncio.create_task(self._work(task_id, log_key, incoming, policy, updater, headers))
+        job = asyncio.create_task(
+            self._work(record, marker, log_key, incoming, policy, updater, headers)
+        )
         self._jobs[task_id] = job
         job.add_done_callback(lambda _: self._jobs.pop(task_id, None))
 
@@ -204,13 +180,15 @@ class PurpleExecutor(AgentExecutor):
 
     async def _work(
         self,
-        task_id: str,
+        record: TaskRecord,
+        marker: str,
         log_key: str,
         incoming: Incoming,
         policy: Policy,
         updater: TaskUpdater,
         headers: dict[str, str],
     ) -> None:
+        task_id = record.id
         model = getattr(getattr(policy, "llm", None), "name", None)
         with (
             task_log_context(task_id, log_key),
@@ -219,25 +197,22 @@ class PurpleExecutor(AgentExecutor):
             green = A2APeer(incoming.green_url, timeout=self.settings.green_timeout_s)
 
             usage = self._usage[task_id] = RunStats()
-            writer = CommandWriter(self.store, task_id, self._writes)
             env = GreenEnvironment(green, task_id, incoming.token, usage=usage)
-            ctx = incoming.context(task_id, env, CommandLog(usage, store=writer))
+
+            def opened(traj: Trajectory) -> None:
+                try:
+                    self.index.opened(record, traj)
+                except OSError as exc:  # purple's own record; the run goes on
+                    log.error("task.record_failed", error=str(exc))
+
+            ctx = incoming.context(task_id, env, CommandLog(usage, on_trajectory=opened))
             log.info("task.accepted", policy=policy.name, green_url=incoming.green_url)
             try:
                 async with self._slots:
-                    try:
-                        result = await policy.run(ctx)
-                    finally:  # the store's copy of every command, before the task's end
-                        await writer.flush()
+                    result = await policy.run(ctx)
             except asyncio.CancelledError:
                 reason = self._stop_reason or CANCELLED
-                self.store.update(
-                    task_id,
-                    status="cancelled",
-                    finished_at=utcnow(),
-                    reason=reason,
-                    **_counts(usage),
-                )
+                self._end(record, marker, "cancelled", reason, **_counts(usage))
                 log.info("task.cancelled", reason=reason, tokens_in=usage.tokens_in)
                 span.ended("cancelled", reason)
                 with contextlib.suppress(Exception):  # the queue may be gone at shutdown
@@ -246,7 +221,7 @@ class PurpleExecutor(AgentExecutor):
             except Exception as exc:
                 log.exception("task.crashed")
                 span.ended("error", type(exc).__name__, error=True)
-                self.store.update(task_id, status="failed", reason=repr(exc), finished_at=utcnow())
+                self._end(record, marker, "failed", repr(exc), command_count=usage.commands)
                 await updater.failed(_report(updater, "error", f"purple failed: {exc}", usage))
                 return
             finally:
@@ -255,22 +230,39 @@ class PurpleExecutor(AgentExecutor):
                 await green.aclose()
                 await self._trimmer.maybe_trim()  # freed memory back to the system, now and then
             span.ended(result.status, result.reason)
-            await self._finish(task_id, result, updater)
+            await self._finish(record, marker, result, usage, updater)
 
-    async def _finish(self, task_id: str, result: RunResult, updater: TaskUpdater) -> None:
+    def _end(self, record: TaskRecord, marker: str, status: str, reason: str, **fields) -> None:
+        """The task's end in its record (a failure to write it is logged: green keeps its own)."""
+        update = {"status": status, "reason": reason, "finished_at": utcnow(), **fields}
+        for name, value in update.items():
+            setattr(record, name, value)
+        try:
+            self.index.end(record, marker)
+        except OSError as exc:
+            log.error("task.record_failed", error=str(exc))
+
+    async def _finish(
+        self,
+        record: TaskRecord,
+        marker: str,
+        result: RunResult,
+        usage: RunStats,
+        updater: TaskUpdater,
+    ) -> None:
         status = "submitted" if result.status == "submitted" else "failed"
-        self.store.update(
-            task_id,
-            status=status,
-            reason=result.reason,
-            finished_at=utcnow(),
+        self._end(
+            record,
+            marker,
+            status,
+            result.reason,
             step_count=result.stats.steps,
+            command_count=usage.commands,
             tokens_in=result.stats.tokens_in,
             tokens_out=result.stats.tokens_out,
             cost=result.stats.cost,
             submission=result.submission.model_dump() if result.submission else None,
             trajectory_path=result.trajectory_path,
-            messages=_messages(result.trajectory_path),
         )
         log.info(
             "task.finished",
@@ -303,7 +295,12 @@ CANCELLED = "cancelled by green (tasks/cancel)"
 
 
 def _counts(usage: RunStats) -> dict:
-    return {"tokens_in": usage.tokens_in, "tokens_out": usage.tokens_out, "cost": usage.cost}
+    return {
+        "command_count": usage.commands,
+        "tokens_in": usage.tokens_in,
+        "tokens_out": usage.tokens_out,
+        "cost": usage.cost,
+    }
 
 
 def _report(
@@ -316,14 +313,3 @@ def _report(
     return updater.new_agent_message(
         [new_text_part(text or f"{status}: {reason}"), data_part(data.model_dump())]
     )
-
-
-def _messages(trajectory_path: str | None) -> list[dict] | None:
-    if not trajectory_path:
-        return None
-    try:
-        with open(trajectory_path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, ValueError):
-        return None
-    return data.get("messages") if isinstance(data, dict) else None

@@ -1,9 +1,10 @@
 """GET /tasks/{id}/trajectory: a task's trajectory, step by step, read-only.
 
-Built from the events file the agent appends as it works (``<stem>.events.jsonl``), so it is
-available while the task runs: the prompts the agent rendered from its templates, then per step
-the LLM messages, the tool calls, the commands and their outputs, and the tokens and cost of the
-model calls.
+Built from the events files the agent appends as it works (``<stem>.events.jsonl``, named by
+the task's record in :mod:`services.purple.task_index`), so it is available while the task runs:
+the prompts the agent rendered from its templates, then per step the LLM messages, the tool
+calls, the commands and their outputs, and the tokens and cost of the model calls. A line being
+written as it is read is skipped.
 """
 
 from __future__ import annotations
@@ -15,8 +16,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Request
 
 from services.purple.card import VERSION
-from services.purple.store.crud import PurpleStore
-from services.purple.trajectory import Trajectory
+from services.purple.task_index import TaskIndex
 from services.shared.trajectory import TrajectoryStep, TrajectoryView
 
 router = APIRouter(tags=["tasks"])
@@ -24,7 +24,8 @@ MAX_EVENTS = 20_000
 """Events read from one file (a long run has a few thousand)."""
 
 
-def _events(path: Path) -> list[dict[str, Any]]:
+def read_events(path: Path) -> list[dict[str, Any]]:
+    """The whole events of one file (at most :data:`MAX_EVENTS`)."""
     out: list[dict[str, Any]] = []
     with path.open(encoding="utf-8", errors="replace") as f:
         for line in f:
@@ -71,23 +72,14 @@ def _model_name(model: dict[str, Any]) -> str | None:
     return name if isinstance(name, str) else None
 
 
-def trajectory_files(directory: Path, task_id: str) -> list[Path]:
-    """The events files of a task (one per policy that worked on it), oldest first."""
-    task_part = Trajectory.stem(task_id, "x")[: -len(".x")]
-    if not directory.is_dir():
-        return []
-    # the stem holds only [A-Za-z0-9_.-]: nothing a glob would read as a pattern
-    return sorted(directory.glob(f"{task_part}.*.events.jsonl"), key=lambda p: p.stat().st_mtime)
-
-
 @router.get("/tasks/{task_id}/trajectory", response_model=TrajectoryView)
 async def get_trajectory(task_id: str, request: Request) -> TrajectoryView:
-    store: PurpleStore = request.app.state.store
-    row = store.get(task_id)
+    index: TaskIndex = request.app.state.index
+    row = index.get(task_id)
     if row is None:
         raise HTTPException(404, f"no task {task_id}")
-    files = trajectory_files(Path(request.app.state.trajectory_dir), task_id)
-    events = [ev for path in files for ev in _events(path)]
+    files = [path for path, _ in index.files(row)]
+    events = [ev for path in files for ev in read_events(path)]
     steps = group_steps(events)
     starts = [ev for ev in events if ev.get("type") == "start" and ev.get("prompts")]
     model = starts[-1].get("model") if starts else None

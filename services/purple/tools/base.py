@@ -52,7 +52,7 @@ class CommandTools:
         self.command_timeout = command_timeout
         """Timeout sent with each command (the loop or policy lowers it as the deadline nears)."""
         self.commands = commands if commands is not None else CommandLog()
-        """The run's command log (the policy's trajectory and the executor's store hang on it)."""
+        """The run's command log (the policy's trajectory hangs on it)."""
         self.stats = stats
         self.max_commands = max_commands
         """Most commands for the run (None: no limit); the last one is kept for the final tool."""
