@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 from scripts.gen_env_example import env_name
-from services.green.config import GreenSettings
+from services.green.config import DeveloperChecks, GreenSettings
 from services.purple.config import PurpleSettings
 from services.shared.telemetry import TracingSettings
 from tests.support.servers import REPO
@@ -26,7 +26,7 @@ def test_env_example_is_current():
 
 
 def test_every_setting_has_a_docstring():
-    for cls in (GreenSettings, PurpleSettings, TracingSettings):
+    for cls in (GreenSettings, PurpleSettings, TracingSettings, DeveloperChecks):
         missing = [
             name for name, f in cls.model_fields.items() if not (f.description or "").strip()
         ]
@@ -66,7 +66,7 @@ def test_card_url_and_the_url_purple_uses_can_differ():
 def test_the_docs_name_only_settings_that_exist():
     known = {
         env_name(cls, name, field)
-        for cls in (GreenSettings, PurpleSettings)
+        for cls in (GreenSettings, PurpleSettings, DeveloperChecks)
         for name, field in cls.model_fields.items()
     }
     pages = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
