@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
 from contextlib import asynccontextmanager
 from functools import partial
+from typing import TypeVar
 
 from a2a.types import AgentSkill, HTTPAuthSecurityScheme, SecurityRequirement, StringList
 from fastapi import Depends, FastAPI
@@ -33,6 +37,7 @@ from services.green.orchestrator import Orchestrator
 from services.green.replicas import InstanceClash, Replica
 from services.green.store.crud import AssessmentStore, TaskStore
 from services.green.store.db import forbid_on_event_loop, make_engine
+from services.green.store.errors import UNREACHABLE
 from services.green.ui import mount_ui
 from services.sandbox.registry import create_provider
 from services.shared.a2a import build_agent_card, mount_a2a
@@ -105,6 +110,27 @@ def build_orchestrator(settings: GreenSettings, engine: Engine) -> Orchestrator:
     return Orchestrator(settings, TaskStore(engine), sandboxes, kinds, tracing=tracing)
 
 
+T = TypeVar("T")
+START_PATIENCE_S = 120.0
+"""How long start-up waits out a database that does not answer (each try is bounded by the
+database's deadline): a slow or locked database delays the start, a dead one still stops it."""
+
+
+async def _patiently(what: str, step: Callable[[], Awaitable[T]]) -> T:
+    """``step()``, tried again (once a second) while the database is away (no answer, locked,
+    refused: :data:`~.store.errors.UNREACHABLE`), for at most :data:`START_PATIENCE_S`; any
+    other error, and the last of those, raise."""
+    give_up = time.monotonic() + START_PATIENCE_S
+    while True:
+        try:
+            return await step()
+        except UNREACHABLE as exc:
+            if time.monotonic() > give_up:
+                raise
+            log.warning("green.start_waits_for_database", step=what, error=str(exc))
+            await asyncio.sleep(1.0)
+
+
 def _lifespan(
     settings: GreenSettings,
     orch: Orchestrator,
@@ -119,13 +145,19 @@ def _lifespan(
     async def lifespan(app: FastAPI):
         start_default_pool()  # like green's other pools: its thread count is fixed from here
         try:
-            await replica.register()
+            await _patiently("register", replica.register)
         except InstanceClash as exc:
             log.error("green.instance_clash", error=str(exc))
             raise
-        await orch.start()
-        await orch.db.run(
-            assessment_store.fail_unfinished, "interrupted by restart", settings.instance_name
+        await _patiently("clean up", orch.start)
+        await _patiently(
+            "fail unfinished assessments",
+            partial(
+                orch.db.run,
+                assessment_store.fail_unfinished,
+                "interrupted by restart",
+                settings.instance_name,
+            ),
         )
         replica.start()
         log.info(

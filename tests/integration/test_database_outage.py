@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 import time
 from pathlib import Path
 
@@ -271,3 +272,28 @@ def test_tasks_end_and_slots_return_after_a_locked_sqlite_file(
         green.stop()
     left = container_names(docker_client, ["arena.managed=1", f"arena.owner={green.instance}"])
     assert left == [], left
+
+
+def test_green_starts_once_a_database_locked_at_its_start_answers(green_settings, tmp_path):
+    """Another process holds the SQLite file's write lock as green starts, longer than green's
+    database deadline: start-up waits for the database instead of exiting, and green serves
+    once the lock is released."""
+    db_path = tmp_path / "busy-at-start.db"
+    db_url = f"sqlite:///{db_path}"
+    first = _replica(green_settings, db_url, "busy-start", "http://127.0.0.1:9", tmp_path)
+    first.start()  # migrates the file
+    first.stop()
+    again = _replica(green_settings, db_url, "busy-start", "http://127.0.0.1:9", tmp_path)
+    again.env["GREEN_DATABASE_DEADLINE_S"] = "1"
+    holder = sqlite3.connect(db_path, timeout=60, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN EXCLUSIVE")
+    released = threading.Timer(LOCK_S, lambda: holder.execute("ROLLBACK"))
+    released.start()
+    try:
+        again.start(timeout=LOCK_S + 60)
+        assert web.get(f"{again.url}/healthz", timeout=30).json()["database"] is True
+        assert "green.start_waits_for_database" in again.log_path.read_text()
+    finally:
+        released.join()
+        holder.close()
+        again.stop()
