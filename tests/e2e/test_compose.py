@@ -40,7 +40,8 @@ from tests.e2e.compose import (
 from tests.support import web
 from tests.support.fixture_builds import build_fixtures
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timeout(1800)]
+# past pytest's 600 s: its first test builds the stack's images (the build's own bound is 1,800 s); a loaded machine (load 25 and more) builds for minutes
 
 METRICS = ("file@1", "file@5", "func@1", "func@5", "line@1", "line@5", "iou")
 TASKS = ("900001", "900006")

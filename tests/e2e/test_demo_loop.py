@@ -16,7 +16,8 @@ import pytest
 
 from tests.e2e.compose import demo_down, demo_env, require_compose, run_demo
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timeout(1800)]
+# past pytest's 600 s: three demos, the first may build the images; a loaded machine (load 25 and more) builds for minutes
 RUNS = int(os.environ.get("ARENA_DEMO_LOOP_RUNS", "3"))
 
 

@@ -17,7 +17,8 @@ import pytest
 from tests.e2e.compose import demo_down, demo_env, require_compose, run_demo
 from tests.support.readme import run_blocks, user_folder
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timeout(1800)]
+# past pytest's 600 s: a demo, which may build the images, then every README block; a loaded machine (load 25 and more) builds for minutes
 
 
 def test_readme_blocks_on_the_demo_stack(tmp_path: Path) -> None:
