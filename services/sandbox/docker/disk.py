@@ -64,6 +64,9 @@ STOP_LAG = 0.25
 """Seconds between deciding to stop a writer and its last byte (measurement, the engine's
 kill): a command whose size plus this much writing at its current rate would pass the cap is
 stopped now, so the cap holds for fast writers too."""
+TRIP_EVERY = 0.02
+"""Seconds between two looks at the engine's disk (one ``statvfs``) while the watch waits for
+its next measurement: the tripwire (:meth:`DiskWatch._wait`)."""
 UNKNOWN_AFTER = 3
 """Measurements that failed in a row (retried each time) before a task's disk use is
 *unknown*: the operator is told (the task's events, ``/healthz``) until one works again."""
@@ -254,8 +257,14 @@ class DiskWatch:
         interval: float,
         on_exceeded: Callable[[int], None],
         on_unknown: Callable[[str], None] | None = None,
+        engine_used: Callable[[], int | None] | None = None,
     ) -> None:
         self._measure = measure
+        self._engine_used = engine_used
+        """Bytes in use on the engine's whole file system (None: not in view), looked at every
+        :data:`TRIP_EVERY` s between two measurements of a command."""
+        self._engine_at: int | None = None  # its figure as the last measurement started
+        self._size = 0  # the last measurement's figure over the baseline
         self.limit = limit
         self._interval = interval
         self._on_exceeded = on_exceeded
@@ -317,6 +326,7 @@ class DiskWatch:
     def _take(self) -> int | None:
         """One measurement over the baseline; None when the engine could not say (logged)."""
         started = time.monotonic()
+        engine_at = self._engine_used() if self._engine_used is not None else None
         try:
             size = self._measure()
         except Exception as exc:  # the engine hiccupped: measure again next time
@@ -326,7 +336,9 @@ class DiskWatch:
             return None
         self.failures.worked()
         self._measured_at = max(self._measured_at, started)
-        return size - (self.baseline or 0)
+        self._engine_at = engine_at
+        self._size = size - (self.baseline or 0)
+        return self._size
 
     def _loop(self) -> None:
         wait, last = FIRST_WAIT, None
@@ -336,7 +348,7 @@ class DiskWatch:
                     wait, last = min(FIRST_WAIT, self._interval), None
                     continue
                 wait = 0.0
-            if self._stop.wait(wait):
+            if self._wait(wait):
                 continue
             size = self._take()
             if size is None:
@@ -350,6 +362,26 @@ class DiskWatch:
                 wait = min(self._interval, max(MIN_WAIT, (self.limit - size) / rate / 4))
             else:
                 wait = min(FIRST_WAIT, self._interval) if rate < 0 else self._interval
+
+    def _wait(self, wait: float) -> bool:
+        """Wait ``wait`` seconds for the next measurement, or less: while a command runs, the
+        engine's file system in view, the wait ends as soon as that file system grew since the
+        last measurement started by more than the room left under the cap (were all of it this
+        container's, it would be past the cap: measure now). Another container's writes only
+        bring a measurement forward; one's deletions hide as much growth from the tripwire
+        (the measurements' own cadence stands). True: the watch stops."""
+        engine_at = self._engine_at
+        if self._engine_used is None or engine_at is None or not self._active.is_set():
+            return self._stop.wait(wait)
+        room = self.limit - self._size
+        end = time.monotonic() + wait
+        while (left := end - time.monotonic()) > 0:
+            if self._stop.wait(min(TRIP_EVERY, left)):
+                return True
+            used = self._engine_used()
+            if used is not None and used - engine_at > room:
+                return False
+        return self._stop.is_set()
 
     def _exceed(self, size: int, rate: float) -> None:
         """Stop the writer, once (the watch's thread and :meth:`measure_now` may both see it)."""

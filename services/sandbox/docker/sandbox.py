@@ -111,7 +111,12 @@ class DockerSandbox:
             )
         elif spec.disk_limit:
             self._disk = DiskWatch(
-                self.disk_used, spec.disk_limit, spec.disk_check_s, self._stop_for_disk, on_unknown
+                self.disk_used,
+                spec.disk_limit,
+                spec.disk_check_s,
+                self._stop_for_disk,
+                on_unknown,
+                engine_used=self._usage.engine_disk_used,
             )
 
     @property

@@ -2,8 +2,10 @@
 writable layer as the engine measures it, files deleted but still open, and a cost per entry of
 the layer.
 
-Both extra parts are measured in threads of their own that the watch never waits for (a scan
-the agent slows cannot blind it); the last figure of each stands.
+Where green sees the container from its engine's host (:class:`~.hostside.HostSide`), the open
+files are scanned there at every measurement. Elsewhere the scan is an exec in the container,
+and it and the count of entries run in threads of their own that the watch never waits for (a
+scan the agent slows cannot blind it); the last figure of each stands.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from services.sandbox.docker.disk import (
     MeasurementFailed,
     hidden_bytes,
 )
+from services.sandbox.docker.hostside import HostSide
 from services.shared.logging import get_logger
 
 log = get_logger("services.sandbox.docker")
@@ -56,6 +59,8 @@ class LayerUsage:
         self._ran_until = float("-inf")  # when the last command ended; +inf while one runs
         self._hidden: tuple[float, int] = (float("-inf"), 0)  # when last scanned, bytes held
         self._scanning = threading.Lock()  # one scan of open files at a time, never waited for
+        self._host: HostSide | None = None  # the container from its engine's host, if in view
+        self._host_asked = False  # whether HostSide.of was asked (once, the container running)
         self._counting = threading.Lock()
         self.scans = Failures(on_unknown)
         """The scans of open files that failed in a row."""
@@ -74,7 +79,8 @@ class LayerUsage:
     def measure(self) -> int | None:
         """What the task holds on the engine's disk (blocking): the writable layer as the
         engine measures it (``SizeRw``), plus what that misses: files deleted but still open
-        (a scan in the container, at most every ``disk_check_s`` and from one ``disk_check_s``
+        (from the engine's host at every measurement, :class:`~.hostside.HostSide`; elsewhere
+        a scan in the container, at most every ``disk_check_s`` and from one ``disk_check_s``
         into a command on: an exec costs the engine far more than ``SizeRw``), and
         :data:`~.disk.INODE_BYTES` per entry of the layer (counted every :data:`INODES_EVERY` s
         while commands run and once after: only a command adds entries, so an idle task costs
@@ -92,12 +98,43 @@ class LayerUsage:
             threading.Thread(target=self._count_inodes, daemon=True).start()  # never waited
         hidden = 0
         if rows[0].get("State") == "running":
+            if not self._host_asked:  # asked once, the container running (its first pid)
+                inspected = self._api.inspect_container(self._container.id)
+                self._host = HostSide.of(self._api.base_url, inspected)
+                self._host_asked = True
             now = time.monotonic()
-            if now - self._hidden[0] >= self._spec.disk_check_s and not self._scanning.locked():
+            if self._host is not None:
+                self._scan_host(now)
+            elif now - self._hidden[0] >= self._spec.disk_check_s and not self._scanning.locked():
                 self._hidden = (now, self._hidden[1])  # the next one an interval from now
                 threading.Thread(target=self._scan_hidden, args=(now,), daemon=True).start()
             hidden = self._hidden[1]
         return int(rows[0].get("SizeRw") or 0) + hidden + self._entries
+
+    def engine_disk_used(self) -> int | None:
+        """Bytes in use on the engine's file system (one ``statvfs``: the watch's tripwire);
+        None where green does not see it (known from the first measurement of the container
+        running on)."""
+        if self._host is None:
+            return None
+        try:
+            return self._host.disk_used()
+        except OSError:
+            return None
+
+    def _scan_host(self, started: float) -> None:
+        """Scan for deleted-but-open files from the engine's host, now (a few system calls per
+        open file: every measurement). A scan that fails keeps the last figure and counts as a
+        failed scan (the disk use is unknown after a few in a row)."""
+        assert self._host is not None
+        try:
+            held = self._host.held()
+        except MeasurementFailed as exc:
+            if not self._removed():
+                self.scans.failed(str(exc))
+            return
+        self.scans.worked()
+        self._hidden = (started, held)
 
     def _scan_hidden(self, started: float) -> None:
         """Scan for deleted-but-open files (:func:`~.disk.hidden_bytes`) in a thread of its own:

@@ -1,0 +1,126 @@
+"""A local engine's task container seen from the engine's host, for a watched disk cap: the
+bytes its processes hold in files deleted but still open, and how full the engine's disk is.
+
+Where green runs on the engine's host with the rights to see it (a local engine, green as root
+in the host's pid namespace: ``make demo``, CI), both are far cheaper than anything through the
+engine. The container's processes are its cgroup's (``cgroup.procs``, :func:`.unjam.container_cgroups`),
+and their open files are read from the host's ``/proc/<pid>/fd``: a few system calls per file,
+against an exec in the container, so the scan runs at every measurement of the watch, not once
+an interval (:class:`~.usage.LayerUsage`). Green's root on the host reads a process the agent
+made non-dumpable like any other. The data root's ``statvfs`` is one system call that sees
+every block the engine's file system gave out, delayed allocations (ext4's dirty pages) and
+``fallocate`` reservations included: the watch's tripwire (:class:`~.disk.DiskWatch`).
+Elsewhere (a remote engine, green in a container) :meth:`HostSide.of` is None and the scan runs
+in the container (:func:`.disk.hidden_bytes`), without a tripwire.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from services.sandbox.docker.disk import LOCAL_ENGINE, MeasurementFailed
+from services.sandbox.docker.unjam import CGROUPS, container_cgroups
+
+MEMORY_FS = frozenset({"tmpfs", "ramfs", "devtmpfs", "mqueue", "proc", "sysfs", "devpts"})
+"""File systems whose files live in memory (charged to the container's memory limit, or not
+the agent's to fill): a file deleted there is no disk use."""
+MOST_FDS = 1 << 17
+"""Open descriptors one scan reads at most (all the container's processes together, about a
+tenth of a second of green's time). Past them the scan fails (a failed measurement, retried,
+the disk use unknown after a few in a row): an agent that opens that many cannot slow the watch
+past its cadence."""
+PROC = Path("/proc")
+
+
+class HostSide:
+    """One container's processes and its engine's disk, from the engine's host."""
+
+    def __init__(self, procs: Path, disk_devices: frozenset[int], data_root: str) -> None:
+        self._procs = procs
+        self._devices = disk_devices
+        self.data_root = data_root
+        """A path on the engine's file system (the container's writable layer)."""
+
+    @classmethod
+    def of(
+        cls, base_url: str, container: Mapping[str, Any], cgroups: Path = CGROUPS
+    ) -> HostSide | None:
+        """For a running container as the engine inspects it (``State.Pid`` set); None unless
+        green sees it from its engine's host: a local engine's overlay2 layer on green's disk,
+        its cgroup in view, its first process in green's ``/proc`` (the host's pid namespace)."""
+        graph = container.get("GraphDriver") or {}
+        upper = (graph.get("Data") or {}).get("UpperDir")
+        pid = int((container.get("State") or {}).get("Pid") or 0)
+        if base_url != LOCAL_ENGINE or graph.get("Name") != "overlay2" or not upper or pid <= 0:
+            return None
+        folders = container_cgroups(str(container.get("Id") or ""), cgroups)
+        if not folders or not os.path.isdir(upper):
+            return None
+        procs = folders[0] / "cgroup.procs"
+        try:
+            if str(pid) not in procs.read_text().split():  # another pid namespace's numbers
+                return None
+            mounts = (PROC / str(pid) / "mountinfo").read_text()
+            os.listdir(PROC / str(pid) / "fd")
+        except OSError:
+            return None
+        return cls(procs, disk_devices(mounts), upper)
+
+    def held(self) -> int:
+        """Bytes the blocks of files deleted but still open hold (each file once; those on a
+        memory file system, and memfds, aside), over the container's processes now (blocking).
+        Raises MeasurementFailed when its cgroup is gone or its processes hold more than
+        :data:`MOST_FDS` descriptors."""
+        try:
+            pids = self._procs.read_text().split()
+        except OSError as exc:
+            raise MeasurementFailed(f"the container's processes cannot be listed: {exc}") from exc
+        seen: dict[tuple[int, int], int] = {}
+        read = 0
+        for pid in pids:
+            folder = f"/proc/{pid}/fd"
+            try:
+                fds = os.listdir(folder)
+            except OSError:  # it ended meanwhile
+                continue
+            read += len(fds)
+            if read > MOST_FDS:
+                raise MeasurementFailed(
+                    f"the container's processes hold more than {MOST_FDS:,} open files"
+                )
+            for fd in fds:
+                path = f"{folder}/{fd}"
+                try:
+                    if not os.readlink(path).endswith(" (deleted)"):
+                        continue
+                    st = os.stat(path)
+                except OSError:
+                    continue
+                if stat.S_ISREG(st.st_mode) and st.st_nlink == 0 and st.st_dev in self._devices:
+                    seen[(st.st_dev, st.st_ino)] = st.st_blocks * 512
+        return sum(seen.values())
+
+    def disk_used(self) -> int:
+        """Bytes in use on the engine's file system (``statvfs`` of the data root: one system
+        call)."""
+        fs = os.statvfs(self.data_root)
+        return (fs.f_blocks - fs.f_bfree) * fs.f_frsize
+
+
+def disk_devices(mountinfo: str) -> frozenset[int]:
+    """The devices (``st_dev``) of the mounts in ``mountinfo`` (a ``/proc/<pid>/mountinfo``)
+    whose files are on a disk: every file system but :data:`MEMORY_FS`."""
+    devices = set()
+    for line in mountinfo.splitlines():
+        fields, sep, rest = line.partition(" - ")
+        parts = fields.split()
+        if not sep or len(parts) < 3 or not rest or rest.split()[0] in MEMORY_FS:
+            continue
+        major, _, minor = parts[2].partition(":")
+        if major.isdigit() and minor.isdigit():
+            devices.add(os.makedev(int(major), int(minor)))
+    return frozenset(devices)
