@@ -28,12 +28,19 @@ from services.sandbox.docker.unjam import CGROUPS, container_cgroups
 MEMORY_FS = frozenset({"tmpfs", "ramfs", "devtmpfs", "mqueue", "proc", "sysfs", "devpts"})
 """File systems whose files live in memory (charged to the container's memory limit, or not
 the agent's to fill): a file deleted there is no disk use."""
-MOST_FDS = 1 << 17
-"""Open descriptors one scan reads at most (all the container's processes together, about a
-tenth of a second of green's time). Past them the scan fails (a failed measurement, retried,
-the disk use unknown after a few in a row): an agent that opens that many cannot slow the watch
-past its cadence."""
+MOST_FDS = 1 << 16
+"""Open descriptors a scan at a measurement reads at most (all the container's processes
+together: about 0.7 s of green's time on a slow machine, at 10 us a descriptor). Past them
+(:class:`TooManyOpen`) the scan runs in a thread of its own beside the watch: an agent that
+opens that many gets its held files counted one such scan late, never the watch slowed."""
+CROWD_MOST = 1 << 22
+"""Open descriptors such a scan reads at most (about 40 s at 10 us each); past them it fails
+(a failed scan, retried: the disk use is unknown after a few in a row)."""
 PROC = Path("/proc")
+
+
+class TooManyOpen(MeasurementFailed):
+    """The container's processes hold more descriptors than a scan reads."""
 
 
 class HostSide:
@@ -44,6 +51,8 @@ class HostSide:
         self._devices = disk_devices
         self.data_root = data_root
         """A path on the engine's file system (the container's writable layer)."""
+        self.read = 0
+        """Descriptors the last scan read (as far as its bound)."""
 
     @classmethod
     def of(
@@ -70,17 +79,17 @@ class HostSide:
             return None
         return cls(procs, disk_devices(mounts), upper)
 
-    def held(self) -> int:
+    def held(self, most: int = MOST_FDS) -> int:
         """Bytes the blocks of files deleted but still open hold (each file once; those on a
         memory file system, and memfds, aside), over the container's processes now (blocking).
-        Raises MeasurementFailed when its cgroup is gone or its processes hold more than
-        :data:`MOST_FDS` descriptors."""
+        Raises MeasurementFailed when its cgroup is gone, TooManyOpen when its processes hold
+        more than ``most`` descriptors."""
         try:
             pids = self._procs.read_text().split()
         except OSError as exc:
             raise MeasurementFailed(f"the container's processes cannot be listed: {exc}") from exc
         seen: dict[tuple[int, int], int] = {}
-        read = 0
+        read = self.read = 0
         for pid in pids:
             folder = f"/proc/{pid}/fd"
             try:
@@ -88,10 +97,9 @@ class HostSide:
             except OSError:  # it ended meanwhile
                 continue
             read += len(fds)
-            if read > MOST_FDS:
-                raise MeasurementFailed(
-                    f"the container's processes hold more than {MOST_FDS:,} open files"
-                )
+            self.read = read
+            if read > most:
+                raise TooManyOpen(f"the container's processes hold more than {most:,} files")
             for fd in fds:
                 path = f"{folder}/{fd}"
                 try:

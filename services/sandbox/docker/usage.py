@@ -26,7 +26,7 @@ from services.sandbox.docker.disk import (
     MeasurementFailed,
     hidden_bytes,
 )
-from services.sandbox.docker.hostside import HostSide
+from services.sandbox.docker.hostside import CROWD_MOST, MOST_FDS, HostSide, TooManyOpen
 from services.shared.logging import get_logger
 
 log = get_logger("services.sandbox.docker")
@@ -61,6 +61,7 @@ class LayerUsage:
         self._scanning = threading.Lock()  # one scan of open files at a time, never waited for
         self._host: HostSide | None = None  # the container from its engine's host, if in view
         self._host_asked = False  # whether HostSide.of was asked (once, the container running)
+        self._crowded = False  # its processes hold too many files to scan at a measurement
         self._counting = threading.Lock()
         self.scans = Failures(on_unknown)
         """The scans of open files that failed in a row."""
@@ -71,6 +72,7 @@ class LayerUsage:
         in, and a command shorter than that costs no scan (an exec in the container, the
         dearest part of a measurement)."""
         self._hidden = (time.monotonic(), 0)
+        self._crowded = False
         self._ran_until = math.inf
 
     def command_ended(self) -> None:
@@ -107,7 +109,8 @@ class LayerUsage:
                 self._scan_host(now)
             elif now - self._hidden[0] >= self._spec.disk_check_s and not self._scanning.locked():
                 self._hidden = (now, self._hidden[1])  # the next one an interval from now
-                threading.Thread(target=self._scan_hidden, args=(now,), daemon=True).start()
+                scan = lambda: hidden_bytes(self._api, self._container.id)  # noqa: E731
+                threading.Thread(target=self._scan_hidden, args=(now, scan), daemon=True).start()
             hidden = self._hidden[1]
         return int(rows[0].get("SizeRw") or 0) + hidden + self._entries
 
@@ -125,10 +128,21 @@ class LayerUsage:
     def _scan_host(self, started: float) -> None:
         """Scan for deleted-but-open files from the engine's host, now (a few system calls per
         open file: every measurement). A scan that fails keeps the last figure and counts as a
-        failed scan (the disk use is unknown after a few in a row)."""
+        failed scan (the disk use is unknown after a few in a row). Processes that hold more
+        than :data:`~.hostside.MOST_FDS` files are scanned in a thread of their own instead,
+        as far as :data:`~.hostside.CROWD_MOST` (the watch's cadence stands; their figure is
+        one such scan late)."""
         assert self._host is not None
+        host = self._host
         try:
-            held = self._host.held()
+            if self._crowded:
+                raise TooManyOpen("as the last scan found")
+            held = host.held()
+        except TooManyOpen:
+            self._crowded = True
+            if not self._scanning.locked():
+                threading.Thread(target=self._scan_crowd, args=(started,), daemon=True).start()
+            return
         except MeasurementFailed as exc:
             if not self._removed():
                 self.scans.failed(str(exc))
@@ -136,14 +150,23 @@ class LayerUsage:
         self.scans.worked()
         self._hidden = (started, held)
 
-    def _scan_hidden(self, started: float) -> None:
-        """Scan for deleted-but-open files (:func:`~.disk.hidden_bytes`) in a thread of its own:
+    def _scan_crowd(self, started: float) -> None:
+        """A scan from the host as far as :data:`~.hostside.CROWD_MOST` (in a thread of its
+        own); once one reads few enough files, the scans at each measurement resume."""
+        assert self._host is not None
+        host = self._host
+        self._scan_hidden(started, lambda: host.held(most=CROWD_MOST))
+        self._crowded = host.read > MOST_FDS
+
+    def _scan_hidden(self, started: float, scan: Callable[[], int]) -> None:
+        """Scan for deleted-but-open files (``scan``: :func:`~.disk.hidden_bytes`, or a crowd of
+        them from the host) in a thread of its own:
         its figure counts from the next measurement on, unless a command started since. A scan
         that fails is a failed measurement (retried; the disk use turns unknown after a few),
         never 0."""
         with self._scanning:
             try:
-                held = hidden_bytes(self._api, self._container.id)
+                held = scan()
             except MeasurementFailed as exc:
                 if not self._removed():
                     self.scans.failed(str(exc))
