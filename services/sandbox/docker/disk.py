@@ -18,17 +18,23 @@ outside. Two parts:
 - :class:`DiskWatch` measures the writable layer (the engine's ``SizeRw``) while a command
   runs, every ``interval`` seconds and more often as a fast writer nears the cap; over the
   cap it calls ``on_exceeded`` (the sandbox kills the container, and the task ends as the
-  agent's ``disk_limit``). Many files written in parallel may pass the cap by what they
-  write between the last two measurements and the kill (bench/disk_cap.py measures it).
+  agent's ``disk_limit``). Where green sees the engine from its host (:mod:`.hostside`),
+  it also looks at the engine's file system (``statvfs``) every :data:`TRIP_EVERY` seconds
+  between two measurements and measures at once when it grew past the cap's room, so what
+  passes the cap is what lands between a look and the kill: written data stays within 1.5
+  times the cap whatever the writer's speed (``tests/sandbox/test_disk_watch_bound.py``). A
+  reservation (``fallocate``) is made in one system call and no watch bounds it
+  (``bench/bench_disk_cap.py``, docs/engines.md).
   A command that ends before a recent measurement of it (a busy engine answers slowly; a burst
   of writers finishes first) is measured once more as it ends (:meth:`DiskWatch.unmeasured`,
   :meth:`DiskWatch.measure_now`), so its writes end this command, not the next one.
 
 Between commands nothing of the agent runs (every process but pid 1 is killed when a command
 ends), so the size is measured only now and then (every ``IDLE_FACTOR`` intervals). The measure
-the sandbox gives the watch also counts what ``SizeRw`` misses: files deleted but still open (a
-scan in the container, at most once an interval and not in a command's first: nothing of the
-agent's outlives a command, so it starts with none) and a cost per entry of the layer
+the sandbox gives the watch also counts what ``SizeRw`` misses: files deleted but still open
+(scanned from the engine's host at every measurement; elsewhere a scan in the container, at most
+once an interval and not in a command's first: nothing of the agent's outlives a command, so it
+starts with none) and a cost per entry of the layer
 (:class:`LayerEntries`). What stays unseen
 is the file system's metadata beyond that cost.
 """
