@@ -56,6 +56,11 @@ for i in range(n - 1):  # one process per file, all at once
 else:
     i = n - 1
 fd = os.open(f"/tmp/held{i}", os.O_CREAT | os.O_WRONLY, 0o600)
+if how == "visible":  # blocks past the file's size (FALLOC_FL_KEEP_SIZE): SizeRw never sees them
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong]
+    assert libc.fallocate(fd, 1, 0, 1 << 30) == 0, os.strerror(ctypes.get_errno())
+    time.sleep(20)
 os.unlink(f"/tmp/held{i}")  # SizeRw never sees it
 if how == "fallocate":
     os.posix_fallocate(fd, 0, 250 << 20)
@@ -146,16 +151,27 @@ def test_host_growth_stays_within_the_bound(
     assert ratio <= BOUND
 
 
+RESERVED = {
+    "deleted_open_fallocate": "python3 /tmp/held.py fallocate 8",
+    "visible_keep_size": "python3 /tmp/held.py visible 1",
+}
+"""8 reservations of 250 MiB at once in files deleted but open; one of 1 GiB past a visible
+file's size (``FALLOC_FL_KEEP_SIZE``)."""
+
+
 @pytest.mark.parametrize("box", BOXES)
+@pytest.mark.parametrize("pattern", RESERVED)
 def test_reservations_past_the_bound_still_end_the_task(
     watched: BlockingProvider,
     ext4_dockerd: SecondEngine,  # noqa: F811
+    pattern: str,
     box: str,
 ) -> None:
-    """8 reservations of 250 MiB at once in files deleted but open: past any watch's bound,
-    but seen (the tripwire, the scan from the host) and ended as the agent's ``disk_limit``."""
-    ratio, fault = _attack(watched, ext4_dockerd, box, "python3 /tmp/held.py fallocate 8")
-    print(f"\nfallocate in a {box} box: host growth {ratio:.2f} x the cap; {fault}")
+    """Past any watch's bound (one system call each), but seen (the tripwire and the scan from
+    the host; the walk of the layer, blocks past a file's size) and ended as the agent's
+    ``disk_limit``."""
+    ratio, fault = _attack(watched, ext4_dockerd, box, RESERVED[pattern])
+    print(f"\n{pattern} in a {box} box: host growth {ratio:.2f} x the cap; {fault}")
     assert fault.reason == "disk_limit", fault
 
 

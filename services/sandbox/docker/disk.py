@@ -143,6 +143,10 @@ class LayerEntries:
         self._id = container_id
         self.layer = layer
         """The writable layer's directory on green's host; None: the engine's diff counts."""
+        self.reserved = 0
+        """Bytes the layer's files hold on disk beyond their sizes, as the last walk found
+        (blocks reserved with ``fallocate``'s ``FALLOC_FL_KEEP_SIZE``, which ``SizeRw``, a sum
+        of sizes, never sees); 0 where the engine's diff counts."""
 
     @classmethod
     def of(cls, api: APIClient, container: Mapping[str, Any]) -> LayerEntries:
@@ -161,7 +165,8 @@ class LayerEntries:
         """How many entries the layer holds (blocking); with ``most``, at most ``most + 1``:
         past ``most`` the answer is only "too many", and a flood is not walked to its end."""
         if self.layer is not None:
-            return count_entries(self.layer, most)
+            entries, self.reserved = count_entries(self.layer, most)
+            return entries
         try:
             return len(self._api.diff(self._id) or [])
         except docker.errors.APIError as exc:
@@ -170,24 +175,32 @@ class LayerEntries:
             raise
 
 
-def count_entries(top: Path, most: int | None = None) -> int:
-    """Entries under the directory ``top``, by GNU ``find`` (blocking): links are never
-    followed and mounts never crossed, so an agent's link to ``/`` counts as one entry and the
-    host's tree is never walked; a chain deeper than ``PATH_MAX`` is walked like any other.
-    One byte is read per entry; with ``most``, the walk stops at ``most + 1``. Raises OSError
-    when ``top`` is no longer there (its container is gone)."""
-    argv = ["find", str(top), "-xdev", "-mindepth", "1", "-printf", "."]
-    seen = 0
+def count_entries(top: Path, most: int | None = None) -> tuple[int, int]:
+    """Entries under the directory ``top``, and the bytes their blocks hold beyond their sizes
+    (each size rounded up to a whole block of :data:`INODE_BYTES`), by GNU ``find`` (blocking): links are never followed and mounts never crossed, so an agent's
+    link to ``/`` counts as one entry and the host's tree is never walked; a chain deeper than
+    ``PATH_MAX`` is walked like any other. One short line is read per entry; with ``most``, the
+    walk stops at ``most + 1``. Raises OSError when ``top`` is no longer there (its container is
+    gone)."""
+    argv = ["find", str(top), "-xdev", "-mindepth", "1", "-printf", "%b %s\\n"]
+    seen = beyond = 0
+    rest = b""
     with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as find:
         assert find.stdout is not None
         while chunk := find.stdout.read1(1 << 16):
-            seen += len(chunk)
+            lines = (rest + chunk).split(b"\n")
+            rest = lines.pop()
+            for line in lines:
+                blocks, _, size = line.partition(b" ")
+                whole = -(-int(size) // INODE_BYTES) * INODE_BYTES  # its last block, whole
+                beyond += max(0, int(blocks) * 512 - whole)
+            seen += len(lines)
             if most is not None and seen > most:
                 find.kill()
-                return most + 1
+                return most + 1, beyond
     if not top.is_dir():  # entries removed while walked are only missed; a gone layer fails
         raise FileNotFoundError(f"no layer at {top}")
-    return seen
+    return seen, beyond
 
 
 QUOTA_TEXT = "Disk quota exceeded"

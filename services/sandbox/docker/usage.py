@@ -192,7 +192,7 @@ class LayerUsage:
                     cap = (self._spec.disk_limit or 0) // INODE_BYTES
                     worked = self._counted_through > -math.inf
                     entries = self._layer.count(most=self._first_entries + cap if worked else None)
-                self._entries = entries * INODE_BYTES
+                self._entries = entries * INODE_BYTES + self._layer.reserved
                 self._counted_through = started
             except Exception as exc:
                 if self._counted_through is None:  # counted again once a command ran
