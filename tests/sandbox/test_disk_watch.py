@@ -7,10 +7,11 @@ tests/sandbox/test_sandbox_faults.py.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -194,3 +195,59 @@ def test_only_files_on_a_disk_count_as_held() -> None:
     """Deleted-but-open files count on the container's disk mounts (its overlay, a bind of the
     engine's), not in memory (``/dev/shm``, ``/proc``; a memfd's device is in no mount)."""
     assert disk_devices(MOUNTINFO) == {os.makedev(0, 44), os.makedev(254, 0)}
+
+
+class Freezer:
+    """What the watch's freeze does, in order: ``freeze``, ``measure``, ``kill``, ``thaw``."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.events: list[str] = []
+        self.frozen = False
+        engine_measure = engine.measure
+
+        def measure() -> int:
+            if threading.current_thread().name == "green-disk-watch":
+                self.events.append("measure frozen" if self.frozen else "measure")
+            return engine_measure()
+
+        engine.measure = measure  # type: ignore[method-assign]
+
+    @contextlib.contextmanager
+    def __call__(self) -> Iterator[Callable[[], None]]:
+        self.frozen = True
+        self.events.append("freeze")
+        try:
+            yield lambda: self.events.append("kill")
+        finally:
+            self.frozen = False
+            self.events.append("thaw")
+
+
+def test_a_tripped_measurement_is_taken_frozen_and_its_writer_killed_before_the_thaw(
+    engine: Engine,
+) -> None:
+    """The tripwire's measurement runs with the container frozen; past the cap its processes
+    are killed while frozen (they die as they thaw, writing nothing more), the engine's stop
+    after the thaw; under it, the container only thaws."""
+    disk, freezer = Disk(), Freezer(engine)
+    stops: list[str] = []
+    watch = DiskWatch(
+        engine.measure, LIMIT, 3600.0, lambda size: stops.append(str(freezer.frozen)),
+        engine_used=disk, frozen=freezer,
+    )  # fmt: skip
+    watch.start()
+    _measured_twice(engine, watch)
+    disk.used += 2 * LIMIT  # another's: measured frozen, thawed
+    deadline = time.monotonic() + 60
+    while "thaw" not in freezer.events:
+        assert time.monotonic() < deadline, "the tripwire did not measure"
+        time.sleep(0.01)
+    assert freezer.events[-3:] == ["freeze", "measure frozen", "thaw"] and stops == []
+    engine.size = 2 * LIMIT
+    disk.used += 2 * LIMIT  # this one's
+    while not stops:
+        assert time.monotonic() < deadline, "the tripwire did not stop the writer"
+        time.sleep(0.01)
+    assert freezer.events[-4:] == ["freeze", "measure frozen", "kill", "thaw"]
+    assert stops == ["False"]  # the engine's stop, after the thaw
+    watch.stop()

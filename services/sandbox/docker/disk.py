@@ -48,6 +48,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -277,9 +278,14 @@ class DiskWatch:
         on_exceeded: Callable[[int], None],
         on_unknown: Callable[[str], None] | None = None,
         engine_used: Callable[[], int | None] | None = None,
+        frozen: Callable[[], AbstractContextManager[Callable[[], None] | None]] | None = None,
     ) -> None:
         self._measure = measure
         self._engine_used = engine_used
+        self._frozen = frozen
+        """The container frozen while a block runs, which gets a kill of its processes: a
+        measurement the tripwire asked for is taken, and a writer past the cap killed, with
+        nothing of it running (then ``on_exceeded`` as ever)."""
         """Bytes in use on the engine's whole file system (None: not in view), looked at every
         :data:`TRIP_EVERY` s between two measurements of a command."""
         self._engine_at: int | None = None  # its figure as the last measurement started
@@ -367,49 +373,64 @@ class DiskWatch:
                     wait, last = min(FIRST_WAIT, self._interval), None
                     continue
                 wait = 0.0
-            if self._wait(wait):
+            woke = self._wait(wait)
+            if woke is None:
                 continue
-            size = self._take()
-            if size is None:
-                continue
-            now = time.monotonic()
-            rate = _rate(last, now, size)
-            last = (now, size)
-            if size + rate * STOP_LAG > self.limit:
-                self._exceed(size, rate)
+            with self._frozen() if woke and self._frozen is not None else nullcontext() as kill:
+                size = self._take()
+                if size is None:
+                    continue
+                now = time.monotonic()
+                rate = _rate(last, now, size)
+                last = (now, size)
+                over = size + rate * STOP_LAG > self.limit and self._over(size, rate)
+                if over and kill is not None:  # recorded first: the sandbox reads it as they die
+                    kill()
+            if over:
+                self._stop_writer(size)
             elif rate > 0:  # sooner as the cap nears: a quarter of the time the rate needs
                 wait = min(self._interval, max(MIN_WAIT, (self.limit - size) / rate / 4))
             else:
                 wait = min(FIRST_WAIT, self._interval) if rate < 0 else self._interval
 
-    def _wait(self, wait: float) -> bool:
+    def _wait(self, wait: float) -> bool | None:
         """Wait ``wait`` seconds for the next measurement, or less: while a command runs, the
         engine's file system in view, the wait ends as soon as that file system grew since the
         last measurement started by more than the room left under the cap (were all of it this
-        container's, it would be past the cap: measure now). Another container's writes only
-        bring a measurement forward; one's deletions hide as much growth from the tripwire
-        (the measurements' own cadence stands). True: the watch stops."""
+        container's, it would be past the cap: measure now, the container frozen meanwhile).
+        Another container's writes only bring a measurement forward (and freeze this one for
+        it); one's deletions hide as much growth from the tripwire (the measurements' own
+        cadence stands). True: the tripwire woke it; False: the time passed; None: the watch
+        stops."""
         engine_at = self._engine_at
         if self._engine_used is None or engine_at is None or not self._active.is_set():
-            return self._stop.wait(wait)
+            return None if self._stop.wait(wait) else False
         room = self.limit - self._size
         end = time.monotonic() + wait
         while (left := end - time.monotonic()) > 0:
             if self._stop.wait(min(TRIP_EVERY, left)):
-                return True
+                return None
             used = self._engine_used()
             if used is not None and used - engine_at > room:
-                return False
-        return self._stop.is_set()
+                return True
+        return None if self._stop.is_set() else False
 
     def _exceed(self, size: int, rate: float) -> None:
         """Stop the writer, once (the watch's thread and :meth:`measure_now` may both see it)."""
+        if self._over(size, rate):
+            self._stop_writer(size)
+
+    def _over(self, size: int, rate: float) -> bool:
+        """Record the size that passed the cap, once; whether this call did."""
         with self._exceeding:
             if self.exceeded is not None:
-                return
+                return False
             self.exceeded = size
             self.rate = rate
         log.warning("disk.limit_exceeded", size=size, rate=int(rate), limit=self.limit)
+        return True
+
+    def _stop_writer(self, size: int) -> None:
         try:
             self._on_exceeded(size)
         except Exception as exc:

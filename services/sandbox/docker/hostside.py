@@ -16,9 +16,11 @@ in the container (:func:`.disk.hidden_bytes`), without a tripwire.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +48,9 @@ class TooManyOpen(MeasurementFailed):
 class HostSide:
     """One container's processes and its engine's disk, from the engine's host."""
 
-    def __init__(self, procs: Path, disk_devices: frozenset[int], data_root: str) -> None:
-        self._procs = procs
+    def __init__(self, folders: list[Path], disk_devices: frozenset[int], data_root: str) -> None:
+        self._folders = folders
+        self._procs = folders[0] / "cgroup.procs"
         self._devices = disk_devices
         self.data_root = data_root
         """A path on the engine's file system (the container's writable layer)."""
@@ -77,7 +80,7 @@ class HostSide:
             os.listdir(PROC / str(pid) / "fd")
         except OSError:
             return None
-        return cls(procs, disk_devices(mounts), upper)
+        return cls(folders, disk_devices(mounts), upper)
 
     def held(self, most: int = MOST_FDS) -> int:
         """Bytes the blocks of files deleted but still open hold (each file once; those on a
@@ -111,6 +114,42 @@ class HostSide:
                 if stat.S_ISREG(st.st_mode) and st.st_nlink == 0 and st.st_dev in self._devices:
                     seen[(st.st_dev, st.st_ino)] = st.st_blocks * 512
         return sum(seen.values())
+
+    @contextlib.contextmanager
+    def frozen(self) -> Iterator[Callable[[], None]]:
+        """The container's processes stopped by the kernel's freezer while the block runs (its
+        cgroup's ``freezer.state``, v1; ``cgroup.freeze``, v2): a writer stops at once, and a
+        measurement taken meanwhile is of a layer that does not change. The block gets
+        :meth:`kill`: a process killed while frozen dies as it thaws, writing nothing more
+        (the engine's own kill waits for the processes to end, which they cannot while
+        frozen). Thawed on leaving, whatever happened; a freezer green cannot write is no
+        freeze (the block runs all the same)."""
+        thaw = []
+        for folder in self._folders:
+            for name, on, off in (
+                ("freezer.state", "FROZEN", "THAWED"),
+                ("cgroup.freeze", "1", "0"),
+            ):
+                path = folder / name
+                with contextlib.suppress(OSError):
+                    if path.is_file():
+                        path.write_text(on)
+                        thaw.append((path, off))
+        try:
+            yield self.kill
+        finally:
+            for path, off in thaw:
+                with contextlib.suppress(OSError):
+                    path.write_text(off)
+
+    def kill(self) -> None:
+        """``SIGKILL`` to every process of the container (its keeper, pid 1 of its namespace,
+        included: from the host's namespace the kernel delivers it)."""
+        with contextlib.suppress(OSError):
+            for pid in self._procs.read_text().split():
+                with contextlib.suppress(OSError):
+                    if int(pid) > 0:
+                        os.kill(int(pid), signal.SIGKILL)
 
     def disk_used(self) -> int:
         """Bytes in use on the engine's file system (``statvfs`` of the data root: one system

@@ -10,6 +10,7 @@ scan the agent slows cannot blind it); the last figure of each stands.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 import time
@@ -124,6 +125,12 @@ class LayerUsage:
             return self._host.disk_used()
         except OSError:
             return None
+
+    def frozen(self) -> contextlib.AbstractContextManager[Callable[[], None] | None]:
+        """The container frozen while the block runs, which gets a kill of its processes
+        (:meth:`.hostside.HostSide.frozen`); no freeze (and None) where green does not see it
+        from the engine's host."""
+        return self._host.frozen() if self._host is not None else contextlib.nullcontext()
 
     def _scan_host(self, started: float) -> None:
         """Scan for deleted-but-open files from the engine's host, now (a few system calls per
