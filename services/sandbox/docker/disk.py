@@ -376,7 +376,8 @@ class DiskWatch:
             woke = self._wait(wait)
             if woke is None:
                 continue
-            with self._frozen() if woke and self._frozen is not None else nullcontext() as kill:
+            frozen = woke and self._frozen is not None
+            with self._frozen() if frozen and self._frozen else nullcontext() as kill:
                 size = self._take()
                 if size is None:
                     continue
@@ -386,6 +387,10 @@ class DiskWatch:
                 over = size + rate * STOP_LAG > self.limit and self._over(size, rate)
                 if over and kill is not None:  # recorded first: the sandbox reads it as they die
                     kill()
+            if over and not frozen and self._frozen is not None:
+                with self._frozen() as kill:  # from the host, at once: the engine's kill is slow
+                    if kill is not None:
+                        kill()
             if over:
                 self._stop_writer(size)
             elif rate > 0:  # sooner as the cap nears: a quarter of the time the rate needs
