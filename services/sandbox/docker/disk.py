@@ -18,13 +18,10 @@ outside. Two parts:
 - :class:`DiskWatch` measures the writable layer (the engine's ``SizeRw``) while a command
   runs, every ``interval`` seconds and more often as a fast writer nears the cap; over the
   cap it calls ``on_exceeded`` (the sandbox kills the container, and the task ends as the
-  agent's ``disk_limit``). Where green sees the engine from its host (:mod:`.hostside`),
-  it also looks at the engine's file system (``statvfs``) every :data:`TRIP_EVERY` seconds
-  between two measurements and measures at once when it grew past the cap's room, so what
-  passes the cap is what lands between a look and the kill: written data stays within 1.5
-  times the cap whatever the writer's speed (``tests/sandbox/test_disk_watch_bound.py``). A
-  reservation (``fallocate``) is made in one system call and no watch bounds it
-  (``bench/bench_disk_cap.py``, docs/engines.md).
+  agent's ``disk_limit``). Seen from the engine's host (:mod:`.hostside`), a tripwire
+  (:meth:`DiskWatch._wait`) keeps written data within 1.5 times the cap at any writer's speed
+  (``tests/sandbox/test_disk_watch_bound.py``); no watch bounds a reservation (``fallocate``,
+  one system call: docs/engines.md).
   A command that ends before a recent measurement of it (a busy engine answers slowly; a burst
   of writers finishes first) is measured once more as it ends (:meth:`DiskWatch.unmeasured`,
   :meth:`DiskWatch.measure_now`), so its writes end this command, not the next one.
@@ -72,8 +69,7 @@ STOP_LAG = 0.25
 kill): a command whose size plus this much writing at its current rate would pass the cap is
 stopped now, so the cap holds for fast writers too."""
 TRIP_EVERY = 0.02
-"""Seconds between two looks at the engine's disk (one ``statvfs``) while the watch waits for
-its next measurement: the tripwire (:meth:`DiskWatch._wait`)."""
+"""Seconds between two looks of the tripwire at the engine's disk (:meth:`DiskWatch._wait`)."""
 UNKNOWN_AFTER = 3
 """Measurements that failed in a row (retried each time) before a task's disk use is
 *unknown*: the operator is told (the task's events, ``/healthz``) until one works again."""
@@ -281,13 +277,8 @@ class DiskWatch:
         frozen: Callable[[], AbstractContextManager[Callable[[], None] | None]] | None = None,
     ) -> None:
         self._measure = measure
-        self._engine_used = engine_used
-        self._frozen = frozen
-        """The container frozen while a block runs, which gets a kill of its processes: a
-        measurement the tripwire asked for is taken, and a writer past the cap killed, with
-        nothing of it running (then ``on_exceeded`` as ever)."""
-        """Bytes in use on the engine's whole file system (None: not in view), looked at every
-        :data:`TRIP_EVERY` s between two measurements of a command."""
+        self._engine_used = engine_used  # bytes in use on the engine's file system (tripwire)
+        self._frozen = frozen  # the container frozen in a block given a kill of its processes
         self._engine_at: int | None = None  # its figure as the last measurement started
         self._size = 0  # the last measurement's figure over the baseline
         self.limit = limit
@@ -399,14 +390,11 @@ class DiskWatch:
                 wait = min(FIRST_WAIT, self._interval) if rate < 0 else self._interval
 
     def _wait(self, wait: float) -> bool | None:
-        """Wait ``wait`` seconds for the next measurement, or less: while a command runs, the
-        engine's file system in view, the wait ends as soon as that file system grew since the
-        last measurement started by more than the room left under the cap (were all of it this
-        container's, it would be past the cap: measure now, the container frozen meanwhile).
-        Another container's writes only bring a measurement forward (and freeze this one for
-        it); one's deletions hide as much growth from the tripwire (the measurements' own
-        cadence stands). True: the tripwire woke it; False: the time passed; None: the watch
-        stops."""
+        """Wait ``wait`` s for the next measurement, or less (the tripwire): while a command
+        runs, until the engine's file system grew since the last measurement started by more
+        than the cap's room (were it all this container's, it would be past the cap: measure
+        now, the container frozen). Another's writes only bring a measurement forward; its
+        deletions hide growth. True: tripped; False: the time passed; None: the watch stops."""
         engine_at = self._engine_at
         if self._engine_used is None or engine_at is None or not self._active.is_set():
             return None if self._stop.wait(wait) else False
