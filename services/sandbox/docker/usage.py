@@ -14,7 +14,7 @@ import contextlib
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from docker import APIClient
 from docker.models.containers import Container
@@ -63,6 +63,7 @@ class LayerUsage:
         self._host: HostSide | None = None  # the container from its engine's host, if in view
         self._host_asked = False  # whether HostSide.of was asked (once, the container running)
         self._crowded = False  # its processes hold too many files to scan at a measurement
+        self._fresh = False  # frozen: a measurement counts the entries itself
         self._counting = threading.Lock()
         self.scans = Failures(on_unknown)
         """The scans of open files that failed in a row."""
@@ -91,7 +92,8 @@ class LayerUsage:
         rows = self._api.containers(all=True, size=True, filters={"id": self._container.id})
         if not rows:
             return None
-        if self._counted_through is None:  # the first count (the baseline's) is waited for
+        walked = self._layer is not None and self._layer.layer is not None
+        if self._counted_through is None or (self._fresh and walked):  # waited for
             self._count_inodes()
         elif (
             self._ran_until > self._counted_through  # a command ran since the last count
@@ -126,11 +128,21 @@ class LayerUsage:
         except OSError:
             return None
 
-    def frozen(self) -> contextlib.AbstractContextManager[Callable[[], None] | None]:
+    @contextlib.contextmanager
+    def frozen(self) -> Iterator[Callable[[], None] | None]:
         """The container frozen while the block runs, which gets a kill of its processes
         (:meth:`.hostside.HostSide.frozen`); no freeze (and None) where green does not see it
-        from the engine's host."""
-        return self._host.frozen() if self._host is not None else contextlib.nullcontext()
+        from the engine's host. A measurement meanwhile counts the layer's entries afresh
+        where green walks it (frozen, a flood's count cannot lag behind it)."""
+        if self._host is None:
+            yield None
+            return
+        with self._host.frozen() as kill:
+            self._fresh = True
+            try:
+                yield kill
+            finally:
+                self._fresh = False
 
     def _scan_host(self, started: float) -> None:
         """Scan for deleted-but-open files from the engine's host, now (a few system calls per
