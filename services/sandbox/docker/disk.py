@@ -275,9 +275,11 @@ class DiskWatch:
         on_unknown: Callable[[str], None] | None = None,
         engine_used: Callable[[], int | None] | None = None,
         frozen: Callable[[], AbstractContextManager[Callable[[], None] | None]] | None = None,
+        engine_ref: Callable[[], int | None] | None = None,
     ) -> None:
         self._measure = measure
         self._engine_used = engine_used  # bytes in use on the engine's file system (tripwire)
+        self._engine_ref = engine_ref or engine_used  # what it grows from: all past it unseen
         self._frozen = frozen  # the container frozen in a block given a kill of its processes
         self._engine_at: int | None = None  # its figure as the last measurement started
         self._size = 0  # the last measurement's figure over the baseline
@@ -342,7 +344,7 @@ class DiskWatch:
     def _take(self) -> int | None:
         """One measurement over the baseline; None when the engine could not say (logged)."""
         started = time.monotonic()
-        engine_at = self._engine_used() if self._engine_used is not None else None
+        engine_at = self._engine_ref() if self._engine_ref is not None else None
         try:
             size = self._measure()
         except Exception as exc:  # the engine hiccupped: measure again next time
@@ -408,13 +410,11 @@ class DiskWatch:
                 return True
         return None if self._stop.is_set() else False
 
-    def _exceed(self, size: int, rate: float) -> None:
-        """Stop the writer, once (the watch's thread and :meth:`measure_now` may both see it)."""
+    def _exceed(self, size: int, rate: float) -> None:  # once: the thread, measure_now both may
         if self._over(size, rate):
             self._stop_writer(size)
 
-    def _over(self, size: int, rate: float) -> bool:
-        """Record the size that passed the cap, once; whether this call did."""
+    def _over(self, size: int, rate: float) -> bool:  # records it, once: whether this did
         with self._exceeding:
             if self.exceeded is not None:
                 return False

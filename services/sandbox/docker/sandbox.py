@@ -118,6 +118,7 @@ class DockerSandbox:
                 on_unknown,
                 engine_used=self._usage.engine_disk_used,
                 frozen=self._usage.frozen,
+                engine_ref=self._usage.engine_reference,
             )
 
     @property

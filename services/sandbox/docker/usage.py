@@ -38,6 +38,11 @@ the engine's diff counts them, it walks the container's whole tree: about a thir
 the engine's CPU for an ARVO task, over a hundred times a ``SizeRw``; see :class:`LayerEntries`)."""
 
 
+COUNT_AFTER = 1 / 8
+"""Growth of the engine's disk since a count of entries began, as a share of the cap, after
+which the next is due at once (:meth:`LayerUsage._grown_since_count`)."""
+
+
 class LayerUsage:
     """Measures one container's use of the engine's disk (:meth:`measure`). ``on_unknown``
     hears when the scans of open files have failed too often in a row; ``removed`` says that
@@ -57,6 +62,7 @@ class LayerUsage:
         self._first_entries = 0  # how many the baseline's count found
         self._counted_through: float | None = None  # when the last count that worked started
         self._count_ended = float("-inf")  # when the last count ended (worked or not)
+        self._used_at_count: int | None = None  # the engine's disk in use as the last began
         self._ran_until = float("-inf")  # when the last command ended; +inf while one runs
         self._hidden: tuple[float, int] = (float("-inf"), 0)  # when last scanned, bytes held
         self._scanning = threading.Lock()  # one scan of open files at a time, never waited for
@@ -97,7 +103,7 @@ class LayerUsage:
             self._count_inodes()
         elif (
             self._ran_until > self._counted_through  # a command ran since the last count
-            and time.monotonic() - self._count_ended >= INODES_EVERY
+            and (time.monotonic() - self._count_ended >= INODES_EVERY or self._grown_since_count())
             and not self._counting.locked()
         ):
             threading.Thread(target=self._count_inodes, daemon=True).start()  # never waited
@@ -127,6 +133,23 @@ class LayerUsage:
             return self._host.disk_used()
         except OSError:
             return None
+
+    def engine_reference(self) -> int | None:
+        """What the tripwire measures growth from: the engine's disk in use now, or as the last
+        count of entries began if less (entries made since are not charged yet)."""
+        used, then = self.engine_disk_used(), self._used_at_count
+        return min(used, then) if used is not None and then is not None else used
+
+    def _grown_since_count(self) -> bool:
+        """Whether the engine's disk grew by more than an eighth of the cap since the last count
+        of entries began (where green sees it): a flood of directories, which ``SizeRw``
+        ignores, is counted again at once, not 2 s on."""
+        used, then = self.engine_disk_used(), self._used_at_count
+        return (
+            used is not None
+            and then is not None
+            and used - then > COUNT_AFTER * (self._spec.disk_limit or 0)
+        )
 
     @contextlib.contextmanager
     def frozen(self) -> Iterator[Callable[[], None] | None]:
@@ -200,6 +223,7 @@ class LayerUsage:
         stands). The baseline's count is whole; a later one stops past the cap."""
         with self._counting:
             started = time.monotonic()
+            self._used_at_count = self.engine_disk_used()
             try:
                 if self._layer is None:
                     self._layer = LayerEntries.of(self._api, self._container.attrs)
