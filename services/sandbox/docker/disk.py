@@ -20,8 +20,8 @@ outside. Two parts:
   cap it calls ``on_exceeded`` (the sandbox kills the container, and the task ends as the
   agent's ``disk_limit``). Seen from the engine's host (:mod:`.hostside`), a tripwire
   (:meth:`DiskWatch._wait`) keeps written data within 1.5 times the cap at any writer's speed
-  (``tests/sandbox/test_disk_watch_bound.py``); no watch bounds a reservation (``fallocate``,
-  one system call: docs/engines.md).
+  (``tests/sandbox/test_disk_watch_bound.py``); not a reservation (``fallocate``, one system
+  call) nor a flood of directories (``SizeRw`` ignores them): docs/engines.md.
   A command that ends before a recent measurement of it (a busy engine answers slowly; a burst
   of writers finishes first) is measured once more as it ends (:meth:`DiskWatch.unmeasured`,
   :meth:`DiskWatch.measure_now`), so its writes end this command, not the next one.
