@@ -16,7 +16,6 @@ import contextlib
 import os
 import secrets
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from structlog.testing import capture_logs
 from services.sandbox.base import AgentFault, SandboxSpec
 from services.sandbox.blocking import BlockingProvider
 from services.sandbox.docker import DockerSandboxProvider
+from tests.support.growth import GrowthSampler
 from tests.support.second_dockerd import SecondEngine, btrfs_dockerd  # noqa: F401
 
 pytestmark = pytest.mark.docker
@@ -82,35 +82,6 @@ print(made, error, flush=True)
 """
 
 
-def _used(mount: Path) -> int:
-    st = os.statvfs(mount)
-    return (st.f_blocks - st.f_bfree) * st.f_frsize
-
-
-class GrowthSampler:
-    """The loop mount's used bytes, sampled every 50 ms in a thread: the peak over a start."""
-
-    def __init__(self, mount: Path) -> None:
-        self.mount, self.start, self.peak = mount, _used(mount), 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.05):
-            self.peak = max(self.peak, _used(self.mount) - self.start)
-
-    def __enter__(self) -> GrowthSampler:
-        subprocess.run(["sync", "-f", str(self.mount)], check=False)
-        self.start = _used(self.mount)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, _used(self.mount) - self.start)
-
-
 @pytest.fixture(scope="module")
 def quota_provider(btrfs_dockerd: SecondEngine) -> Iterator[BlockingProvider]:  # noqa: F811
     main = docker.from_env()
@@ -141,7 +112,7 @@ def _attack(provider: BlockingProvider, mount: Path, cap: int, script: str, what
         assert provider.provider.disk_cap == "enforced"
         assert sandbox.quota and sandbox.quota > cap
         sandbox.put_files("/tmp", {"attack.py": script.encode()})
-        with GrowthSampler(mount) as growth, pytest.raises(AgentFault) as caught:
+        with GrowthSampler(mount, every=0.05) as growth, pytest.raises(AgentFault) as caught:
             said = sandbox.exec("python3 /tmp/attack.py", timeout=300)
             print(f"{what}: the command ended without a disk_limit: {said.output!r}")
         print(

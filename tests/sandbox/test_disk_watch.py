@@ -7,13 +7,16 @@ tests/sandbox/test_sandbox_faults.py.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
 from services.sandbox.docker.disk import FIRST_WAIT, DiskWatch
+from services.sandbox.docker.hostside import disk_devices
 
 LIMIT = 100
 
@@ -121,4 +124,130 @@ def test_under_the_limit_the_last_measurement_stops_nothing(engine: Engine) -> N
     watch.measure_now()
     assert watch.exceeded is None and engine.stopped == []
     assert not watch.unmeasured()  # it was measured, just now
+    watch.stop()
+
+
+class Disk:
+    """The engine's file system as the tripwire sees it: ``used`` bytes, as the test says."""
+
+    def __init__(self) -> None:
+        self.used = 10**9
+
+    def __call__(self) -> int:
+        return self.used
+
+
+def _measured_twice(engine: Engine, watch: DiskWatch) -> None:
+    """The command's first two measurements are taken: the next is an interval away."""
+    deadline = time.monotonic() + 30
+    calls = engine.calls
+    while engine.calls < calls + 2:
+        assert time.monotonic() < deadline, "the watch did not measure"
+        time.sleep(0.01)
+
+
+def test_the_engines_disk_growing_past_the_room_left_is_measured_at_once(
+    engine: Engine,
+) -> None:
+    """The tripwire: between two measurements an hour apart, the engine's file system grows by
+    more than the cap's room; the watch measures at once, and stops the writer."""
+    disk = Disk()
+    watch = DiskWatch(engine.measure, LIMIT, 3600.0, engine.stop, engine_used=disk)
+    watch.start()
+    _measured_twice(engine, watch)
+    engine.size = 2 * LIMIT
+    disk.used += 2 * LIMIT
+    deadline = time.monotonic() + 60
+    while not engine.stopped:
+        assert time.monotonic() < deadline, "the tripwire did not measure"
+        time.sleep(0.01)
+    assert engine.stopped == [2 * LIMIT]
+    watch.stop()
+
+
+def test_another_containers_growth_only_brings_a_measurement_forward(engine: Engine) -> None:
+    disk = Disk()
+    watch = DiskWatch(engine.measure, LIMIT, 3600.0, engine.stop, engine_used=disk)
+    watch.start()
+    _measured_twice(engine, watch)
+    calls = engine.calls
+    disk.used += LIMIT // 2  # within the room: no measurement
+    time.sleep(0.3)
+    assert engine.calls == calls
+    disk.used += LIMIT  # past it, but another's: measured, nothing stopped
+    deadline = time.monotonic() + 60
+    while engine.calls == calls:
+        assert time.monotonic() < deadline, "the tripwire did not measure"
+        time.sleep(0.01)
+    assert engine.stopped == [] and watch.exceeded is None
+    watch.stop()
+
+
+MOUNTINFO = """\
+129 104 0:44 / / rw,relatime master:5 - overlay overlay rw,lowerdir=/l,upperdir=/u,workdir=/w
+130 129 0:46 / /proc rw,nosuid,nodev,noexec,relatime - proc proc rw
+145 131 0:57 / /dev/shm rw,nosuid,nodev,noexec,relatime - tmpfs shm rw,size=65536k
+146 129 254:0 /var/lib/docker/containers/x/hosts /etc/hosts rw,relatime - ext4 /dev/vda rw
+"""
+
+
+def test_only_files_on_a_disk_count_as_held() -> None:
+    """Deleted-but-open files count on the container's disk mounts (its overlay, a bind of the
+    engine's), not in memory (``/dev/shm``, ``/proc``; a memfd's device is in no mount)."""
+    assert disk_devices(MOUNTINFO) == {os.makedev(0, 44), os.makedev(254, 0)}
+
+
+class Freezer:
+    """What the watch's freeze does, in order: ``freeze``, ``measure``, ``kill``, ``thaw``."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.events: list[str] = []
+        self.frozen = False
+        engine_measure = engine.measure
+
+        def measure() -> int:
+            if threading.current_thread().name == "green-disk-watch":
+                self.events.append("measure frozen" if self.frozen else "measure")
+            return engine_measure()
+
+        engine.measure = measure  # type: ignore[method-assign]
+
+    @contextlib.contextmanager
+    def __call__(self) -> Iterator[Callable[[], None]]:
+        self.frozen = True
+        self.events.append("freeze")
+        try:
+            yield lambda: self.events.append("kill")
+        finally:
+            self.frozen = False
+            self.events.append("thaw")
+
+
+def test_a_tripped_measurement_is_taken_frozen_and_its_writer_killed_before_the_thaw(
+    engine: Engine,
+) -> None:
+    """The tripwire's measurement runs with the container frozen; past the cap its processes
+    are killed while frozen (they die as they thaw, writing nothing more), the engine's stop
+    after the thaw; under it, the container only thaws."""
+    disk, freezer = Disk(), Freezer(engine)
+    stops: list[str] = []
+    watch = DiskWatch(
+        engine.measure, LIMIT, 3600.0, lambda size: stops.append(str(freezer.frozen)),
+        engine_used=disk, frozen=freezer,
+    )  # fmt: skip
+    watch.start()
+    _measured_twice(engine, watch)
+    disk.used += 2 * LIMIT  # another's: measured frozen, thawed
+    deadline = time.monotonic() + 60
+    while "thaw" not in freezer.events:
+        assert time.monotonic() < deadline, "the tripwire did not measure"
+        time.sleep(0.01)
+    assert freezer.events[-3:] == ["freeze", "measure frozen", "thaw"] and stops == []
+    engine.size = 2 * LIMIT
+    disk.used += 2 * LIMIT  # this one's
+    while not stops:
+        assert time.monotonic() < deadline, "the tripwire did not stop the writer"
+        time.sleep(0.01)
+    assert freezer.events[-4:] == ["freeze", "measure frozen", "kill", "thaw"]
+    assert stops == ["False"]  # the engine's stop, after the thaw
     watch.stop()

@@ -266,6 +266,13 @@ def test_6_odd_files_at_submission_are_the_agent_s_and_name_no_host_path(
     assert "/var/lib" not in str(missing.value)
 
 
+def in_the_container(sandbox: DockerSandbox) -> None:
+    """Open files scanned as green sees them without the engine's host (a remote engine, green
+    in a container): by an exec in the container, not from the host (before the first
+    measurement)."""
+    sandbox.sandbox._usage._host_asked = True
+
+
 @pytest.mark.parametrize("provider", ["default"], indirect=True)  # an enforced quota scans nothing
 def test_40_5_a_scan_that_fails_is_no_measurement_and_the_disk_turns_unknown(
     make: Callable[..., DockerSandbox], provider: BlockingProvider
@@ -274,6 +281,7 @@ def test_40_5_a_scan_that_fails_is_no_measurement_and_the_disk_turns_unknown(
     with an OCI error, which the scan once read as its output and counted 0 bytes) raises
     MeasurementFailed; a few in a row while commands run make the task's disk use *unknown*."""
     sandbox = make(disk_limit=256 * MiB, disk_check_s=0.2)
+    in_the_container(sandbox)
     sandbox.setup("rm -f /usr/bin/find", 20)  # green's own set-up, as root
     with pytest.raises(MeasurementFailed):
         hidden_bytes(provider.provider.client.api, sandbox.id)
@@ -323,6 +331,7 @@ def test_52_3_a_judging_box_whose_disk_cannot_be_measured_is_stopped(
     gone) stops the container as the agent's ``disk_unmeasured`` instead of leaving the cap
     unwatched (a task container runs on, as above)."""
     sandbox = make(disk_limit=256 * MiB, disk_check_s=0.2, unmeasured_stops=True)
+    in_the_container(sandbox)
     sandbox.setup("rm -f /usr/bin/find", 20)
     with pytest.raises(AgentFault) as caught:
         sandbox.exec("sleep 30", timeout=60)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 import secrets
 import struct
@@ -146,20 +147,20 @@ def test_count_entries_counts_files_directories_and_links_once(tmp_path: Path) -
     (tmp_path / "a" / "f").write_text("x")
     (tmp_path / "root").symlink_to("/")  # an agent's link to / is one entry, never followed
     (tmp_path / "loop").symlink_to(tmp_path)
-    assert count_entries(tmp_path) == 5
+    assert count_entries(tmp_path)[0] == 5
 
 
 def test_count_entries_walks_a_chain_deeper_than_path_max(tmp_path: Path) -> None:
     """The engine's diff fails on such a chain (ENAMETOOLONG); find walks it."""
     _chain(tmp_path, 20, "d" * 250)  # 5,020 bytes of path
-    assert count_entries(tmp_path) == 20
+    assert count_entries(tmp_path)[0] == 20
 
 
 def test_count_entries_stops_past_most(tmp_path: Path) -> None:
     for i in range(1_000):
         (tmp_path / str(i)).mkdir()
-    assert count_entries(tmp_path, most=100) == 101
-    assert count_entries(tmp_path, most=5_000) == 1_000
+    assert count_entries(tmp_path, most=100)[0] == 101
+    assert count_entries(tmp_path, most=5_000)[0] == 1_000
 
 
 def test_count_entries_of_a_gone_layer_fails(tmp_path: Path) -> None:
@@ -184,3 +185,16 @@ def test_a_btrfs_data_root_is_judged_by_the_mount_that_holds_it() -> None:
     assert btrfs_updates_atime("/var/lib/docker-btrfsx/docker", MOUNTS) is True  # not a prefix
     assert btrfs_updates_atime("/var/lib/docker", MOUNTS) is None  # ext4: not our concern
     assert btrfs_updates_atime("/var/lib/docker", "garbage\n\n1 2 3") is None
+
+
+def test_count_entries_sees_blocks_reserved_past_a_files_size(tmp_path: Path) -> None:
+    """``fallocate``'s ``FALLOC_FL_KEEP_SIZE`` gives a file blocks past its size: ``SizeRw``
+    (sizes) never sees them, the walk does; a small file's one block is no reservation."""
+    (tmp_path / "small").write_bytes(b"x")
+    assert count_entries(tmp_path) == (1, 0)
+    with (tmp_path / "reserved").open("wb") as f:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong]
+        assert libc.fallocate(f.fileno(), 1, 0, 8 << 20) == 0, os.strerror(ctypes.get_errno())
+    assert (tmp_path / "reserved").stat().st_size == 0
+    assert count_entries(tmp_path) == (2, 8 << 20)

@@ -14,7 +14,10 @@ private /24), created here and deleted at the end; the teardown checks ``docker0
 :func:`btrfs_dockerd` is the same engine on a loop-mounted btrfs file system of its own
 (``--storage-driver=btrfs``, ``btrfs quota enable``), whose storage driver enforces a
 container's ``storage_opt size`` (qgroups): the disk-cap tests run there. Needs btrfs-progs
-(scripts/ensure-btrfs.sh) and a kernel with btrfs.
+(scripts/ensure-btrfs.sh) and a kernel with btrfs. :func:`ext4_dockerd` runs it on a
+loop-mounted ext4 of its own with overlay2, Docker's default storage, where the cap is watched:
+the file system's used bytes are this engine's alone, so a test reads a container's host growth
+from them.
 
 It also listens on ``tcp://127.0.0.1:<free port>`` with mutual TLS (``--tlsverify``, a CA made
 for it: tests/support/engine_tls.py), so the pool's ``tcp://`` path runs against a real engine.
@@ -54,7 +57,8 @@ class SecondEngine:
     """``tcp://127.0.0.1:<port>``: the same engine, over mutual TLS."""
     tls: EngineTls | None = None
     mount: Path | None = None
-    """The btrfs file system the engine's data-root is on (:func:`btrfs_dockerd`)."""
+    """The file system of its own the engine's data-root is on (:func:`btrfs_dockerd`,
+    :func:`ext4_dockerd`)."""
 
     def client(self) -> docker.DockerClient:
         return docker.DockerClient(base_url=self.url, timeout=120)
@@ -89,9 +93,29 @@ def _btrfs_data_root(root: Path, size: int) -> Path:
     return mount
 
 
-def start_second_dockerd(btrfs_bytes: int = 0) -> SecondEngine:
+def _ext4_data_root(root: Path, size: int) -> Path:
+    """A loop-mounted ext4 file system of ``size`` bytes (sparse, the kernel's default mount
+    options) at ``root/data``."""
+    image, mount = root / "ext4.img", root / "data"
+    with image.open("wb") as f:
+        f.truncate(size)
+    mount.mkdir()
+    for cmd in (
+        ["mkfs.ext4", "-q", "-F", str(image)],
+        ["mount", "-o", "loop", str(image), str(mount)],
+    ):
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode != 0:
+            subprocess.run(["umount", str(mount)], capture_output=True)
+            shutil.rmtree(root, ignore_errors=True)
+            _unavailable(f"{' '.join(cmd[:2])} failed: {done.stderr.strip()[-300:]}")
+    return mount
+
+
+def start_second_dockerd(btrfs_bytes: int = 0, ext4_bytes: int = 0) -> SecondEngine:
     """Start the engine and wait until it answers; with ``btrfs_bytes``, on a btrfs data-root
-    of that size (:func:`_btrfs_data_root`)."""
+    of that size (:func:`_btrfs_data_root`); with ``ext4_bytes``, overlay2 on an ext4 of that
+    size (:func:`_ext4_data_root`)."""
     if os.geteuid() != 0:
         _unavailable("starting dockerd needs root")
     if shutil.which("dockerd") is None:
@@ -103,6 +127,9 @@ def start_second_dockerd(btrfs_bytes: int = 0) -> SecondEngine:
     data_args = [f"--data-root={root / 'data'}"]
     if mount is not None:
         data_args = [f"--data-root={mount / 'docker'}", "--storage-driver=btrfs"]
+    elif ext4_bytes:
+        mount = _ext4_data_root(root, ext4_bytes)
+        data_args = [f"--data-root={mount / 'docker'}", "--storage-driver=overlay2"]
     sock = root / "docker.sock"
     bridge = f"arena-br{secrets.token_hex(3)}"
     subnet = f"10.{random.randint(200, 250)}.{random.randint(0, 255)}"
@@ -195,6 +222,23 @@ def btrfs_dockerd() -> Iterator[SecondEngine]:
     """A second engine whose storage driver (btrfs, quotas on) enforces ``storage_opt size``."""
     had_docker0 = _has_docker0()
     engine = start_second_dockerd(btrfs_bytes=BTRFS_BYTES)
+    try:
+        yield engine
+    finally:
+        stop_second_dockerd(engine)
+        assert _has_docker0() == had_docker0, "the second dockerd took the host's docker0"
+
+
+EXT4_BYTES = 12 * 2**30
+"""Size of :func:`ext4_dockerd`'s file system (a sparse file: only what is written is used)."""
+
+
+@pytest.fixture(scope="module")
+def ext4_dockerd() -> Iterator[SecondEngine]:
+    """A second engine with Docker's default storage (overlay2 on ext4), on a file system of its
+    own: the cap is watched there."""
+    had_docker0 = _has_docker0()
+    engine = start_second_dockerd(ext4_bytes=EXT4_BYTES)
     try:
         yield engine
     finally:

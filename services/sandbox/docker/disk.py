@@ -18,17 +18,20 @@ outside. Two parts:
 - :class:`DiskWatch` measures the writable layer (the engine's ``SizeRw``) while a command
   runs, every ``interval`` seconds and more often as a fast writer nears the cap; over the
   cap it calls ``on_exceeded`` (the sandbox kills the container, and the task ends as the
-  agent's ``disk_limit``). Many files written in parallel may pass the cap by what they
-  write between the last two measurements and the kill (bench/disk_cap.py measures it).
+  agent's ``disk_limit``). Seen from the engine's host (:mod:`.hostside`), a tripwire
+  (:meth:`DiskWatch._wait`) keeps written data within 1.5 times the cap at any writer's speed
+  (``tests/sandbox/test_disk_watch_bound.py``); not a reservation (``fallocate``, one system
+  call) nor a flood of directories (``SizeRw`` ignores them): docs/engines.md.
   A command that ends before a recent measurement of it (a busy engine answers slowly; a burst
   of writers finishes first) is measured once more as it ends (:meth:`DiskWatch.unmeasured`,
   :meth:`DiskWatch.measure_now`), so its writes end this command, not the next one.
 
 Between commands nothing of the agent runs (every process but pid 1 is killed when a command
 ends), so the size is measured only now and then (every ``IDLE_FACTOR`` intervals). The measure
-the sandbox gives the watch also counts what ``SizeRw`` misses: files deleted but still open (a
-scan in the container, at most once an interval and not in a command's first: nothing of the
-agent's outlives a command, so it starts with none) and a cost per entry of the layer
+the sandbox gives the watch also counts what ``SizeRw`` misses: files deleted but still open
+(scanned from the engine's host at every measurement; elsewhere a scan in the container, at most
+once an interval and not in a command's first: nothing of the agent's outlives a command, so it
+starts with none) and a cost per entry of the layer
 (:class:`LayerEntries`). What stays unseen
 is the file system's metadata beyond that cost.
 """
@@ -42,6 +45,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +68,8 @@ STOP_LAG = 0.25
 """Seconds between deciding to stop a writer and its last byte (measurement, the engine's
 kill): a command whose size plus this much writing at its current rate would pass the cap is
 stopped now, so the cap holds for fast writers too."""
+TRIP_EVERY = 0.02
+"""Seconds between two looks of the tripwire at the engine's disk (:meth:`DiskWatch._wait`)."""
 UNKNOWN_AFTER = 3
 """Measurements that failed in a row (retried each time) before a task's disk use is
 *unknown*: the operator is told (the task's events, ``/healthz``) until one works again."""
@@ -134,6 +140,10 @@ class LayerEntries:
         self._id = container_id
         self.layer = layer
         """The writable layer's directory on green's host; None: the engine's diff counts."""
+        self.reserved = 0
+        """Bytes the layer's files hold on disk beyond their sizes, as the last walk found
+        (blocks reserved with ``fallocate``'s ``FALLOC_FL_KEEP_SIZE``, which ``SizeRw``, a sum
+        of sizes, never sees); 0 where the engine's diff counts."""
 
     @classmethod
     def of(cls, api: APIClient, container: Mapping[str, Any]) -> LayerEntries:
@@ -152,7 +162,8 @@ class LayerEntries:
         """How many entries the layer holds (blocking); with ``most``, at most ``most + 1``:
         past ``most`` the answer is only "too many", and a flood is not walked to its end."""
         if self.layer is not None:
-            return count_entries(self.layer, most)
+            entries, self.reserved = count_entries(self.layer, most)
+            return entries
         try:
             return len(self._api.diff(self._id) or [])
         except docker.errors.APIError as exc:
@@ -161,24 +172,32 @@ class LayerEntries:
             raise
 
 
-def count_entries(top: Path, most: int | None = None) -> int:
-    """Entries under the directory ``top``, by GNU ``find`` (blocking): links are never
-    followed and mounts never crossed, so an agent's link to ``/`` counts as one entry and the
-    host's tree is never walked; a chain deeper than ``PATH_MAX`` is walked like any other.
-    One byte is read per entry; with ``most``, the walk stops at ``most + 1``. Raises OSError
-    when ``top`` is no longer there (its container is gone)."""
-    argv = ["find", str(top), "-xdev", "-mindepth", "1", "-printf", "."]
-    seen = 0
+def count_entries(top: Path, most: int | None = None) -> tuple[int, int]:
+    """Entries under the directory ``top``, and the bytes their blocks hold beyond their sizes
+    (each size rounded up to a whole block of :data:`INODE_BYTES`), by GNU ``find`` (blocking): links are never followed and mounts never crossed, so an agent's
+    link to ``/`` counts as one entry and the host's tree is never walked; a chain deeper than
+    ``PATH_MAX`` is walked like any other. One short line is read per entry; with ``most``, the
+    walk stops at ``most + 1``. Raises OSError when ``top`` is no longer there (its container is
+    gone)."""
+    argv = ["find", str(top), "-xdev", "-mindepth", "1", "-printf", "%b %s\\n"]
+    seen = beyond = 0
+    rest = b""
     with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as find:
         assert find.stdout is not None
         while chunk := find.stdout.read1(1 << 16):
-            seen += len(chunk)
+            lines = (rest + chunk).split(b"\n")
+            rest = lines.pop()
+            for line in lines:
+                blocks, _, size = line.partition(b" ")
+                whole = -(-int(size) // INODE_BYTES) * INODE_BYTES  # its last block, whole
+                beyond += max(0, int(blocks) * 512 - whole)
+            seen += len(lines)
             if most is not None and seen > most:
                 find.kill()
-                return most + 1
+                return most + 1, beyond
     if not top.is_dir():  # entries removed while walked are only missed; a gone layer fails
         raise FileNotFoundError(f"no layer at {top}")
-    return seen
+    return seen, beyond
 
 
 QUOTA_TEXT = "Disk quota exceeded"
@@ -254,8 +273,16 @@ class DiskWatch:
         interval: float,
         on_exceeded: Callable[[int], None],
         on_unknown: Callable[[str], None] | None = None,
+        engine_used: Callable[[], int | None] | None = None,
+        frozen: Callable[[], AbstractContextManager[Callable[[], None] | None]] | None = None,
+        engine_ref: Callable[[], int | None] | None = None,
     ) -> None:
         self._measure = measure
+        self._engine_used = engine_used  # bytes in use on the engine's file system (tripwire)
+        self._engine_ref = engine_ref or engine_used  # what it grows from: all past it unseen
+        self._frozen = frozen  # the container frozen in a block given a kill of its processes
+        self._engine_at: int | None = None  # its figure as the last measurement started
+        self._size = 0  # the last measurement's figure over the baseline
         self.limit = limit
         self._interval = interval
         self._on_exceeded = on_exceeded
@@ -317,6 +344,7 @@ class DiskWatch:
     def _take(self) -> int | None:
         """One measurement over the baseline; None when the engine could not say (logged)."""
         started = time.monotonic()
+        engine_at = self._engine_ref() if self._engine_ref is not None else None
         try:
             size = self._measure()
         except Exception as exc:  # the engine hiccupped: measure again next time
@@ -326,7 +354,9 @@ class DiskWatch:
             return None
         self.failures.worked()
         self._measured_at = max(self._measured_at, started)
-        return size - (self.baseline or 0)
+        self._engine_at = engine_at
+        self._size = size - (self.baseline or 0)
+        return self._size
 
     def _loop(self) -> None:
         wait, last = FIRST_WAIT, None
@@ -336,29 +366,64 @@ class DiskWatch:
                     wait, last = min(FIRST_WAIT, self._interval), None
                     continue
                 wait = 0.0
-            if self._stop.wait(wait):
+            woke = self._wait(wait)
+            if woke is None:
                 continue
-            size = self._take()
-            if size is None:
-                continue
-            now = time.monotonic()
-            rate = _rate(last, now, size)
-            last = (now, size)
-            if size + rate * STOP_LAG > self.limit:
-                self._exceed(size, rate)
+            frozen = woke and self._frozen is not None
+            with self._frozen() if frozen and self._frozen else nullcontext() as kill:
+                size = self._take()
+                if size is None:
+                    continue
+                now = time.monotonic()
+                rate = _rate(last, now, size)
+                last = (now, size)
+                over = size + rate * STOP_LAG > self.limit and self._over(size, rate)
+                if over and kill is not None:  # recorded first: the sandbox reads it as they die
+                    kill()
+            if over and not frozen and self._frozen is not None:
+                with self._frozen() as kill:  # from the host, at once: the engine's kill is slow
+                    if kill is not None:
+                        kill()
+            if over:
+                self._stop_writer(size)
             elif rate > 0:  # sooner as the cap nears: a quarter of the time the rate needs
                 wait = min(self._interval, max(MIN_WAIT, (self.limit - size) / rate / 4))
             else:
                 wait = min(FIRST_WAIT, self._interval) if rate < 0 else self._interval
 
-    def _exceed(self, size: int, rate: float) -> None:
-        """Stop the writer, once (the watch's thread and :meth:`measure_now` may both see it)."""
+    def _wait(self, wait: float) -> bool | None:
+        """Wait ``wait`` s for the next measurement, or less (the tripwire): while a command
+        runs, until the engine's file system grew since the last measurement started by more
+        than the cap's room (were it all this container's, it would be past the cap: measure
+        now, the container frozen). Another's writes only bring a measurement forward; its
+        deletions hide growth. True: tripped; False: the time passed; None: the watch stops."""
+        engine_at = self._engine_at
+        if self._engine_used is None or engine_at is None or not self._active.is_set():
+            return None if self._stop.wait(wait) else False
+        room = self.limit - self._size
+        end = time.monotonic() + wait
+        while (left := end - time.monotonic()) > 0:
+            if self._stop.wait(min(TRIP_EVERY, left)):
+                return None
+            used = self._engine_used()
+            if used is not None and used - engine_at > room:
+                return True
+        return None if self._stop.is_set() else False
+
+    def _exceed(self, size: int, rate: float) -> None:  # once: the thread, measure_now both may
+        if self._over(size, rate):
+            self._stop_writer(size)
+
+    def _over(self, size: int, rate: float) -> bool:  # records it, once: whether this did
         with self._exceeding:
             if self.exceeded is not None:
-                return
+                return False
             self.exceeded = size
             self.rate = rate
         log.warning("disk.limit_exceeded", size=size, rate=int(rate), limit=self.limit)
+        return True
+
+    def _stop_writer(self, size: int) -> None:
         try:
             self._on_exceeded(size)
         except Exception as exc:

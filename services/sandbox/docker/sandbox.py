@@ -111,7 +111,14 @@ class DockerSandbox:
             )
         elif spec.disk_limit:
             self._disk = DiskWatch(
-                self.disk_used, spec.disk_limit, spec.disk_check_s, self._stop_for_disk, on_unknown
+                self.disk_used,
+                spec.disk_limit,
+                spec.disk_check_s,
+                self._stop_for_disk,
+                on_unknown,
+                engine_used=self._usage.engine_disk_used,
+                frozen=self._usage.frozen,
+                engine_ref=self._usage.engine_reference,
             )
 
     @property
@@ -294,7 +301,11 @@ class DockerSandbox:
         return self._usage.measure()
 
     def _stop_for_disk(self, size: int) -> None:
-        self._client.api.kill(self.id)  # the running command's exec sees its session end
+        try:
+            self._client.api.kill(self.id)  # the running command's exec sees its session end
+        except docker.errors.APIError as e:
+            if e.status_code != 409:  # 409: not running (the watch killed it from the host)
+                raise
 
     # -- files -----------------------------------------------------------------------------
 

@@ -2,16 +2,19 @@
 writable layer as the engine measures it, files deleted but still open, and a cost per entry of
 the layer.
 
-Both extra parts are measured in threads of their own that the watch never waits for (a scan
-the agent slows cannot blind it); the last figure of each stands.
+Where green sees the container from its engine's host (:class:`~.hostside.HostSide`), the open
+files are scanned there at every measurement. Elsewhere the scan is an exec in the container,
+and it and the count of entries run in threads of their own that the watch never waits for (a
+scan the agent slows cannot blind it); the last figure of each stands.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from docker import APIClient
 from docker.models.containers import Container
@@ -24,6 +27,7 @@ from services.sandbox.docker.disk import (
     MeasurementFailed,
     hidden_bytes,
 )
+from services.sandbox.docker.hostside import CROWD_MOST, MOST_FDS, HostSide, TooManyOpen
 from services.shared.logging import get_logger
 
 log = get_logger("services.sandbox.docker")
@@ -32,6 +36,11 @@ INODES_EVERY = 2.0
 """Seconds between two counts of a watched container's layer entries while commands run (where
 the engine's diff counts them, it walks the container's whole tree: about a third of a second of
 the engine's CPU for an ARVO task, over a hundred times a ``SizeRw``; see :class:`LayerEntries`)."""
+
+
+COUNT_AFTER = 1 / 8
+"""Growth of the engine's disk since a count of entries began, as a share of the cap, after
+which the next is due at once (:meth:`LayerUsage._grown_since_count`)."""
 
 
 class LayerUsage:
@@ -53,9 +62,14 @@ class LayerUsage:
         self._first_entries = 0  # how many the baseline's count found
         self._counted_through: float | None = None  # when the last count that worked started
         self._count_ended = float("-inf")  # when the last count ended (worked or not)
+        self._used_at_count: int | None = None  # the engine's disk in use as the last began
         self._ran_until = float("-inf")  # when the last command ended; +inf while one runs
         self._hidden: tuple[float, int] = (float("-inf"), 0)  # when last scanned, bytes held
         self._scanning = threading.Lock()  # one scan of open files at a time, never waited for
+        self._host: HostSide | None = None  # the container from its engine's host, if in view
+        self._host_asked = False  # whether HostSide.of was asked (once, the container running)
+        self._crowded = False  # its processes hold too many files to scan at a measurement
+        self._fresh = False  # frozen: a measurement counts the entries itself
         self._counting = threading.Lock()
         self.scans = Failures(on_unknown)
         """The scans of open files that failed in a row."""
@@ -66,6 +80,7 @@ class LayerUsage:
         in, and a command shorter than that costs no scan (an exec in the container, the
         dearest part of a measurement)."""
         self._hidden = (time.monotonic(), 0)
+        self._crowded = False
         self._ran_until = math.inf
 
     def command_ended(self) -> None:
@@ -74,7 +89,8 @@ class LayerUsage:
     def measure(self) -> int | None:
         """What the task holds on the engine's disk (blocking): the writable layer as the
         engine measures it (``SizeRw``), plus what that misses: files deleted but still open
-        (a scan in the container, at most every ``disk_check_s`` and from one ``disk_check_s``
+        (from the engine's host at every measurement, :class:`~.hostside.HostSide`; elsewhere
+        a scan in the container, at most every ``disk_check_s`` and from one ``disk_check_s``
         into a command on: an exec costs the engine far more than ``SizeRw``), and
         :data:`~.disk.INODE_BYTES` per entry of the layer (counted every :data:`INODES_EVERY` s
         while commands run and once after: only a command adds entries, so an idle task costs
@@ -82,31 +98,117 @@ class LayerUsage:
         rows = self._api.containers(all=True, size=True, filters={"id": self._container.id})
         if not rows:
             return None
-        if self._counted_through is None:  # the first count (the baseline's) is waited for
+        walked = self._layer is not None and self._layer.layer is not None
+        if self._counted_through is None or (self._fresh and walked):  # waited for
             self._count_inodes()
         elif (
             self._ran_until > self._counted_through  # a command ran since the last count
-            and time.monotonic() - self._count_ended >= INODES_EVERY
+            and (time.monotonic() - self._count_ended >= INODES_EVERY or self._grown_since_count())
             and not self._counting.locked()
         ):
             threading.Thread(target=self._count_inodes, daemon=True).start()  # never waited
         hidden = 0
         if rows[0].get("State") == "running":
+            if not self._host_asked:  # asked once, the container running (its first pid)
+                inspected = self._api.inspect_container(self._container.id)
+                self._host = HostSide.of(self._api.base_url, inspected)
+                self._host_asked = True
             now = time.monotonic()
-            if now - self._hidden[0] >= self._spec.disk_check_s and not self._scanning.locked():
+            if self._host is not None:
+                self._scan_host(now)
+            elif now - self._hidden[0] >= self._spec.disk_check_s and not self._scanning.locked():
                 self._hidden = (now, self._hidden[1])  # the next one an interval from now
-                threading.Thread(target=self._scan_hidden, args=(now,), daemon=True).start()
+                scan = lambda: hidden_bytes(self._api, self._container.id)  # noqa: E731
+                threading.Thread(target=self._scan_hidden, args=(now, scan), daemon=True).start()
             hidden = self._hidden[1]
         return int(rows[0].get("SizeRw") or 0) + hidden + self._entries
 
-    def _scan_hidden(self, started: float) -> None:
-        """Scan for deleted-but-open files (:func:`~.disk.hidden_bytes`) in a thread of its own:
+    def engine_disk_used(self) -> int | None:
+        """Bytes in use on the engine's file system (one ``statvfs``: the watch's tripwire);
+        None where green does not see it (known from the first measurement of the container
+        running on)."""
+        if self._host is None:
+            return None
+        try:
+            return self._host.disk_used()
+        except OSError:
+            return None
+
+    def engine_reference(self) -> int | None:
+        """What the tripwire measures growth from: the engine's disk in use now, or as the last
+        count of entries began if less (entries made since are not charged yet)."""
+        used, then = self.engine_disk_used(), self._used_at_count
+        return min(used, then) if used is not None and then is not None else used
+
+    def _grown_since_count(self) -> bool:
+        """Whether the engine's disk grew by more than an eighth of the cap since the last count
+        of entries began (where green sees it): a flood of directories, which ``SizeRw``
+        ignores, is counted again at once, not 2 s on."""
+        used, then = self.engine_disk_used(), self._used_at_count
+        return (
+            used is not None
+            and then is not None
+            and used - then > COUNT_AFTER * (self._spec.disk_limit or 0)
+        )
+
+    @contextlib.contextmanager
+    def frozen(self) -> Iterator[Callable[[], None] | None]:
+        """The container frozen while the block runs, which gets a kill of its processes
+        (:meth:`.hostside.HostSide.frozen`); no freeze (and None) where green does not see it
+        from the engine's host. A measurement meanwhile counts the layer's entries afresh
+        where green walks it (frozen, a flood's count cannot lag behind it)."""
+        if self._host is None:
+            yield None
+            return
+        with self._host.frozen() as kill:
+            self._fresh = True
+            try:
+                yield kill
+            finally:
+                self._fresh = False
+
+    def _scan_host(self, started: float) -> None:
+        """Scan for deleted-but-open files from the engine's host, now (a few system calls per
+        open file: every measurement). A scan that fails keeps the last figure and counts as a
+        failed scan (the disk use is unknown after a few in a row). Processes that hold more
+        than :data:`~.hostside.MOST_FDS` files are scanned in a thread of their own instead,
+        as far as :data:`~.hostside.CROWD_MOST` (the watch's cadence stands; their figure is
+        one such scan late)."""
+        assert self._host is not None
+        host = self._host
+        try:
+            if self._crowded:
+                raise TooManyOpen("as the last scan found")
+            held = host.held()
+        except TooManyOpen:
+            self._crowded = True
+            if not self._scanning.locked():
+                threading.Thread(target=self._scan_crowd, args=(started,), daemon=True).start()
+            return
+        except MeasurementFailed as exc:
+            if not self._removed():
+                self.scans.failed(str(exc))
+            return
+        self.scans.worked()
+        self._hidden = (started, held)
+
+    def _scan_crowd(self, started: float) -> None:
+        """A scan from the host as far as :data:`~.hostside.CROWD_MOST` (in a thread of its
+        own); once one reads few enough files, the scans at each measurement resume."""
+        assert self._host is not None
+        host = self._host
+        self._scan_hidden(started, lambda: host.held(most=CROWD_MOST))
+        self._crowded = host.read > MOST_FDS
+
+    def _scan_hidden(self, started: float, scan: Callable[[], int]) -> None:
+        """Scan for deleted-but-open files (``scan``: :func:`~.disk.hidden_bytes`, or a crowd of
+        them from the host) in a thread of its own:
         its figure counts from the next measurement on, unless a command started since. A scan
         that fails is a failed measurement (retried; the disk use turns unknown after a few),
         never 0."""
         with self._scanning:
             try:
-                held = hidden_bytes(self._api, self._container.id)
+                held = scan()
             except MeasurementFailed as exc:
                 if not self._removed():
                     self.scans.failed(str(exc))
@@ -121,6 +223,7 @@ class LayerUsage:
         stands). The baseline's count is whole; a later one stops past the cap."""
         with self._counting:
             started = time.monotonic()
+            self._used_at_count = self.engine_disk_used()
             try:
                 if self._layer is None:
                     self._layer = LayerEntries.of(self._api, self._container.attrs)
@@ -132,7 +235,7 @@ class LayerUsage:
                     cap = (self._spec.disk_limit or 0) // INODE_BYTES
                     worked = self._counted_through > -math.inf
                     entries = self._layer.count(most=self._first_entries + cap if worked else None)
-                self._entries = entries * INODE_BYTES
+                self._entries = entries * INODE_BYTES + self._layer.reserved
                 self._counted_through = started
             except Exception as exc:
                 if self._counted_through is None:  # counted again once a command ran
