@@ -99,7 +99,7 @@ class LiveTask:
     row: Task
     kind: TaskKind
     token: str
-    # the life of the task (orchestrator, task_run)
+    # the life of the task (orchestrator, run)
     status: TaskStatus = TaskStatus.queued
     plan: TaskPlan[Any, Any, Any] | None = None
     creating: asyncio.Future[Sandbox] | None = None
@@ -115,7 +115,7 @@ class LiveTask:
     """Set when the task must stop waiting: a submission was accepted, or :attr:`fault`."""
     fault: Exception | None = None
     """What ended the task while it served the agent (its container broke, the agent's command
-    ended it, green's database failed): raised by the runner, read by :mod:`.task_end`."""
+    ended it, green's database failed): raised by the runner, read by :mod:`.end`."""
     submission: BaseModel | None = None
     """The accepted submission: the kind's own model (a plan's ``S``)."""
     end_detail: str | None = None

@@ -98,7 +98,7 @@ class Orchestrator:
     ) -> None:
         self.settings = settings
         self.tracing = tracing or Tracing.off()
-        """Opt-in traces: a span per task, the root of its trace (:mod:`.task_run`)."""
+        """Opt-in traces: a span per task, the root of its trace (:mod:`.run`)."""
         self.store = store
         self.sandboxes = sandboxes
         self.kinds = dict(kinds)

@@ -124,8 +124,9 @@ class TaskRun:
         return await self.orch.db.run_behind(store.update_held, self.live.id, name, **fields)
 
     async def _writes_landed(self, judged: bool = False) -> None:
-        """Wait for the task's own records (commands, usage: :mod:`.task_writes`). Before it is
-        judged, one that could not be written ends the task as green's failure."""
+        """Wait for the task's own records (commands, usage:
+        :mod:`~services.green.ledger.task_writes`). Before it is judged, one that could not be
+        written ends the task as green's failure."""
         if self.live.writes is not None:
             await self.live.writes.flush()
         if not judged and isinstance(self.live.fault, GreenFault):
