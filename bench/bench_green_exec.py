@@ -32,7 +32,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.green_and_purple import green_and_purple
-from services.green.server import server_config
+from services.green.edge.server import server_config
 from services.purple.protocols import RunResult, TaskContext
 from services.purple.tools.rca import RcaTools
 from services.shared.logging import router

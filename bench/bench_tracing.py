@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.bench_green_exec import BenchPolicy
 from bench.green_and_purple import green_and_purple
-from services.green.server import server_config
+from services.green.edge.server import server_config
 from services.shared import telemetry
 from services.shared.logging import router
 from tests.support.servers import serve

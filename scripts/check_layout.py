@@ -13,6 +13,10 @@ Rules (docs/architecture.md, "The packages and their rules"):
   TYPE_CHECKING count), so every package reads from its top down;
 - no module over MAX_MODULE_LINES lines, no function over MAX_FUNCTION_LINES lines;
 - every module starts with a docstring whose first line says what it is for;
+- green's own folder holds only the files of GREEN_TOP_LEVEL (the package, its entry point, the
+  app that wires it, its settings): every other module lives in the folder whose name says what
+  it holds (``edge/``, ``tasks/``, ``ledger/``, ``assessments/``, ``store/``, ``kinds/``, a
+  face), so no new module lands flat beside them;
 - no ``asyncio.wait_for``: on Python 3.11 it loses a cancel that meets its result in the same
   loop turn, and a task that ignores its cancel never ends (``asyncio.timeout`` instead;
   services/shared/aio.py);
@@ -64,6 +68,9 @@ ALLOWED: dict[str, set[str]] = {
 
 NEVER_REACHES: dict[str, str] = {"green": "purple", "purple": "green"}
 """Package -> the package none of its modules may reach through any chain of imports."""
+
+GREEN_TOP_LEVEL: frozenset[str] = frozenset({"__init__.py", "__main__.py", "app.py", "config.py"})
+"""The only files of ``services/green/`` itself; every other module of green is in a folder."""
 
 KINDS_PACKAGE = "services.green.kinds"
 KIND_REGISTRY = "services.green.kinds.registry"
@@ -405,6 +412,18 @@ def kind_of(mod: Module) -> str | None:
     return None
 
 
+def top_level_errors(root: Path) -> Iterator[str]:
+    """One line per file of ``services/green/`` itself that is not in GREEN_TOP_LEVEL."""
+    green = root / "services" / "green"
+    for path in sorted(green.glob("*.py")):
+        if path.name not in GREEN_TOP_LEVEL:
+            yield (
+                f"{path.relative_to(root).as_posix()}: a flat module beside green's folders: put "
+                "it in the folder of its job (edge/, tasks/, ledger/, assessments/, store/, "
+                "kinds/, a face), or name it in GREEN_TOP_LEVEL"
+            )
+
+
 def kind_errors(modules: dict[str, Module]) -> Iterator[str]:
     for mod in modules.values():
         if mod.name == KIND_REGISTRY:
@@ -490,6 +509,7 @@ def check(root: Path) -> list[str]:
         *direction_errors(modules),
         *reach_errors(modules),
         *circle_errors(modules, trees),
+        *top_level_errors(root),
         *kind_errors(modules),
         *arvo_id_errors(root, modules),
         *size_errors(modules, trees),

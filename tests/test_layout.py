@@ -37,7 +37,7 @@ def test_a_clean_tree_passes(tmp_path):
             "shared/text.py": DOC,
             "sandbox/base.py": DOC + "from services.shared import text\n",
             "green/app.py": DOC + "from services.sandbox.base import x\nfrom . import kinds\n",
-            "green/kinds.py": DOC,
+            "green/kinds/__init__.py": DOC,
         },
     )
     assert check_layout.check(root) == []
@@ -80,7 +80,7 @@ def test_green_reaching_purple_through_the_harness_fails(tmp_path):
     root = _tree(
         tmp_path,
         {
-            "green/kind.py": DOC + "from services.swebench import runner\n",
+            "green/tasks/kind.py": DOC + "from services.swebench import runner\n",
             "swebench/runner.py": DOC + "from services.purple import agent\n",
             "swebench/judge.py": DOC,
             "purple/agent.py": DOC,
@@ -88,11 +88,13 @@ def test_green_reaching_purple_through_the_harness_fails(tmp_path):
     )
     errors = check_layout.check(root)
     assert any(
-        "services.green reaches services.purple: services.green.kind -> services.swebench.runner"
+        "services.green reaches services.purple: services.green.tasks.kind -> services.swebench.runner"
         in e
         for e in errors
     ), errors
-    (root / "services/green/kind.py").write_text(DOC + "from services.swebench import judge\n")
+    (root / "services/green/tasks/kind.py").write_text(
+        DOC + "from services.swebench import judge\n"
+    )
     assert check_layout.check(root) == []
 
 
@@ -101,16 +103,18 @@ def test_sizes_and_docstrings_fail(tmp_path):
     root = _tree(
         tmp_path,
         {
-            "green/big.py": DOC + "x = 1\n" * 500,
-            "green/long.py": DOC + long_function,
-            "green/nodoc.py": "x = 1\n",
-            "green/ok.py": DOC + "def g():\n" + "    x = 1\n" * 79,
+            "green/tasks/big.py": DOC + "x = 1\n" * 500,
+            "green/tasks/long.py": DOC + long_function,
+            "green/tasks/nodoc.py": "x = 1\n",
+            "green/tasks/ok.py": DOC + "def g():\n" + "    x = 1\n" * 79,
         },
     )
     errors = check_layout.check(root)
-    assert any(e.startswith("services/green/big.py: 501 lines") for e in errors), errors
+    assert any(e.startswith("services/green/tasks/big.py: 501 lines") for e in errors), errors
     assert any("function f has 81 lines" in e for e in errors), errors
-    assert any(e.startswith("services/green/nodoc.py: no module docstring") for e in errors), errors
+    assert any(
+        e.startswith("services/green/tasks/nodoc.py: no module docstring") for e in errors
+    ), errors
     assert not any("ok.py" in e for e in errors)
 
 
@@ -118,16 +122,18 @@ def test_asyncio_wait_for_fails(tmp_path):
     root = _tree(
         tmp_path,
         {
-            "green/poll.py": DOC + "import asyncio\nasync def f(e):\n"
+            "green/tasks/poll.py": DOC + "import asyncio\nasync def f(e):\n"
             "    await asyncio.wait_for(e.wait(), 1)\n",
-            "green/imported.py": DOC + "from asyncio import sleep, wait_for\n",
-            "green/fine.py": DOC + "import asyncio\nasync def f(e):\n"
+            "green/tasks/imported.py": DOC + "from asyncio import sleep, wait_for\n",
+            "green/tasks/fine.py": DOC + "import asyncio\nasync def f(e):\n"
             "    async with asyncio.timeout(1):\n        await e.wait()\n",
         },
     )
     errors = check_layout.check(root)
-    assert any(e.startswith("services/green/poll.py:4: asyncio.wait_for") for e in errors), errors
-    assert any(e.startswith("services/green/imported.py:2: asyncio.wait_for") for e in errors)
+    assert any(e.startswith("services/green/tasks/poll.py:4: asyncio.wait_for") for e in errors), (
+        errors
+    )
+    assert any(e.startswith("services/green/tasks/imported.py:2: asyncio.wait_for") for e in errors)
     assert not any("fine.py" in e for e in errors)
 
 
@@ -135,26 +141,30 @@ def test_an_http_client_made_outside_the_shared_module_fails(tmp_path):
     root = _tree(
         tmp_path,
         {
-            "green/peer.py": DOC + "import httpx\nc = httpx.AsyncClient(timeout=3, verify=True)\n",
-            "green/poll.py": DOC + "import httpx\nr = httpx.get('http://x')\n",
+            "green/tasks/peer.py": DOC
+            + "import httpx\nc = httpx.AsyncClient(timeout=3, verify=True)\n",
+            "green/tasks/poll.py": DOC + "import httpx\nr = httpx.get('http://x')\n",
             "purple/model.py": DOC + "import openai\nc = openai.AsyncOpenAI(api_key='k')\n",
             "purple/given.py": DOC + "import openai\nc = openai.AsyncOpenAI(http_client=None)\n",
-            "green/fine.py": DOC + "import httpx\nfrom services.shared.http import async_client\n"
+            "green/tasks/fine.py": DOC
+            + "import httpx\nfrom services.shared.http import async_client\n"
             "c = async_client(timeout=3)\nt = httpx.Timeout(3)\n",
             "shared/http.py": DOC + "import httpx\nc = httpx.Client()\n",
         },
     )
     errors = check_layout.check(root)
-    assert any(e.startswith("services/green/peer.py:3: httpx.AsyncClient") for e in errors), errors
-    assert any(e.startswith("services/green/poll.py:3: httpx.get") for e in errors), errors
+    assert any(e.startswith("services/green/tasks/peer.py:3: httpx.AsyncClient") for e in errors), (
+        errors
+    )
+    assert any(e.startswith("services/green/tasks/poll.py:3: httpx.get") for e in errors), errors
     assert any(
         e.startswith("services/purple/model.py:3: openai.AsyncOpenAI without http_client=")
         for e in errors
     ), errors
     flagged = {e.split(":")[0] for e in errors}
     assert flagged == {
-        "services/green/peer.py",
-        "services/green/poll.py",
+        "services/green/tasks/peer.py",
+        "services/green/tasks/poll.py",
         "services/purple/model.py",
     }, errors
 
@@ -164,10 +174,10 @@ def test_a_thread_pool_made_outside_the_shared_module_fails_in_a_service(tmp_pat
     root = _tree(
         tmp_path,
         {
-            "green/io.py": DOC + pool,
+            "green/tasks/io.py": DOC + pool,
             "sandbox/engine.py": DOC + "import concurrent.futures\n"
             "pool = concurrent.futures.ThreadPoolExecutor(max_workers=4)\n",
-            "green/fine.py": DOC + "from services.shared.threads import started_pool\n"
+            "green/tasks/fine.py": DOC + "from services.shared.threads import started_pool\n"
             "pool = started_pool(4, 'io')\n",
             "shared/threads.py": DOC + pool,
             "arena/cli.py": DOC + pool,  # a CLI's pool lives as long as its command
@@ -175,10 +185,32 @@ def test_a_thread_pool_made_outside_the_shared_module_fails_in_a_service(tmp_pat
     )
     errors = check_layout.check(root)
     assert {e.split(": ")[0] for e in errors} == {
-        "services/green/io.py:3",
+        "services/green/tasks/io.py:3",
         "services/sandbox/engine.py:3",
     }, errors
     assert all("started_pool" in e for e in errors)
+
+
+def test_a_flat_module_beside_greens_folders_fails(tmp_path):
+    """Green's own folder keeps the package, its entry point, the app and the settings; a new
+    module there fails, the same module in a folder passes."""
+    root = _tree(
+        tmp_path,
+        {
+            "green/__main__.py": DOC,
+            "green/app.py": DOC,
+            "green/config.py": DOC,
+            "green/tasks/run.py": DOC,
+            "green/helpers.py": DOC,
+        },
+    )
+    assert check_layout.check(root) == [
+        "services/green/helpers.py: a flat module beside green's folders: put it in the folder "
+        "of its job (edge/, tasks/, ledger/, assessments/, store/, kinds/, a face), or name it "
+        "in GREEN_TOP_LEVEL"
+    ]
+    (root / "services/green/helpers.py").rename(root / "services/green/tasks/helpers.py")
+    assert check_layout.check(root) == []
 
 
 def test_an_unknown_package_is_reported(tmp_path):
@@ -218,7 +250,9 @@ def test_only_a_kind_itself_and_the_registry_import_its_own_modules(tmp_path):
 def test_arvo_id_is_named_only_in_the_arvo_kind_past_migrations_and_the_allow_list(
     tmp_path, monkeypatch
 ):
-    monkeypatch.setattr(check_layout, "ARVO_ID_ALLOWED", frozenset({"services/green/alias.py"}))
+    monkeypatch.setattr(
+        check_layout, "ARVO_ID_ALLOWED", frozenset({"services/green/tasks/alias.py"})
+    )
     root = _tree(
         tmp_path,
         {
@@ -228,7 +262,7 @@ def test_arvo_id_is_named_only_in_the_arvo_kind_past_migrations_and_the_allow_li
             "shared/fine.py": DOC + "mask_arvo_id = 1  # arvo_id in a comment is no use of it\n",
             "green/kinds/arvo/kind.py": DOC + "arvo_id = 1\n",
             "green/store/migrations/versions/0001_init.py": DOC + "arvo_id = 1\n",
-            "green/alias.py": DOC + "arvo_id = 1\n",
+            "green/tasks/alias.py": DOC + "arvo_id = 1\n",
         },
     )
     errors = check_layout.check(root)
@@ -262,17 +296,21 @@ def test_an_import_circle_fails_however_its_imports_are_hidden(tmp_path):
     root = _tree(
         tmp_path,
         {
-            "green/run.py": DOC + "from services.green.orch import Orchestrator\n",
-            "green/orch.py": DOC + hidden + "    from services.green.audit import audit\n",
-            "green/audit.py": DOC + "def audit():\n    from services.green import run\n",
+            "green/tasks/run.py": DOC + "from services.green.tasks.orch import Orchestrator\n",
+            "green/tasks/orch.py": DOC
+            + hidden
+            + "    from services.green.tasks.audit import audit\n",
+            "green/tasks/audit.py": DOC
+            + "def audit():\n    from services.green.tasks import run\n",
             "purple/commands.py": DOC + hidden + "    from services.purple.protocols import S\n",
             "purple/protocols.py": DOC + "from .commands import CommandLog\n",
         },
     )
     errors = check_layout.check(root)
     assert any(
-        e.startswith("services/green/audit.py: import circle services.green.audit -> ")
-        and "services.green.run -> services.green.orch -> services.green.audit:" in e
+        e.startswith("services/green/tasks/audit.py: import circle services.green.tasks.audit -> ")
+        and "services.green.tasks.run -> services.green.tasks.orch -> services.green.tasks.audit:"
+        in e
         for e in errors
     ), errors
     assert any(
@@ -292,9 +330,10 @@ def test_a_circle_opened_by_a_protocol_at_the_seam_passes(tmp_path):
     root = _tree(
         tmp_path,
         {
-            "green/runtime.py": DOC + "from typing import Protocol\nclass Runtime(Protocol): ...\n",
-            "green/run.py": DOC + "from services.green.runtime import Runtime\n",
-            "green/orch.py": DOC + "from services.green.run import TaskRun\n",
+            "green/tasks/runtime.py": DOC
+            + "from typing import Protocol\nclass Runtime(Protocol): ...\n",
+            "green/tasks/run.py": DOC + "from services.green.tasks.runtime import Runtime\n",
+            "green/tasks/orch.py": DOC + "from services.green.tasks.run import TaskRun\n",
             "green/ui/__init__.py": DOC + "from services.green.ui import runs\n",
             "green/ui/runs.py": DOC + "from services.green.ui import plots\n",
             "green/ui/plots.py": DOC,

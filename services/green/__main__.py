@@ -30,7 +30,7 @@ def serve(
     tune_allocator()  # services/shared/memory.py: before any thread starts
     overrides = {k: v for k, v in {"host": host, "port": port, "card_url": card_url}.items() if v}
     settings = GreenSettings(**overrides)
-    from services.green.server import bind, run
+    from services.green.edge.server import bind, run
 
     sock = bind(settings)
     with without_gc():  # services/shared/startup.py

@@ -25,19 +25,19 @@ from services.green.api import outage
 from services.green.api.deps import require_operator
 from services.green.api.invalid import invalid_request
 from services.green.api.routes import assessments, datasets, health, kinds, runs, tasks
-from services.green.assessment import AssessmentRunner
-from services.green.auth import OperatorAuth, load_operator_token
+from services.green.assessments.dataset_tools import make_dataset_tools
+from services.green.assessments.runner import AssessmentRunner
 from services.green.config import DeveloperChecks, GreenSettings
-from services.green.dataset_tools import make_dataset_tools
-from services.green.http_limits import Bounds, RequestLimits, Verifier
-from services.green.intake_limits import IntakeLimits, allowed_purple
+from services.green.edge.auth import OperatorAuth, load_operator_token
+from services.green.edge.http_limits import Bounds, RequestLimits, Verifier
+from services.green.edge.intake_limits import IntakeLimits, allowed_purple
 from services.green.kinds.registry import build_kinds
 from services.green.mcp.server import McpPlane
-from services.green.orchestrator import Orchestrator
-from services.green.replicas import InstanceClash, Replica
 from services.green.store.crud import AssessmentStore, TaskStore
 from services.green.store.db import forbid_on_event_loop, make_engine
 from services.green.store.errors import UNREACHABLE
+from services.green.tasks.orchestrator import Orchestrator
+from services.green.tasks.replicas import InstanceClash, Replica
 from services.green.ui import mount_ui
 from services.sandbox.registry import create_provider
 from services.shared.a2a import build_agent_card, mount_a2a

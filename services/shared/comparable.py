@@ -2,7 +2,7 @@
 scoring rule, the image, the assets and the ground truth must agree, and every compared task must
 carry the provenance that says so.
 
-What decides a task's score is in green's task provenance (``services/green/provenance.py``):
+What decides a task's score is in green's task provenance (``services/green/tasks/provenance.py``):
 the scoring rule's version, the image (its ``identity`` when green records one: the registry
 digest, or for a locally built fixture the hash of its recipe and inputs, so two machines'
 builds of one fixture agree; else its image id), the sha256 of each asset and of the ground

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.green.assessment import AssessmentResult
+from services.green.assessments.runner import AssessmentResult
 from services.shared.outcome import TaskOutcome, TaskStatus
 from services.shared.scores import aggregate
 

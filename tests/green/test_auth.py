@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
-from services.green.auth import Caller, OperatorAuth, load_operator_token
-from services.green.intake_limits import BugBusy, IntakeLimits, TooBusy
+from services.green.edge.auth import Caller, OperatorAuth, load_operator_token
+from services.green.edge.intake_limits import BugBusy, IntakeLimits, TooBusy
 from services.shared.task_ref import TaskRef
 
 

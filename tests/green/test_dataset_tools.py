@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from services.green.assessments.dataset_tools import DatasetTools, NotOffered
 from services.green.config import GreenSettings
-from services.green.dataset_tools import DatasetTools, NotOffered
 from services.green.kinds.datasets import (
     DatasetContext,
     DatasetsUnavailable,

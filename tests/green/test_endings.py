@@ -1,4 +1,4 @@
-"""services/green/endings.py on a real SQLite file another connection locks: a task's end whose
+"""services/green/tasks/endings.py on a real SQLite file another connection locks: a task's end whose
 first attempt outlived its deadline (it waits for the lock in its thread) is written once, and
 taken for this replica's own end.
 
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import asyncio
 
-from services.green.endings import Endings
-from services.green.live_task import LiveTask
 from services.green.store.models import TaskStatus, utcnow
+from services.green.tasks.endings import Endings
+from services.green.tasks.live_task import LiveTask
 from tests.green.conftest import OWNER
 from tests.green.test_offloop import _locked
 

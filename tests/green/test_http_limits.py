@@ -9,7 +9,7 @@ import json
 import pytest
 
 from services.green.config import GreenSettings
-from services.green.http_limits import (
+from services.green.edge.http_limits import (
     BodyBudget,
     Bounds,
     ConnectionBook,

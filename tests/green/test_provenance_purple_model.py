@@ -9,7 +9,7 @@ import json
 from fastapi import FastAPI
 from fastapi.responses import Response
 
-from services.green import provenance
+from services.green.tasks import provenance
 from services.purple.app import create_app
 from services.purple.config import PurpleSettings
 from services.shared.build_info import build_info

@@ -3,7 +3,7 @@ declares harmless, and nothing of a kind that declares nothing."""
 
 from __future__ import annotations
 
-from services.green.disclosure import public_scores
+from services.green.edge.disclosure import public_scores
 from services.green.kinds.arvo.scoring.metrics import METRICS
 
 ARVO_SCORES = {

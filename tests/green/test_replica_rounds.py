@@ -1,4 +1,4 @@
-"""services/green/replicas.py: a round of the replica's work that fails is retried by the next;
+"""services/green/tasks/replicas.py: a round of the replica's work that fails is retried by the next;
 the log says which kind of failure it was. A database away or locked for a moment is expected:
 one warning line, no traceback (each round logged an error with a full traceback before, every
 poll while a lock lasted). Anything else keeps its traceback."""
@@ -10,8 +10,8 @@ import asyncio
 from sqlalchemy.exc import OperationalError
 from structlog.testing import capture_logs
 
-from services.green import replicas
 from services.green.store.errors import DatabaseUnavailable
+from services.green.tasks import replicas
 from services.shared.aio import cancel_and_wait
 
 

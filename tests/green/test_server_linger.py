@@ -1,5 +1,5 @@
 """Green's server answers a request it refuses mid-body, and the client reads that answer whole
-(services/green/server.py, "lingering close"): real HTTP on 127.0.0.1, green's own protocol.
+(services/green/edge/server.py, "lingering close"): real HTTP on 127.0.0.1, green's own protocol.
 
 Closed at once, a socket that still has unread data is reset by the kernel, which drops what was
 not yet sent of the answer and makes the client's next read fail: a client pushing a too-big
@@ -19,8 +19,8 @@ from collections.abc import Iterator
 import pytest
 import uvicorn
 
-from services.green import server as green_server
 from services.green.config import GreenSettings
+from services.green.edge import server as green_server
 from tests.support.servers import free_port
 
 MIB = 2**20

@@ -1,4 +1,4 @@
-"""Green's listening socket (services/green/server.py ``bind``) gives every connection
+"""Green's listening socket (services/green/edge/server.py ``bind``) gives every connection
 ``TCP_NODELAY``: with Nagle's algorithm on, an answer written in two parts (headers, then body)
 waited for the client's delayed ACK on a kept-alive connection, about 40 ms per answer.
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 import socket
 
-from services.green import server as green_server
 from services.green.config import GreenSettings
+from services.green.edge import server as green_server
 from tests.support.servers import free_port
 
 

@@ -7,9 +7,9 @@ import pytest
 from sqlalchemy.exc import OperationalError
 
 from services.green.kinds.errors import AssetError
-from services.green.purple_link import PurpleUnreachable
 from services.green.store.models import FailureKind, TaskStatus
-from services.green.task_end import GreenFault, TaskEnd, task_end
+from services.green.tasks.end import GreenFault, TaskEnd, task_end
+from services.green.tasks.purple_link import PurpleUnreachable
 from services.sandbox.base import AgentFault, EngineUnreachable, SandboxError
 
 RUNNING, PREPARING = TaskStatus.running, TaskStatus.preparing

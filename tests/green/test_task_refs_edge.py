@@ -8,7 +8,7 @@ from pydantic import ValidationError
 
 from services.green.a2a.requests import StartTask, classify
 from services.green.api.routes.tasks import TaskCreate
-from services.green.assessment import AssessmentRequest
+from services.green.assessments.runner import AssessmentRequest
 from services.shared.a2a import Payload
 from services.shared.task_ref import TaskRef
 

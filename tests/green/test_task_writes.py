@@ -1,4 +1,4 @@
-"""services/green/task_writes.py on a real SQLite file another connection locks: a running task's
+"""services/green/ledger/task_writes.py on a real SQLite file another connection locks: a running task's
 records land once each, in order, however long the lock lasts; past the lease the task ends as
 green's failure.
 
@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import asyncio
 
-from services.green.live_task import LiveTask
+from services.green.ledger.task_writes import TaskWrites
 from services.green.store.crud import TaskStore
 from services.green.store.models import Command
 from services.green.store.offloop import Database
-from services.green.task_end import GreenFault
-from services.green.task_writes import TaskWrites
+from services.green.tasks.end import GreenFault
+from services.green.tasks.live_task import LiveTask
 from tests.green.conftest import OWNER
 from tests.green.test_offloop import _locked
 

@@ -14,7 +14,7 @@ import pytest
 from fixtures.catalog import DEFAULT_ASSETS_DIR, FIX_IMAGE_TEMPLATE, IMAGE_TEMPLATE, REPO_ROOT
 from services.green.app import create_app as create_green
 from services.green.config import DeveloperChecks, GreenSettings
-from services.green.server import before_drain
+from services.green.edge.server import before_drain
 from services.purple.app import create_app as create_purple
 from services.purple.config import PurpleSettings
 from tests.integration.helpers import OPERATOR_TOKEN

@@ -8,7 +8,7 @@ import time
 import pytest
 from a2a.types import Role
 
-from services.green.live_task import NOT_SERVED
+from services.green.tasks.live_task import NOT_SERVED
 from services.shared.a2a import A2APeer, message_parts, new_protocol_message
 from tests.integration.conftest import leftover_containers
 from tests.integration.helpers import OPERATOR, submit_task, wait_status, wait_terminal

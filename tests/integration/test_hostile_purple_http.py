@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 from fixtures.catalog import IMAGE_TEMPLATE
-from services.green.live_task import BUSY, NOT_SERVED
+from services.green.tasks.live_task import BUSY, NOT_SERVED
 from services.purple.app import create_app as create_purple
 from services.purple.config import PurpleSettings
 from tests.integration.helpers import OPERATOR, OPERATOR_TOKEN, wait_status, wait_terminal

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from services.green.live_task import BUSY, NOT_SERVED, STEP_LIMIT
+from services.green.tasks.live_task import BUSY, NOT_SERVED, STEP_LIMIT
 from tests.integration.helpers import (
     OPERATOR,
     OPERATOR_TOKEN,

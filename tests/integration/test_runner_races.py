@@ -17,10 +17,10 @@ from sqlalchemy import event
 
 from services.green.app import build_orchestrator
 from services.green.config import GreenSettings
-from services.green.orchestrator import Orchestrator
-from services.green.replicas import Replica
 from services.green.store.db import make_engine
 from services.green.store.models import TaskStatus, utcnow
+from services.green.tasks.orchestrator import Orchestrator
+from services.green.tasks.replicas import Replica
 from services.shared.task_ref import TaskRef
 
 pytestmark = pytest.mark.docker

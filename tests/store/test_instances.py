@@ -7,8 +7,8 @@ from datetime import timedelta
 
 import pytest
 
+from services.green.ledger.instances import InstanceClash, InstanceRegistry
 from services.green.store.db import make_engine
-from services.green.store.instances import InstanceClash, InstanceRegistry
 from services.green.store.models import utcnow
 from tests.store.test_queue import race
 

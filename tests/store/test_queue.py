@@ -11,10 +11,10 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import create_engine, text
 
+from services.green.ledger.queue import TaskQueue
 from services.green.store.crud import TaskStore
 from services.green.store.db import make_engine
 from services.green.store.models import Task, TaskStatus, utcnow
-from services.green.store.queue import TaskQueue
 
 T0 = utcnow()
 

@@ -46,7 +46,7 @@ class ThreadedServer:
         """``config``: a service's own uvicorn configuration (green's protocol and limits, say),
         which names the host and port; by default uvicorn's, on 127.0.0.1:``port``.
         ``on_stop``: what the service does at its stop signal before uvicorn drains its
-        connections (green: ``services.green.server.before_drain``), done first by :meth:`stop`."""
+        connections (green: ``services.green.edge.server.before_drain``), done first by :meth:`stop`."""
         if config is None:
             config = uvicorn.Config(
                 app, host="127.0.0.1", port=port or free_port(), log_level="warning", lifespan="on"

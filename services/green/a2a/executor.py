@@ -3,7 +3,7 @@
 - inside a running task's context: ``execute``/``submit`` from purple -> one reply Message;
 - ``Task ID: arvo:<n>`` or an AgentBeats assessment request (admitted by :mod:`.gate`) -> an A2A
   Task that streams a status update per task event and ends with a ``Result`` artifact (JSON
-  scores; the ground truth only for the operator, see :mod:`services.green.disclosure`);
+  scores; the ground truth only for the operator, see :mod:`services.green.edge.disclosure`);
 - anything else -> one Message that says what green understands.
 """
 
@@ -19,12 +19,12 @@ from a2a.types import Message, Task, TaskState, TaskStatus
 
 from services.green.a2a.gate import INTAKE, VERDICT, caller_of
 from services.green.a2a.requests import Assessment, ProtocolRequest, StartTask, Unknown
-from services.green.agent_plane import Refused, answer
-from services.green.assessment import AssessmentRequest, AssessmentRunner, UnknownTasks
-from services.green.auth import Caller
-from services.green.disclosure import Disclosure
+from services.green.assessments.runner import AssessmentRequest, AssessmentRunner, UnknownTasks
+from services.green.edge.auth import Caller
+from services.green.edge.disclosure import Disclosure
 from services.green.kinds.errors import UnknownTask
-from services.green.orchestrator import Orchestrator
+from services.green.tasks.agent_plane import Refused, answer
+from services.green.tasks.orchestrator import Orchestrator
 from services.shared.a2a import new_protocol_message
 from services.shared.a2a_numbers import data_part
 from services.shared.logging import get_logger

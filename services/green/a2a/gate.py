@@ -35,10 +35,10 @@ from services.green.a2a.requests import (
     Unknown,
     classify,
 )
-from services.green.assessment import AssessmentRequest
-from services.green.auth import Caller, OperatorAuth
-from services.green.http_limits import rpc_error, send_json
-from services.green.intake_limits import BugBusy, IntakeLimits, TooBusy
+from services.green.assessments.runner import AssessmentRequest
+from services.green.edge.auth import Caller, OperatorAuth
+from services.green.edge.http_limits import rpc_error, send_json
+from services.green.edge.intake_limits import BugBusy, IntakeLimits, TooBusy
 from services.green.store.errors import OPERATOR_SENTENCE, RETRY_AFTER_S, STORAGE_ERRORS
 from services.shared.a2a import message_parts
 from services.shared.a2a_params import read_body, replaying

@@ -10,13 +10,13 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request, status
 
-from services.green.assessment import AssessmentRunner
-from services.green.auth import Caller, OperatorAuth
-from services.green.disclosure import Disclosure
-from services.green.intake_limits import BugBusy, IntakeLimits, TooBusy
-from services.green.orchestrator import Orchestrator
+from services.green.assessments.runner import AssessmentRunner
+from services.green.edge.auth import Caller, OperatorAuth
+from services.green.edge.disclosure import Disclosure
+from services.green.edge.intake_limits import BugBusy, IntakeLimits, TooBusy
 from services.green.store.crud import AssessmentStore
 from services.green.store.offloop import Database
+from services.green.tasks.orchestrator import Orchestrator
 from services.shared.task_ref import TaskRef
 
 

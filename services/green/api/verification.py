@@ -8,8 +8,8 @@ from typing import Any
 
 from fastapi import HTTPException, Request, status
 
-from services.green.assessment import AssessmentRequest
-from services.green.dataset_tools import DatasetTools
+from services.green.assessments.dataset_tools import DatasetTools
+from services.green.assessments.runner import AssessmentRequest
 from services.shared.task_ref import TaskRef
 
 

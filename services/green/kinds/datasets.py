@@ -4,7 +4,7 @@ A kind runs tasks with :class:`~services.green.kinds.base.TaskKind` alone. A kin
 prepare a real run offers :class:`OffersDatasets`: given green's context it returns its
 :class:`DatasetSupport` (ids, prefetch, verify), and may also keep its task images under a
 disk budget (:class:`ImageSupport`). Green reaches a kind's dataset work only through these
-protocols (``services/green/dataset_tools.py``; REST ``/datasets/*``): a kind that offers none is
+protocols (``services/green/assessments/dataset_tools.py``; REST ``/datasets/*``): a kind that offers none is
 answered with a sentence naming it, and green stores every kind's verifications the same way.
 
 All methods block (downloads, Docker): green calls them in threads.

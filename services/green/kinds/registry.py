@@ -33,7 +33,7 @@ def bug_of(kind: str, ref_id: str) -> str:
     """The bug a task is about, the same for every kind that asks a question of it: ``arvo:10055``
     for ``arvo:10055``, ``arvo-poc:10055-l2`` and ``arvo-fix:10055`` (its kind's ``traits.bug``);
     else the task reference itself. What is disclosed, and who may start a task, is decided per
-    bug (``green/disclosure.py``, ``green/intake_limits.py``): a finished task of one kind must
+    bug (``green/edge/disclosure.py``, ``green/edge/intake_limits.py``): a finished task of one kind must
     not answer a running task of another kind on the same bug."""
     cls = KINDS.get(kind)
     bug = cls.traits.bug if cls is not None else None

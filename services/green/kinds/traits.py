@@ -28,7 +28,7 @@ class KindTraits:
     public_scores: frozenset[str] = frozenset()
     """The other score fields that say how well the agent did without saying what the right
     answer was (ARVO: ``scorable``, ``n_locations``...). A caller who may not see the ground
-    truth sees a task's metrics and these, nothing else (:mod:`services.green.disclosure`)."""
+    truth sees a task's metrics and these, nothing else (:mod:`services.green.edge.disclosure`)."""
     secret_assets: frozenset[str] = frozenset()
     """The assets whose hashes a task's provenance shows only with its ground truth (ARVO's
     reproduce and fix kinds: ``patch.diff``, the PoC)."""

@@ -24,11 +24,11 @@ from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from services.green.agent_plane import task_of_token
 from services.green.config import GreenSettings
-from services.green.http_limits import rpc_error, send_json
-from services.green.live_task import NOT_SERVED, LiveTasks
+from services.green.edge.http_limits import rpc_error, send_json
 from services.green.mcp.tools import TaskTools
+from services.green.tasks.agent_plane import task_of_token
+from services.green.tasks.live_task import NOT_SERVED, LiveTasks
 
 PATH = "/mcp"
 INSTRUCTIONS = (

@@ -21,9 +21,9 @@ from typing import Any
 import mcp_types as types
 from pydantic import BaseModel, Field, ValidationError
 
-from services.green.agent_plane import Refused, answer
 from services.green.config import GreenSettings
-from services.green.live_task import RUN_POC, LiveTask, LiveTasks
+from services.green.tasks.agent_plane import Refused, answer
+from services.green.tasks.live_task import RUN_POC, LiveTask, LiveTasks
 from services.shared.loc import MAX_LOCATIONS, Location, LocJson
 from services.shared.protocol import Submit, SubmitResult, result_text, submit_result_text
 

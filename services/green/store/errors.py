@@ -29,7 +29,7 @@ class DatabaseUnavailable(SQLAlchemyError):
     in_flight: Future[Any] | None = None
     """The call, when it had started before its caller gave up on it: it runs on in its thread
     and may yet land. Whoever would make the same write again waits for it first
-    (services/green/task_writes.py), or the write could land twice, or after a later one."""
+    (services/green/ledger/task_writes.py), or the write could land twice, or after a later one."""
 
 
 STORAGE_ERRORS: tuple[type[BaseException], ...] = (SQLAlchemyError,)

@@ -78,7 +78,7 @@ class Task(TaskBase, table=True):
     """Never sent to the agent; shown over REST only once the task has ended."""
     provenance: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     """What decides the score: versions, image digest, sha256 of assets and ground truth,
-    purple's card, limits (:mod:`services.green.provenance`)."""
+    purple's card, limits (:mod:`services.green.tasks.provenance`)."""
     lease_until: datetime | None = None
     """Until when the owner's hold on this unfinished task lasts; the owner renews it while it
     runs the task. Past it, another replica may take the task over (the owner died)."""
@@ -117,7 +117,7 @@ class TaskPublic(TaskBase):
     verified: bool | None = None
     """What ``arena tasks verify`` found for this task (None: never verified)."""
     disclosed: Disclosed = "all"
-    """How much of the record this caller is shown now (:mod:`services.green.disclosure`):
+    """How much of the record this caller is shown now (:mod:`services.green.edge.disclosure`):
     ``all``; ``pending``: the operator gets the rest once no task of the same bug is unfinished
     (ask again then); ``public``: a caller without the operator token, never more."""
     withheld: list[str] = []

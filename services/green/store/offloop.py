@@ -1,7 +1,8 @@
 """Green's database from the event loop: every call in a bounded pool of threads, under a
 deadline, and the database's health as a probe sees it.
 
-The store's classes (:mod:`.crud`, :mod:`.queue`, :mod:`.instances`) are synchronous SQLAlchemy.
+The store's classes (:mod:`.crud`; the ledger's :mod:`~services.green.ledger.queue` and
+:mod:`~services.green.ledger.instances`) are synchronous SQLAlchemy.
 The event loop never calls them itself: ``await db.run(store.get, task_id)`` runs the call in one
 of :data:`THREADS` threads, so a database that is slow or locked holds up the callers that need
 it, never the card, ``/healthz``, or a running task's commands. The database bounds each

@@ -6,7 +6,7 @@ HttpOnly, SameSite=Strict cookie. Being signed rather than kept in memory, it su
 of green and is valid on every replica; a new operator token logs every browser out. Every page,
 stream and JSON route of /ui accepts that cookie or the REST API's ``Authorization: Bearer``
 header. With the operator plane opened (GREEN_OPEN_OPERATOR_PLANE), /ui is open too, but only a
-logged-in operator sees the ground truth (:mod:`services.green.disclosure`).
+logged-in operator sees the ground truth (:mod:`services.green.edge.disclosure`).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from urllib.parse import quote
 
 from fastapi import HTTPException, Request, status
 
-from services.green.auth import Caller, OperatorAuth
-from services.green.disclosure import Disclosure
+from services.green.edge.auth import Caller, OperatorAuth
+from services.green.edge.disclosure import Disclosure
 
 COOKIE = "arena_ui_session"
 SESSION_TTL_S = 12 * 3600.0

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from services.green.kinds.report import OffersReports, TaskReport
-from services.green.orchestrator import Orchestrator
+from services.green.tasks.orchestrator import Orchestrator
 from services.shared.logging import get_logger
 
 log = get_logger("services.green.ui")

@@ -19,9 +19,9 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from fastapi.responses import StreamingResponse
 
 from services.green.api.query_bounds import MAX_SEQ
-from services.green.live_task import TaskEvent, TaskNotFound
-from services.green.orchestrator import Orchestrator
 from services.green.store.models import CommandPublic
+from services.green.tasks.live_task import TaskEvent, TaskNotFound
+from services.green.tasks.orchestrator import Orchestrator
 from services.green.ui.auth import disclosure, require_api
 from services.green.ui.templating import shown
 

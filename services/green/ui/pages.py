@@ -9,12 +9,12 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from services.green.api.query_bounds import MAX_PAGE
 from services.green.api.routes.runs import refuse_foreign_task
-from services.green.intake_limits import BugBusy, TooBusy
+from services.green.edge.intake_limits import BugBusy, TooBusy
 from services.green.kinds.errors import UnknownTask
 from services.green.kinds.registry import parse_ref
-from services.green.live_task import TaskNotFound
-from services.green.orchestrator import Orchestrator, TaskOptions
 from services.green.store.models import CommandPublic
+from services.green.tasks.live_task import TaskNotFound
+from services.green.tasks.orchestrator import Orchestrator, TaskOptions
 from services.green.ui.auth import caller, check_form, disclosure, require_page
 from services.green.ui.login import form_fields
 from services.green.ui.templating import render

@@ -4,7 +4,7 @@ Green links to it when it can reach purple; otherwise the page says so and gives
 page's JSON link goes through green (``/ui/tasks/{id}/trajectory.json``): purple's own address
 is often one only green's network knows (``http://purple:9019`` under compose), so it is shown
 as text, never as a link a browser would follow. Purple's answer is read within a size and a
-time (``services.green.trajectory``), and the page says what was cut; at most MAX_STEPS_SHOWN
+time (``services.green.tasks.trajectory``), and the page says what was cut; at most MAX_STEPS_SHOWN
 steps are shown, and every field is checked for its type before it is shown.
 """
 
@@ -16,8 +16,8 @@ from typing import Any
 from fastapi import APIRouter, Depends, HTTPException, Request, status
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
-from services.green.live_task import TaskNotFound
-from services.green.trajectory import fetch_trajectory
+from services.green.tasks.live_task import TaskNotFound
+from services.green.tasks.trajectory import fetch_trajectory
 from services.green.ui.auth import disclosure, require_page
 from services.green.ui.templating import render
 

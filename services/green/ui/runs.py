@@ -11,8 +11,8 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from fastapi.responses import HTMLResponse, Response
 
 from services.green.api.query_bounds import MAX_PAGE
-from services.green.assessment import AssessmentRunner
-from services.green.disclosure import Disclosure
+from services.green.assessments.runner import AssessmentRunner
+from services.green.edge.disclosure import Disclosure
 from services.green.kinds.metrics import Declares, headline_metrics
 from services.green.store.models import AssessmentRecord, Task
 from services.green.store.offloop import Database

@@ -10,7 +10,7 @@ from typing import Any
 
 from fastapi import HTTPException, status
 
-from services.green.disclosure import Disclosure
+from services.green.edge.disclosure import Disclosure
 from services.green.kinds.base import TaskKind
 from services.green.kinds.metrics import headline_metrics
 from services.green.store.crud import UNFINISHED

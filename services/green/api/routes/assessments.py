@@ -19,7 +19,7 @@ from services.green.api.deps import (
     admit,
 )
 from services.green.api.verification import keep_verified
-from services.green.assessment import AssessmentRequest, UnknownTasks
+from services.green.assessments.runner import AssessmentRequest, UnknownTasks
 from services.green.kinds.errors import UnknownTask
 from services.green.store.models import AssessmentRecord
 

@@ -3,7 +3,7 @@
 Operator plane (registered with the operator dependency); what creates work (verify, prefetch,
 applying the image budget) needs the operator token even on an open plane. ``arena tasks``
 calls these, so the CLI works against a remote green. Kind-neutral: each kind offers its dataset work through
-``services/green/kinds/datasets.py`` (``services/green/dataset_tools.py``); a task is named by
+``services/green/kinds/datasets.py`` (``services/green/assessments/dataset_tools.py``); a task is named by
 its reference (a bare id is an ARVO id), a kind that offers no dataset tools gets a 404 naming it.
 """
 
@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from services.green.api.deps import OperatorTokenDep
 from services.green.api.verification import dataset_tools, latest_verifications
-from services.green.dataset_tools import NotOffered
+from services.green.assessments.dataset_tools import NotOffered
 from services.green.kinds.errors import AssetError, UnknownTask
 from services.green.kinds.registry import parse_ref
 from services.green.store.models import TaskVerification

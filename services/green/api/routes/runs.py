@@ -32,9 +32,9 @@ from services.green.api.deps import (
     admit,
 )
 from services.green.api.routes.assessments import refused
-from services.green.assessment import UnknownTasks
-from services.green.auth import Caller
-from services.green.intake_limits import allowed_purple
+from services.green.assessments.runner import UnknownTasks
+from services.green.edge.auth import Caller
+from services.green.edge.intake_limits import allowed_purple
 from services.green.kinds.registry import CheckedRef
 from services.green.store.crud import AssessmentStore
 from services.green.store.models import AssessmentRecord, Task, TaskStatus

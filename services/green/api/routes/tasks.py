@@ -24,14 +24,14 @@ from services.green.api.verification import (
     latest_verifications,
     mark_verified,
 )
-from services.green.disclosure import Disclosure
+from services.green.edge.disclosure import Disclosure
 from services.green.kinds.errors import UnknownTask
 from services.green.kinds.registry import CheckedRef, parse_ref
-from services.green.live_task import TaskNotFound
-from services.green.orchestrator import Orchestrator, TaskIdTaken, TaskOptions
 from services.green.store.errors import STORAGE_ERRORS, brief
 from services.green.store.models import CommandPublic, Task, TaskList, TaskPublic, TaskStatus
-from services.green.trajectory import fetch_trajectory
+from services.green.tasks.live_task import TaskNotFound
+from services.green.tasks.orchestrator import Orchestrator, TaskIdTaken, TaskOptions
+from services.green.tasks.trajectory import fetch_trajectory
 from services.shared.atif import atif_json
 from services.shared.logging import get_logger
 from services.shared.task_ref import TaskRef

@@ -5,7 +5,7 @@ ARVO's ``error.txt`` is a real sanitizer report: the addresses (ASLR, the heap),
 (``==17==``), libFuzzer's random seed and the binary's build id change from one run, or one build
 of the same recipe, to the next; the frames, files, lines, bug class and sizes do not. A task's
 provenance records the sha256 of this signature beside the file's own
-(:func:`services.green.provenance.task_provenance`), and runs are compared on it
+(:func:`services.green.tasks.provenance.task_provenance`), and runs are compared on it
 (:mod:`services.shared.comparable`): a report that names another frame, line or crash still
 differs.
 """

@@ -19,8 +19,8 @@ from limits import RateLimitItemPerMinute
 from limits.storage import MemoryStorage
 from limits.strategies import MovingWindowRateLimiter
 
-from services.green.auth import Caller
 from services.green.config import GreenSettings
+from services.green.edge.auth import Caller
 from services.green.kinds.registry import bug_of
 from services.shared.task_ref import TaskRef
 

@@ -20,16 +20,16 @@ from pydantic import BaseModel, Field, field_validator
 
 from services.green.kinds.errors import AssetError, UnknownTask
 from services.green.kinds.registry import CheckedRef
-from services.green.orchestrator import Orchestrator, TaskOptions
 from services.green.store.crud import AssessmentStore
 from services.green.store.models import AssessmentRecord, Task, utcnow
+from services.green.tasks.orchestrator import Orchestrator, TaskOptions
 from services.shared.aio import through_cancels
 from services.shared.logging import get_logger
 from services.shared.outcome import TaskOutcome, TaskStatus
 from services.shared.scores import aggregate_kinds, flat_scores, kind_aggregates, metric_names
 from services.shared.task_ref import TaskRef
 
-log = get_logger("services.green.assessment")
+log = get_logger("services.green.assessments.runner")
 
 PURPLE_ROLES = ("purple", "agent", "participant", "solver", "rca_agent", "analyst")
 

@@ -32,7 +32,7 @@ from services.green.store.models import Command
 from services.green.store.offloop import Database
 from services.shared.logging import get_logger
 
-log = get_logger("services.green.task_writes")
+log = get_logger("services.green.ledger.task_writes")
 
 RETRY_FIRST_S = 0.2
 RETRY_MAX_S = 2.0
@@ -50,7 +50,7 @@ class _Write:
 
 class RecordedTask(Protocol):
     """What the writes know of the task they record (green's is a
-    :class:`~services.green.live_task.LiveTask`): its id and log context, and how a write that
+    :class:`~services.green.tasks.live_task.LiveTask`): its id and log context, and how a write that
     fails ends it."""
 
     lost: bool

@@ -269,7 +269,7 @@ ConnKey = tuple[Any, Any]
 
 
 class ConnectionBook:
-    """The open connections of green's own server (:mod:`services.green.server` tells it when
+    """The open connections of green's own server (:mod:`services.green.edge.server` tells it when
     one opens and closes) and the credential each serves, so a credential's open connections
     can be bounded. A connection it was not told of (another server) is not counted."""
 

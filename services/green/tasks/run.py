@@ -1,12 +1,12 @@
 """One task's life on this replica: preparing -> running -> evaluating -> its end, then cleanup.
 
 :meth:`TaskRun.run` is the whole of it on one screen. Each stage is a method; whatever ends the
-task early is an exception that carries its outcome (:mod:`services.green.task_end`), so the run
+task early is an exception that carries its outcome (:mod:`services.green.tasks.end`), so the run
 has three endings: the task ran to its evaluation, it was cancelled, or an exception said how it
 ended. Cleanup (the container) runs on every path, and the terminal status is written only after
 it, so a client that sees ``completed`` also sees the container gone. The claim, the queue and
-the process around it are :mod:`services.green.orchestrator`; purple's requests to the running
-task are :mod:`services.green.live_task`.
+the process around it are :mod:`services.green.tasks.orchestrator`; purple's requests to the running
+task are :mod:`services.green.tasks.live_task`.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from services.green.kinds.base import stored
-from services.green.leak_audit import leak_audit
-from services.green.live_task import LiveTask, TaskEvent, TaskLost
-from services.green.provenance import provenance_of, purple_card
-from services.green.purple_link import NEVER_STARTED, PurpleLink, PurpleUnreachable
 from services.green.store.models import FailureKind, TaskStatus, utcnow
-from services.green.task_end import GreenFault, TaskEnd, task_end
-from services.green.task_runtime import TaskRuntime
+from services.green.tasks.end import GreenFault, TaskEnd, task_end
+from services.green.tasks.leak_audit import leak_audit
+from services.green.tasks.live_task import LiveTask, TaskEvent, TaskLost
+from services.green.tasks.provenance import provenance_of, purple_card
+from services.green.tasks.purple_link import NEVER_STARTED, PurpleLink, PurpleUnreachable
+from services.green.tasks.runtime import TaskRuntime
 from services.sandbox.base import SandboxError
 from services.shared.aio import through_cancels
 from services.shared.logging import get_logger
@@ -32,7 +32,7 @@ from services.shared.outcome import TaskOutcome
 from services.shared.protocol import TaskAssignment, TaskLimits
 from services.shared.telemetry import OFF, Note
 
-log = get_logger("services.green.task_run")
+log = get_logger("services.green.tasks.run")
 
 
 class TaskRun:
@@ -43,7 +43,7 @@ class TaskRun:
         self.live = live
         self.settings = orch.settings
         self.provenance: dict[str, Any] | None = None
-        """What decides the task's score (:mod:`services.green.provenance`), as recorded."""
+        """What decides the task's score (:mod:`services.green.tasks.provenance`), as recorded."""
         self.span: Note = OFF
         """The task's span (:mod:`services.shared.telemetry`; OFF when tracing is off)."""
 
@@ -124,8 +124,9 @@ class TaskRun:
         return await self.orch.db.run_behind(store.update_held, self.live.id, name, **fields)
 
     async def _writes_landed(self, judged: bool = False) -> None:
-        """Wait for the task's own records (commands, usage: :mod:`.task_writes`). Before it is
-        judged, one that could not be written ends the task as green's failure."""
+        """Wait for the task's own records (commands, usage:
+        :mod:`~services.green.ledger.task_writes`). Before it is judged, one that could not be
+        written ends the task as green's failure."""
         if self.live.writes is not None:
             await self.live.writes.flush()
         if not judged and isinstance(self.live.fault, GreenFault):

@@ -10,11 +10,11 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from services.green.live_task import LiveTask, LiveTasks, RequestRefused, TaskNotFound
 from services.green.store.errors import AGENT_SENTENCE, STORAGE_ERRORS
+from services.green.tasks.live_task import LiveTask, LiveTasks, RequestRefused, TaskNotFound
 from services.shared.logging import get_logger
 
-log = get_logger("services.green.agent_plane")
+log = get_logger("services.green.tasks.agent_plane")
 
 T = TypeVar("T")
 

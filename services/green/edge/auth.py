@@ -18,7 +18,7 @@ from pathlib import Path
 
 from services.shared.logging import get_logger
 
-log = get_logger("services.green.auth")
+log = get_logger("services.green.edge.auth")
 
 ANONYMOUS = "anonymous"
 

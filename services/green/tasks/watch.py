@@ -2,7 +2,7 @@
 another replica).
 
 The store is the only thing replicas share, so such a listener hears the task's status
-changes as the store shows them (polled by :mod:`services.green.replicas`); when this replica
+changes as the store shows them (polled by :mod:`services.green.tasks.replicas`); when this replica
 claims the task, its listeners move to the live task and hear everything.
 """
 
@@ -11,10 +11,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from services.green.live_task import LiveTasks, TaskEvent
 from services.green.store.crud import TaskStore
 from services.green.store.models import Task, TaskStatus
 from services.green.store.offloop import Database
+from services.green.tasks.live_task import LiveTasks, TaskEvent
 
 
 class RemoteWatch:

@@ -19,15 +19,15 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.green.live_task import LiveTask, TaskEvent
 from services.green.store.crud import TaskStore
 from services.green.store.errors import STORAGE_ERRORS, DatabaseUnavailable
 from services.green.store.models import TaskStatus, utcnow
 from services.green.store.offloop import Database
+from services.green.tasks.live_task import LiveTask, TaskEvent
 from services.shared.logging import get_logger
 from services.shared.outcome import TaskOutcome
 
-log = get_logger("services.green.endings")
+log = get_logger("services.green.tasks.endings")
 
 RETRY_FIRST_S = 0.2
 RETRY_MAX_S = 2.0

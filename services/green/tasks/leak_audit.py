@@ -15,12 +15,12 @@ import json
 from typing import Any
 
 from services.green.kinds.base import stored
-from services.green.live_task import LiveTask
-from services.green.task_runtime import TaskRuntime
-from services.green.trajectory import fetch_trajectory
+from services.green.tasks.live_task import LiveTask
+from services.green.tasks.runtime import TaskRuntime
+from services.green.tasks.trajectory import fetch_trajectory
 from services.shared.logging import get_logger
 
-log = get_logger("services.green.leak_audit")
+log = get_logger("services.green.tasks.leak_audit")
 
 TRAJECTORY_TIMEOUT_S = 5.0
 """The most a task's end waits for purple's trajectory (and GREEN_TRAJECTORY_TIMEOUT_S)."""

@@ -26,7 +26,7 @@ from typing import Any
 
 from fastapi import HTTPException, status
 
-from services.green.auth import Caller
+from services.green.edge.auth import Caller
 from services.green.kinds.metrics import public_score_keys, secret_asset_names
 from services.green.kinds.registry import KINDS
 from services.green.store.crud import TaskStore

@@ -9,7 +9,7 @@ Green keeps uvicorn's own protocol and adds four things to it:
   connection is closed;
 - a *connection cap*: beyond ``GREEN_MAX_CONNECTIONS`` open connections a new one is closed at
   once, before it costs more than the accept; each connection is entered in
-  :data:`services.green.http_limits.BOOK`, which bounds the connections of each credential;
+  :data:`services.green.edge.http_limits.BOOK`, which bounds the connections of each credential;
 - a *lingering close*: a request refused while its body is still arriving (too big, too many
   connections) is answered, then the connection is half-closed and what the client goes on
   sending is read and dropped for up to ``LINGER_S`` (at most ``LINGER_BYTES``) before it is
@@ -35,7 +35,7 @@ import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from services.green.config import GreenSettings
-from services.green.http_limits import BOOK
+from services.green.edge.http_limits import BOOK
 
 BACKLOG = 2048
 """Connections the kernel accepts and holds before green serves them (also during start-up)."""

@@ -3,7 +3,7 @@
 Two kinds of exception meet a task (as in mini-swe-agent, which splits terminating from
 non-terminating ones):
 
-- **non-terminating**: :class:`~services.green.live_task.RequestRefused`: one request of the
+- **non-terminating**: :class:`~services.green.tasks.live_task.RequestRefused`: one request of the
   agent is refused (bad token, a limit, the task not running); the agent hears why and the task
   goes on;
 - **terminating**: :class:`TaskEnd`: the task's runner stops, and the exception says how the

@@ -3,9 +3,9 @@
 A task goes queued -> preparing -> running -> evaluating -> completed | failed | cancelled.
 One :class:`Orchestrator` per green process. A task's id is a fresh UUID and is also the A2A
 context id of every message of that task. Intake writes a ``queued`` row; the replica's
-dispatcher (:mod:`services.green.replicas`) claims queued rows while it has free slots, on this
+dispatcher (:mod:`services.green.tasks.replicas`) claims queued rows while it has free slots, on this
 replica or any other sharing the database, and hands them to :meth:`Orchestrator.adopt`, which starts the task's
-runner (:class:`services.green.task_run.TaskRun`: one task's life, its stages and its end). Each
+runner (:class:`services.green.tasks.run.TaskRun`: one task's life, its stages and its end). Each
 task gets its own container (which holds its workspace), token, log file and counters. The store
 is written at every transition, so ``GET /tasks/{id}`` and a SQLite shell show the truth
 mid-task. Cleanup (the container) runs on every exit path.
@@ -24,22 +24,22 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 
 from services.green.config import GreenSettings
-from services.green.endings import Endings
-from services.green.intake_limits import allowed_purple
+from services.green.edge.intake_limits import allowed_purple
 from services.green.kinds.base import TaskKind
 from services.green.kinds.errors import AssetError, UnknownTask
 from services.green.kinds.registry import bug_of
-from services.green.live_task import LiveTask, LiveTasks, TaskEvent, TaskNotFound
-from services.green.purple_link import PurpleLink
+from services.green.ledger.queue import HELD, TaskQueue
+from services.green.ledger.task_writes import TaskWrites
 from services.green.store.crud import TaskStore
 from services.green.store.errors import STORAGE_ERRORS, DatabaseUnavailable
 from services.green.store.group_commit import GroupCommit
 from services.green.store.models import Task, TaskStatus
 from services.green.store.offloop import Database
-from services.green.store.queue import HELD, TaskQueue
-from services.green.task_run import TaskRun
-from services.green.task_writes import TaskWrites
-from services.green.watch import RemoteWatch, subscribe, unsubscribe
+from services.green.tasks.endings import Endings
+from services.green.tasks.live_task import LiveTask, LiveTasks, TaskEvent, TaskNotFound
+from services.green.tasks.purple_link import PurpleLink
+from services.green.tasks.run import TaskRun
+from services.green.tasks.watch import RemoteWatch, subscribe, unsubscribe
 from services.sandbox.base import SandboxProvider
 from services.sandbox.janitor import Janitor
 from services.shared.aio import cancel_and_wait
@@ -48,7 +48,7 @@ from services.shared.task_ref import TaskRef
 from services.shared.telemetry import Tracing
 from services.shared.threads import started_pool
 
-log = get_logger("services.green.orchestrator")
+log = get_logger("services.green.tasks.orchestrator")
 
 STARTING = (TaskStatus.queued, TaskStatus.preparing)
 """A live task's statuses until its container is ready and it is handed to purple."""
@@ -98,7 +98,7 @@ class Orchestrator:
     ) -> None:
         self.settings = settings
         self.tracing = tracing or Tracing.off()
-        """Opt-in traces: a span per task, the root of its trace (:mod:`.task_run`)."""
+        """Opt-in traces: a span per task, the root of its trace (:mod:`.run`)."""
         self.store = store
         self.sandboxes = sandboxes
         self.kinds = dict(kinds)

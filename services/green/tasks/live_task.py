@@ -3,9 +3,9 @@
 Purple's ``execute`` and ``submit`` reach a running task here: the task token is checked, the
 limits (command size, command count, deadline) are applied, the command runs in the task's
 container, and each command is recorded once (one log line, one event for listeners, and one
-row in the ``commands`` table, written behind the answer by :mod:`services.green.task_writes`:
+row in the ``commands`` table, written behind the answer by :mod:`services.green.ledger.task_writes`:
 the agent never waits for the database). The lifecycle around it (queue, preparation, hand-over
-to purple, evaluation, cleanup) is :mod:`services.green.orchestrator`.
+to purple, evaluation, cleanup) is :mod:`services.green.tasks.orchestrator`.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from pydantic import BaseModel
 
 from services.green.config import GreenSettings
 from services.green.kinds.base import TaskKind, TaskPlan, stored
+from services.green.ledger.task_writes import TaskWrites
 from services.green.store.errors import AGENT_SENTENCE, brief
 from services.green.store.models import (
     Command,
@@ -31,8 +32,7 @@ from services.green.store.models import (
     TaskStatus,
     utcnow,
 )
-from services.green.task_end import GreenFault
-from services.green.task_writes import TaskWrites
+from services.green.tasks.end import GreenFault
 from services.sandbox.base import AgentFault, Sandbox, SandboxError, SandboxSpec
 from services.shared.commands import CommandResult
 from services.shared.logging import get_logger, task_log_context
@@ -40,7 +40,7 @@ from services.shared.outcome import TaskOutcome
 from services.shared.protocol import AgentReport, Submit, SubmitResult, Usage
 from services.shared.text import clip_middle
 
-log = get_logger("services.green.live_task")
+log = get_logger("services.green.tasks.live_task")
 
 STORED_OUTPUT_CHARS = 8 * 1024
 """How much of each command's output the commands table keeps (head and tail)."""
@@ -99,7 +99,7 @@ class LiveTask:
     row: Task
     kind: TaskKind
     token: str
-    # the life of the task (orchestrator, task_run)
+    # the life of the task (orchestrator, run)
     status: TaskStatus = TaskStatus.queued
     plan: TaskPlan[Any, Any, Any] | None = None
     creating: asyncio.Future[Sandbox] | None = None
@@ -115,7 +115,7 @@ class LiveTask:
     """Set when the task must stop waiting: a submission was accepted, or :attr:`fault`."""
     fault: Exception | None = None
     """What ended the task while it served the agent (its container broke, the agent's command
-    ended it, green's database failed): raised by the runner, read by :mod:`.task_end`."""
+    ended it, green's database failed): raised by the runner, read by :mod:`.end`."""
     submission: BaseModel | None = None
     """The accepted submission: the kind's own model (a plan's ``S``)."""
     end_detail: str | None = None

@@ -1,7 +1,7 @@
 """What one task's run may touch of the process that runs it: :class:`TaskRuntime`.
 
-The runner (:class:`services.green.task_run.TaskRun`) and the leak audit take this protocol, not
-the :class:`~services.green.orchestrator.Orchestrator` that satisfies it, so the lifecycle's
+The runner (:class:`services.green.tasks.run.TaskRun`) and the leak audit take this protocol, not
+the :class:`~services.green.tasks.orchestrator.Orchestrator` that satisfies it, so the lifecycle's
 inside depends on a short list of the process's parts and never on the process itself.
 """
 
@@ -12,12 +12,12 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from services.green.config import GreenSettings
-from services.green.endings import Endings
-from services.green.live_task import LiveTask
-from services.green.purple_link import PurpleLink
 from services.green.store.crud import TaskStore
 from services.green.store.models import Task
 from services.green.store.offloop import Database
+from services.green.tasks.endings import Endings
+from services.green.tasks.live_task import LiveTask
+from services.green.tasks.purple_link import PurpleLink
 from services.sandbox.base import SandboxProvider
 from services.sandbox.janitor import Janitor
 

@@ -21,13 +21,13 @@ from a2a.utils.errors import TaskNotFoundError
 from pydantic import ValidationError
 
 from services.green.store.models import FailureKind
-from services.green.task_end import TaskEnd
+from services.green.tasks.end import TaskEnd
 from services.shared import telemetry
 from services.shared.a2a import A2APeer, message_parts, new_protocol_message
 from services.shared.logging import get_logger
 from services.shared.protocol import AgentReport, TaskAssignment, clip_reason
 
-log = get_logger("services.green.purple_link")
+log = get_logger("services.green.tasks.purple_link")
 
 _ENDED = {
     TaskState.TASK_STATE_COMPLETED: "completed",

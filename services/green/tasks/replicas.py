@@ -19,7 +19,7 @@
   failed) are ended the same way once their lease runs out.
 - **Database outages.** A task whose end could not be written is forgotten at once (its slot is
   free, its lease no longer renewed) and the end is retried until it lands
-  (:mod:`services.green.endings`); if another replica's takeover comes first, that is its end.
+  (:mod:`services.green.tasks.endings`); if another replica's takeover comes first, that is its end.
 - **Cancels.** Every ``GREEN_QUEUE_POLL_S`` it cancels its tasks whose cancel another replica
   requested, and tells listeners of tasks it does not run what the store shows.
 """
@@ -33,16 +33,16 @@ from datetime import timedelta
 
 import httpx
 
-from services.green.orchestrator import Orchestrator
+from services.green.ledger.instances import InstanceClash, InstanceRegistry
 from services.green.store.errors import UNREACHABLE
-from services.green.store.instances import InstanceClash, InstanceRegistry
 from services.green.store.models import FailureKind, TaskStatus, utcnow
+from services.green.tasks.orchestrator import Orchestrator
 from services.shared.aio import cancel_and_wait
 from services.shared.http import async_client
 from services.shared.logging import get_logger
 from services.shared.memory import Trimmer
 
-log = get_logger("services.green.replicas")
+log = get_logger("services.green.tasks.replicas")
 
 __all__ = ["InstanceClash", "Replica"]
 

@@ -1,0 +1,1 @@
+"""Work over many tasks: assessments and runs against one purple, and the datasets' tools."""
