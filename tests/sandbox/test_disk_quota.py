@@ -19,16 +19,13 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-import docker
-import docker.errors
 import pytest
 from structlog.testing import capture_logs
 
 from services.sandbox.base import AgentFault, SandboxSpec
 from services.sandbox.blocking import BlockingProvider
-from services.sandbox.docker import DockerSandboxProvider
 from tests.support.growth import GrowthSampler
-from tests.support.second_dockerd import SecondEngine, btrfs_dockerd  # noqa: F401
+from tests.support.second_dockerd import SecondEngine, btrfs_dockerd, provider_on  # noqa: F401
 
 pytestmark = pytest.mark.docker
 
@@ -84,21 +81,7 @@ print(made, error, flush=True)
 
 @pytest.fixture(scope="module")
 def quota_provider(btrfs_dockerd: SecondEngine) -> Iterator[BlockingProvider]:  # noqa: F811
-    main = docker.from_env()
-    try:
-        main.images.get(IMAGE)
-    except docker.errors.ImageNotFound:
-        pytest.skip(f"test image {IMAGE} is not built (scripts/setup.sh)")
-    save = subprocess.Popen(["docker", "save", IMAGE], stdout=subprocess.PIPE)
-    subprocess.run(["docker", "-H", btrfs_dockerd.url, "load", "-q"], stdin=save.stdout, check=True)
-    assert save.wait() == 0
-    client = btrfs_dockerd.client()
-    provider = BlockingProvider(DockerSandboxProvider(client, label_prefix=PREFIX, name="btrfs"))
-    yield provider
-    provider.reap()
-    provider.close()
-    client.close()
-    main.close()
+    yield from provider_on(btrfs_dockerd, IMAGE, PREFIX, "btrfs")
 
 
 def _spec(cap: int) -> SandboxSpec:

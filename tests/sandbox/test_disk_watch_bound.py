@@ -22,21 +22,17 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import subprocess
 import time
 from collections.abc import Iterator
 
-import docker
-import docker.errors
 import pytest
 
 from services.green.kinds.arvo.builds.box import Bounds, JudgeBox
 from services.sandbox.base import AgentFault, SandboxSpec
 from services.sandbox.blocking import BlockingProvider, BlockingSandbox
-from services.sandbox.docker import DockerSandboxProvider
 from services.sandbox.docker.hostside import TooManyOpen
 from tests.support.growth import GrowthSampler
-from tests.support.second_dockerd import SecondEngine, ext4_dockerd  # noqa: F401
+from tests.support.second_dockerd import SecondEngine, ext4_dockerd, provider_on  # noqa: F401
 
 pytestmark = pytest.mark.docker
 
@@ -85,21 +81,7 @@ BOXES = ["task", "judge"]
 
 @pytest.fixture(scope="module")
 def watched(ext4_dockerd: SecondEngine) -> Iterator[BlockingProvider]:  # noqa: F811
-    main = docker.from_env()
-    try:
-        main.images.get(IMAGE)
-    except docker.errors.ImageNotFound:
-        pytest.skip(f"test image {IMAGE} is not built (scripts/setup.sh)")
-    save = subprocess.Popen(["docker", "save", IMAGE], stdout=subprocess.PIPE)
-    subprocess.run(["docker", "-H", ext4_dockerd.url, "load", "-q"], stdin=save.stdout, check=True)
-    assert save.wait() == 0
-    client = ext4_dockerd.client()
-    provider = BlockingProvider(DockerSandboxProvider(client, label_prefix=PREFIX, name="ext4"))
-    yield provider
-    provider.reap()
-    provider.close()
-    client.close()
-    main.close()
+    yield from provider_on(ext4_dockerd, IMAGE, PREFIX, "ext4")
 
 
 def _box(provider: BlockingProvider, box: str) -> BlockingSandbox:

@@ -38,8 +38,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import docker
+import docker.errors
 import pytest
 
+from services.sandbox.blocking import BlockingProvider
+from services.sandbox.docker import DockerSandboxProvider
 from tests.support.engine_tls import EngineTls, make_engine_tls
 from tests.support.servers import free_port
 
@@ -244,3 +247,26 @@ def ext4_dockerd() -> Iterator[SecondEngine]:
     finally:
         stop_second_dockerd(engine)
         assert _has_docker0() == had_docker0, "the second dockerd took the host's docker0"
+
+
+def provider_on(
+    engine: SecondEngine, image: str, prefix: str, name: str
+) -> Iterator[BlockingProvider]:
+    """A blocking provider on ``engine`` with ``image`` loaded into it from the main engine
+    (skips when the main engine lacks it); its containers reaped afterwards. For a module
+    fixture: ``yield from provider_on(...)``."""
+    main = docker.from_env()
+    try:
+        main.images.get(image)
+    except docker.errors.ImageNotFound:
+        pytest.skip(f"test image {image} is not built (scripts/setup.sh)")
+    save = subprocess.Popen(["docker", "save", image], stdout=subprocess.PIPE)
+    subprocess.run(["docker", "-H", engine.url, "load", "-q"], stdin=save.stdout, check=True)
+    assert save.wait() == 0
+    client = engine.client()
+    provider = BlockingProvider(DockerSandboxProvider(client, label_prefix=prefix, name=name))
+    yield provider
+    provider.reap()
+    provider.close()
+    client.close()
+    main.close()
