@@ -82,14 +82,16 @@ def test_attacks_1_to_3_end_as_the_agents_and_the_next_task_completes(
             commands=[
                 write_file_command("/tmp/stop.py", STOPPER),
                 write_file_command("/tmp/hold.py", HIDDEN_HOLDER),
-                "python3 /tmp/stop.py 30 & sleep 30",  # times out (3 s)
+                "python3 /tmp/stop.py 30 & sleep 30",  # times out (20 s)
                 "python3 /tmp/stop.py 30 & python3 /tmp/hold.py 16 30",
             ],
             submissions=[perfect_file_and_function(900001)],
         )
     )
     green = start_green(purple_url=hostile, container_disk_bytes=128 * 2**20, disk_check_s=0.5)
-    task = submit_task(green.url, {"task": "arvo:900001", "command_timeout_s": 3})
+    # 20 s: the holder must pass the cap before its command times out, and at load 20 a
+    # python writer took more than 3 s to write 128 MiB (the command then just timed out)
+    task = submit_task(green.url, {"task": "arvo:900001", "command_timeout_s": 20})
     done = wait_terminal(green.url, task["id"])
     assert (done["status"], done["failure_kind"], done["end_reason"]) == (
         "failed",
