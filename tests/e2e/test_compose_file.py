@@ -14,7 +14,7 @@ from pydantic_settings import BaseSettings
 
 from fixtures.catalog import REPO_ROOT
 from scripts.gen_env_example import env_name
-from services.green.config import GreenSettings
+from services.green.config import DeveloperChecks, GreenSettings
 from services.purple.config import PurpleSettings
 from services.shared.telemetry import TracingSettings
 
@@ -75,7 +75,7 @@ def test_every_setting_reaches_its_container() -> None:
 
 def test_no_stale_names() -> None:
     text = COMPOSE.read_text()
-    known = env_names(GreenSettings) | env_names(PurpleSettings)
+    known = env_names(GreenSettings) | env_names(PurpleSettings) | env_names(DeveloperChecks)
     for service in ("green", "purple"):
         for key in environment_keys(service_block(text, service)):
             if key.startswith(("GREEN_", "PURPLE_", "OPENAI_")):
