@@ -2,7 +2,8 @@
 bytes its processes hold in files deleted but still open, and how full the engine's disk is.
 
 Where green runs on the engine's host with the rights to see it (a local engine, green as root
-in the host's pid namespace: ``make demo``, CI), both are far cheaper than anything through the
+in the host's pid namespace, as the test suite runs it; not the compose stack's green, in
+its container), both are far cheaper than anything through the
 engine. The container's processes are its cgroup's (``cgroup.procs``, :func:`.unjam.container_cgroups`),
 and their open files are read from the host's ``/proc/<pid>/fd``: a few system calls per file,
 against an exec in the container, so the scan runs at every measurement of the watch, not once
