@@ -7,10 +7,10 @@ import json
 from datetime import datetime, timedelta
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Request
 from pydantic import BaseModel
 
-from services.purple.api.trajectory import read_events
+from services.purple.api.trajectory import read_events, record_or_404
 from services.purple.task_index import TaskFields, TaskIndex, TaskRecord
 
 router = APIRouter(tags=["tasks"])
@@ -88,7 +88,7 @@ def commands_of(index: TaskIndex, record: TaskRecord) -> list[PurpleCommand]:
 
 
 @router.get("/tasks", response_model=list[PurpleTask])
-async def list_tasks(request: Request, limit: int = 100) -> list[PurpleTask]:
+def list_tasks(request: Request, limit: int = 100) -> list[PurpleTask]:
     index: TaskIndex = request.app.state.index
     tasks = []
     for record in index.recent(min(max(limit, 1), 1000)):
@@ -100,11 +100,8 @@ async def list_tasks(request: Request, limit: int = 100) -> list[PurpleTask]:
 
 
 @router.get("/tasks/{task_id}", response_model=PurpleTaskView)
-async def get_task(task_id: str, request: Request) -> PurpleTaskView:
-    index: TaskIndex = request.app.state.index
-    record = index.get(task_id)
-    if record is None:
-        raise HTTPException(404, f"no task {task_id}")
+def get_task(task_id: str, request: Request) -> PurpleTaskView:
+    index, record = record_or_404(request, task_id)
     history = commands_of(index, record)
     view = PurpleTaskView(**_task(record).model_dump(), command_history=history)
     if view.status == "working":

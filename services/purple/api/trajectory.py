@@ -16,7 +16,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Request
 
 from services.purple.card import VERSION
-from services.purple.task_index import TaskIndex
+from services.purple.task_index import TaskIndex, TaskRecord
 from services.shared.trajectory import TrajectoryStep, TrajectoryView
 
 router = APIRouter(tags=["tasks"])
@@ -72,12 +72,20 @@ def _model_name(model: dict[str, Any]) -> str | None:
     return name if isinstance(name, str) else None
 
 
-@router.get("/tasks/{task_id}/trajectory", response_model=TrajectoryView)
-async def get_trajectory(task_id: str, request: Request) -> TrajectoryView:
+def record_or_404(request: Request, task_id: str) -> tuple[TaskIndex, TaskRecord]:
+    """The app's task index and the record of ``task_id`` (404 when there is none)."""
     index: TaskIndex = request.app.state.index
-    row = index.get(task_id)
-    if row is None:
+    record = index.get(task_id)
+    if record is None:
         raise HTTPException(404, f"no task {task_id}")
+    return index, record
+
+
+# Plain ``def`` routes (here and in tasks.py): they read files, so FastAPI runs them in its
+# thread pool, never on purple's event loop.
+@router.get("/tasks/{task_id}/trajectory", response_model=TrajectoryView)
+def get_trajectory(task_id: str, request: Request) -> TrajectoryView:
+    index, row = record_or_404(request, task_id)
     files = [path for path, _ in index.files(row)]
     events = [ev for path in files for ev in read_events(path)]
     steps = group_steps(events)
