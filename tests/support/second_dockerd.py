@@ -73,6 +73,18 @@ def _unavailable(why: str) -> None:
     pytest.skip(f"no second Docker engine: {why}")
 
 
+def _run_or_skip(root: Path, mount: Path, *commands: list[str]) -> Path:
+    """Run ``commands`` (making a file system and mounting it at ``mount``) in turn; the first
+    that fails undoes the mount and ``root`` and makes the test unavailable. Returns ``mount``."""
+    for cmd in commands:
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode != 0:
+            subprocess.run(["umount", str(mount)], capture_output=True)
+            shutil.rmtree(root, ignore_errors=True)
+            _unavailable(f"{' '.join(cmd[:2])} failed: {done.stderr.strip()[-300:]}")
+    return mount
+
+
 def _btrfs_data_root(root: Path, size: int) -> Path:
     """A loop-mounted btrfs file system of ``size`` bytes (sparse) with quotas on, at
     ``root/data``; the engine's data-root is its ``docker`` folder."""
@@ -83,17 +95,13 @@ def _btrfs_data_root(root: Path, size: int) -> Path:
     with image.open("wb") as f:
         f.truncate(size)
     mount.mkdir()
-    for cmd in (
+    return _run_or_skip(
+        root,
+        mount,
         ["mkfs.btrfs", "-q", "-f", "-m", "single", str(image)],  # metadata once, as counted
         ["mount", "-o", "loop,noatime", str(image), str(mount)],
         ["btrfs", "quota", "enable", str(mount)],
-    ):
-        done = subprocess.run(cmd, capture_output=True, text=True)
-        if done.returncode != 0:
-            subprocess.run(["umount", str(mount)], capture_output=True)
-            shutil.rmtree(root, ignore_errors=True)
-            _unavailable(f"{' '.join(cmd[:2])} failed: {done.stderr.strip()[-300:]}")
-    return mount
+    )
 
 
 def _ext4_data_root(root: Path, size: int) -> Path:
@@ -103,16 +111,12 @@ def _ext4_data_root(root: Path, size: int) -> Path:
     with image.open("wb") as f:
         f.truncate(size)
     mount.mkdir()
-    for cmd in (
+    return _run_or_skip(
+        root,
+        mount,
         ["mkfs.ext4", "-q", "-F", str(image)],
         ["mount", "-o", "loop", str(image), str(mount)],
-    ):
-        done = subprocess.run(cmd, capture_output=True, text=True)
-        if done.returncode != 0:
-            subprocess.run(["umount", str(mount)], capture_output=True)
-            shutil.rmtree(root, ignore_errors=True)
-            _unavailable(f"{' '.join(cmd[:2])} failed: {done.stderr.strip()[-300:]}")
-    return mount
+    )
 
 
 def start_second_dockerd(btrfs_bytes: int = 0, ext4_bytes: int = 0) -> SecondEngine:
