@@ -15,6 +15,7 @@ the open files follow the tasks under way, never the number of tasks a process h
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import re
@@ -32,6 +33,8 @@ from services.shared.text import escape_controls
 
 AGENTS_LOG = "agents"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+_LONGEST = 120
+"""A file name holds 255 bytes: a longer key keeps its start and gains a hash of the whole."""
 
 
 class LogRouter:
@@ -53,7 +56,11 @@ class LogRouter:
     def _name(key: str | None) -> str:
         # The key may come from a peer (purple reads it from green's message metadata): keep it
         # a plain file name inside the run folder.
-        return _UNSAFE.sub("_", key or AGENTS_LOG).lstrip(".") or AGENTS_LOG
+        name = _UNSAFE.sub("_", key or AGENTS_LOG).lstrip(".") or AGENTS_LOG
+        if len(name) <= _LONGEST:
+            return name
+        digest = hashlib.sha256((key or "").encode("utf-8", "surrogatepass")).hexdigest()
+        return f"{name[:_LONGEST - 17]}_{digest[:16]}"
 
     def write(self, key: str | None, line: str) -> None:
         name = self._name(key)

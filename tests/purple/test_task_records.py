@@ -33,6 +33,7 @@ HOSTILE_IDS = [
     "../../etc/passwd",
     "a\x00b",
     "x" * 200,
+    "y" * 1000,  # past a file name's 255 bytes: the log file is named by a hash too
     "A-UPPER",
     "a/b",
     "a_b",

@@ -45,3 +45,17 @@ def test_a_tasks_file_is_open_while_held_and_a_line_of_no_holder_leaves_none_ope
     assert (tmp_path / "run" / "task_2.log").read_text().splitlines() == ["one", "two", "three"]
     assert (tmp_path / "run" / "task_1.log").read_text() == "a line logged under no task context\n"
     router.close_all()
+
+
+def test_a_key_past_a_file_names_length_gets_a_file_of_its_own(tmp_path):
+    """A peer's context id may run to thousands of characters; its file name stays within the
+    255 bytes a name may hold, and two long keys sharing their start are kept apart."""
+    router = LogRouter(tmp_path / "run", echo=None)
+    for key in ("task_" + "y" * 1000, "task_" + "y" * 999 + "z", "task_" + "y" * 115):
+        router.hold(key)
+        router.write(key, key[-1])
+        router.release(key)
+    names = sorted(p.name for p in (tmp_path / "run").iterdir())
+    assert len(names) == 3 and all(len(n) <= 124 for n in names), names
+    assert ("task_" + "y" * 115 + ".log") in names  # short enough: the key itself
+    assert sorted((tmp_path / "run" / n).read_text() for n in names) == ["y\n", "y\n", "z\n"]
