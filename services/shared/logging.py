@@ -60,7 +60,7 @@ class LogRouter:
         if len(name) <= _LONGEST:
             return name
         digest = hashlib.sha256((key or "").encode("utf-8", "surrogatepass")).hexdigest()
-        return f"{name[:_LONGEST - 17]}_{digest[:16]}"
+        return f"{name[: _LONGEST - 17]}_{digest[:16]}"
 
     def write(self, key: str | None, line: str) -> None:
         name = self._name(key)
