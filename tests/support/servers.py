@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import multiprocessing
 import multiprocessing.context
 import multiprocessing.process
 import os
+import random
 import runpy
 import signal
 import socket
@@ -27,10 +29,34 @@ from tests.support import web
 REPO = Path(__file__).resolve().parents[2]
 
 
+PORT_BAND = 2000
+FIRST_PORT = 10000
+"""Each pytest-xdist worker takes its ports from a band of its own, ``FIRST_PORT`` up: below the
+kernel's ephemeral range (``ip_local_port_range``, 32768 on), whose ports it also hands to every
+outgoing connection and every ``bind`` to port 0."""
+_ports = itertools.count(random.randrange(PORT_BAND))
+
+
+def _worker() -> int:
+    name = os.environ.get("PYTEST_XDIST_WORKER", "gw0")  # gw0, gw1, ...
+    return int(name[2:]) % ((32768 - FIRST_PORT) // PORT_BAND) if name[2:].isdigit() else 0
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port nothing listens on, for a server a test is about to start. A port the kernel
+    chose (``bind`` to 0) could be chosen for another worker's server too, or for a connection,
+    in the seconds before this one binds it, and a service that then fails to bind leaves the
+    test talking to the other server (it answers the readiness check) until that one stops."""
+    base = FIRST_PORT + PORT_BAND * _worker()
+    for _ in range(PORT_BAND):
+        port = base + next(_ports) % PORT_BAND
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {base}-{base + PORT_BAND - 1}")
 
 
 class ThreadedServer:
