@@ -249,6 +249,8 @@ class TaskRun:
                 raise SandboxError(live.sandbox.lost)
             ended = await link.ended()
             if ended and not live.ended.is_set():
+                if time.monotonic() >= live.deadline:  # e.g. purple stopped at the deadline
+                    return "deadline"
                 live.end_detail = getattr(link, "lost_reason", None)
                 return f"purple_{ended}"
 
